@@ -1,0 +1,3 @@
+from gpuselect.cli import main
+
+raise SystemExit(main())

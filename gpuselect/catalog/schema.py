@@ -1,0 +1,70 @@
+"""The catalog's data model: one ``GpuEntry`` per card, every figure with its source.
+
+Units are in the field names (``_gb``, ``_gbs`` = GB/s, ``_mhz``, ``_tflops``, ``_w``,
+``_usd``). Tensor figures are *dense* (never the 2:4 sparse figure). ``fp16_tflops`` is the
+dense FP16 tensor rate **with FP32 accumulate** — what mixed-precision training uses; GeForce
+cards run it at half their FP16-accumulate rate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Family = Literal["geforce", "workstation", "datacenter", "radeon", "instinct"]
+FormFactor = Literal["desktop", "laptop", "pcie", "sxm", "oam"]
+
+FAMILIES: tuple[str, ...] = ("geforce", "workstation", "datacenter", "radeon", "instinct")
+FORM_FACTORS: tuple[str, ...] = ("desktop", "laptop", "pcie", "sxm", "oam")
+PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8")
+
+
+@dataclass(frozen=True)
+class GpuEntry:
+    id: str  # stable, lower-case: "nvidia-rtx-4090", "nvidia-a100-sxm4-80gb", "amd-mi300x"
+    name: str  # marketing name: "GeForce RTX 4090"
+    vendor: Literal["NVIDIA", "AMD", "Intel"]
+    family: Family
+    architecture: str
+    release_date: str  # ISO date (YYYY-MM-DD or YYYY-MM)
+    form_factor: FormFactor
+    vram_gb: float
+    memory_type: str
+    memory_bus_bits: int
+    memory_bandwidth_gbs: float
+    shader_cores: int  # CUDA cores / stream processors
+    boost_clock_mhz: float
+    fp32_tflops: float  # non-tensor (vector) FP32
+    tdp_w: float
+    compute_capability: str | None = None  # NVIDIA only, e.g. "8.9"
+    sm_count: int | None = None  # SMs (NVIDIA) or compute units (AMD)
+    tensor_cores: int | None = None  # NVIDIA tensor cores / AMD matrix cores
+    l2_cache_mb: float | None = None  # last-level on-chip cache (L2, or Infinity Cache on AMD)
+    tf32_tflops: float | None = None  # dense tensor TF32 (or AMD XF32/FP32 matrix)
+    fp16_tflops: float | None = None  # dense tensor FP16 with FP32 accumulate
+    bf16_tflops: float | None = None  # dense tensor BF16 with FP32 accumulate
+    fp8_tflops: float | None = None  # dense tensor FP8
+    interconnect: str | None = None  # human text: "PCIe 4.0 x16; NVLink 600 GB/s"
+    pcie_gen: int | None = None
+    gpu_link_gbs: float | None = None  # GPU-to-GPU link per GPU (NVLink / Infinity Fabric), GB/s total
+    launch_price_usd: float | None = None
+    launch_price_date: str | None = None
+    street_price_usd: float | None = None
+    street_price_date: str | None = None
+    cloud_usd_per_hour: float | None = None  # cheapest on-demand $/GPU-hour seen
+    cloud_provider: str | None = None
+    cloud_price_date: str | None = None
+    aliases: tuple[str, ...] = ()  # extra names NVML/torch/amdsmi report
+    notes: str | None = None
+    # field name (or group name such as "memory", "tensor", "price") -> where it came from
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def tflops(self, precision: str) -> float | None:
+        """Dense peak for a training precision (``fp32`` = non-tensor FP32)."""
+        return {
+            "fp32": self.fp32_tflops,
+            "tf32": self.tf32_tflops,
+            "fp16": self.fp16_tflops,
+            "bf16": self.bf16_tflops,
+            "fp8": self.fp8_tflops,
+        }[precision]

@@ -1,0 +1,86 @@
+"""The command-line face: ``gpuselect [gui|detect|health|...]``.
+
+Each subcommand lives in ``gpuselect/commands/<name>.py`` and defines ``HELP``,
+``configure(parser)`` and ``run(args) -> int``. Those modules import only the standard library
+at the top, so ``--help`` stays fast: torch and Qt are imported inside ``run`` when needed.
+
+Conventions every subcommand follows:
+- ``--format json`` prints one JSON document on stdout with ``schema_version``;
+- errors go to stderr as one sentence, exit status 2 for bad usage or input;
+- text output is for people.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from gpuselect import __version__
+from gpuselect.errors import GpuselectError
+
+#: Subcommands in the order ``--help`` lists them; each is ``gpuselect.commands.<name>``.
+COMMANDS: tuple[str, ...] = ("gui", "detect", "health")
+
+EXIT_INTERNAL = 3
+
+
+def _command_module(name: str) -> ModuleType:
+    return importlib.import_module(f"gpuselect.commands.{name}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpuselect",
+        description=(
+            "What hardware do I need to train this, how long will it take, and what will it "
+            "cost? Without a subcommand, opens the desktop app."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"gpuselect {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        module = _command_module(name)
+        sp = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.configure(sp)
+        sp.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    module: ModuleType = getattr(args, "_module", None) or _command_module("gui")
+    try:
+        return int(module.run(args))
+    except GpuselectError as exc:
+        print(f"gpuselect: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("gpuselect: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # Output piped into `head` and closed early: not an error worth a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as exc:  # noqa: BLE001 - the last line of defence for users
+        if os.environ.get("GPUSELECT_DEBUG"):
+            raise
+        print(
+            f"gpuselect: internal error: {type(exc).__name__}: {exc} "
+            "(set GPUSELECT_DEBUG=1 for the traceback, and please report it)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+def gui_main() -> int:
+    """Entry point of the ``gpuselect-gui`` GUI script."""
+    return main(["gui", *sys.argv[1:]])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

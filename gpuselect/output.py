@@ -1,0 +1,44 @@
+"""Serialisation shared by every face: dataclasses -> JSON-safe values, one JSON document."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import math
+from pathlib import PurePath
+from typing import Any
+
+#: Bumped when a JSON document's keys change incompatibly. Every ``--format json`` output
+#: carries it, so scripts can check what they read.
+SCHEMA_VERSION = 1
+
+
+def to_jsonable(value: Any) -> Any:
+    """Turn dataclasses, enums, paths, tuples and sets into JSON-safe values.
+
+    Non-finite floats become ``None``: a NaN or infinity never reaches a JSON document.
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(to_jsonable(v) for v in value)
+    if isinstance(value, PurePath):
+        return str(value)
+    if value is None or isinstance(value, (str, int, bool)):
+        return value
+    raise TypeError(f"cannot serialise {type(value).__name__} to JSON")
+
+
+def json_document(payload: dict[str, Any], *, kind: str) -> str:
+    """One JSON document with ``schema_version`` and ``kind`` first; NaN is refused."""
+    doc = {"schema_version": SCHEMA_VERSION, "kind": kind, **to_jsonable(payload)}
+    return json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False)

@@ -1,0 +1,50 @@
+"""Where gpuselect finds its shipped data and keeps the user's files.
+
+Shipped data (``gpu_catalog/``, ``resources/``) sits at the repository root in a source tree or
+an editable install, and under ``gpuselect/_data/`` inside an installed wheel.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+APP_NAME = "gpuselect"
+
+
+def _shipped(name: str) -> Path:
+    for candidate in (_PACKAGE_DIR / "_data" / name, _PACKAGE_DIR.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"gpuselect's {name}/ data folder is missing from the installation")
+
+
+def catalog_dir() -> Path:
+    """The built-in GPU catalog folder."""
+    return _shipped("gpu_catalog")
+
+
+def resources_dir() -> Path:
+    """Icons, style sheets and report templates."""
+    return _shipped("resources")
+
+
+def config_dir() -> Path:
+    """The user's config folder (``GPUSELECT_CONFIG_DIR`` overrides it, e.g. in tests)."""
+    override = os.environ.get("GPUSELECT_CONFIG_DIR")
+    if override:
+        return Path(override)
+    from platformdirs import user_config_path
+
+    return user_config_path(APP_NAME, appauthor=False)
+
+
+def cache_dir() -> Path:
+    """The user's cache folder (``GPUSELECT_CACHE_DIR`` overrides it)."""
+    override = os.environ.get("GPUSELECT_CACHE_DIR")
+    if override:
+        return Path(override)
+    from platformdirs import user_cache_path
+
+    return user_cache_path(APP_NAME, appauthor=False)
