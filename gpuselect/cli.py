@@ -25,7 +25,7 @@ from gpuselect.errors import GpuselectError
 #: Subcommands in the order ``--help`` lists them; each is ``gpuselect.commands.<name>``.
 COMMANDS: tuple[str, ...] = ("gui", "detect", "health")
 
-EXIT_INTERNAL = 3
+EXIT_INTERNAL = 70  # EX_SOFTWARE: distinct from usage (2) and health's codes
 
 
 def _command_module(name: str) -> ModuleType:

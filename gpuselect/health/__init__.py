@@ -1,1 +1,1 @@
-"""health."""
+"""Health rules over a hardware snapshot: ``evaluate(snapshot) -> HealthReport``."""
