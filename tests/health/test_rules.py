@@ -1,0 +1,227 @@
+"""Health rules at their thresholds, over snapshots built from the fake NVML scenarios."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuselect.hardware.snapshot import detect
+from gpuselect.hardware.types import FrameworkInfo, Snapshot
+from gpuselect.health import thresholds as T
+from gpuselect.health.model import Severity
+from gpuselect.health.rules import EXIT_CRITICAL, EXIT_FINE, EXIT_WARNINGS, evaluate
+from tests.fakes import fake_nvml as F
+
+GIB = 1024**3
+
+
+def snap(fake: F.FakeNVML, **changes: object) -> Snapshot:
+    """A snapshot of the fake GPUs; this machine's own frameworks are left out (tests add them)."""
+    s = dataclasses.replace(detect(nvml=fake, probe=False), torch=None, frameworks=[])
+    return dataclasses.replace(s, **changes) if changes else s
+
+
+def by_id(report, rule_id: str):
+    return [f for f in report.findings if f.id == rule_id]
+
+
+def one(report, rule_id: str):
+    found = by_id(report, rule_id)
+    assert len(found) == 1, f"{rule_id}: {report.findings}"
+    return found[0]
+
+
+def test_healthy_card_all_fine() -> None:
+    s = snap(F.healthy())
+    s.memory.total_bytes = 256 * GIB  # this test machine's own RAM must not decide the result
+    r = evaluate(s)
+    assert r.exit_code == EXIT_FINE
+    assert one(r, "gpu.temperature").severity is Severity.OK
+    assert one(r, "gpu.clock_events").severity is Severity.OK
+    for f in r.findings:
+        assert f.severity in (Severity.OK, Severity.INFO), f
+
+
+def test_every_finding_has_the_required_fields() -> None:
+    for make in F.SCENARIOS.values():
+        for f in evaluate(snap(make())).findings:
+            assert f.id and f.title and f.detail is not None and f.device
+            if f.severity in (Severity.WARNING, Severity.CRITICAL):
+                assert f.remedy, f"{f.id} has no remedy"
+                assert f.value is not None and f.threshold is not None, f.id
+
+
+def test_thermal_throttling_is_critical() -> None:
+    r = evaluate(snap(F.thermal_throttling()))
+    assert one(r, "gpu.temperature").severity is Severity.CRITICAL  # 90 >= slowdown 89
+    assert one(r, "gpu.clock_events.hw_thermal_slowdown").severity is Severity.CRITICAL
+    assert one(r, "gpu.clock_events.sw_thermal_slowdown").severity is Severity.WARNING
+    assert r.exit_code == EXIT_CRITICAL
+
+
+@settings(max_examples=60, deadline=None)
+@given(temp=st.integers(min_value=20, max_value=110))
+def test_temperature_bands_follow_the_cards_thresholds(temp: int) -> None:
+    fake = F.FakeNVML([F.FakeGpu(temperature=temp)])  # slowdown 89 °C
+    f = one(evaluate(snap(fake)), "gpu.temperature")
+    slowdown = 89
+    if temp >= slowdown:
+        assert f.severity is Severity.CRITICAL
+    elif temp >= slowdown - T.TEMP_WARN_MARGIN_BELOW_SLOWDOWN_C:
+        assert f.severity is Severity.WARNING
+    else:
+        assert f.severity is Severity.OK
+    assert f.value == temp
+
+
+def test_temperature_without_card_thresholds_uses_generic_limits() -> None:
+    fake = F.FakeNVML([F.FakeGpu(temperature=84, thresholds={})])
+    f = one(evaluate(snap(fake)), "gpu.temperature")
+    assert f.severity is Severity.WARNING and f.threshold == T.TEMP_FALLBACK.warning
+    assert "generic" in (f.source or "")
+
+
+def test_pcie_judged_only_under_load() -> None:
+    loaded = one(evaluate(snap(F.degraded_pcie_under_load())), "gpu.pcie_link")
+    assert loaded.severity is Severity.WARNING and loaded.value == "Gen3 x8" and loaded.threshold == "Gen5 x16"
+    idle = one(evaluate(snap(F.idle_pcie_downtrained())), "gpu.pcie_link")
+    assert idle.severity is Severity.INFO
+
+
+@pytest.mark.parametrize("util,expected", [(T.PCIE_LOAD_UTILIZATION_PERCENT - 1, Severity.INFO), (T.PCIE_LOAD_UTILIZATION_PERCENT, Severity.WARNING)])
+def test_pcie_load_edge(util: int, expected: Severity) -> None:
+    fake = F.FakeNVML([F.FakeGpu(pcie_gen=4, util=(util, 0))])
+    assert one(evaluate(snap(fake)), "gpu.pcie_link").severity is expected
+
+
+def test_slot_limits_gpu_generation() -> None:
+    fake = F.FakeNVML([F.FakeGpu(pcie_gen=4, pcie_max_gen=4, gpu_max_gen=5)])
+    assert one(evaluate(snap(fake)), "gpu.pcie_slot").severity is Severity.INFO
+
+
+def test_power_capped() -> None:
+    r = evaluate(snap(F.power_capped()))
+    f = one(r, "gpu.power_limit")
+    assert f.severity is Severity.WARNING and f.value == 450.0
+    assert one(r, "gpu.clock_events.sw_power_cap").severity is Severity.WARNING  # under load
+    assert r.exit_code == EXIT_WARNINGS
+
+
+@pytest.mark.parametrize("limit_w,expected", [(665, Severity.OK), (664, Severity.WARNING)])
+def test_power_limit_edge(limit_w: int, expected: Severity) -> None:
+    # default 700 W; 5 % below is 665 W
+    fake = F.FakeNVML([F.FakeGpu(enforced_limit_mw=limit_w * 1000)])
+    assert one(evaluate(snap(fake)), "gpu.power_limit").severity is expected
+
+
+def test_power_cap_at_idle_is_only_info() -> None:
+    fake = F.FakeNVML([F.FakeGpu(event_reasons=0x4, util=(3, 0))])
+    assert one(evaluate(snap(fake)), "gpu.clock_events.sw_power_cap").severity is Severity.INFO
+
+
+def test_ecc_and_retired_pages() -> None:
+    r = evaluate(snap(F.ecc_and_retired_pages()))
+    assert one(r, "gpu.ecc").severity is Severity.CRITICAL
+    pages = one(r, "gpu.retired_pages")
+    assert pages.severity is Severity.CRITICAL and pages.value == 70
+    assert one(r, "gpu.retired_pages_pending").severity is Severity.WARNING
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(min_value=0, max_value=100))
+def test_retired_pages_bands(n: int) -> None:
+    fake = F.FakeNVML([F.FakeGpu(retired={0: list(range(n)), 1: []}, remapped=None)])
+    f = one(evaluate(snap(fake)), "gpu.retired_pages")
+    expected = Severity.CRITICAL if n >= 63 else Severity.WARNING if n >= 15 else Severity.OK
+    assert f.severity is expected
+
+
+def test_lifetime_only_uncorrectable_errors_warn() -> None:
+    fake = F.FakeNVML([F.FakeGpu(ecc_counts={(1, 1): 3})])
+    assert one(evaluate(snap(fake)), "gpu.ecc").severity is Severity.WARNING
+
+
+def test_remap_failure_and_pending() -> None:
+    assert one(evaluate(snap(F.remap_failure())), "gpu.row_remap").severity is Severity.CRITICAL
+    pending = F.FakeNVML([F.FakeGpu(remapped=(0, 1, 1, 0))])
+    assert one(evaluate(snap(pending)), "gpu.row_remap").severity is Severity.WARNING
+
+
+def test_memory_held_by_others() -> None:
+    f = one(evaluate(snap(F.memory_held_by_others())), "gpu.memory_held_by_others")
+    assert f.severity is Severity.WARNING  # 29 of 80 GiB
+    assert "4242" in f.detail
+
+
+def test_own_process_does_not_count_as_others() -> None:
+    import os
+
+    fake = F.FakeNVML([F.FakeGpu(processes=[(os.getpid(), 60 * GIB)])])
+    assert one(evaluate(snap(fake)), "gpu.memory_held_by_others").severity is Severity.OK
+
+
+def test_lost_gpu_is_critical_and_the_other_is_checked() -> None:
+    r = evaluate(snap(F.two_gpus_one_lost()))
+    assert one(r, "gpu.lost").severity is Severity.CRITICAL
+    assert one(r, "gpu.temperature").device.startswith("gpu0")
+
+
+def test_everything_unsupported_is_unknown_not_fine_or_crash() -> None:
+    r = evaluate(snap(F.everything_unsupported()))
+    assert one(r, "gpu.temperature").severity is Severity.UNKNOWN
+    assert r.exit_code == EXIT_FINE
+
+
+def test_no_gpu_is_info() -> None:
+    r = evaluate(snap(F.FakeNVML(init_error=F.INIT_FAILURES["library_not_found"])))
+    f = one(r, "system.no_gpu")
+    assert f.severity is Severity.INFO and r.exit_code == EXIT_FINE
+
+
+def test_driver_mismatch_is_critical() -> None:
+    r = evaluate(snap(F.FakeNVML(init_error=F.INIT_FAILURES["lib_rm_version_mismatch"])))
+    assert one(r, "nvml.driver_mismatch").severity is Severity.CRITICAL
+    assert r.exit_code == EXIT_CRITICAL
+
+
+@pytest.mark.parametrize("ratio,expected", [(0.9, Severity.WARNING), (1.0, Severity.INFO), (1.99, Severity.INFO), (2.0, Severity.OK)])
+def test_ram_versus_vram(ratio: float, expected: Severity) -> None:
+    s = snap(F.healthy())
+    s.memory.total_bytes = int(80 * GIB * ratio)
+    assert one(evaluate(s), "system.ram_vs_vram").severity is expected
+
+
+def _with_torch(fake: F.FakeNVML, **fw: object) -> Snapshot:
+    s = snap(fake)
+    torch = FrameworkInfo(name="torch", installed=True, version="2.5.0", **fw)  # type: ignore[arg-type]
+    return dataclasses.replace(s, torch=torch, frameworks=[torch])
+
+
+def test_framework_built_for_newer_cuda_major_than_driver() -> None:
+    s = _with_torch(F.old_driver(), built_cuda="12.4", cpu_only_build=False)  # driver: CUDA 11.4
+    f = one(evaluate(s), "framework.torch.cuda_too_new")
+    assert f.severity is Severity.CRITICAL and f.value == "12.4" and f.threshold == "11.4"
+
+
+def test_framework_newer_minor_is_info() -> None:
+    s = _with_torch(F.healthy(), built_cuda="12.6", cpu_only_build=False)  # driver: CUDA 12.4
+    assert one(evaluate(s), "framework.torch.cuda_minor_newer").severity is Severity.INFO
+
+
+def test_cpu_only_framework_on_gpu_machine() -> None:
+    s = _with_torch(F.healthy(), cpu_only_build=True)
+    assert one(evaluate(s), "framework.torch.cpu_only").severity is Severity.WARNING
+
+
+def test_gpu_present_but_framework_blind() -> None:
+    s = _with_torch(F.healthy(), built_cuda="12.4", cpu_only_build=False, probed=True, sees_gpu=False)
+    assert one(evaluate(s), "framework.torch.no_gpu").severity is Severity.CRITICAL
+
+
+def test_findings_sorted_worst_first() -> None:
+    r = evaluate(snap(F.thermal_throttling()))
+    ranks = [f.severity.rank for f in r.findings]
+    assert ranks == sorted(ranks, reverse=True)
