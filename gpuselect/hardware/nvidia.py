@@ -28,7 +28,6 @@ from gpuselect.hardware.types import (
 TEMPERATURE_GPU = 0
 THRESHOLD_SHUTDOWN, THRESHOLD_SLOWDOWN, THRESHOLD_MEM_MAX, THRESHOLD_GPU_MAX = 0, 1, 2, 3
 FI_TEMPERATURE_SHUTDOWN_TLIMIT, FI_TEMPERATURE_SLOWDOWN_TLIMIT = 193, 194
-FI_TEMPERATURE_MEM_MAX_TLIMIT, FI_TEMPERATURE_GPU_MAX_TLIMIT = 195, 196
 CLOCK_GRAPHICS, CLOCK_SM, CLOCK_MEM = 0, 1, 2
 MEMORY_ERROR_TYPE_CORRECTED, MEMORY_ERROR_TYPE_UNCORRECTED = 0, 1
 VOLATILE_ECC, AGGREGATE_ECC = 0, 1
@@ -151,26 +150,33 @@ class _GpuReader:
         g.processes = self._processes()
 
     def _thresholds(self) -> TemperatureThresholds:
-        # Ada and newer: NVIDIA asks for field values; older GPUs answer the threshold call.
-        fields = (
-            ("shutdown_c", FI_TEMPERATURE_SHUTDOWN_TLIMIT, THRESHOLD_SHUTDOWN),
-            ("slowdown_c", FI_TEMPERATURE_SLOWDOWN_TLIMIT, THRESHOLD_SLOWDOWN),
-            ("memory_max_c", FI_TEMPERATURE_MEM_MAX_TLIMIT, THRESHOLD_MEM_MAX),
-            ("gpu_max_c", FI_TEMPERATURE_GPU_MAX_TLIMIT, THRESHOLD_GPU_MAX),
-        )
+        """Field values first (NVIDIA's current API on Ada and newer: relative T.Limit margins),
+        then the older absolute call. Where the absolute call is gone but the limit itself is
+        known, absolute = limit - margin (exact by definition, checked on an H100)."""
         out = TemperatureThresholds()
-        values = self.s.call("nvmlDeviceGetFieldValues", self.h, [fid for _, fid, _ in fields])
-        by_field: dict[str, int | float | None] = {}
+        values = self.s.call(
+            "nvmlDeviceGetFieldValues", self.h, [FI_TEMPERATURE_SHUTDOWN_TLIMIT, FI_TEMPERATURE_SLOWDOWN_TLIMIT]
+        )
         if not isinstance(values, Unavailable):
-            for (attr, _, _), entry in zip(fields, values):
-                by_field[attr] = _field_value(entry)
-        for attr, _, threshold in fields:
-            value = by_field.get(attr)
-            if value is None or value <= 0:
-                value = self.get(f"temperature_thresholds.{attr}", "nvmlDeviceGetTemperatureThreshold", threshold)
-            else:
-                self.gpu.unavailable.pop(f"temperature_thresholds.{attr}", None)
+            shutdown, slowdown = (_field_value(v) for v in list(values)[:2])
+            out.shutdown_tlimit_c = int(shutdown) if shutdown is not None else None
+            out.slowdown_tlimit_c = int(slowdown) if slowdown is not None else None
+        for attr, which in (
+            ("shutdown_c", THRESHOLD_SHUTDOWN), ("slowdown_c", THRESHOLD_SLOWDOWN),
+            ("memory_max_c", THRESHOLD_MEM_MAX), ("gpu_max_c", THRESHOLD_GPU_MAX),
+        ):
+            value = self.get(f"temperature_thresholds.{attr}", "nvmlDeviceGetTemperatureThreshold", which)
             setattr(out, attr, int(value) if value is not None else None)
+        if out.gpu_max_c is not None:
+            for attr, margin in (("slowdown_c", out.slowdown_tlimit_c), ("shutdown_c", out.shutdown_tlimit_c)):
+                if getattr(out, attr) is None and margin is not None:
+                    setattr(out, attr, out.gpu_max_c - margin)
+                    self.gpu.unavailable.pop(f"temperature_thresholds.{attr}", None)
+        margin_now = self.s.call("nvmlDeviceGetMarginTemperature", self.h)
+        if isinstance(margin_now, Unavailable):
+            self.gpu.unavailable.setdefault("temperature_margin_c", margin_now.reason)
+        else:
+            self.gpu.temperature_margin_c = int(margin_now)
         return out
 
     def _ecc(self) -> EccInfo:

@@ -14,6 +14,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gpuselect.hardware.amd import detect_amd
@@ -89,10 +90,11 @@ def detect(
     if probe is None:
         probe = bool(gpus) or sys.platform == "darwin"
     if probe:
-        for info in frameworks:
-            if not info.installed:
-                continue
-            result = prober(info.name)
+        installed = [info for info in frameworks if info.installed]
+        # Each probe is its own process; running them side by side costs the slowest, not the sum.
+        with ThreadPoolExecutor(max_workers=max(1, len(installed))) as pool:
+            results = list(pool.map(lambda info: prober(info.name), installed))
+        for info, result in zip(installed, results):
             apply_probe(info, result)
             if info.name == "torch" and isinstance(result.get("devices"), list):
                 gpus = merge_torch_devices(gpus, [d for d in result["devices"] if isinstance(d, dict)])

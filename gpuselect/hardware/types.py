@@ -70,10 +70,20 @@ class EccInfo:
 
 @dataclass
 class TemperatureThresholds:
+    """Absolute thresholds in °C, plus the same thresholds as T.Limit margins.
+
+    NVML's field values (NVML_FI_DEV_TEMPERATURE_*_TLIMIT, the API NVIDIA asks for on Ada and
+    newer) are *relative*: degrees below the GPU's thermal limit at which each threshold trips
+    (negative: above it). Seen on an H100: slowdown field -2 with absolute slowdown 89 °C and
+    gpu_max 87 °C. ``temperature_margin_c`` on the GPU is the current distance to that limit.
+    """
+
     slowdown_c: int | None = None
     shutdown_c: int | None = None
-    gpu_max_c: int | None = None  # max operating temperature
+    gpu_max_c: int | None = None  # max operating temperature (the T.Limit)
     memory_max_c: int | None = None
+    slowdown_tlimit_c: int | None = None
+    shutdown_tlimit_c: int | None = None
 
 
 @dataclass
@@ -101,6 +111,7 @@ class GpuInfo:
     architecture: str | None = None
     temperature_c: int | None = None
     temperature_thresholds: TemperatureThresholds = field(default_factory=TemperatureThresholds)
+    temperature_margin_c: int | None = None  # °C below the thermal limit now (T.Limit margin)
     power_draw_w: float | None = None
     power_limit_w: float | None = None  # enforced limit
     power_default_limit_w: float | None = None

@@ -50,10 +50,27 @@ def rule_state(g: GpuInfo) -> Iterable[Finding]:
 
 def rule_temperature(g: GpuInfo) -> Iterable[Finding]:
     rule = "gpu.temperature"
-    if g.temperature_c is None:
+    th = g.temperature_thresholds
+    remedy = "improve cooling: fans, airflow, dust filters, ambient temperature; check the fan curve"
+    if g.temperature_c is None and (g.temperature_margin_c is None or th.slowdown_tlimit_c is None):
         yield _unknown(rule, g, "temperature", g.unavailable.get("temperature_c"))
         return
-    t, th = g.temperature_c, g.temperature_thresholds
+    if g.temperature_c is None or (th.slowdown_c is None and th.shutdown_c is None and th.slowdown_tlimit_c is not None
+                                   and g.temperature_margin_c is not None):
+        # Only relative readings (newer GPUs): headroom = margin now - margin at slowdown.
+        assert g.temperature_margin_c is not None and th.slowdown_tlimit_c is not None
+        headroom = g.temperature_margin_c - th.slowdown_tlimit_c
+        value, unit = headroom, "°C headroom"
+        crit, warn = 0.0, T.TEMP_WARN_MARGIN_BELOW_SLOWDOWN_C
+        sev = Severity.CRITICAL if headroom <= crit else Severity.WARNING if headroom <= warn else Severity.OK
+        yield Finding(
+            rule, sev, _dev(g), f"{headroom} °C below the slowdown point",
+            f"T.Limit margin {g.temperature_margin_c} °C; slowdown trips at margin {th.slowdown_tlimit_c} °C (card's own thresholds)",
+            remedy=None if sev is Severity.OK else remedy, value=value,
+            threshold=crit if sev is Severity.CRITICAL else warn, unit=unit, source=T.TEMP_SOURCE,
+        )
+        return
+    t = g.temperature_c
     if th.slowdown_c is not None or th.shutdown_c is not None:
         slowdown = th.slowdown_c if th.slowdown_c is not None else float(th.shutdown_c or 0) - 5
         warn = slowdown - T.TEMP_WARN_MARGIN_BELOW_SLOWDOWN_C
@@ -69,8 +86,7 @@ def rule_temperature(g: GpuInfo) -> Iterable[Finding]:
     detail = f"GPU core at {t} °C; slowdown {th.slowdown_c} °C, shutdown {th.shutdown_c} °C (card's own thresholds)" \
         if th.slowdown_c is not None else f"GPU core at {t} °C; the card reports no thresholds, generic limits used"
     yield Finding(
-        rule, sev, _dev(g), title, detail,
-        remedy=None if sev is Severity.OK else "improve cooling: fans, airflow, dust filters, ambient temperature; check the fan curve",
+        rule, sev, _dev(g), title, detail, remedy=None if sev is Severity.OK else remedy,
         value=t, threshold=crit if sev is Severity.CRITICAL else warn, unit="°C", source=source,
     )
 
@@ -334,7 +350,7 @@ def _framework_rules(s: Snapshot, fw: FrameworkInfo) -> Iterable[Finding]:
                           value=0, threshold=len(s.gpus), unit="GPUs")
         elif fw.sees_gpu:
             yield Finding(f"framework.{fw.name}.sees_gpu", Severity.OK, dev, f"{fw.name} sees the GPU",
-                          "devices: " + ", ".join(fw.devices), value=len(fw.devices), unit="GPUs")
+                          "devices: " + ", ".join(fw.devices), value=len(fw.devices), threshold=1, unit="GPUs")
 
 
 def rule_frameworks(s: Snapshot) -> Iterable[Finding]:

@@ -31,7 +31,10 @@ class FakeGpu:
     cc: tuple[int, int] = (9, 0)
     temperature: int = 40
     thresholds: dict[int, int] = field(default_factory=lambda: {0: 92, 1: 89, 2: 95, 3: 87})
-    field_thresholds: dict[int, int] | None = None  # NVML_FI_DEV_TEMPERATURE_*_TLIMIT values, None: field call unsupported
+    # NVML_FI_DEV_TEMPERATURE_*_TLIMIT field values: T.Limit margins (relative), as an H100 with
+    # driver 580 reported them (shutdown -8, slowdown -2). None: the field call is unsupported.
+    field_thresholds: dict[int, int] | None = field(default_factory=lambda: {193: -8, 194: -2})
+    margin: int | None = None  # T.Limit margin now; None: derived from the GPU-max threshold
     power_mw: int = 70_000
     enforced_limit_mw: int = 700_000
     default_limit_mw: int = 700_000
@@ -182,6 +185,14 @@ class FakeNVML:
             else:
                 out.append(SimpleNamespace(nvmlReturn=NOT_SUPPORTED, valueType=5, value=SimpleNamespace(siVal=0)))
         return out
+
+    def nvmlDeviceGetMarginTemperature(self, h: FakeGpu) -> int:
+        self._q("nvmlDeviceGetMarginTemperature", h)
+        if h.margin is not None:
+            return h.margin
+        if 3 not in h.thresholds:
+            _raise(NOT_SUPPORTED)
+        return h.thresholds[3] - h.temperature
 
     def nvmlDeviceGetPowerUsage(self, h: FakeGpu) -> int:
         self._q("nvmlDeviceGetPowerUsage", h)
@@ -337,6 +348,11 @@ def remap_failure() -> FakeNVML:
     return FakeNVML([FakeGpu(name="NVIDIA A100-SXM4-80GB", cc=(8, 0), retired=None, remapped=(3, 2, 1, 1))])
 
 
+def relative_thresholds_only() -> FakeNVML:
+    """A newer GPU/driver whose absolute threshold call is gone: only T.Limit margins remain."""
+    return FakeNVML([FakeGpu(name="NVIDIA B200", cc=(10, 0), thresholds={}, margin=5, temperature=80)])
+
+
 def everything_unsupported() -> FakeNVML:
     return FakeNVML([FakeGpu()], everything_unsupported=True)
 
@@ -362,6 +378,7 @@ SCENARIOS = {
     "ecc_and_retired_pages": ecc_and_retired_pages,
     "remap_failure": remap_failure,
     "everything_unsupported": everything_unsupported,
+    "relative_thresholds_only": relative_thresholds_only,
     "old_driver": old_driver,
     "memory_held_by_others": memory_held_by_others,
 }

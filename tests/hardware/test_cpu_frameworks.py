@@ -86,7 +86,12 @@ def test_torch_devices_matched_by_uuid_then_bus_not_index() -> None:
     assert len(merged) == 3 and merged[2].vendor == "Apple" and merged[2].source == "torch"
 
 
-def test_detect_with_fake_nvml_and_fake_prober() -> None:
+def test_detect_with_fake_nvml_and_fake_prober(monkeypatch) -> None:
+    # This machine's own frameworks must not matter: pretend only torch is installed.
+    monkeypatch.setattr(
+        "gpuselect.hardware.snapshot.static_frameworks",
+        lambda: (t := FrameworkInfo("torch", True, "2.5.0"), [t, FrameworkInfo("jax", False)]),
+    )
     calls = []
 
     def prober(name: str) -> dict:

@@ -35,13 +35,26 @@ def test_healthy_card_fields() -> None:
     assert fake.initialised == 0, "NVML must be shut down after detection"
 
 
-def test_field_value_thresholds_preferred_over_old_call() -> None:
-    fake = F.FakeNVML([F.FakeGpu(field_thresholds={193: 96, 194: 93, 196: 90}, thresholds={0: 1, 1: 1, 2: 1, 3: 1})])
+def test_threshold_field_values_are_relative_margins() -> None:
+    _, (g,) = detect_nvidia(F.healthy())
+    th = g.temperature_thresholds
+    assert (th.shutdown_tlimit_c, th.slowdown_tlimit_c) == (-8, -2)
+    assert (th.shutdown_c, th.slowdown_c, th.gpu_max_c) == (92, 89, 87)  # absolute call wins
+    assert g.temperature_margin_c == 47  # 87 °C limit - 40 °C now
+
+
+def test_absolute_thresholds_derived_from_limit_and_margins() -> None:
+    # Old call answers only the GPU-max limit: absolute = limit - margin (as seen on an H100).
+    fake = F.FakeNVML([F.FakeGpu(thresholds={3: 87})])
     _, (g,) = detect_nvidia(fake)
-    assert g.temperature_thresholds.shutdown_c == 96
-    assert g.temperature_thresholds.slowdown_c == 93
-    assert g.temperature_thresholds.gpu_max_c == 90
-    assert g.temperature_thresholds.memory_max_c == 1  # field missing -> fell back to the old call
+    assert (g.temperature_thresholds.slowdown_c, g.temperature_thresholds.shutdown_c) == (89, 95)
+    assert "temperature_thresholds.slowdown_c" not in g.unavailable
+
+
+def test_relative_only_gpu_keeps_margins() -> None:
+    _, (g,) = detect_nvidia(F.relative_thresholds_only())
+    assert g.temperature_thresholds.slowdown_c is None and g.temperature_thresholds.slowdown_tlimit_c == -2
+    assert g.temperature_margin_c == 5
 
 
 def test_two_gpus_one_lost_the_other_still_shows() -> None:

@@ -77,8 +77,16 @@ def test_temperature_bands_follow_the_cards_thresholds(temp: int) -> None:
     assert f.value == temp
 
 
+@pytest.mark.parametrize("margin,expected", [(-2, Severity.CRITICAL), (-1, Severity.WARNING), (8, Severity.WARNING), (9, Severity.OK)])
+def test_temperature_judged_by_margins_when_only_relative_readings(margin: int, expected: Severity) -> None:
+    # slowdown trips at margin -2: headroom = margin - (-2); critical at 0, warning within 10 °C
+    fake = F.FakeNVML([F.FakeGpu(thresholds={}, margin=margin)])
+    f = one(evaluate(snap(fake)), "gpu.temperature")
+    assert f.severity is expected and f.value == margin + 2
+
+
 def test_temperature_without_card_thresholds_uses_generic_limits() -> None:
-    fake = F.FakeNVML([F.FakeGpu(temperature=84, thresholds={})])
+    fake = F.FakeNVML([F.FakeGpu(temperature=84, thresholds={}, field_thresholds=None)])
     f = one(evaluate(snap(fake)), "gpu.temperature")
     assert f.severity is Severity.WARNING and f.threshold == T.TEMP_FALLBACK.warning
     assert "generic" in (f.source or "")
