@@ -90,6 +90,6 @@ def format_health(report: HealthReport, *, verbose: bool = False) -> str:
         f"{c.get('unknown', 0)} not checked, {ok} passed"
     )
     if report.worst.rank < Severity.WARNING.rank:
-        summary = "All checks passed: " + summary
+        summary = ("All checks passed: " if ok else "No problems found: ") + summary
     lines.append(summary + ("" if verbose or not ok else " (--verbose lists the passed checks)"))
     return "\n".join(lines)
