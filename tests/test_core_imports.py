@@ -16,6 +16,10 @@ CORE_MODULES = [
     "gpuselect.hardware.snapshot",
     "gpuselect.health",
     "gpuselect.health.rules",
+    "gpuselect.bench",
+    "gpuselect.bench.engine",
+    "gpuselect.bench.findings",
+    "gpuselect.commands.bench",
 ]
 
 

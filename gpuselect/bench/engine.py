@@ -1,0 +1,537 @@
+"""The microbenchmark engine: one generator for CLI, GUI and tests.
+
+``run_benchmark(config, cancel)`` yields :class:`ProgressEvent` and *returns* a
+:class:`BenchReport` (``StopIteration.value``; :func:`run_to_completion` unwraps it). Torch is
+imported here, lazily, when a benchmark actually runs. Cancellation is a thread-safe flag checked
+between repeats; no single timed call is allowed near half a second, so a cancel takes effect
+within that.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from gpuselect.bench.model import BenchConfig, BenchReport, DeviceResult, ProgressEvent, Timing, TrainStep
+from gpuselect.errors import UsageError
+
+CancelFlag = threading.Event
+GIB = 1024**3
+
+
+class Cancelled(Exception):
+    pass
+
+
+def _is_oom(exc: BaseException) -> bool:
+    return "out of memory" in str(exc).lower() or type(exc).__name__ == "OutOfMemoryError"
+
+
+@dataclass
+class _Device:
+    spec: str  # "cpu", "cuda:0", "mps", "xpu:0"
+    kind: str
+    name: str
+    torch_device: Any
+    uuid: str | None = None
+    memory_total_bytes: int | None = None
+
+
+def list_devices(torch: Any) -> list[_Device]:
+    import platform
+
+    from gpuselect.hardware.cpu import detect_cpu
+
+    cpu = detect_cpu()
+    out = [_Device("cpu", "cpu", cpu.model or platform.processor() or "CPU", torch.device("cpu"))]
+    if torch.cuda.is_available():
+        hip = getattr(torch.version, "hip", None)
+        for i in range(torch.cuda.device_count()):
+            p = torch.cuda.get_device_properties(i)
+            uuid = getattr(p, "uuid", None)
+            out.append(_Device(f"cuda:{i}", "rocm" if hip else "cuda", p.name, torch.device(f"cuda:{i}"),
+                               uuid=f"GPU-{uuid}" if uuid is not None else None, memory_total_bytes=int(p.total_memory)))
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        out.append(_Device("mps", "mps", "Apple GPU (MPS)", torch.device("mps")))
+    xpu = getattr(torch, "xpu", None)
+    if xpu is not None and xpu.is_available():
+        for i in range(xpu.device_count()):
+            out.append(_Device(f"xpu:{i}", "xpu", xpu.get_device_name(i), torch.device(f"xpu:{i}")))
+    return out
+
+
+def select_devices(available: list[_Device], wanted: tuple[str, ...]) -> list[_Device]:
+    if not wanted or "all" in wanted:
+        return available
+    by_spec = {d.spec: d for d in available}
+    if "cuda" in by_spec or any(w == "cuda" for w in wanted):
+        by_spec.setdefault("cuda", by_spec.get("cuda:0"))  # type: ignore[arg-type]
+    chosen = []
+    for w in wanted:
+        dev = by_spec.get(w)
+        if dev is None:
+            names = ", ".join(d.spec for d in available)
+            raise UsageError(f"there is no device {w!r} here; available: {names}")
+        chosen.append(dev)
+    return chosen
+
+
+class _Runner:
+    """Times operations on one device with warm-up, synchronisation and repeats."""
+
+    def __init__(self, torch: Any, dev: _Device, cfg: BenchConfig, cancel: CancelFlag) -> None:
+        self.torch, self.dev, self.cfg, self.cancel = torch, dev, cfg, cancel
+        self.budget = cfg.measurement_budget_s()
+
+    def sync(self) -> None:
+        t = self.torch
+        if self.dev.kind in ("cuda", "rocm"):
+            t.cuda.synchronize(self.dev.torch_device)
+        elif self.dev.kind == "mps":
+            t.mps.synchronize()
+        elif self.dev.kind == "xpu":
+            t.xpu.synchronize()
+
+    def check(self) -> None:
+        if self.cancel.is_set():
+            raise Cancelled()
+
+    def time(self, op: Callable[[], Any], *, inner: int = 1, warmup: int = 1, budget: float | None = None,
+             min_repeats: int = 3, max_repeats: int = 200) -> list[float]:
+        """Seconds per call of ``op`` for each repeat (``inner`` calls per timed repeat)."""
+        budget = self.budget if budget is None else budget
+        # Warm up by time as well as by count: first calls pay for page faults, thread-pool
+        # start-up, clock ramp-up and kernel selection, which a short run must not measure.
+        warm_end = time.perf_counter() + 0.4 * budget
+        calls = 0
+        while calls < warmup or (warmup and time.perf_counter() < warm_end):
+            self.check()
+            op()
+            calls += 1
+            if calls % 4 == 0:
+                self.sync()
+        self.sync()
+        samples: list[float] = []
+        deadline = time.perf_counter() + budget
+        while len(samples) < max_repeats and (len(samples) < min_repeats or time.perf_counter() < deadline):
+            self.check()
+            start = time.perf_counter()
+            for _ in range(inner):
+                op()
+            self.sync()
+            samples.append((time.perf_counter() - start) / inner)
+        return samples
+
+    def free_bytes(self) -> int | None:
+        if self.dev.kind in ("cuda", "rocm"):
+            free, _ = self.torch.cuda.mem_get_info(self.dev.torch_device)
+            return int(free)
+        if self.dev.kind == "cpu":
+            import psutil
+
+            return int(psutil.virtual_memory().available)
+        return None
+
+    def empty_cache(self) -> None:
+        if self.dev.kind in ("cuda", "rocm"):
+            self.torch.cuda.empty_cache()
+
+
+def _timing(samples: list[float], to_value: Callable[[float], float], size: str, note: str | None = None) -> Timing:
+    """Median, min and max of per-repeat values (throughputs: faster repeats give higher values)."""
+    values = sorted(to_value(s) for s in samples)
+    return Timing(value=statistics.median(values), low=values[0], high=values[-1], repeats=len(values), size=size, note=note)
+
+
+# --- individual measurements --------------------------------------------------------------
+
+_DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+def _matmul_sizes(r: _Runner, precision: str) -> list[int]:
+    if r.dev.kind == "cpu":
+        # Big enough to reach the sustained rate of a few cores, small enough for the time box.
+        return [1536] if precision == "fp32" else [1024]
+    return [8192, 4096, 2048] if not r.cfg.quick or precision != "fp32" else [4096, 2048]
+
+
+def measure_matmul(r: _Runner, res: DeviceResult, precision: str) -> None:
+    t = r.torch
+    kind = r.dev.kind
+    if precision == "tf32" and kind not in ("cuda", "rocm"):
+        res.skipped["matmul tf32"] = "TF32 is an NVIDIA tensor-core mode"
+        res.matmul_tflops["tf32"] = None
+        return
+    if precision == "tf32" and kind == "cuda" and t.cuda.get_device_capability(r.dev.torch_device) < (8, 0):
+        res.skipped["matmul tf32"] = "TF32 needs an Ampere or newer GPU"
+        res.matmul_tflops["tf32"] = None
+        return
+    dtype = getattr(t, _DTYPES[precision])
+    sizes = _matmul_sizes(r, precision)
+    old_tf32 = t.backends.cuda.matmul.allow_tf32 if kind in ("cuda", "rocm") else None
+    try:
+        if kind in ("cuda", "rocm"):
+            t.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+        for i, n in enumerate(sizes):
+            try:
+                # A small probe first: on CPUs without fast half precision one big product can
+                # take seconds, which would break the time box and the half-second cancel.
+                p = 256
+                pa = t.randn(p, p, device=r.dev.torch_device, dtype=t.float32).to(dtype)
+                t.mm(pa, pa)
+                r.sync()
+                start = time.perf_counter()
+                t.mm(pa, pa)
+                r.sync()
+                first = (time.perf_counter() - start) * (n / p) ** 3  # predicted time of one n-sized product
+                if first > 0.3:
+                    if i + 1 < len(sizes):
+                        continue
+                    res.skipped[f"matmul {precision}"] = f"one {n}x{n} product would take ~{first:.1f} s: this device has no fast {precision} path"
+                    res.matmul_tflops[precision] = None
+                    return
+                a = t.randn(n, n, device=r.dev.torch_device, dtype=t.float32).to(dtype)
+                b = t.randn(n, n, device=r.dev.torch_device, dtype=t.float32).to(dtype)
+                samples = r.time(lambda: t.mm(a, b))
+                flop = 2.0 * n * n * n
+                timing = _timing(samples, lambda s: flop / s / 1e12, f"{n}x{n}x{n}")
+                res.matmul_detail[precision] = timing
+                res.matmul_tflops[precision] = round(timing.value, 3)
+                return
+            except (RuntimeError, MemoryError) as exc:
+                if not _is_oom(exc) and not isinstance(exc, MemoryError):
+                    if "not implemented" in str(exc).lower() or "unsupported" in str(exc).lower():
+                        res.skipped[f"matmul {precision}"] = f"not supported on this device: {exc}".splitlines()[0]
+                        res.matmul_tflops[precision] = None
+                        return
+                    raise
+                res.backoffs.append(f"matmul {precision}: out of memory at {n}x{n}, trying smaller")
+                a = b = None
+                r.empty_cache()
+        res.skipped[f"matmul {precision}"] = "out of memory at every size tried"
+        res.matmul_tflops[precision] = None
+    finally:
+        if old_tf32 is not None:
+            t.backends.cuda.matmul.allow_tf32 = old_tf32
+
+
+def measure_fp8(r: _Runner, res: DeviceResult) -> None:
+    t = r.torch
+    if r.dev.kind != "cuda" or t.cuda.get_device_capability(r.dev.torch_device) < (8, 9):
+        res.skipped["matmul fp8"] = "FP8 tensor cores need Ada/Hopper or newer"
+        return
+    if not hasattr(t, "_scaled_mm") or not hasattr(t, "float8_e4m3fn"):
+        res.skipped["matmul fp8"] = "this torch has no FP8 matmul (torch._scaled_mm)"
+        return
+    n = 8192 if not r.cfg.quick else 4096
+    try:
+        a = t.randn(n, n, device=r.dev.torch_device).to(t.float8_e4m3fn)
+        b = t.randn(n, n, device=r.dev.torch_device).to(t.float8_e4m3fn).t()  # column-major second operand
+        one = t.tensor(1.0, device=r.dev.torch_device)
+
+        def op() -> Any:
+            return t._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=t.bfloat16)
+
+        samples = r.time(op)
+    except Cancelled:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a private API: any failure means "not measured"
+        res.skipped["matmul fp8"] = f"torch._scaled_mm failed: {str(exc).splitlines()[0]}"
+        r.empty_cache()
+        return
+    flop = 2.0 * n * n * n
+    timing = _timing(samples, lambda s: flop / s / 1e12, f"{n}x{n}x{n}", note="torch._scaled_mm, e4m3 inputs, bf16 output")
+    res.matmul_detail["fp8"] = timing
+    res.matmul_tflops["fp8"] = round(timing.value, 3)
+
+
+def _bandwidth_bytes(r: _Runner) -> int:
+    if r.dev.kind == "cpu":
+        target = 256 * 1024**2 if not r.cfg.quick else 128 * 1024**2  # well past the caches
+    else:
+        target = 1 * GIB if not r.cfg.quick else 512 * 1024**2
+    free = r.free_bytes()
+    if free is not None:
+        target = min(target, max(16 * 1024**2, free // 5))  # three arrays, with room to spare
+    return target
+
+
+def measure_bandwidth(r: _Runner, res: DeviceResult) -> None:
+    t = r.torch
+    nbytes = _bandwidth_bytes(r)
+    while True:
+        try:
+            n = nbytes // 4
+            x = t.ones(n, device=r.dev.torch_device, dtype=t.float32)
+            y = t.empty_like(x)
+            z = t.ones_like(x)
+            copy = r.time(lambda: y.copy_(x), inner=2 if r.dev.kind != "cpu" else 1)
+            triad = r.time(lambda: t.add(x, z, alpha=2.0, out=y), inner=2 if r.dev.kind != "cpu" else 1)
+            break
+        except (RuntimeError, MemoryError) as exc:
+            if not (_is_oom(exc) or isinstance(exc, MemoryError)) or nbytes <= 16 * 1024**2:
+                raise
+            res.backoffs.append(f"bandwidth: out of memory at {nbytes / 1024**2:.0f} MiB per array, halving")
+            nbytes //= 2
+            x = y = z = None
+            r.empty_cache()
+    size = f"{nbytes / 1024**2:.0f} MiB per array"
+    res.bandwidth_detail["copy"] = _timing(copy, lambda s: 2 * nbytes / s / 1e9, size, "y = x: bytes read + written")
+    res.bandwidth_detail["triad"] = _timing(triad, lambda s: 3 * nbytes / s / 1e9, size, "y = x + 2*z: 2 reads + 1 write")
+    res.memory_bandwidth_gbs = round(res.bandwidth_detail["copy"].value, 1)
+
+
+def measure_transfers(r: _Runner, res: DeviceResult) -> None:
+    t = r.torch
+    nbytes = 256 * 1024**2 if not r.cfg.quick else 64 * 1024**2
+    n = nbytes // 4
+    dev = r.dev.torch_device
+    pin = r.dev.kind in ("cuda", "rocm")
+    host_pageable = t.ones(n, dtype=t.float32)
+    host_pinned = t.ones(n, dtype=t.float32).pin_memory() if pin else None
+    on_dev = t.ones(n, dtype=t.float32, device=dev)
+    budget = r.budget / 2
+    for label, host in (("pinned", host_pinned), ("pageable", host_pageable)):
+        if host is None:
+            continue
+        h2d = r.time(lambda host=host: on_dev.copy_(host, non_blocking=True), budget=budget)
+        d2h = r.time(lambda host=host: host.copy_(on_dev, non_blocking=True), budget=budget)
+        size = f"{nbytes / 1024**2:.0f} MiB"
+        res.transfer_detail[f"host_to_device_{label}"] = _timing(h2d, lambda s: nbytes / s / 1e9, size)
+        res.transfer_detail[f"device_to_host_{label}"] = _timing(d2h, lambda s: nbytes / s / 1e9, size)
+    key = "pinned" if pin else "pageable"
+    res.host_to_device_gbs = round(res.transfer_detail[f"host_to_device_{key}"].value, 2)
+    res.device_to_host_gbs = round(res.transfer_detail[f"device_to_host_{key}"].value, 2)
+    small_host = t.ones(1024, dtype=t.float32)  # 4 KiB
+    small_host = small_host.pin_memory() if pin else small_host
+    small_dev = t.ones(1024, dtype=t.float32, device=dev)
+    lat = r.time(lambda: small_dev.copy_(small_host), budget=budget, max_repeats=2000)
+    timing = _timing(lat, lambda s: s * 1e6, "4 KiB", "host to device, synchronised each time")
+    res.transfer_detail["small_transfer_latency_us"] = timing
+    res.small_transfer_latency_us = round(min(timing.value, timing.high), 2)
+
+
+def measure_launch(r: _Runner, res: DeviceResult) -> None:
+    t = r.torch
+    x = t.zeros(1, device=r.dev.torch_device)
+    inner = 1000 if r.dev.kind != "cpu" else 2000
+    samples = r.time(lambda: x.add_(1.0), inner=inner, budget=r.budget / 2)
+    timing = _timing(samples, lambda s: s * 1e6, "1 element", f"{inner} back-to-back launches per repeat")
+    # Per-call time: lower is better, so the spread runs the other way.
+    res.transfer_detail["launch_overhead_us"] = timing
+    res.launch_overhead_us = round(timing.value, 2)
+
+
+def _make_model(torch: Any, name: str) -> tuple[Any, Callable[[int], tuple[Any, Any]], Any]:
+    nn = torch.nn
+    if name == "simple_cnn":
+        # The background material's simple CNN: two conv + pool layers, two linear layers, 28x28x1 input.
+        model = nn.Sequential(
+            nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10),
+        )
+
+        def batch(bs: int) -> tuple[Any, Any]:
+            return torch.randn(bs, 1, 28, 28), torch.randint(0, 10, (bs,))
+
+        return model, batch, nn.CrossEntropyLoss()
+    if name == "lstm":
+        class LstmLM(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.emb = nn.Embedding(5_000, 256)
+                self.lstm = nn.LSTM(256, 256, num_layers=2, batch_first=True)
+                self.out = nn.Linear(256, 5_000)
+
+            def forward(self, x: Any) -> Any:
+                h, _ = self.lstm(self.emb(x))
+                return self.out(h).reshape(-1, 5_000)
+
+        def batch(bs: int) -> tuple[Any, Any]:
+            return torch.randint(0, 5_000, (bs, 32)), torch.randint(0, 5_000, (bs * 32,))
+
+        return LstmLM(), batch, nn.CrossEntropyLoss()
+    if name == "transformer":
+        class Block(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.layer = nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True)
+                self.head = nn.Linear(256, 10)
+
+            def forward(self, x: Any) -> Any:
+                return self.head(self.layer(x).mean(dim=1))
+
+        def batch(bs: int) -> tuple[Any, Any]:
+            return torch.randn(bs, 64, 256), torch.randint(0, 10, (bs,))
+
+        return Block(), batch, nn.CrossEntropyLoss()
+    raise UsageError(f"unknown benchmark model {name!r}")
+
+
+def measure_train(r: _Runner, res: DeviceResult, model_name: str, batch_sizes: tuple[int, ...]) -> Iterator[str]:
+    """Yields after each batch size so the caller can report progress."""
+    t = r.torch
+    on_accel = r.dev.kind != "cpu"
+    model, make_batch, loss_fn = _make_model(t, model_name)
+    model = model.to(r.dev.torch_device)
+    opt = t.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    for bs in batch_sizes:
+        x_host, y_host = make_batch(bs)
+        if on_accel and r.dev.kind in ("cuda", "rocm"):
+            x_host, y_host = x_host.pin_memory(), y_host.pin_memory()
+
+        def step() -> None:
+            # Data starts on the host, as in real training: the copy is part of the step.
+            x = x_host.to(r.dev.torch_device, non_blocking=True)
+            y = y_host.to(r.dev.torch_device, non_blocking=True)
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+
+        try:
+            step()  # warm-up (allocations, kernel selection)
+            r.sync()
+            t0 = time.perf_counter()
+            step()
+            r.sync()
+            once = time.perf_counter() - t0
+            if once > 0.45:  # too slow to repeat inside the time box; larger batches only get slower
+                res.train_steps.append(TrainStep(model_name, bs, round(bs / once, 2), round(once * 1e3, 3), on_accel))
+                res.skipped[f"train {model_name} batches > {bs}"] = f"one step at batch {bs} took {once:.2f} s"
+                yield f"{model_name} batch {bs}"
+                break
+            samples = r.time(step, warmup=0, budget=r.budget / 2, min_repeats=3)
+        except (RuntimeError, MemoryError) as exc:
+            if not (_is_oom(exc) or isinstance(exc, MemoryError)):
+                raise
+            res.backoffs.append(f"train {model_name}: out of memory at batch {bs}; larger batches skipped")
+            r.empty_cache()
+            break
+        per_step = statistics.median(samples)
+        res.train_steps.append(TrainStep(model_name, bs, round(bs / per_step, 2), round(per_step * 1e3, 3), on_accel))
+        yield f"{model_name} batch {bs}"
+
+
+# --- the generator ------------------------------------------------------------------------
+
+
+def _plan(dev: _Device, cfg: BenchConfig) -> list[tuple[str, Callable[..., Any]]]:
+    steps: list[tuple[str, Callable[..., Any]]] = []
+    for p in ("fp32", "tf32", "fp16", "bf16"):
+        steps.append((f"matmul {p}", lambda r, res, p=p: measure_matmul(r, res, p)))
+    if dev.kind == "cuda":
+        steps.append(("matmul fp8", measure_fp8))
+    steps.append(("memory bandwidth", measure_bandwidth))
+    if dev.kind != "cpu":
+        steps.append(("host-device transfers", measure_transfers))
+    steps.append(("launch overhead", measure_launch))
+    return steps
+
+
+def _telemetry(dev: _Device) -> dict[str, Any] | None:
+    if dev.uuid is None:
+        return None
+    from gpuselect.hardware.nvidia import read_telemetry
+
+    return read_telemetry().get(dev.uuid)
+
+
+def run_benchmark(cfg: BenchConfig, cancel: CancelFlag | None = None) -> Generator[ProgressEvent, None, BenchReport]:
+    cancel = cancel or threading.Event()
+    start = time.perf_counter()
+    import torch  # lazily: only a real benchmark pays for it
+
+    devices = select_devices(list_devices(torch), cfg.devices)
+    plans = [(dev, _plan(dev, cfg)) for dev in devices]
+    n_batches = len(cfg.train_batch_sizes())
+    total = sum(len(p) + len(cfg.models) * n_batches for _, p in plans)
+    done = 0
+    report = BenchReport(devices=[], quick=cfg.quick, torch_version=str(torch.__version__))
+
+    def event(step: str) -> ProgressEvent:
+        elapsed = time.perf_counter() - start
+        frac = min(1.0, done / total) if total else 1.0
+        eta = elapsed / frac * (1 - frac) if frac > 0 else None
+        return ProgressEvent(step=step, fraction=frac, elapsed_s=round(elapsed, 3), eta_s=None if eta is None else round(eta, 1))
+
+    try:
+        for dev, plan in plans:
+            dev_start = time.perf_counter()
+            res = DeviceResult(device=dev.spec, name=dev.name, kind=dev.kind, memory_total_bytes=dev.memory_total_bytes)
+            report.devices.append(res)
+            res.telemetry_before = _telemetry(dev)
+            runner = _Runner(torch, dev, cfg, cancel)
+            for label, fn in plan:
+                yield event(f"{dev.spec}: {label}")
+                try:
+                    fn(runner, res)
+                except Cancelled:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - one failing figure never loses the rest
+                    res.skipped[label] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                    runner.empty_cache()
+                done += 1
+            for model_name in cfg.models:
+                yield event(f"{dev.spec}: training step {model_name}")
+                measured = 0
+                try:
+                    for label in measure_train(runner, res, model_name, cfg.train_batch_sizes()):
+                        measured += 1
+                        done += 1
+                        yield event(f"{dev.spec}: training step {label}")
+                except Cancelled:
+                    raise
+                except Exception as exc:  # noqa: BLE001
+                    res.skipped[f"train {model_name}"] = f"failed: {type(exc).__name__}: {exc}"
+                done += n_batches - measured
+            res.telemetry_after = _telemetry(dev)
+            res.duration_s = round(time.perf_counter() - dev_start, 2)
+            runner.empty_cache()
+    except Cancelled:
+        report.cancelled = True
+    report.duration_s = round(time.perf_counter() - start, 2)
+    if not report.cancelled:
+        done = total
+        yield event("done")
+    attach_spec_ratios(report)
+    return report
+
+
+def run_to_completion(
+    cfg: BenchConfig, cancel: CancelFlag | None = None, on_event: Callable[[ProgressEvent], None] | None = None
+) -> BenchReport:
+    gen = run_benchmark(cfg, cancel)
+    while True:
+        try:
+            ev = next(gen)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        if on_event is not None:
+            on_event(ev)
+
+
+def attach_spec_ratios(report: BenchReport) -> None:
+    """Measured / catalog spec for each figure of each GPU the catalog knows."""
+    try:
+        from gpuselect.catalog import load_catalog  # type: ignore[attr-defined]
+
+        catalog = load_catalog()
+    except Exception:  # noqa: BLE001 - no catalog: no ratios, never a failed benchmark
+        return
+    from gpuselect.bench.findings import spec_ratios
+
+    for res in report.devices:
+        if res.kind == "cpu":
+            continue
+        match = catalog.match(res.name, res.memory_total_bytes)
+        if match is None:
+            continue
+        res.spec_name = match.entry.name
+        res.spec_ratio = spec_ratios(res, match.entry)

@@ -1,0 +1,55 @@
+"""``gpuselect bench``: a few honest seconds that say what this machine can really do."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gpuselect.commands import add_format_option
+
+HELP = "microbenchmark the CPU and every GPU: matmul per precision, bandwidth, transfers, training steps"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_format_option(parser)
+    parser.add_argument(
+        "--device", default="all", metavar="DEV",
+        help="cpu, cuda:N, mps, or all (default: all devices torch sees); comma-separated for several",
+    )
+    parser.add_argument("--quick", action="store_true", help="about 10 s on a small machine (default run: about a minute)")
+
+
+def _progress(ev: object) -> None:
+    step, frac, eta = ev.step, ev.fraction, ev.eta_s  # type: ignore[attr-defined]
+    left = f", ~{eta:.0f} s left" if eta is not None else ""
+    line = f"[{100 * frac:3.0f}%] {step}{left}"
+    if sys.stderr.isatty():
+        print("\r" + line.ljust(78), end="", file=sys.stderr, flush=True)
+    else:
+        print(line, file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    import threading
+
+    from gpuselect.bench.engine import run_to_completion
+    from gpuselect.bench.model import BenchConfig
+    from gpuselect.bench.text import format_bench
+    from gpuselect.output import json_document
+
+    devices = tuple(d.strip() for d in args.device.split(",") if d.strip())
+    cancel = threading.Event()
+    cfg = BenchConfig(quick=args.quick, devices=devices or ("all",))
+    try:
+        report = run_to_completion(cfg, cancel, on_event=_progress)
+    except KeyboardInterrupt:
+        cancel.set()
+        print("\ngpuselect: benchmark cancelled", file=sys.stderr)
+        return 130
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    if args.format == "json":
+        print(json_document({"report": report, "devices": report.devices}, kind="bench"))
+    else:
+        print(format_bench(report))
+    return 130 if report.cancelled else 0

@@ -1,0 +1,133 @@
+"""The benchmark engine on the CPU: events, cancellation, OOM back-off, schema, spec ratios."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from gpuselect.bench.engine import run_benchmark, run_to_completion  # noqa: E402
+from gpuselect.bench.findings import bench_findings, spec_ratios  # noqa: E402
+from gpuselect.bench.model import BenchConfig, BenchReport, DeviceResult  # noqa: E402
+from gpuselect.catalog.schema import GpuEntry  # noqa: E402
+from gpuselect.cli import main  # noqa: E402
+from gpuselect.health.model import Severity  # noqa: E402
+
+TINY = BenchConfig(quick=True, devices=("cpu",), budget_s=0.04, batch_sizes=(1, 4), models=("simple_cnn",))
+
+
+def test_events_progress_monotonically_to_done() -> None:
+    events = []
+    report = run_to_completion(TINY, on_event=events.append)
+    fractions = [e.fraction for e in events]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and events[-1].step == "done"
+    assert all(0.0 <= f <= 1.0 for f in fractions)
+    assert not report.cancelled
+    (cpu,) = report.devices
+    assert cpu.device == "cpu" and cpu.matmul_tflops["fp32"] and cpu.matmul_tflops["fp32"] > 0
+    assert cpu.matmul_tflops["tf32"] is None and "tf32" in " ".join(cpu.skipped)
+    assert cpu.memory_bandwidth_gbs and cpu.memory_bandwidth_gbs > 0
+    assert cpu.launch_overhead_us and cpu.launch_overhead_us > 0
+    assert [(s.model, s.batch_size) for s in cpu.train_steps] == [("simple_cnn", 1), ("simple_cnn", 4)]
+    assert all(s.samples_per_s > 0 for s in cpu.train_steps)
+    spread = cpu.matmul_detail["fp32"]
+    assert spread.low <= spread.value <= spread.high and spread.repeats >= 3
+
+
+def test_cancel_takes_effect_within_half_a_second() -> None:
+    cancel = threading.Event()
+    gen = run_benchmark(BenchConfig(quick=False, devices=("cpu",)), cancel)
+    next(gen)  # the first step has been announced; now the user presses Cancel
+    cancel.set()
+    start = time.perf_counter()
+    with pytest.raises(StopIteration) as stop:
+        while True:
+            next(gen)
+    elapsed = time.perf_counter() - start
+    report: BenchReport = stop.value.value
+    assert report.cancelled
+    assert elapsed < 0.5, f"cancel took {elapsed:.2f} s"
+
+
+def test_out_of_memory_backs_off_and_continues(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_ones = torch.ones
+    limit = 40 * 1024**2 // 4  # "device" holds arrays of at most 40 MiB
+
+    def ones(*size, **kw):
+        n = size[0] if size and isinstance(size[0], int) else 0
+        if n > limit:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 128.00 MiB")
+        return real_ones(*size, **kw)
+
+    monkeypatch.setattr(torch, "ones", ones)
+    report = run_to_completion(BenchConfig(quick=True, devices=("cpu",), budget_s=0.03, batch_sizes=(1,), models=()))
+    cpu = report.devices[0]
+    assert any("bandwidth: out of memory" in b for b in cpu.backoffs), cpu.backoffs
+    assert cpu.memory_bandwidth_gbs and cpu.memory_bandwidth_gbs > 0
+    assert "32 MiB per array" in cpu.bandwidth_detail["copy"].size
+
+
+def test_unrelated_errors_are_reported_not_hidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*a, **k):
+        raise RuntimeError("illegal memory access")
+
+    monkeypatch.setattr("gpuselect.bench.engine.measure_launch", broken)
+    monkeypatch.setattr("gpuselect.bench.engine._plan", _plan_with_launch_only)
+    cpu = run_to_completion(TINY).devices[0]
+    assert "illegal memory access" in cpu.skipped["launch overhead"]
+
+
+def _plan_with_launch_only(dev, cfg):
+    from gpuselect.bench import engine
+
+    return [("launch overhead", lambda r, res: engine.measure_launch(r, res))]
+
+
+def _entry(**kw) -> GpuEntry:
+    base = dict(
+        id="nvidia-h100-sxm5-80gb", name="H100 SXM5 80GB", vendor="NVIDIA", family="datacenter", architecture="Hopper",
+        release_date="2023-03-21", form_factor="sxm", vram_gb=80, memory_type="HBM3", memory_bus_bits=5120,
+        memory_bandwidth_gbs=3350, shader_cores=16896, boost_clock_mhz=1980, fp32_tflops=66.9, tdp_w=700,
+        tf32_tflops=494.7, fp16_tflops=989.4, bf16_tflops=989.4, fp8_tflops=1978.9,
+    )
+    base.update(kw)
+    return GpuEntry(**base)  # type: ignore[arg-type]
+
+
+def test_spec_ratios_and_findings() -> None:
+    res = DeviceResult("cuda:0", "NVIDIA H100 80GB HBM3", "cuda", matmul_tflops={"bf16": 790.0, "fp16": 400.0, "fp32": 50.0},
+                       memory_bandwidth_gbs=3000.0)
+    res.spec_ratio = spec_ratios(res, _entry())
+    res.spec_name = "H100 SXM5 80GB"
+    assert res.spec_ratio["matmul_bf16"] == pytest.approx(790 / 989.4, abs=1e-3)
+    assert res.spec_ratio["memory_bandwidth"] == pytest.approx(3000 / 3350, abs=1e-3)
+    findings = {f.id: f for f in bench_findings(BenchReport([res], quick=False, torch_version="x"))}
+    assert findings["bench.spec_ratio.matmul_bf16"].severity is Severity.OK
+    low = findings["bench.spec_ratio.matmul_fp16"]
+    assert low.severity is Severity.WARNING and "40 % of its FP16 spec" in low.title and "cooling" in (low.remedy or "")
+    assert "bench.spec_ratio.matmul_fp32" not in findings
+
+
+def test_cli_json_schema(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("gpuselect.bench.model.BenchConfig.measurement_budget_s", lambda self: 0.04)
+    monkeypatch.setattr("gpuselect.bench.model.BenchConfig.train_batch_sizes", lambda self: (2,))
+    assert main(["bench", "--device", "cpu", "--quick", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kind"] == "bench" and doc["schema_version"] == 1
+    (dev,) = doc["devices"]
+    for key in ("device", "name", "matmul_tflops", "memory_bandwidth_gbs", "host_to_device_gbs",
+                "device_to_host_gbs", "launch_overhead_us", "train_steps", "spec_ratio", "duration_s"):
+        assert key in dev, key
+    assert dev["host_to_device_gbs"] is None and dev["device_to_host_gbs"] is None
+    assert {"model", "batch_size", "samples_per_s"} <= set(dev["train_steps"][0])
+    assert set(dev["matmul_tflops"]) >= {"fp32", "tf32", "fp16", "bf16"}
+
+
+def test_cli_unknown_device_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--device", "cuda:7"]) == 2
+    err = capsys.readouterr().err
+    assert "no device 'cuda:7'" in err and "Traceback" not in err
