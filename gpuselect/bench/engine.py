@@ -153,11 +153,39 @@ def _timing(samples: list[float], to_value: Callable[[float], float], size: str,
 _DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
-def _matmul_sizes(r: _Runner, precision: str) -> list[int]:
+def _max_matmul_size(r: _Runner) -> int:
     if r.dev.kind == "cpu":
-        # Big enough to reach the sustained rate of a few cores, small enough for the time box.
-        return [1536] if precision == "fp32" else [1024]
-    return [8192, 4096, 2048] if not r.cfg.quick or precision != "fp32" else [4096, 2048]
+        return 2048
+    return 8192 if not r.cfg.quick else 4096
+
+
+#: Each size step multiplies the work by 8; stop climbing when the next product is predicted to
+#: take longer than this, so no single call gets near the half-second cancel limit.
+_MAX_PREDICTED_OP_S = 0.2
+
+
+def _ramp_size(r: _Runner, dtype: Any, limit: int) -> tuple[int, Any, Any]:
+    """Grow the square size from 256 until the product is big enough or would be too slow.
+
+    Timing each size for real (not extrapolating from a tiny one) matters: small products are
+    dominated by launch or thread start-up costs, which once made a 256-probe predict seconds
+    for an 8192 product that takes 1.4 ms on an H100.
+    """
+    t = r.torch
+    n = 256
+    while True:
+        r.check()
+        a = t.randn(n, n, device=r.dev.torch_device, dtype=t.float32).to(dtype)
+        b = t.randn(n, n, device=r.dev.torch_device, dtype=t.float32).to(dtype)
+        t.mm(a, b)  # warm-up at this size
+        r.sync()
+        start = time.perf_counter()
+        t.mm(a, b)
+        r.sync()
+        took = time.perf_counter() - start
+        if n * 2 > limit or took * 8 > _MAX_PREDICTED_OP_S:
+            return n, a, b
+        n *= 2
 
 
 def measure_matmul(r: _Runner, res: DeviceResult, precision: str) -> None:
@@ -172,49 +200,35 @@ def measure_matmul(r: _Runner, res: DeviceResult, precision: str) -> None:
         res.matmul_tflops["tf32"] = None
         return
     dtype = getattr(t, _DTYPES[precision])
-    sizes = _matmul_sizes(r, precision)
     old_tf32 = t.backends.cuda.matmul.allow_tf32 if kind in ("cuda", "rocm") else None
+    limit = _max_matmul_size(r)
     try:
         if kind in ("cuda", "rocm"):
             t.backends.cuda.matmul.allow_tf32 = precision == "tf32"
-        for i, n in enumerate(sizes):
+        while True:
             try:
-                # A small probe first: on CPUs without fast half precision one big product can
-                # take seconds, which would break the time box and the half-second cancel.
-                p = 256
-                pa = t.randn(p, p, device=r.dev.torch_device, dtype=t.float32).to(dtype)
-                t.mm(pa, pa)
-                r.sync()
-                start = time.perf_counter()
-                t.mm(pa, pa)
-                r.sync()
-                first = (time.perf_counter() - start) * (n / p) ** 3  # predicted time of one n-sized product
-                if first > 0.3:
-                    if i + 1 < len(sizes):
-                        continue
-                    res.skipped[f"matmul {precision}"] = f"one {n}x{n} product would take ~{first:.1f} s: this device has no fast {precision} path"
-                    res.matmul_tflops[precision] = None
-                    return
-                a = t.randn(n, n, device=r.dev.torch_device, dtype=t.float32).to(dtype)
-                b = t.randn(n, n, device=r.dev.torch_device, dtype=t.float32).to(dtype)
+                n, a, b = _ramp_size(r, dtype, limit)
                 samples = r.time(lambda: t.mm(a, b))
-                flop = 2.0 * n * n * n
-                timing = _timing(samples, lambda s: flop / s / 1e12, f"{n}x{n}x{n}")
-                res.matmul_detail[precision] = timing
-                res.matmul_tflops[precision] = round(timing.value, 3)
-                return
+                break
             except (RuntimeError, MemoryError) as exc:
-                if not _is_oom(exc) and not isinstance(exc, MemoryError):
+                if not (_is_oom(exc) or isinstance(exc, MemoryError)):
                     if "not implemented" in str(exc).lower() or "unsupported" in str(exc).lower():
-                        res.skipped[f"matmul {precision}"] = f"not supported on this device: {exc}".splitlines()[0]
+                        res.skipped[f"matmul {precision}"] = f"not supported on this device: {str(exc).splitlines()[0]}"
                         res.matmul_tflops[precision] = None
                         return
                     raise
-                res.backoffs.append(f"matmul {precision}: out of memory at {n}x{n}, trying smaller")
-                a = b = None
                 r.empty_cache()
-        res.skipped[f"matmul {precision}"] = "out of memory at every size tried"
-        res.matmul_tflops[precision] = None
+                if limit <= 256:
+                    res.skipped[f"matmul {precision}"] = "out of memory at every size tried"
+                    res.matmul_tflops[precision] = None
+                    return
+                res.backoffs.append(f"matmul {precision}: out of memory below {limit}x{limit}, trying {limit // 2}")
+                limit //= 2
+        flop = 2.0 * n * n * n
+        note = None if n == limit else f"size limited to {n} so one product stays short on this device"
+        timing = _timing(samples, lambda s: flop / s / 1e12, f"{n}x{n}x{n}", note)
+        res.matmul_detail[precision] = timing
+        res.matmul_tflops[precision] = round(timing.value, 3)
     finally:
         if old_tf32 is not None:
             t.backends.cuda.matmul.allow_tf32 = old_tf32
