@@ -32,16 +32,19 @@ def long_matmul_tflops(n: int, seconds: float) -> float:
 
 
 def long_copy_gbs(nbytes: int, seconds: float) -> float:
-    x = torch.ones(nbytes // 4)
-    y = torch.empty_like(x)
-    for _ in range(3):
-        y.copy_(x)
+    """Median over many fresh allocations: on a VM the page placement of each allocation moves
+    the copy rate by a third, so one allocation is not "the" bandwidth."""
     rates = []
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
-        t0 = time.perf_counter()
-        y.copy_(x)
-        rates.append(2 * nbytes / (time.perf_counter() - t0) / 1e9)
+        x = torch.ones(nbytes // 4)
+        y = torch.empty_like(x)
+        for _ in range(3):
+            y.copy_(x)
+        for _ in range(10):
+            t0 = time.perf_counter()
+            y.copy_(x)
+            rates.append(2 * nbytes / (time.perf_counter() - t0) / 1e9)
     return statistics.median(rates)
 
 
@@ -61,7 +64,7 @@ def main() -> None:
         q_mm = cpu.matmul_tflops["fp32"] or float("nan")
         size = int(cpu.matmul_detail["fp32"].size.split("x")[0])
         q_bw = cpu.memory_bandwidth_gbs or float("nan")
-        nbytes = int(float(cpu.bandwidth_detail["copy"].size.split()[0]) * 1024**2)
+        nbytes = int(float(cpu.bandwidth_detail["copy"].size.split()[0]) * 1024**2)  # "128 MiB per array, ..."
         l_mm = long_matmul_tflops(size, ns.long_s / 2)
         l_bw = long_copy_gbs(nbytes, ns.long_s / 2)
         print(f"| {rnd} | {q_mm:.4f} | {l_mm:.4f} | {100 * (q_mm / l_mm - 1):+.1f} % | {q_bw:.1f} | {l_bw:.1f} | "
