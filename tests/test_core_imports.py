@@ -20,6 +20,8 @@ CORE_MODULES = [
     "gpuselect.bench.engine",
     "gpuselect.bench.findings",
     "gpuselect.commands.bench",
+    "gpuselect.catalog",
+    "gpuselect.commands.catalog",
 ]
 
 

@@ -1,1 +1,72 @@
-"""catalog."""
+"""The GPU catalog: sourced specs for every card a buyer considers.
+
+``load_catalog()`` reads the built-in ``gpu_catalog/*.toml`` and the user's overlay
+(``<config dir>/catalog_overlay.toml``), validating both; problems are collected, not raised,
+so the app always starts on the built-in data.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from gpuselect.catalog.loader import OVERLAY_NAME, LoadResult, Problem, apply_overlay, load_builtin
+from gpuselect.catalog.match import MatchResult, NameIndex
+from gpuselect.catalog.schema import FAMILIES, GpuEntry
+
+__all__ = ["Catalog", "GpuEntry", "MatchResult", "Problem", "load_catalog", "overlay_path"]
+
+_FAMILY_ORDER = {f: i for i, f in enumerate(FAMILIES)}
+
+
+class Catalog:
+    def __init__(self, result: LoadResult) -> None:
+        self.entries: list[GpuEntry] = sorted(
+            result.entries, key=lambda e: (_FAMILY_ORDER.get(e.family, 99), e.vendor, e.release_date, e.name)
+        )
+        self.problems: list[str] = [str(p) for p in result.problems]
+        self.sources: dict[str, dict[str, str]] = result.sources
+        self._by_id = {e.id: e for e in self.entries}
+        self._index = NameIndex(self.entries)
+
+    def get(self, gpu_id: str) -> GpuEntry | None:
+        return self._by_id.get(gpu_id)
+
+    def by_family(self, family: str) -> list[GpuEntry]:
+        return [e for e in self.entries if e.family == family]
+
+    def match(self, name: str, memory_bytes: int | None = None) -> MatchResult | None:
+        return self._index.match(name, memory_bytes)
+
+    def source_text(self, key: str) -> str:
+        """A source key resolved to its title and address, for people."""
+        src = self.sources.get(key.split(":", 1)[0].strip())
+        if not src:
+            return key
+        return f"{src.get('title', key)} <{src.get('url', '')}>"
+
+
+def overlay_path() -> Path:
+    from gpuselect.paths import config_dir
+
+    return config_dir() / OVERLAY_NAME
+
+
+def load_catalog(*, folder: Path | None = None, overlay: Path | None = None, use_overlay: bool = True) -> Catalog:
+    if folder is None and overlay is None and use_overlay:
+        return _cached_default(str(overlay_path()))
+    from gpuselect.paths import catalog_dir
+
+    result = load_builtin(folder or catalog_dir())
+    if use_overlay:
+        apply_overlay(result, overlay or overlay_path())
+    return Catalog(result)
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_default(overlay: str) -> Catalog:
+    from gpuselect.paths import catalog_dir
+
+    result = load_builtin(catalog_dir())
+    apply_overlay(result, Path(overlay))
+    return Catalog(result)

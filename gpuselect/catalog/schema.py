@@ -37,6 +37,9 @@ class GpuEntry:
     fp32_tflops: float  # non-tensor (vector) FP32
     tdp_w: float
     compute_capability: str | None = None  # NVIDIA only, e.g. "8.9"
+    memory_data_rate_gbps: float | None = None  # effective per-pin rate; bus_bits * rate / 8 = bandwidth
+    fp32_flops_per_core_clock: int = 2  # 2 = one FMA; 4 on RDNA 3/4 dual-issue and CDNA 3 packed FP32
+    fp32_check: str | None = None  # why fp32_tflops is a vendor figure that the cores*clock check may not match
     sm_count: int | None = None  # SMs (NVIDIA) or compute units (AMD)
     tensor_cores: int | None = None  # NVIDIA tensor cores / AMD matrix cores
     l2_cache_mb: float | None = None  # last-level on-chip cache (L2, or Infinity Cache on AMD)

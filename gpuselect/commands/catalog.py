@@ -1,0 +1,69 @@
+"""``gpuselect catalog``: browse the GPU catalog, or validate a catalog/overlay file."""
+
+from __future__ import annotations
+
+import argparse
+
+from gpuselect.commands import add_format_option
+
+HELP = "list the GPU catalog (every figure with its source), or validate a catalog or overlay file"
+FAMILIES = ("geforce", "workstation", "datacenter", "radeon", "instinct")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_format_option(parser, ("text", "json", "csv"))
+    parser.add_argument("--family", choices=FAMILIES, help="only this family")
+    parser.add_argument("--validate", metavar="FILE", help="check one catalog or overlay file and report every problem")
+    parser.add_argument("--no-overlay", action="store_true", help="ignore the user overlay file")
+
+
+def run(args: argparse.Namespace) -> int:
+    import csv
+    import dataclasses
+    import io
+    import sys
+    from pathlib import Path
+
+    from gpuselect.catalog import load_catalog, overlay_path
+    from gpuselect.catalog.loader import validate_file
+    from gpuselect.output import json_document
+
+    if args.validate:
+        problems = validate_file(Path(args.validate))
+        for p in problems:
+            print(p, file=sys.stderr)
+        if problems:
+            print(f"gpuselect: error: {args.validate} has {len(problems)} problem(s)", file=sys.stderr)
+            return 2
+        print(f"{args.validate}: valid")
+        return 0
+    catalog = load_catalog(use_overlay=not args.no_overlay)
+    for p in catalog.problems:
+        print(f"gpuselect: warning: {p} (skipped)", file=sys.stderr)
+    entries = catalog.by_family(args.family) if args.family else catalog.entries
+    if args.format == "json":
+        print(json_document({"count": len(entries), "overlay": str(overlay_path()), "entries": entries,
+                             "sources": catalog.sources}, kind="catalog"))
+    elif args.format == "csv":
+        fields = [f.name for f in dataclasses.fields(entries[0])] if entries else []
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=fields)
+        writer.writeheader()
+        for e in entries:
+            row = dataclasses.asdict(e)
+            row["aliases"] = "; ".join(e.aliases)
+            row["sources"] = "; ".join(f"{k}={v}" for k, v in e.sources.items())
+            writer.writerow(row)
+        print(buf.getvalue(), end="")
+    else:
+        def n(v: float | None, fmt: str = "{:.0f}") -> str:
+            return "—" if v is None else fmt.format(v)
+
+        print(f"{'id':32s} {'name':28s} {'family':11s} {'VRAM':>5s} {'GB/s':>6s} {'FP32':>6s} {'FP16':>7s} {'BF16':>7s} {'W':>5s} {'$/h':>6s}")
+        for e in entries:
+            print(f"{e.id:32s} {e.name[:28]:28s} {e.family:11s} {e.vram_gb:5.0f} {e.memory_bandwidth_gbs:6.0f} "
+                  f"{e.fp32_tflops:6.1f} {n(e.fp16_tflops, '{:.1f}'):>7s} {n(e.bf16_tflops, '{:.1f}'):>7s} {e.tdp_w:5.0f} "
+                  f"{n(e.cloud_usd_per_hour, '{:.2f}'):>6s}")
+        print(f"{len(entries)} GPUs. TFLOPS are dense; FP16/BF16 are tensor rates with FP32 accumulate. "
+              f"`--format json` shows every figure's source. Your overlay: {overlay_path()}")
+    return 0
