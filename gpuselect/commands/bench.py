@@ -48,8 +48,14 @@ def run(args: argparse.Namespace) -> int:
         return 130
     if sys.stderr.isatty():
         print(file=sys.stderr)
+    from gpuselect.bench.findings import bench_findings
+
+    findings = bench_findings(report)
     if args.format == "json":
-        print(json_document({"report": report, "devices": report.devices}, kind="bench"))
+        print(json_document({"report": report, "devices": report.devices, "findings": findings}, kind="bench"))
     else:
         print(format_bench(report))
+        for f in findings:
+            if f.severity.value != "ok":
+                print(f"[{f.severity.symbol} {f.severity.value.upper()}] {f.device}: {f.title} — {f.remedy}")
     return 130 if report.cancelled else 0
