@@ -35,8 +35,10 @@ def config_dir() -> Path:
     override = os.environ.get("GPUSELECT_CONFIG_DIR")
     if override:
         return Path(override)
-    from platformdirs import user_config_path
-
+    try:
+        from platformdirs import user_config_path
+    except ImportError:  # a bare source tree (e.g. on a GPU server): the XDG default
+        return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / APP_NAME
     return user_config_path(APP_NAME, appauthor=False)
 
 
@@ -45,6 +47,8 @@ def cache_dir() -> Path:
     override = os.environ.get("GPUSELECT_CACHE_DIR")
     if override:
         return Path(override)
-    from platformdirs import user_cache_path
-
+    try:
+        from platformdirs import user_cache_path
+    except ImportError:
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / APP_NAME
     return user_cache_path(APP_NAME, appauthor=False)

@@ -45,3 +45,21 @@ def test_core_imports_without_qt_or_torch() -> None:
 def test_cli_parser_build_imports_without_qt_or_torch() -> None:
     mods = _loaded_after("from gpuselect.cli import build_parser\nbuild_parser()")
     assert _heavy(mods) == set()
+
+
+def test_paths_work_without_platformdirs(tmp_path, monkeypatch) -> None:
+    import builtins
+
+    from gpuselect import paths
+
+    real_import = builtins.__import__
+
+    def no_platformdirs(name, *a, **k):
+        if name == "platformdirs":
+            raise ImportError("not installed")
+        return real_import(name, *a, **k)
+
+    monkeypatch.delenv("GPUSELECT_CONFIG_DIR")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setattr(builtins, "__import__", no_platformdirs)
+    assert paths.config_dir() == tmp_path / "gpuselect"

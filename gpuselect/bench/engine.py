@@ -552,20 +552,24 @@ def run_to_completion(
 
 
 def attach_spec_ratios(report: BenchReport) -> None:
-    """Measured / catalog spec for each figure of each GPU the catalog knows."""
+    """Measured / catalog spec for each figure of each GPU the catalog knows; says why not otherwise."""
+    gpus = [res for res in report.devices if res.kind != "cpu"]
+    if not gpus:
+        return
     try:
-        from gpuselect.catalog import load_catalog  # type: ignore[attr-defined]
+        from gpuselect.catalog import load_catalog
 
         catalog = load_catalog()
-    except Exception:  # noqa: BLE001 - no catalog: no ratios, never a failed benchmark
+    except Exception as exc:  # noqa: BLE001 - no catalog: no ratios, never a failed benchmark
+        for res in gpus:
+            res.skipped["% of spec"] = f"the GPU catalog could not be loaded: {type(exc).__name__}: {exc}"
         return
     from gpuselect.bench.findings import spec_ratios
 
-    for res in report.devices:
-        if res.kind == "cpu":
-            continue
+    for res in gpus:
         match = catalog.match(res.name, res.memory_total_bytes)
         if match is None:
+            res.skipped["% of spec"] = f"{res.name!r} is not in the GPU catalog"
             continue
         res.spec_name = match.entry.name
         res.spec_ratio = spec_ratios(res, match.entry)

@@ -131,3 +131,16 @@ def test_cli_unknown_device_is_exit_2(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["bench", "--device", "cuda:7"]) == 2
     err = capsys.readouterr().err
     assert "no device 'cuda:7'" in err and "Traceback" not in err
+
+
+def test_spec_ratios_attached_from_the_catalog() -> None:
+    from gpuselect.bench.engine import attach_spec_ratios
+
+    gpu = DeviceResult("cuda:0", "NVIDIA H100 80GB HBM3", "cuda", matmul_tflops={"bf16": 700.0}, memory_bandwidth_gbs=2950.0,
+                       memory_total_bytes=85_520_809_984)
+    unknown = DeviceResult("cuda:1", "NVIDIA Imaginary 1", "cuda", matmul_tflops={"bf16": 1.0})
+    report = BenchReport([gpu, unknown], quick=True, torch_version="x")
+    attach_spec_ratios(report)
+    assert gpu.spec_name == "H100 SXM5 80GB"
+    assert gpu.spec_ratio == {"matmul_bf16": pytest.approx(700 / 989.4, abs=1e-3), "memory_bandwidth": pytest.approx(2950 / 3350, abs=1e-3)}
+    assert unknown.spec_ratio is None and "not in the GPU catalog" in unknown.skipped["% of spec"]
