@@ -6,12 +6,12 @@ from gpuselect.bench.model import BenchReport, DeviceResult
 from gpuselect.catalog.schema import GpuEntry
 from gpuselect.health.model import Finding, Severity
 
-#: Below these fractions of the spec sheet a figure becomes a warning. Large dense matmuls
-#: reach 70-90 % of the dense tensor peak on healthy cards (the H100's bf16 ~790 of 989
-#: TFLOP/s, measured in docs/validation); device copies reach ~85-90 % of the memory bandwidth.
+#: Below these fractions of the spec sheet a figure becomes a warning. A healthy H100 SXM5
+#: sustained 62-71 % of its dense tensor specs (bf16 676-703 of 989 TFLOP/s; a 10-product burst
+#: reaches ~79 %) and 87-88 % of its memory bandwidth (docs/validation/h100-2026-11-22).
 MATMUL_WARN_RATIO = 0.55
 BANDWIDTH_WARN_RATIO = 0.60
-SOURCE = "gpuselect: healthy cards reach 70-90 % of dense matmul spec and 80-90 % of bandwidth spec"
+SOURCE = "gpuselect: a healthy H100 sustained 62-71 % of its dense tensor specs and 88 % of its bandwidth spec"
 
 
 def spec_ratios(res: DeviceResult, entry: GpuEntry) -> dict[str, float]:
