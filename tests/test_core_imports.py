@@ -22,6 +22,9 @@ CORE_MODULES = [
     "gpuselect.commands.bench",
     "gpuselect.catalog",
     "gpuselect.commands.catalog",
+    "gpuselect.workloads.presets",
+    "gpuselect.workloads.transformer",
+    "gpuselect.commands.workloads",
 ]
 
 

@@ -1,0 +1,35 @@
+"""A training workload described by the figures the estimator needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Workload:
+    id: str
+    name: str
+    description: str
+    kind: str  # mlp, cnn, rnn, transformer, recsys, speech, detection, custom
+    params: int  # all parameters
+    trainable_params: int  # what the optimizer updates (LoRA/QLoRA: the adapters only)
+    forward_flops_per_sample: float  # matmul/conv FLOPs of one forward pass of one sample
+    memory_traffic_bytes_per_sample: float  # bytes a forward pass moves to and from memory, 16-bit activations
+    activation_bytes_per_sample: float  # activations kept for the backward pass, 16-bit, no checkpointing
+    input_shape: tuple[int, ...]  # of one sample
+    sample_unit: str  # what one sample is: image, sequence, utterance, rating ...
+    layers: int  # repeated blocks (gradient checkpointing keeps one boundary per block)
+    default_dataset_size: int  # samples per epoch
+    default_epochs: int
+    default_batch_size: int
+    seq_len: int | None = None
+    mode: str = "full"  # full, lora, qlora
+    source: str = ""  # where the figures come from / how they were derived
+    profiler_checked: bool = False  # FLOPs verified against torch's FLOP counter in the tests
+
+    @property
+    def training_flops_per_sample(self) -> float:
+        """Forward + backward. Backward costs about twice the forward (gradients for inputs and
+        weights); with frozen base weights (LoRA/QLoRA) the weight gradients are skipped."""
+        backward = 2.0 if self.mode == "full" else 1.0
+        return self.forward_flops_per_sample * (1.0 + backward)

@@ -1,0 +1,170 @@
+"""Preset workloads. Figures marked ``profiler_checked`` were measured with torch's FLOP counter
+on the reference implementation in ``reference_models.py`` (tests re-measure them); the others
+are derived from the cited papers and model cards and say so in ``source``.
+"""
+
+from __future__ import annotations
+
+from gpuselect.errors import UsageError
+from gpuselect.workloads.model import Workload
+from gpuselect.workloads.transformer import TransformerShape, transformer_workload
+
+_PROFILED = "measured with torch.utils.flop_counter on gpuselect/workloads/reference_models.py (meta device); re-checked by tests"
+
+
+def _w(**kw: object) -> Workload:
+    return Workload(**kw)  # type: ignore[arg-type]
+
+
+_PRESETS: list[Workload] = [
+    _w(id="mnist-mlp", name="MNIST MLP (784-256-10)", kind="mlp",
+       description="a tiny multi-layer perceptron on 28x28 MNIST digits: one hidden layer of 256",
+       params=203_530, trainable_params=203_530, forward_flops_per_sample=406_528.0,
+       memory_traffic_bytes_per_sample=2 * 2_612.0, activation_bytes_per_sample=2_612.0, input_shape=(1, 28, 28),
+       sample_unit="image", layers=2, default_dataset_size=60_000, default_epochs=10, default_batch_size=128,
+       source=_PROFILED, profiler_checked=True),
+    _w(id="simple-cnn", name="Simple CNN (2 conv + pool, 2 linear)", kind="cnn",
+       description="the background material's example: two 3x3 conv + max-pool layers (32, 64 channels), two linear layers, 28x28 inputs",
+       params=421_642, trainable_params=421_642, forward_flops_per_sample=8_482_304.0,
+       memory_traffic_bytes_per_sample=2 * 176_128.0, activation_bytes_per_sample=176_128.0, input_shape=(1, 28, 28),
+       sample_unit="image", layers=4, default_dataset_size=60_000, default_epochs=10, default_batch_size=64,
+       source=_PROFILED, profiler_checked=True),
+    _w(id="vgg16", name="VGG16 (ImageNet, 224x224)", kind="cnn",
+       description="Simonyan & Zisserman 2014, 13 conv + 3 FC layers, ~138 M parameters, on ImageNet-1k",
+       params=138_357_544, trainable_params=138_357_544, forward_flops_per_sample=30.94e9,
+       memory_traffic_bytes_per_sample=2 * 57.34e6, activation_bytes_per_sample=57.34e6, input_shape=(3, 224, 224),
+       sample_unit="image", layers=16, default_dataset_size=1_281_167, default_epochs=74, default_batch_size=64,
+       source=_PROFILED, profiler_checked=True),
+    _w(id="lstm-lm", name="LSTM language model (2x650, PTB)", kind="rnn",
+       description="Zaremba et al. 2014 medium model: 2-layer LSTM, 650 units, 10k vocabulary, 35-step sequences on Penn Treebank",
+       params=19_780_400, trainable_params=19_780_400, forward_flops_per_sample=928.2e6,
+       memory_traffic_bytes_per_sample=2 * 1.474e6, activation_bytes_per_sample=1.474e6, input_shape=(35,),
+       sample_unit="sequence of 35 tokens", layers=2, seq_len=35, default_dataset_size=26_563, default_epochs=39,
+       default_batch_size=20, source=_PROFILED, profiler_checked=True),
+    _w(id="resnet50", name="ResNet-50 v1.5 (ImageNet)", kind="cnn",
+       description="He et al. 2016 ResNet-50 v1.5 as in NVIDIA's DeepLearningExamples, 224x224 ImageNet-1k (reference benchmark model)",
+       params=25_557_032, trainable_params=25_557_032, forward_flops_per_sample=8.178e9,
+       memory_traffic_bytes_per_sample=2 * 53.05e6, activation_bytes_per_sample=53.05e6, input_shape=(3, 224, 224),
+       sample_unit="image", layers=16, default_dataset_size=1_281_167, default_epochs=90, default_batch_size=256,
+       source=_PROFILED, profiler_checked=True),
+    _w(id="ssd", name="SSD300 (ResNet-50 backbone, COCO)", kind="detection",
+       description="NVIDIA DeepLearningExamples SSD300 v1.1 with a ResNet-50 backbone on COCO 2017 (reference benchmark model)",
+       params=22_900_000, trainable_params=22_900_000, forward_flops_per_sample=2 * 17.5e9,
+       memory_traffic_bytes_per_sample=2 * 110e6, activation_bytes_per_sample=110e6, input_shape=(3, 300, 300),
+       sample_unit="image", layers=20, default_dataset_size=118_287, default_epochs=65, default_batch_size=64,
+       source="approximate: ResNet-50 trunk to conv4 at 300x300 plus SSD heads (~17.5 G multiply-adds); params from the DLE model; not profiler-checked"),
+    _w(id="maskrcnn", name="Mask R-CNN (ResNet-50-FPN, COCO)", kind="detection",
+       description="Mask R-CNN with a ResNet-50-FPN backbone at ~800x1333 on COCO 2017 (reference benchmark model)",
+       params=44_400_000, trainable_params=44_400_000, forward_flops_per_sample=2 * 260e9,
+       memory_traffic_bytes_per_sample=2 * 1.2e9, activation_bytes_per_sample=1.2e9, input_shape=(3, 800, 1333),
+       sample_unit="image", layers=50, default_dataset_size=118_287, default_epochs=13, default_batch_size=4,
+       source="approximate: ~260 G multiply-adds at 800x1333 as commonly reported for R50-FPN Mask R-CNN (e.g. the Swin Transformer paper's COCO table); not profiler-checked"),
+    _w(id="gnmt", name="GNMT v2 (WMT16 en-de)", kind="rnn",
+       description="NVIDIA DeepLearningExamples GNMT v2: 4-layer LSTM encoder/decoder, 1024 units, attention, 32k BPE vocabulary (reference benchmark model)",
+       params=160_000_000, trainable_params=160_000_000, forward_flops_per_sample=2 * 160e6 * 2 * 50,
+       memory_traffic_bytes_per_sample=2 * 40e6, activation_bytes_per_sample=40e6, input_shape=(50,),
+       sample_unit="sentence pair (~50 tokens each side)", layers=8, seq_len=50, default_dataset_size=4_500_000,
+       default_epochs=6, default_batch_size=128,
+       source="approximate: 2 FLOP per parameter per token over ~50 source + 50 target tokens; ~160 M parameters; not profiler-checked"),
+    _w(id="ncf", name="NCF / NeuMF (MovieLens-20M)", kind="recsys",
+       description="neural collaborative filtering (He et al. 2017) on MovieLens-20M, as in NVIDIA DeepLearningExamples (reference benchmark model)",
+       params=31_800_000, trainable_params=31_800_000, forward_flops_per_sample=2 * 0.2e6,
+       memory_traffic_bytes_per_sample=2 * 2_000.0, activation_bytes_per_sample=2_000.0, input_shape=(2,),
+       sample_unit="(user, item) rating", layers=4, default_dataset_size=19_861_770, default_epochs=30, default_batch_size=1_048_576,
+       source="approximate: embedding lookups plus a 256-128-64 MLP (~0.2 M multiply-adds per rating); memory-bound; not profiler-checked"),
+    _w(id="tacotron2", name="Tacotron 2 (LJSpeech)", kind="speech",
+       description="Tacotron 2 text-to-mel model on LJSpeech, as in NVIDIA DeepLearningExamples (reference benchmark model)",
+       params=28_200_000, trainable_params=28_200_000, forward_flops_per_sample=2 * 28.2e6 * 800,
+       memory_traffic_bytes_per_sample=2 * 60e6, activation_bytes_per_sample=60e6, input_shape=(150,),
+       sample_unit="utterance (~800 mel frames)", layers=10, default_dataset_size=13_100, default_epochs=1500, default_batch_size=104,
+       source="approximate: 2 FLOP per parameter per decoder step over ~800 mel frames; 28.2 M parameters (DLE); not profiler-checked"),
+    _w(id="waveglow", name="WaveGlow (LJSpeech)", kind="speech",
+       description="WaveGlow flow-based vocoder on LJSpeech, as in NVIDIA DeepLearningExamples (reference benchmark model)",
+       params=87_900_000, trainable_params=87_900_000, forward_flops_per_sample=2 * 87.9e6 * 16_000 / 8,
+       memory_traffic_bytes_per_sample=2 * 300e6, activation_bytes_per_sample=300e6, input_shape=(16_000,),
+       sample_unit="1 s audio segment (16k samples)", layers=12, default_dataset_size=13_100, default_epochs=1000, default_batch_size=10,
+       source="approximate: 2 FLOP per parameter per group of 8 audio samples; 87.9 M parameters; not profiler-checked"),
+]
+
+
+def _t(id: str, name: str, shape: TransformerShape, **kw: object) -> Workload:
+    return transformer_workload(id, name, shape, **kw)  # type: ignore[arg-type]
+
+
+_PRESETS += [
+    _t("bert_base_squad", "BERT-base fine-tuning (SQuAD v1.1, seq 384)",
+       TransformerShape(layers=12, hidden=768, heads=12, vocab=30522, seq_len=384, ffn=3072, lm_head=False),
+       description="Devlin et al. 2018 BERT-base (110 M) fine-tuned on SQuAD v1.1 at sequence length 384 (reference benchmark model)",
+       dataset_size=88_641, epochs=2, batch_size=32, profiler_checked=True,
+       source="transformer arithmetic (gpuselect/workloads/transformer.py); FLOPs re-checked by tests against the profiled reference model"),
+    _t("bert_large_squad", "BERT-large fine-tuning (SQuAD v1.1, seq 384)",
+       TransformerShape(layers=24, hidden=1024, heads=16, vocab=30522, seq_len=384, ffn=4096, lm_head=False),
+       description="BERT-large (340 M) fine-tuned on SQuAD v1.1 at sequence length 384 (reference benchmark model)",
+       dataset_size=88_641, epochs=2, batch_size=24, profiler_checked=True,
+       source="transformer arithmetic; FLOPs re-checked by tests against the profiled reference model"),
+    _t("transformerxlbase", "Transformer-XL base (WikiText-103)",
+       TransformerShape(layers=16, hidden=410, heads=10, vocab=267_735, seq_len=192, ffn=2100, lm_head=False),
+       description="Dai et al. 2019 Transformer-XL base on WikiText-103, target length 192 (reference benchmark model); adaptive softmax",
+       dataset_size=103_000_000 // 192, epochs=1, batch_size=32,
+       source="transformer arithmetic on the paper's shape; the adaptive softmax head and relative attention are left out (approximate); not profiler-checked"),
+    _t("transformerxllarge", "Transformer-XL large (WikiText-103)",
+       TransformerShape(layers=18, hidden=1024, heads=16, vocab=30_300, seq_len=384, ffn=4096, lm_head=False),
+       description="Transformer-XL large on WikiText-103, target length 384 (reference benchmark model); adaptive softmax",
+       dataset_size=103_000_000 // 384, epochs=1, batch_size=16,
+       source="transformer arithmetic on the paper's shape; the adaptive input/softmax is modelled as a 30.3k-row embedding so the total matches the paper's 257 M parameters; relative attention left out (approximate); not profiler-checked"),
+    _t("vit-b16", "ViT-B/16 (ImageNet, 224x224)",
+       TransformerShape(layers=12, hidden=768, heads=12, vocab=768, seq_len=197, ffn=3072, lm_head=False),
+       description="Dosovitskiy et al. 2020 ViT-Base with 16x16 patches: 196 patches + class token; the 'vocabulary' row stands for the patch projection",
+       dataset_size=1_281_167, epochs=300, batch_size=256, kind="transformer", sample_unit="image",
+       source="transformer arithmetic on the paper's shape (patch embedding counted as a 768x768 projection); not profiler-checked"),
+    _t("gpt2-124m", "GPT-2 124M pre-training (seq 1024)",
+       TransformerShape(layers=12, hidden=768, heads=12, vocab=50257, seq_len=1024, ffn=3072, lm_head=True),
+       description="Radford et al. 2019 GPT-2 small pre-trained from scratch on 1024-token sequences (e.g. OpenWebText, ~9 B tokens)",
+       dataset_size=9_000_000_000 // 1024, epochs=1, batch_size=16, profiler_checked=True,
+       source="transformer arithmetic; FLOPs re-checked by tests against the profiled reference model"),
+]
+
+_LLAMA = {
+    # Meta Llama 3.2 1B, Llama 3.1 8B and 70B shapes (model cards / config.json), 2048-token fine-tuning sequences.
+    "1b": ("Llama 3.2 1B", TransformerShape(layers=16, hidden=2048, heads=32, kv_heads=8, vocab=128_256, seq_len=2048, ffn=8192, gated_ffn=True, tied_embeddings=True)),
+    "8b": ("Llama 3.1 8B", TransformerShape(layers=32, hidden=4096, heads=32, kv_heads=8, vocab=128_256, seq_len=2048, ffn=14_336, gated_ffn=True, tied_embeddings=False)),
+    "70b": ("Llama 3.1 70B", TransformerShape(layers=80, hidden=8192, heads=64, kv_heads=8, vocab=128_256, seq_len=2048, ffn=28_672, gated_ffn=True, tied_embeddings=False)),
+}
+for size, (label, shape) in _LLAMA.items():
+    for mode, what in (("full", "full fine-tuning (all weights, AdamW)"), ("lora", "LoRA rank 16 on 16-bit base weights"),
+                       ("qlora", "QLoRA: LoRA rank 16 on a 4-bit quantised base")):
+        _PRESETS.append(_t(
+            f"llama-{size}-{mode}", f"{label} {mode.upper() if mode != 'full' else 'full'} fine-tuning",
+            shape, mode=mode, description=f"{label}, {what}, 2048-token sequences (e.g. 50k instruction examples)",
+            dataset_size=50_000, epochs=3, batch_size=8 if size != "70b" else 4,
+            source="transformer arithmetic on the model card's shape (layers, hidden, heads, KV heads, FFN, vocabulary); not profiler-checked",
+        ))
+
+PRESETS: dict[str, Workload] = {w.id: w for w in _PRESETS}
+
+
+def get_preset(workload_id: str) -> Workload:
+    try:
+        return PRESETS[workload_id]
+    except KeyError:
+        raise UsageError(f"unknown workload {workload_id!r}; `gpuselect workloads` lists the presets") from None
+
+
+def custom_workload(params: float, flops_per_sample: float, *, name: str = "custom workload") -> Workload:
+    """A workload from a parameter count and forward FLOPs per sample (the user's own figures)."""
+    import math
+
+    for label, v, hi in (("parameter count", params, 1e13), ("FLOPs per sample", flops_per_sample, 1e18)):
+        if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise UsageError(f"the {label} must be a positive number, not {v!r}")
+        if v > hi:
+            raise UsageError(f"the {label} {v:g} is beyond anything trainable (limit {hi:g})")
+    # Without a model to measure: activations assumed comparable to a CNN's per FLOP (documented, rough).
+    act = flops_per_sample / 150.0
+    return Workload(
+        id="custom", name=name, description=f"{params:g} parameters, {flops_per_sample:g} forward FLOPs per sample", kind="custom",
+        params=int(params), trainable_params=int(params), forward_flops_per_sample=float(flops_per_sample),
+        memory_traffic_bytes_per_sample=2 * act, activation_bytes_per_sample=act, input_shape=(), sample_unit="sample",
+        layers=max(1, int(math.log2(params))), default_dataset_size=100_000, default_epochs=10, default_batch_size=32,
+        source="given by the user; activation memory assumed at 1 byte per 150 forward FLOPs (rough, CNN-like)",
+    )

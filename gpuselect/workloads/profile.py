@@ -1,0 +1,75 @@
+"""Measure a PyTorch model's FLOPs, parameters and activation size with torch's FLOP counter on
+the meta device: shapes only, no memory for weights, no data, no GPU.
+
+``profile_user_model`` imports and RUNS THE USER'S OWN PYTHON FILE (its module-level code and the
+factory function they name). Only point it at code you trust.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from gpuselect.errors import DataError, UsageError
+
+
+@dataclass(frozen=True)
+class Profile:
+    forward_flops_per_sample: float
+    params: int
+    activation_bytes_per_sample: float  # sum of every leaf module's output, at 2 bytes per value
+
+
+def profile_factory(factory: Callable[[], Any], input_shape: tuple[int, ...], input_dtype: Any = None, batch: int = 2) -> Profile:
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.device("meta"):
+        model = factory()
+    params = sum(p.numel() for p in model.parameters())
+    dtype = input_dtype or torch.float32
+    if dtype in (torch.long, torch.int64, torch.int32):
+        x = torch.zeros((batch, *input_shape), dtype=dtype, device="meta")
+    else:
+        x = torch.empty((batch, *input_shape), dtype=dtype, device="meta")
+    sizes: list[int] = []
+
+    def hook(_m: Any, _i: Any, out: Any) -> None:
+        if isinstance(out, torch.Tensor):
+            sizes.append(out.numel())
+
+    handles = [m.register_forward_hook(hook) for m in model.modules() if not list(m.children())]
+    counter = FlopCounterMode(display=False)
+    try:
+        with counter:
+            model(x)
+    finally:
+        for h in handles:
+            h.remove()
+    return Profile(counter.get_total_flops() / batch, int(params), 2.0 * sum(sizes) / batch)
+
+
+def profile_user_model(path: str | Path, factory_name: str, input_shape: tuple[int, ...]) -> Profile:
+    """Import ``path``, call ``factory_name()`` on the meta device and count. Runs the user's code."""
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"{p} is not a Python file")
+    if not input_shape or any(d <= 0 for d in input_shape):
+        raise UsageError(f"the input shape must be positive sizes, not {input_shape}")
+    spec = importlib.util.spec_from_file_location(f"gpuselect_user_model_{p.stem}", p)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"cannot load {p} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - the user's code: report, don't crash
+        raise DataError(f"{p} failed to import: {type(exc).__name__}: {exc}") from exc
+    factory = getattr(module, factory_name, None)
+    if not callable(factory):
+        raise UsageError(f"{p} has no function {factory_name!r}")
+    try:
+        return profile_factory(factory, input_shape)
+    except Exception as exc:  # noqa: BLE001
+        raise DataError(f"profiling {factory_name}() from {p} failed: {type(exc).__name__}: {exc}") from exc

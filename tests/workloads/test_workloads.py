@@ -1,0 +1,129 @@
+"""Workload presets: FLOPs checked against torch's FLOP counter; HF configs read as data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuselect.cli import main
+from gpuselect.errors import DataError, UsageError
+from gpuselect.workloads.presets import PRESETS, custom_workload, get_preset
+from gpuselect.workloads.transformer import TransformerShape, shape_from_hf_config, workload_from_hf_config
+
+REQUIRED_IDS = {
+    "mnist-mlp", "simple-cnn", "vgg16", "lstm-lm", "resnet50", "ssd", "bert_base_squad", "bert_large_squad",
+    "transformerxlbase", "transformerxllarge", "gnmt", "ncf", "tacotron2", "waveglow", "maskrcnn", "vit-b16", "gpt2-124m",
+    *(f"llama-{s}-{m}" for s in ("1b", "8b", "70b") for m in ("full", "lora", "qlora")),
+}
+
+
+def test_every_required_preset_exists_with_sane_figures() -> None:
+    assert REQUIRED_IDS <= set(PRESETS)
+    for w in PRESETS.values():
+        assert w.params > 0 and 0 < w.trainable_params <= w.params, w.id
+        assert w.forward_flops_per_sample > 0 and w.activation_bytes_per_sample > 0, w.id
+        assert w.default_dataset_size > 0 and w.default_epochs > 0 and w.default_batch_size > 0, w.id
+        assert w.source, w.id
+    assert 130e6 < PRESETS["vgg16"].params < 140e6  # "~138 M parameters"
+
+
+def test_llama_sizes_match_their_names() -> None:
+    assert 1.1e9 < PRESETS["llama-1b-full"].params < 1.4e9
+    assert 7.8e9 < PRESETS["llama-8b-full"].params < 8.2e9
+    assert 69e9 < PRESETS["llama-70b-full"].params < 72e9
+    assert PRESETS["llama-8b-lora"].trainable_params < PRESETS["llama-8b-full"].params / 100
+    assert PRESETS["llama-8b-qlora"].training_flops_per_sample < PRESETS["llama-8b-full"].training_flops_per_sample
+
+
+@pytest.mark.parametrize("preset_id", sorted(w.id for w in PRESETS.values() if w.profiler_checked))
+def test_profiler_checked_presets_match_torch_flop_counter(preset_id: str) -> None:
+    pytest.importorskip("torch")
+    from gpuselect.workloads.profile import profile_factory
+    from gpuselect.workloads.reference_models import REFERENCE
+
+    factory, shape, dtype = REFERENCE[preset_id]
+    measured = profile_factory(factory, shape, dtype)
+    preset = PRESETS[preset_id]
+    assert preset.forward_flops_per_sample == pytest.approx(measured.forward_flops_per_sample, rel=0.01)
+    assert preset.params == pytest.approx(measured.params, rel=0.01)
+
+
+def test_profiling_a_user_model_file(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from gpuselect.workloads.profile import profile_user_model
+
+    f = tmp_path / "mymodel.py"
+    f.write_text("import torch\n\ndef build():\n    return torch.nn.Sequential(torch.nn.Linear(100, 50), torch.nn.ReLU(), torch.nn.Linear(50, 10))\n")
+    prof = profile_user_model(f, "build", (100,))
+    assert prof.forward_flops_per_sample == 2 * (100 * 50 + 50 * 10)
+    assert prof.params == 100 * 50 + 50 + 50 * 10 + 10
+    with pytest.raises(UsageError):
+        profile_user_model(f, "missing", (100,))
+    bad = tmp_path / "bad.py"
+    bad.write_text("raise RuntimeError('boom')\n")
+    with pytest.raises(DataError, match="boom"):
+        profile_user_model(bad, "build", (100,))
+
+
+def test_hf_config_read_as_data(tmp_path: Path) -> None:
+    cfg = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "vocab_size": 128256, "intermediate_size": 8192, "max_position_embeddings": 131072,
+           "hidden_act": "silu", "tie_word_embeddings": True}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    shape = shape_from_hf_config(p, seq_len=2048)
+    assert shape.params() == PRESETS["llama-1b-full"].params  # same shape as the preset
+    w = workload_from_hf_config(p, seq_len=2048)
+    assert w.forward_flops_per_sample == pytest.approx(PRESETS["llama-1b-full"].forward_flops_per_sample)
+
+
+def test_gpt2_style_config_keys(tmp_path: Path) -> None:
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "vocab_size": 50257, "n_positions": 1024}))
+    shape = shape_from_hf_config(p)
+    assert shape == TransformerShape(layers=12, hidden=768, heads=12, vocab=50257, seq_len=1024, ffn=3072, kv_heads=12)
+    assert shape.forward_flops_per_sequence() == pytest.approx(PRESETS["gpt2-124m"].forward_flops_per_sample)
+
+
+@pytest.mark.parametrize(
+    "content,words",
+    [
+        ("not json", "not valid JSON"),
+        ("[1, 2]", "JSON object"),
+        ('{"hidden_size": 768, "num_attention_heads": 12, "vocab_size": 100}', "num_hidden_layers"),
+        ('{"hidden_size": -1, "num_hidden_layers": 2, "num_attention_heads": 1, "vocab_size": 10}', "hidden_size"),
+        ('{"hidden_size": 100, "num_hidden_layers": 2, "num_attention_heads": 3, "vocab_size": 10}', "multiple"),
+        ('{"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 10, "max_position_embeddings": 128}', None),
+    ],
+)
+def test_bad_configs_are_rejected_with_a_reason(tmp_path: Path, content: str, words: str | None) -> None:
+    p = tmp_path / "config.json"
+    p.write_text(content)
+    if words is None:
+        assert shape_from_hf_config(p).seq_len == 128
+        with pytest.raises(DataError, match="sequence length"):
+            shape_from_hf_config(p, seq_len=4096)
+        return
+    with pytest.raises(DataError, match=words):
+        shape_from_hf_config(p)
+
+
+@pytest.mark.parametrize("params,flops", [(0, 1e9), (-5, 1e9), (float("nan"), 1e9), (1e6, float("inf")), (1e30, 1e9), (1e6, 0)])
+def test_custom_workload_rejects_nonsense(params: float, flops: float) -> None:
+    with pytest.raises(UsageError):
+        custom_workload(params, flops)
+
+
+def test_unknown_preset() -> None:
+    with pytest.raises(UsageError, match="gpuselect workloads"):
+        get_preset("llama-9000b-full")
+
+
+def test_workloads_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["workloads", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kind"] == "workloads" and {w["id"] for w in doc["workloads"]} >= REQUIRED_IDS
+    assert main(["workloads"]) == 0
+    assert "llama-70b-qlora" in capsys.readouterr().out
