@@ -25,6 +25,9 @@ CORE_MODULES = [
     "gpuselect.workloads.presets",
     "gpuselect.workloads.transformer",
     "gpuselect.commands.workloads",
+    "gpuselect.estimate.api",
+    "gpuselect.estimate.perf",
+    "gpuselect.commands.estimate",
 ]
 
 

@@ -1,0 +1,215 @@
+"""Memory fit, throughput, scaling, cost and the four stages — at their edges."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuselect.catalog import load_catalog
+from gpuselect.cli import main
+from gpuselect.errors import UsageError
+from gpuselect.estimate.api import Assumptions, EstimateRow, LocalEstimate, _row, estimate, recommend
+from gpuselect.estimate.memory import GB, fit_on_gpu, state_bytes
+from gpuselect.estimate.perf import PerfModel, default_model, load_reference_rows
+from gpuselect.workloads.presets import PRESETS
+
+GIB = 1024**3
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog(use_overlay=False)
+
+
+@pytest.fixture(scope="module")
+def perf(catalog):
+    return default_model(catalog)
+
+
+def test_full_finetune_8b_needs_16_bytes_per_param() -> None:
+    w = PRESETS["llama-8b-full"]
+    assert state_bytes(w, "bf16", "adamw") == pytest.approx(16 * w.params)
+    assert state_bytes(w, "fp32", "adamw") == pytest.approx(16 * w.params)
+    assert state_bytes(w, "bf16", "sgd") == pytest.approx(8 * w.params)
+    assert not fit_on_gpu(w, 80, "bf16").fits  # ~128 GB of state: no single 80 GB card
+    assert fit_on_gpu(w, 80, "bf16", checkpointing=True, batch_size=1, shards=4).fits
+
+
+def test_qlora_8b_fits_a_24gb_card_with_checkpointing_not_without() -> None:
+    w = PRESETS["llama-8b-qlora"]
+    assert state_bytes(w, "bf16", "adamw") < 6 * GB
+    assert fit_on_gpu(w, 24, "bf16", checkpointing=True).fits
+    assert not fit_on_gpu(w, 24, "bf16", checkpointing=False).fits  # 2048-token activations of 32 layers
+    assert not fit_on_gpu(PRESETS["llama-8b-full"], 24, "bf16", checkpointing=True, batch_size=1).fits
+
+
+def test_max_batch_is_the_edge() -> None:
+    w = PRESETS["resnet50"]
+    f = fit_on_gpu(w, 24, "bf16", batch_size=1)
+    assert f.max_batch > 1
+    assert fit_on_gpu(w, 24, "bf16", batch_size=f.max_batch).fits
+    assert not fit_on_gpu(w, 24, "bf16", batch_size=f.max_batch + 1).fits
+    assert fit_on_gpu(w, 24, "fp32", batch_size=1).max_batch < f.max_batch  # fp32 activations are twice as big
+
+
+def test_perf_model_fits_and_predicts_reference_cards(catalog, perf) -> None:
+    rows = load_reference_rows(catalog)
+    assert len(rows) > 500
+    for r in rows[:50]:
+        e = catalog.get(r.gpu_id)
+        p = perf.predict_reference(r.model, "fp16" if r.precision == "fp16" else "fp32", e, r.generation)
+        assert p is not None and 0.2 < p / r.throughput < 5, r
+
+
+def test_more_compute_and_bandwidth_is_never_slower(catalog, perf) -> None:
+    w = PRESETS["bert_base_squad"]
+    for e in catalog.entries[:60]:
+        base = perf.predict(w, "bf16", e)
+        if base is None:
+            continue
+        faster = dataclasses.replace(e, fp16_tflops=(e.fp16_tflops or 0) * 1.5, bf16_tflops=(e.bf16_tflops or 0) * 1.5,
+                                     memory_bandwidth_gbs=e.memory_bandwidth_gbs * 1.5, fp32_tflops=e.fp32_tflops * 1.5)
+        assert perf.predict(w, "bf16", faster) >= base * 0.999, e.id
+
+
+def test_unsupported_precision_gives_no_throughput(catalog, perf) -> None:
+    t4 = catalog.get("nvidia-t4")
+    assert perf.predict(PRESETS["resnet50"], "bf16", t4) is None  # Turing has no BF16
+    assert perf.predict(PRESETS["resnet50"], "tf32", t4) is None
+    row = _row(PRESETS["resnet50"], t4, 1, Assumptions(precision="bf16"), perf, 0.3)
+    assert not row.fits and "not supported" in (row.note or "")
+
+
+def test_multi_gpu_scaling_pays_for_the_all_reduce(catalog, perf) -> None:
+    a = Assumptions(precision="bf16", max_gpus=8)
+    w = PRESETS["gpt2-124m"]
+    h100 = catalog.get("nvidia-h100-sxm5-80gb")
+    one, eight = _row(w, h100, 1, a, perf, 0.3), _row(w, h100, 8, a, perf, 0.3)
+    assert 1 < eight.throughput_samples_per_s / one.throughput_samples_per_s <= 8
+    pcie = catalog.get("nvidia-rtx-4090")
+    slow = dataclasses.replace(a, comm_overlap=0.0)
+    nv, pc = _row(w, h100, 8, slow, perf, 0.3), _row(w, pcie, 8, slow, perf, 0.3)
+    assert nv.throughput_samples_per_s / _row(w, h100, 1, slow, perf, 0.3).throughput_samples_per_s > \
+        pc.throughput_samples_per_s / _row(w, pcie, 1, slow, perf, 0.3).throughput_samples_per_s  # NVLink scales better
+
+
+def test_cost_energy_and_break_even(catalog, perf) -> None:
+    a = Assumptions(precision="bf16", electricity_usd_per_kwh=0.20)
+    e = catalog.get("nvidia-rtx-5090")
+    r = _row(PRESETS["resnet50"], e, 1, a, perf, 0.3)
+    hours = r.total_time_h
+    assert r.energy_kwh == pytest.approx(e.tdp_w * a.utilisation * hours / 1000)
+    assert r.buy_cost_usd == pytest.approx(e.launch_price_usd + r.energy_kwh * 0.20)
+    assert r.cloud_cost_usd == pytest.approx(e.cloud_usd_per_hour * hours)
+    hourly_energy = e.tdp_w * a.utilisation / 1000 * 0.20
+    assert r.break_even_hours == pytest.approx(e.launch_price_usd / (e.cloud_usd_per_hour - hourly_energy))
+    assert r.co2_kg == pytest.approx(r.energy_kwh * a.grid_kg_co2_per_kwh)
+
+
+def _r(gpu: str, family: str, count: int, hours: float, cost: float | None, deadline: float = 72.0) -> EstimateRow:
+    return EstimateRow(gpu, gpu, family, count, True, 32, 100.0, 10.0, hours, cost, None, 1.0, 0.4, 0.3,
+                       meets_deadline=hours <= deadline)
+
+
+W = PRESETS["resnet50"]
+
+
+def test_stage_1_when_the_cpu_is_fast_enough() -> None:
+    cpu = LocalEstimate("cpu", "CPU", 10.0, 5.0, "measured matmul rate", 0.5)
+    rec = recommend([_r("g", "geforce", 1, 1.0, 100)], [cpu], Assumptions(deadline_hours=10), W)
+    assert rec.stage == 1 and rec.per_stage["1"]["meets_deadline"]
+
+
+@pytest.mark.parametrize("cpu_hours,stage", [(71.9, 1), (72.1, 2)])
+def test_stage_1_edge_at_the_deadline(cpu_hours: float, stage: int) -> None:
+    cpu = LocalEstimate("cpu", "CPU", 1.0, cpu_hours, "measured matmul rate", 0.5)
+    rec = recommend([_r("g", "geforce", 1, 3.0, 100)], [cpu], Assumptions(deadline_hours=72), W)
+    assert rec.stage == stage
+
+
+def test_unmeasured_cpu_must_meet_the_deadline_with_its_error_band() -> None:
+    cpu = LocalEstimate("cpu", "CPU", 1.0, 50.0, "unmeasured: rough peak", 1.0)  # 50 h ± 100 % may be 100 h
+    rec = recommend([_r("g", "geforce", 1, 3.0, 100)], [cpu], Assumptions(deadline_hours=72), W)
+    assert rec.stage == 2
+
+
+def test_stage_2_3_4_by_what_meets_deadline_and_budget() -> None:
+    slow_cpu = [LocalEstimate("cpu", "CPU", 1.0, 1e6, "measured", 0.5)]
+
+    def rows(deadline: float) -> list[EstimateRow]:
+        return [_r("consumer", "geforce", 1, 100.0, 2000, deadline), _r("dc", "datacenter", 1, 40.0, 300, deadline),
+                _r("dc8", "datacenter", 8, 6.0, 900, deadline), _r("dc16", "datacenter", 16, 3.0, 1200, deadline)]
+
+    def stage(deadline: float, budget: float | None = None) -> int:
+        return recommend(rows(deadline), slow_cpu, Assumptions(deadline_hours=deadline, budget_usd=budget), W).stage
+
+    assert stage(72) == 3
+    assert stage(120) == 2  # the consumer card makes it
+    assert stage(5) == 4  # only more than one box (16 GPUs) is fast enough
+    rec = recommend(rows(1), slow_cpu, Assumptions(deadline_hours=1), W)  # nothing meets it
+    assert not rec.deadline_met and "fastest" in rec.rationale
+    assert stage(120, budget=1000) == 3  # the consumer card costs 2000: over budget; the 300 datacenter option fits
+    assert recommend(rows(72), slow_cpu, Assumptions(deadline_hours=72, budget_usd=200), W).deadline_met is False
+
+
+@settings(max_examples=50, deadline=None)
+@given(deadline=st.floats(min_value=0.01, max_value=1e5, allow_nan=False), gpu_hours=st.floats(min_value=0.01, max_value=1e5, allow_nan=False))
+def test_stage_rules_are_consistent(deadline: float, gpu_hours: float) -> None:
+    cpu = [LocalEstimate("cpu", "CPU", 1.0, 1e7, "measured", 0.5)]
+    rec = recommend([_r("g", "geforce", 1, gpu_hours, 100.0, deadline)], cpu, Assumptions(deadline_hours=deadline), W)
+    assert rec.stage == 2
+    assert rec.deadline_met == (gpu_hours <= deadline)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [dict(precision="fp64"), dict(batch_size=0), dict(epochs=-1), dict(deadline_hours=float("nan")), dict(budget_usd=float("inf")),
+     dict(dataset_size=10**15), dict(optimizer="lion"), dict(electricity_usd_per_kwh=-1)],
+)
+def test_nonsense_assumptions_are_rejected(changes: dict, catalog, perf) -> None:
+    with pytest.raises(UsageError):
+        estimate(W, Assumptions(**changes), catalog, perf)
+
+
+def test_every_catalog_gpu_has_a_count_1_row_and_no_nan(catalog, perf) -> None:
+    result = estimate(PRESETS["bert_large_squad"], Assumptions(max_gpus=4), catalog, perf)
+    ones = {r.gpu_id for r in result.rows if r.count == 1}
+    assert ones == {e.id for e in catalog.entries}
+    assert {r.count for r in result.rows} == {1, 2, 4}
+    for r in result.rows:
+        for v in dataclasses.asdict(r).values():
+            assert not (isinstance(v, float) and not math.isfinite(v))
+
+
+def test_estimate_cli_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", "--workload", "resnet50", "--epochs", "1", "--format", "json", "--max-gpus", "2"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kind"] == "estimate"
+    for key in ("workload", "assumptions", "rows", "local", "recommendation"):
+        assert key in doc
+    row = doc["rows"][0]
+    for key in ("gpu_id", "name", "family", "count", "fits", "batch_size", "throughput_samples_per_s", "epoch_time_s",
+                "total_time_h", "buy_cost_usd", "cloud_cost_usd", "energy_kwh", "error_band"):
+        assert key in row
+    assert {"stage", "choice", "per_stage", "rationale"} <= set(doc["recommendation"])
+    assert doc["local"][0]["device"] == "cpu"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--workload", "nope"], ["--params", "0", "--flops-per-sample", "1e9"], ["--params", "1e6"], ["--workload", "resnet50", "--epochs", "nan"],
+     ["--workload", "resnet50", "--batch-size", "-3"], ["--workload", "resnet50", "--gpus", "no-such-gpu"],
+     ["--workload", "resnet50", "--deadline-hours", "inf"], ["--params", "1e30", "--flops-per-sample", "1e9"]],
+)
+def test_estimate_cli_rejects_nonsense_with_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        code = main(["estimate", *argv])
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    assert code == 2
+    assert "Traceback" not in capsys.readouterr().err
