@@ -47,6 +47,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="gradient checkpointing (less memory, ~4/3 the compute); default: only where the model does not fit otherwise")
     parser.add_argument("--gpus", default="all", help="all, or comma-separated catalog ids")
     parser.add_argument("--max-gpus", type=_number(int, 1, 4096, "--max-gpus"), default=8, metavar="N")
+    bench = parser.add_mutually_exclusive_group()
+    bench.add_argument("--bench", metavar="FILE", help="anchor this machine's estimates on a saved `gpuselect bench --format json` result")
+    bench.add_argument("--bench-quick", action="store_true", help="run `gpuselect bench --quick` first (about 10 s) and anchor on it")
     parser.add_argument("--top", type=_number(int, 1, 100_000, "--top"), default=15, help="text output: rows to show")
     add_format_option(parser, ("text", "json", "csv"))
 
@@ -80,24 +83,48 @@ def _workload(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return custom_workload(args.params, args.flops_per_sample)
 
 
-def _local(w, a, catalog, perf):  # type: ignore[no-untyped-def]
-    from gpuselect.estimate.api import LocalEstimate, local_cpu_estimate
+def _load_bench(args: argparse.Namespace) -> dict | None:  # type: ignore[type-arg]
+    import json
+    import sys
+    from pathlib import Path
+
+    from gpuselect.errors import DataError
+
+    if args.bench_quick:
+        from gpuselect.bench.engine import run_to_completion
+        from gpuselect.bench.model import BenchConfig
+        from gpuselect.output import to_jsonable
+
+        print("running gpuselect bench --quick ...", file=sys.stderr)
+        return {"devices": to_jsonable(run_to_completion(BenchConfig(quick=True)).devices)}
+    if not args.bench:
+        return None
+    try:
+        doc = json.loads(Path(args.bench).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DataError(f"cannot read {args.bench}: {exc.strerror or exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{args.bench} is not JSON: {exc}") from exc
+    if not isinstance(doc, dict) or doc.get("kind") != "bench" or not isinstance(doc.get("devices"), list):
+        raise DataError(f"{args.bench} is not a `gpuselect bench --format json` result")
+    return doc
+
+
+def _local(w, a, catalog, perf, bench):  # type: ignore[no-untyped-def]
+    from gpuselect.estimate.api import local_cpu_estimate, local_gpu_estimate
     from gpuselect.hardware.snapshot import detect
 
     snap = detect(probe=False)
     cpu = snap.cpu
+    measured = {d.get("device"): d for d in (bench or {}).get("devices", []) if isinstance(d, dict)}
+    cpu_bench = measured.get("cpu") or {}
+    cpu_tflops = (cpu_bench.get("matmul_tflops") or {}).get("fp32")
     out = [local_cpu_estimate(w, a, cores=cpu.physical_cores or cpu.logical_cores, mhz=cpu.max_mhz or cpu.current_mhz,
-                              features=cpu.features, name=cpu.model or "this CPU")]
+                              features=cpu.features, measured_tflops=cpu_tflops, name=cpu.model or "this CPU")]
     for g in snap.gpus:
-        match = catalog.match(g.name or "", g.memory_total_bytes) if g.name else None
-        if match is None:
-            out.append(LocalEstimate(f"gpu{g.index}", g.name or "unknown GPU", None, None, "not in the catalog: no estimate", 1.0, fits=False))
-            continue
-        from gpuselect.estimate.api import _row, error_band
-
-        r = _row(w, match.entry, 1, a, perf, error_band(a.precision))
-        out.append(LocalEstimate(f"gpu{g.index}", g.name or match.entry.name, r.throughput_samples_per_s, r.total_time_h,
-                                 f"catalog entry {match.entry.id} (unmeasured; `gpuselect bench` measures it)", r.error_band, r.fits))
+        dev = measured.get(f"cuda:{g.torch_index}") if g.torch_index is not None else None
+        out.append(local_gpu_estimate(w, a, catalog, perf, name=g.name, memory_bytes=g.memory_total_bytes,
+                                      device=f"gpu{g.index}", spec_ratio=(dev or {}).get("spec_ratio")))
     return out
 
 
@@ -129,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     catalog = load_catalog()
     perf = default_model(catalog)
     gpu_ids = None if args.gpus == "all" else [g.strip() for g in args.gpus.split(",") if g.strip()]
-    local = _local(w, a, catalog, perf)
+    local = _local(w, a, catalog, perf, _load_bench(args))
     result = estimate(w, a, catalog, perf, gpu_ids=gpu_ids, local=local)
     if args.format == "json":
         print(json_document({"workload": result.workload, "assumptions": result.assumptions, "rows": result.rows,

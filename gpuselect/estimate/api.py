@@ -316,6 +316,34 @@ def local_cpu_estimate(w: Workload, a: Assumptions, *, cores: int | None, mhz: f
     return LocalEstimate("cpu", name, thr, samples / thr / 3600, basis, band)
 
 
+#: A healthy H100 SXM5 sustained 69-70 % of its dense BF16/FP16 spec in gpuselect's benchmark
+#: (docs/validation/h100-2026-11-22) - the one card measured so far; the estimator's predictions
+#: describe cards in that state. A measured ratio below it scales the local card's estimate down.
+HEALTHY_MATMUL_SPEC_RATIO = 0.69
+
+
+def local_gpu_estimate(
+    w: Workload, a: Assumptions, catalog: Catalog, perf: PerfModel, *, name: str | None, memory_bytes: int | None,
+    device: str, spec_ratio: dict[str, float] | None = None,
+) -> LocalEstimate:
+    """This machine's GPU: its catalog prediction, scaled down when its own benchmark shows it
+    falling short of what a healthy card of its kind reaches."""
+    match = catalog.match(name or "", memory_bytes) if name else None
+    if match is None:
+        return LocalEstimate(device, name or "unknown GPU", None, None, "not in the catalog: no estimate", 1.0, fits=False)
+    r = _row(w, match.entry, 1, a, perf, error_band(a.precision))
+    basis = f"catalog entry {match.entry.id}; unmeasured (`gpuselect bench` measures it)"
+    thr, hours = r.throughput_samples_per_s, r.total_time_h
+    key = "matmul_" + ("fp16" if a.precision == "fp16" else "bf16" if a.precision == "bf16" else "tf32" if a.precision == "tf32" else "fp32")
+    if spec_ratio and key in spec_ratio and thr:
+        measured = spec_ratio[key]
+        scale = min(1.0, measured / HEALTHY_MATMUL_SPEC_RATIO)
+        thr, hours = thr * scale, (hours / scale if hours else hours)
+        basis = (f"catalog entry {match.entry.id}, anchored on this card's benchmark: {100 * measured:.0f} % of its "
+                 f"{key.split('_')[1].upper()} spec" + (f", so times are scaled by 1/{scale:.2f}" if scale < 1 else " (healthy)"))
+    return LocalEstimate(device, name or match.entry.name, thr, hours, basis, r.error_band, r.fits)
+
+
 def estimate(
     w: Workload, a: Assumptions, catalog: Catalog, perf: PerfModel, *, gpu_ids: list[str] | None = None,
     local: list[LocalEstimate] | None = None,

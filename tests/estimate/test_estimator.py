@@ -213,3 +213,39 @@ def test_estimate_cli_rejects_nonsense_with_exit_2(argv: list[str], capsys: pyte
         code = exc.code
     assert code == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_local_gpu_anchored_on_its_benchmark(catalog, perf) -> None:
+    from gpuselect.estimate.api import local_gpu_estimate
+
+    a = Assumptions(precision="bf16")
+    w = PRESETS["resnet50"]
+    args = dict(name="NVIDIA H100 80GB HBM3", memory_bytes=80 * GIB, device="gpu0")
+    plain = local_gpu_estimate(w, a, catalog, perf, **args)
+    healthy = local_gpu_estimate(w, a, catalog, perf, spec_ratio={"matmul_bf16": 0.70}, **args)
+    throttled = local_gpu_estimate(w, a, catalog, perf, spec_ratio={"matmul_bf16": 0.345}, **args)
+    assert plain.total_time_h == pytest.approx(healthy.total_time_h)
+    assert throttled.total_time_h == pytest.approx(plain.total_time_h * 2, rel=0.01)
+    assert "anchored" in throttled.basis
+    assert local_gpu_estimate(w, a, catalog, perf, name="Mystery GPU", memory_bytes=None, device="gpu1").throughput_samples_per_s is None
+
+
+def test_cpu_estimate_from_a_measured_benchmark() -> None:
+    from gpuselect.estimate.api import local_cpu_estimate
+
+    w = PRESETS["simple-cnn"]
+    est = local_cpu_estimate(w, Assumptions(), cores=2, mhz=2600, features=["avx2"], measured_tflops=0.2)
+    assert est.basis.startswith("measured")
+    samples = w.default_dataset_size * w.default_epochs
+    assert est.total_time_h == pytest.approx(samples * w.training_flops_per_sample / (0.1e12) / 3600)
+
+
+def test_estimate_cli_reads_a_bench_file(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps({"schema_version": 1, "kind": "bench", "devices": [{"device": "cpu", "matmul_tflops": {"fp32": 0.15}}]}))
+    assert main(["estimate", "--workload", "simple-cnn", "--bench", str(bench), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["local"][0]["basis"].startswith("measured")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert main(["estimate", "--workload", "simple-cnn", "--bench", str(bad)]) == 2
