@@ -31,20 +31,22 @@ def long_matmul_tflops(n: int, seconds: float) -> float:
     return statistics.median(rates)
 
 
-def long_copy_gbs(nbytes: int, seconds: float) -> float:
-    """Median over many fresh allocations: on a VM the page placement of each allocation moves
-    the copy rate by a third, so one allocation is not "the" bandwidth."""
+def long_copy_gbs(nbytes: int, seconds: float, chunks: int = 3) -> float:
+    """Median over a few allocations, each copied for a while: page placement moves one
+    allocation's rate by a third on a VM, and allocating afresh every few copies (an earlier
+    version of this script) made the reference itself drift downwards over a run."""
     rates = []
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
+    for _ in range(chunks):
         x = torch.ones(nbytes // 4)
         y = torch.empty_like(x)
-        for _ in range(3):
+        for _ in range(5):
             y.copy_(x)
-        for _ in range(10):
+        end = time.perf_counter() + seconds / chunks
+        while time.perf_counter() < end:
             t0 = time.perf_counter()
             y.copy_(x)
             rates.append(2 * nbytes / (time.perf_counter() - t0) / 1e9)
+        del x, y
     return statistics.median(rates)
 
 

@@ -102,19 +102,30 @@ class _Runner:
             raise Cancelled()
 
     def time(self, op: Callable[[], Any], *, inner: int = 1, warmup: int = 1, budget: float | None = None,
-             min_repeats: int = 3, max_repeats: int = 200) -> list[float]:
-        """Seconds per call of ``op`` for each repeat (``inner`` calls per timed repeat)."""
+             min_repeats: int = 3, max_repeats: int = 200, settle_s: float | None = None) -> list[float]:
+        """Seconds per call of ``op`` for each repeat (``inner`` calls per timed repeat).
+
+        Warm-up runs for 40 % of the budget (first calls pay for page faults, thread start-up,
+        clock ramp-up and kernel selection). With ``settle_s`` it instead runs until two
+        successive timed calls agree within 3 %, at most ``settle_s`` seconds: a many-core CPU
+        needs longer than a short budget to bring its threads and turbo clocks to a steady rate.
+        """
         budget = self.budget if budget is None else budget
-        # Warm up by time as well as by count: first calls pay for page faults, thread-pool
-        # start-up, clock ramp-up and kernel selection, which a short run must not measure.
-        warm_end = time.perf_counter() + 0.4 * budget
+        warm_end = time.perf_counter() + (settle_s if settle_s is not None else 0.4 * budget)
         calls = 0
+        last: float | None = None
         while calls < warmup or (warmup and time.perf_counter() < warm_end):
             self.check()
-            op()
-            calls += 1
-            if calls % 4 == 0:
+            start = time.perf_counter()
+            for _ in range(inner):
+                op()
+            if settle_s is not None or calls % 4 == 3:
                 self.sync()
+            took = time.perf_counter() - start
+            calls += 1
+            if settle_s is not None and calls >= warmup and last is not None and abs(took / last - 1) < 0.03:
+                break
+            last = took
         self.sync()
         samples: list[float] = []
         deadline = time.perf_counter() + budget
@@ -211,7 +222,8 @@ def measure_matmul(r: _Runner, res: DeviceResult, precision: str) -> None:
                 # Several products per timed repeat (>= ~20 ms), so the synchronisation gap
                 # after each repeat does not count as idle device time.
                 inner = max(1, min(64, int(0.02 / max(once, 1e-6))))
-                samples = r.time(lambda: t.mm(a, b), inner=inner)
+                # Settle by rate, not by a fixed time, so a short run still measures the sustained rate.
+                samples = r.time(lambda: t.mm(a, b), inner=inner, warmup=2, settle_s=1.0 if r.dev.kind == "cpu" else None)
                 break
             except (RuntimeError, MemoryError) as exc:
                 if not (_is_oom(exc) or isinstance(exc, MemoryError)):
