@@ -36,7 +36,6 @@ class Assumptions:
     gpus_per_node: int = 8
     network_gbs: float = 25.0  # between nodes: 200 Gb/s InfiniBand per node
     comm_overlap: float = 0.5  # share of the all-reduce hidden behind the backward pass (DDP buckets)
-    price_basis: str = "street-or-launch"
     amortisation_years: float | None = None  # spread a purchase over its useful life (None: whole price)
 
     def validate(self) -> None:
@@ -224,7 +223,7 @@ STAGE_NAMES = {
 
 
 def _stage_of(r: EstimateRow, a: Assumptions) -> int:
-    if r.count > a.gpus_per_node or r.sharded and r.count > a.gpus_per_node:
+    if r.count > a.gpus_per_node:
         return 4
     if r.count == 1 and r.family in ("geforce", "radeon"):
         return 2

@@ -159,11 +159,9 @@ class PerfModel:
         (or the one asked for)."""
         prec = data_precision(precision)
         slopes = self.slopes.get((model, prec))
-        peak = compute_peak(e, precision if precision != "fp32" or prec != "fp32" else "fp32")
-        if precision == "fp32":
-            # The "fp32" reference rows ran TF32 where the card has it; a strict-FP32 request
-            # scales that prediction by the card's FP32 / TF32 peak ratio.
-            peak = compute_peak(e, "fp32-tf32-default")
+        # The "fp32" reference rows ran TF32 wherever the card has it: predict that, then scale a
+        # strict-FP32 request down by the card's FP32 / TF32 peak ratio.
+        peak = compute_peak(e, "fp32-tf32-default" if precision == "fp32" else precision)
         if slopes is None or not peak:
             return None
         for gen in (generation,) if generation else GENERATION_ORDER:

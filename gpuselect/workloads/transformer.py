@@ -7,7 +7,6 @@ code is executed).
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,9 +137,3 @@ def workload_from_hf_config(path: str | Path, *, seq_len: int | None = None, mod
                     f"vocabulary {shape.vocab}, sequence {shape.seq_len}",
         dataset_size=100_000, epochs=1, batch_size=8, source=f"computed from {path} (transformer arithmetic)",
     )
-
-
-def check_finite(x: float) -> float:
-    if not math.isfinite(x):
-        raise DataError("a workload figure came out infinite or NaN")
-    return x
