@@ -1,121 +1,97 @@
-"""The desktop app's entry: a main window titled "gpuselect" showing the detected hardware.
+"""The desktop app: Hardware, Benchmark and Estimate pages in one window.
 
-Detection runs in a worker thread (QThreadPool) so the window is usable at once; the result
-arrives through a queued signal. The full GUI (benchmark, estimate, recommendation) is built on
-the same core APIs as the CLI.
+Everything slow runs in workers (detection in the thread pool, benchmark and estimates in
+GeneratorWorker threads); window geometry, the open page and the estimate inputs persist in
+QSettings. The pages compute nothing the CLI cannot: they call the same core functions.
 """
 
 from __future__ import annotations
 
 import sys
-import traceback
 
-from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal, Slot
-from PySide6.QtGui import QFont, QKeySequence
-from PySide6.QtWidgets import (
-    QApplication,
-    QLabel,
-    QMainWindow,
-    QPlainTextEdit,
-    QPushButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QSettings, QThreadPool, QTimer, Slot
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import QApplication, QMainWindow, QTabWidget
 
+from gpuselect.gui.pages.bench import BenchPage
+from gpuselect.gui.pages.estimate import EstimatePage
+from gpuselect.gui.pages.hardware import HardwarePage
 
-class _DetectSignals(QObject):
-    done = Signal(str, str)  # snapshot text, health text
-    failed = Signal(str)
-
-
-class DetectJob(QRunnable):
-    """Detection + health off the GUI thread (py-cpuinfo / NVML / probes may take seconds)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.signals = _DetectSignals()
-
-    @Slot()
-    def run(self) -> None:
-        try:
-            from gpuselect.hardware.snapshot import detect
-            from gpuselect.hardware.text import format_health, format_snapshot
-            from gpuselect.health.rules import evaluate
-
-            snapshot = detect(probe=False)
-            self.signals.done.emit(format_snapshot(snapshot), format_health(evaluate(snapshot)))
-        except Exception as exc:  # noqa: BLE001 - errors show in the window, never crash it
-            traceback.print_exc()
-            self.signals.failed.emit(f"Detection failed: {type(exc).__name__}: {exc}")
+ORG, APP = "gpuselect", "gpuselect"
 
 
 class MainWindow(QMainWindow):
     def __init__(self) -> None:
         super().__init__()
         self.setWindowTitle("gpuselect")
-        self.resize(900, 640)
-        central = QWidget(self)
-        layout = QVBoxLayout(central)
-        self.status_label = QLabel("Detecting hardware…", central)
-        self.status_label.setAccessibleName("Detection status")
-        self.hardware_view = QPlainTextEdit(central)
-        self.hardware_view.setReadOnly(True)
-        self.hardware_view.setAccessibleName("Detected hardware and health findings")
-        mono = QFont("monospace")
-        mono.setStyleHint(QFont.StyleHint.Monospace)
-        self.hardware_view.setFont(mono)
-        self.refresh_button = QPushButton("&Refresh", central)
-        self.refresh_button.setShortcut(QKeySequence.StandardKey.Refresh)
-        self.refresh_button.setAccessibleName("Refresh hardware detection")
-        self.refresh_button.clicked.connect(self.refresh)
-        layout.addWidget(self.status_label)
-        layout.addWidget(self.hardware_view, 1)
-        layout.addWidget(self.refresh_button, 0, Qt.AlignmentFlag.AlignRight)
-        self.setCentralWidget(central)
-        self._pool = QThreadPool.globalInstance()
-        self._job: DetectJob | None = None
+        self.resize(1200, 800)
+        self.tabs = QTabWidget()
+        self.hardware = HardwarePage()
+        self.bench = BenchPage()
+        self.estimate = EstimatePage()
+        self.tabs.addTab(self.hardware, "&Hardware")
+        self.tabs.addTab(self.bench, "&Benchmark")
+        self.tabs.addTab(self.estimate, "&Estimate")
+        self.setCentralWidget(self.tabs)
+        self.hardware.detected.connect(self._on_detected)
+        refresh = QAction("&Refresh hardware", self, shortcut=QKeySequence.StandardKey.Refresh, triggered=self.hardware.refresh)
+        quit_ = QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit, triggered=self.close)
+        menu = self.menuBar().addMenu("&File")
+        menu.addAction(refresh)
+        menu.addSeparator()
+        menu.addAction(quit_)
+        self.settings = QSettings(ORG, APP)
+        self._restore()
 
-    @Slot()
-    def refresh(self) -> None:
-        if self._job is not None:
-            return
-        self.status_label.setText("Detecting hardware…")
-        self.refresh_button.setEnabled(False)
-        job = DetectJob()
-        job.signals.done.connect(self._on_done)
-        job.signals.failed.connect(self._on_failed)
-        self._job = job
-        self._pool.start(job)
+    # The hardware page's detected machine also anchors "your machine" in the estimates.
+    @Slot(object)
+    def _on_detected(self, snapshot: object) -> None:
+        self.estimate.local_snapshot = snapshot
+        self.estimate.recompute()
 
-    @Slot(str, str)
-    def _on_done(self, hardware: str, health: str) -> None:
-        self.hardware_view.setPlainText(hardware + "\n\nHealth\n" + health)
-        self.status_label.setText("Hardware detected.")
-        self._finish()
+    def _restore(self) -> None:
+        s = self.settings
+        geometry = s.value("window/geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        self.tabs.setCurrentIndex(int(s.value("window/tab", 0) or 0))
+        e = self.estimate
+        e.precision.setCurrentText(str(s.value("estimate/precision", "bf16")))
+        e.deadline.setValue(float(s.value("estimate/deadline_hours", 72.0)))
+        e.budget.setValue(float(s.value("estimate/budget_usd", 0.0)))
+        e.electricity.setValue(float(s.value("estimate/electricity_usd_per_kwh", 0.15)))
 
-    @Slot(str)
-    def _on_failed(self, message: str) -> None:
-        self.status_label.setText(message)
-        self._finish()
-
-    def _finish(self) -> None:
-        self._job = None
-        self.refresh_button.setEnabled(True)
+    def save_settings(self) -> None:
+        s = self.settings
+        s.setValue("window/geometry", self.saveGeometry())
+        s.setValue("window/tab", self.tabs.currentIndex())
+        e = self.estimate
+        s.setValue("estimate/precision", e.precision.currentText())
+        s.setValue("estimate/deadline_hours", e.deadline.value())
+        s.setValue("estimate/budget_usd", e.budget.value())
+        s.setValue("estimate/electricity_usd_per_kwh", e.electricity.value())
+        s.sync()
 
     def wait_for_workers(self, msecs: int = 10_000) -> bool:
-        return self._pool.waitForDone(msecs)
+        return QThreadPool.globalInstance().waitForDone(msecs)
 
-    def closeEvent(self, event) -> None:  # noqa: N802 - Qt naming
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt naming
+        self.save_settings()
+        self.hardware.stop()
+        self.bench.shutdown()
+        self.estimate.shutdown()
         self.wait_for_workers()
         super().closeEvent(event)
 
 
 def run_app(quit_after_s: float | None = None) -> int:
     app = QApplication.instance() or QApplication(sys.argv)
-    app.setApplicationName("gpuselect")
+    app.setOrganizationName(ORG)
+    app.setApplicationName(APP)
     window = MainWindow()
     window.show()
-    QTimer.singleShot(0, window.refresh)
+    QTimer.singleShot(0, window.hardware.refresh)
+    QTimer.singleShot(0, window.estimate.recompute)
     if quit_after_s is not None:
         QTimer.singleShot(int(quit_after_s * 1000), window.close)
     return int(app.exec())

@@ -1,34 +1,50 @@
-"""The minimal main window: titled "gpuselect", detection off the GUI thread, errors shown."""
+"""The desktop app: every page's main flow, workers (progress, cancel, error), table models,
+settings persistence, and a smoke test of the real entry point."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
 pytest.importorskip("PySide6")
 
+from PySide6.QtCore import Qt  # noqa: E402
+
+from gpuselect.bench.model import BenchConfig  # noqa: E402
 from gpuselect.gui.app import MainWindow  # noqa: E402
+from gpuselect.gui.models import FindingsModel, RowsModel  # noqa: E402
+from gpuselect.gui.pages.bench import BenchPage  # noqa: E402
+from gpuselect.gui.pages.estimate import EstimatePage, pareto  # noqa: E402
+from gpuselect.gui.workers import GeneratorWorker, call_in_generator  # noqa: E402
 from tests.conftest import REPO_ROOT  # noqa: E402
 from tests.fakes import fake_nvml as F  # noqa: E402
 
 
-def test_window_shows_detected_hardware(qtbot, monkeypatch: pytest.MonkeyPatch) -> None:
+def _close(qtbot, w) -> None:
+    w.close()
+    qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=10_000)
+
+
+def test_hardware_page_shows_gpus_and_findings(qtbot, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = F.thermal_throttling()
     monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: fake)
     w = MainWindow()
     qtbot.addWidget(w)
     w.show()
     assert w.windowTitle() == "gpuselect"
-    w.refresh()
-    assert not w.refresh_button.isEnabled()  # busy while the worker runs
-    qtbot.waitUntil(lambda: w.refresh_button.isEnabled(), timeout=10_000)
-    text = w.hardware_view.toPlainText()
-    assert "NVIDIA H100 80GB HBM3" in text and "CRITICAL" in text
-    assert w.status_label.text() == "Hardware detected."
-    w.wait_for_workers()
+    w.hardware.refresh()
+    qtbot.waitUntil(lambda: w.hardware.findings.rowCount() > 0, timeout=10_000)
+    assert "NVIDIA H100 80GB HBM3" in w.hardware.summary.toPlainText()
+    first = w.hardware.findings.index(0, 0)
+    assert first.data() == "CRITICAL"  # worst first, in words
+    assert first.data(Qt.ItemDataRole.DecorationRole) is not None  # and an icon, not colour alone
+    assert "critical" in w.hardware.status.text()
+    _close(qtbot, w)
 
 
 def test_detection_error_shows_in_window(qtbot, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -38,17 +54,140 @@ def test_detection_error_shows_in_window(qtbot, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr("gpuselect.hardware.snapshot.detect", broken)
     w = MainWindow()
     qtbot.addWidget(w)
-    w.refresh()
-    qtbot.waitUntil(lambda: w.refresh_button.isEnabled(), timeout=10_000)
-    assert "Detection failed" in w.status_label.text() and "psutil exploded" in w.status_label.text()
-    w.wait_for_workers()
+    w.hardware.refresh()
+    qtbot.waitUntil(lambda: "Detection failed" in w.hardware.status.text(), timeout=10_000)
+    assert "psutil exploded" in w.hardware.status.text()
+    _close(qtbot, w)
 
 
-def test_entry_point_launches_and_closes() -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "QT_QPA_PLATFORM": "offscreen"}
+def test_worker_reports_progress_and_result(qtbot) -> None:
+    def make(cancel: threading.Event):
+        for i in range(3):
+            yield i
+        return "done"
+
+    worker = GeneratorWorker(make)
+    seen: list[object] = []
+    worker.progress.connect(seen.append)
+    with qtbot.waitSignal(worker.finished, timeout=5_000) as blocker:
+        worker.start()
+    assert blocker.args == ["done"] and seen == [0, 1, 2] and worker.done
+
+
+def test_worker_cancel_is_a_thread_safe_flag(qtbot) -> None:
+    def make(cancel: threading.Event):
+        n = 0
+        while not cancel.is_set():
+            n += 1
+            time.sleep(0.01)
+            yield n
+        return "cancelled"
+
+    worker = GeneratorWorker(make)
+    worker.progress.connect(lambda n: worker.cancel() if n == 5 else None)
+    with qtbot.waitSignal(worker.finished, timeout=5_000) as blocker:
+        worker.start()
+    assert blocker.args == ["cancelled"]
+
+
+def test_worker_error_becomes_a_message(qtbot) -> None:
+    def boom():
+        raise ValueError("bad input")
+
+    worker = GeneratorWorker(call_in_generator(boom))
+    with qtbot.waitSignal(worker.failed, timeout=5_000) as blocker:
+        worker.start()
+    assert "bad input" in blocker.args[0]
+
+
+def test_table_models_pass_qt_model_tester(qtmodeltester, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuselect.hardware.snapshot import detect
+    from gpuselect.health.rules import evaluate
+
+    findings = FindingsModel()
+    findings.set_rows(evaluate(detect(nvml=F.thermal_throttling(), probe=False)).findings)
+    qtmodeltester.check(findings)
+    from gpuselect.gui.models import Column
+
+    rows = RowsModel([Column("a", lambda r: r[0], numeric=True), Column("b", lambda r: r[1])])
+    rows.set_rows([(1, "x"), (None, "y")])
+    qtmodeltester.check(rows)
+
+
+def test_bench_page_runs_and_cancels(qtbot) -> None:
+    tiny = BenchConfig(quick=True, devices=("cpu",), budget_s=0.03, batch_sizes=(1, 4), models=("simple_cnn",))
+    page = BenchPage(config=tiny)
+    qtbot.addWidget(page)
+    page.start()
+    assert not page.start_button.isEnabled() and page.cancel_button.isEnabled()
+    qtbot.waitUntil(lambda: page.report is not None, timeout=60_000)
+    assert page.model.rowCount() > 3 and page.progress.value() == 1000 and page.start_button.isEnabled()
+    assert "Done" in page.step.text()
+    page.report = None
+    page.config = BenchConfig(quick=False, devices=("cpu",))
+    page.start()
+    qtbot.waitUntil(lambda: page.progress.value() > 0 or "cpu" in page.step.text(), timeout=60_000)
+    page.cancel()
+    qtbot.waitUntil(lambda: page.report is not None, timeout=10_000)
+    assert page.report.cancelled and "Cancelled" in page.step.text()
+
+
+def test_estimate_page_updates_and_filters(qtbot) -> None:
+    page = EstimatePage()
+    qtbot.addWidget(page)
+    page.recompute()
+    qtbot.waitUntil(lambda: page.result is not None, timeout=20_000)
+    assert page.proxy.rowCount() > 50 and "Stage" in page.recommendation.text()
+    page.family.setCurrentText("instinct")
+    fam = {page.proxy.index(i, 1).data() for i in range(page.proxy.rowCount())}
+    assert fam == {"instinct"}
+    first = page.result
+    page.deadline.setValue(1.0)  # a change schedules a recompute off the GUI thread
+    qtbot.waitUntil(lambda: page.result is not first, timeout=20_000)
+    assert page.result.assumptions.deadline_hours == 1.0
+    page.search.setText("llama")
+    visible = [page.presets.item(i) for i in range(page.presets.count()) if not page.presets.item(i).isHidden()]
+    assert visible and all("Llama" in it.text() for it in visible)
+    page.shutdown()
+
+
+def test_pareto_front() -> None:
+    pts = [(1.0, 100.0, "a"), (2.0, 50.0, "b"), (3.0, 60.0, "c"), (4.0, 10.0, "d")]
+    assert [p[2] for p in pareto(pts)] == ["a", "b", "d"]
+
+
+def test_settings_persist_between_runs(qtbot) -> None:
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.estimate.deadline.setValue(12.5)
+    w.estimate.precision.setCurrentText("fp16")
+    w.tabs.setCurrentIndex(2)
+    _close(qtbot, w)
+    again = MainWindow()
+    qtbot.addWidget(again)
+    assert again.estimate.deadline.value() == 12.5
+    assert again.estimate.precision.currentText() == "fp16"
+    assert again.tabs.currentIndex() == 2
+    _close(qtbot, again)
+
+
+def test_entry_point_launches_and_closes(tmp_path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path)}
+    start = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "gpuselect", "gui", "--quit-after", "1.5"],
+        [sys.executable, "-m", "gpuselect", "gui", "--quit-after", "2"],
         capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=60,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
+    assert time.monotonic() - start < 30
+
+
+def test_window_construction_does_not_import_torch() -> None:
+    code = (
+        "import sys\nfrom PySide6.QtWidgets import QApplication\nfrom gpuselect.gui.app import MainWindow\n"
+        "app = QApplication([])\nw = MainWindow()\nw.show()\napp.processEvents()\nprint('torch' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "QT_QPA_PLATFORM": "offscreen"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stderr[-1000:]

@@ -1,0 +1,107 @@
+"""Qt table models over the core's plain records (sortable through a QSortFilterProxyModel)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtWidgets import QApplication, QStyle
+
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+Index = QModelIndex | QPersistentModelIndex
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    value: Callable[[Any], Any]  # raw value (used for sorting)
+    fmt: Callable[[Any], str] = lambda v: "—" if v is None else str(v)
+    tooltip: str = ""
+    numeric: bool = False
+
+
+def num(digits: int = 1, suffix: str = "") -> Callable[[Any], str]:
+    def f(v: Any) -> str:
+        return "—" if v is None else f"{v:,.{digits}f}{suffix}"
+
+    return f
+
+
+class RowsModel(QAbstractTableModel):
+    def __init__(self, columns: list[Column], parent: Any = None) -> None:
+        super().__init__(parent)
+        self.columns = columns
+        self.rows: list[Any] = []
+
+    def set_rows(self, rows: list[Any]) -> None:
+        self.beginResetModel()
+        self.rows = list(rows)
+        self.endResetModel()
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802 - Qt naming
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self.columns)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self.rows) or not 0 <= index.column() < len(self.columns):
+            return None
+        col = self.columns[index.column()]
+        raw = col.value(self.rows[index.row()])
+        if role == Qt.ItemDataRole.DisplayRole:
+            return col.fmt(raw)
+        if role == SORT_ROLE:
+            if raw is None:
+                return float("inf") if col.numeric else ""
+            return raw if col.numeric else str(raw)
+        if role == Qt.ItemDataRole.TextAlignmentRole and col.numeric:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return col.tooltip or None
+        return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:  # noqa: N802
+        if orientation == Qt.Orientation.Horizontal and 0 <= section < len(self.columns):
+            if role == Qt.ItemDataRole.DisplayRole:
+                return self.columns[section].header
+            if role == Qt.ItemDataRole.ToolTipRole:
+                return self.columns[section].tooltip or None
+        return None
+
+
+_SEVERITY_ICON = {
+    "critical": QStyle.StandardPixmap.SP_MessageBoxCritical,
+    "warning": QStyle.StandardPixmap.SP_MessageBoxWarning,
+    "info": QStyle.StandardPixmap.SP_MessageBoxInformation,
+    "unknown": QStyle.StandardPixmap.SP_MessageBoxQuestion,
+    "ok": QStyle.StandardPixmap.SP_DialogApplyButton,
+}
+
+
+class FindingsModel(RowsModel):
+    """Health findings: severity shown by icon *and* word, never colour alone."""
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__([
+            Column("Severity", lambda f: f.severity.value.upper(), tooltip="critical, warning, info, ok or not checked"),
+            Column("Device", lambda f: f.device),
+            Column("Finding", lambda f: f.title),
+            Column("Measured", lambda f: None if f.value is None else f"{f.value}{' ' + f.unit if f.unit else ''}"),
+            Column("Threshold", lambda f: None if f.threshold is None else f"{f.threshold}{' ' + f.unit if f.unit else ''}"),
+            Column("What to do", lambda f: f.remedy),
+        ], parent)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role == Qt.ItemDataRole.DecorationRole and index.isValid() and index.column() == 0 and index.row() < len(self.rows):
+            app = QApplication.instance()
+            if app is not None:
+                return app.style().standardIcon(_SEVERITY_ICON[self.rows[index.row()].severity.value])  # type: ignore[attr-defined]
+        if role == Qt.ItemDataRole.ToolTipRole and index.isValid() and index.row() < len(self.rows):
+            f = self.rows[index.row()]
+            return f"{f.detail}" + (f"\nSource: {f.source}" if f.source else "")
+        if role == SORT_ROLE and index.isValid() and index.column() == 0 and index.row() < len(self.rows):
+            return -self.rows[index.row()].severity.rank
+        return super().data(index, role)

@@ -1,0 +1,169 @@
+"""Benchmark page: start, watch progress with time left, cancel; results against the spec and the
+CPU-vs-GPU samples/s by batch size chart."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Slot
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuselect.bench.model import BenchConfig
+from gpuselect.gui.models import Column, RowsModel
+from gpuselect.gui.plots import themed_plot
+from gpuselect.gui.workers import GeneratorWorker
+
+
+def result_rows(report: Any) -> list[tuple[str, str, float | None, str, float | None]]:
+    """(device, figure, value, unit, % of spec) for the results table."""
+    rows = []
+    for d in report.devices:
+        ratio = d.spec_ratio or {}
+        for p, v in d.matmul_tflops.items():
+            if v is not None:
+                rows.append((d.device, f"matmul {p}", v, "TFLOP/s", ratio.get(f"matmul_{p}")))
+        rows.append((d.device, "memory bandwidth (copy)", d.memory_bandwidth_gbs, "GB/s", ratio.get("memory_bandwidth")))
+        if d.kind != "cpu":
+            rows.append((d.device, "host→device (pinned)", d.host_to_device_gbs, "GB/s", None))
+            rows.append((d.device, "device→host (pinned)", d.device_to_host_gbs, "GB/s", None))
+        rows.append((d.device, "launch overhead", d.launch_overhead_us, "µs", None))
+        for s in d.train_steps:
+            rows.append((d.device, f"train {s.model} batch {s.batch_size}", s.samples_per_s, "samples/s", None))
+    return rows
+
+
+class BenchPage(QWidget):
+    def __init__(self, parent: QWidget | None = None, config: BenchConfig | None = None) -> None:
+        super().__init__(parent)
+        self.config = config
+        self.quick = QCheckBox("&Quick (about 10 s)")
+        self.quick.setChecked(True)
+        self.quick.setToolTip("A short run; the full run takes about a minute and measures larger batches")
+        self.start_button = QPushButton("&Start benchmark")
+        self.start_button.setAccessibleName("Start benchmark")
+        self.cancel_button = QPushButton("&Cancel")
+        self.cancel_button.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setAccessibleName("Benchmark progress")
+        self.step = QLabel("Measures matmul per precision, memory bandwidth, transfers and real training steps.")
+        self.step.setAccessibleName("Current benchmark step")
+        self.model = RowsModel([
+            Column("Device", lambda r: r[0]),
+            Column("Figure", lambda r: r[1], tooltip="TF32: NVIDIA's 19-bit tensor-core format for FP32 matmuls"),
+            Column("Measured", lambda r: r[2], fmt=lambda v: "—" if v is None else f"{v:,.3g}" if v < 100 else f"{v:,.0f}", numeric=True),
+            Column("Unit", lambda r: r[3]),
+            Column("% of spec", lambda r: r[4], fmt=lambda v: "—" if v is None else f"{100 * v:.0f} %", numeric=True,
+                   tooltip="measured / the catalog's dense spec for this card"),
+        ], self)
+        self.table = QTableView()
+        self.table.setModel(self.model)
+        self.table.setAccessibleName("Benchmark results")
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.verticalHeader().setVisible(False)
+        self.spec_plot = themed_plot(title="% of spec", left="%")
+        self.batch_plot = themed_plot(title="Training samples/s by batch size (CPU vs GPU)", left="samples/s", bottom="batch size")
+        self.batch_plot.setLogMode(x=True, y=True)
+        self.batch_plot.addLegend()
+        top = QHBoxLayout()
+        for w in (self.quick, self.start_button, self.cancel_button):
+            top.addWidget(w)
+        top.addStretch(1)
+        plots = QSplitter(Qt.Orientation.Horizontal)
+        plots.addWidget(self.spec_plot)
+        plots.addWidget(self.batch_plot)
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.table)
+        split.addWidget(plots)
+        lay = QVBoxLayout(self)
+        lay.addLayout(top)
+        lay.addWidget(self.progress)
+        lay.addWidget(self.step)
+        lay.addWidget(split, 1)
+        self.start_button.clicked.connect(self.start)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.worker: GeneratorWorker | None = None
+        self.report: Any = None
+
+    @Slot()
+    def start(self) -> None:
+        if self.worker is not None:
+            return
+        from gpuselect.bench.engine import run_benchmark
+
+        cfg = self.config or BenchConfig(quick=self.quick.isChecked())
+
+        def make(cancel: threading.Event) -> Any:
+            return run_benchmark(cfg, cancel)
+
+        self.worker = GeneratorWorker(make, self)
+        self.worker.progress.connect(self._on_progress)
+        self.worker.finished.connect(self._on_finished)
+        self.worker.failed.connect(self._on_failed)
+        self.start_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self.progress.setValue(0)
+        self.step.setText("Starting (loading torch)…")
+        self.worker.start()
+
+    @Slot()
+    def cancel(self) -> None:
+        if self.worker is not None:
+            self.worker.cancel()
+            self.step.setText("Cancelling…")
+
+    @Slot(object)
+    def _on_progress(self, ev: Any) -> None:
+        self.progress.setValue(int(1000 * ev.fraction))
+        left = f" — about {ev.eta_s:.0f} s left" if ev.eta_s is not None else ""
+        self.step.setText(f"{ev.step}{left}")
+
+    @Slot(object)
+    def _on_finished(self, report: Any) -> None:
+        self.worker = None
+        self.report = report
+        self.start_button.setEnabled(True)
+        self.cancel_button.setEnabled(False)
+        self.model.set_rows(result_rows(report))
+        self.step.setText(("Cancelled: partial results" if report.cancelled else f"Done in {report.duration_s:.1f} s"))
+        self._plot(report)
+
+    @Slot(str)
+    def _on_failed(self, message: str) -> None:
+        self.worker = None
+        self.start_button.setEnabled(True)
+        self.cancel_button.setEnabled(False)
+        self.step.setText(f"Benchmark failed: {message}")
+
+    def _plot(self, report: Any) -> None:
+        self.spec_plot.clear()
+        bars = [(f"{d.device} {k.replace('matmul_', '')}", v) for d in report.devices for k, v in (d.spec_ratio or {}).items()]
+        if bars:
+            self.spec_plot.addItem(pg.BarGraphItem(x=list(range(len(bars))), height=[100 * v for _, v in bars], width=0.6))
+            self.spec_plot.getAxis("bottom").setTicks([[(i, label) for i, (label, _) in enumerate(bars)]])
+        else:
+            self.spec_plot.setTitle("% of spec: no catalogued GPU measured")
+        self.batch_plot.clear()
+        for i, d in enumerate(report.devices):
+            for j, model in enumerate(sorted({s.model for s in d.train_steps})):
+                pts = [(s.batch_size, s.samples_per_s) for s in d.train_steps if s.model == model]
+                style = Qt.PenStyle.SolidLine if d.kind == "cpu" else Qt.PenStyle.DashLine
+                self.batch_plot.plot([p[0] for p in pts], [p[1] for p in pts], pen=pg.mkPen((j, 4), width=2, style=style),
+                                     symbol="o", name=f"{d.device} {model}")
+
+    def shutdown(self) -> None:
+        if self.worker is not None:
+            self.worker.shutdown()

@@ -1,0 +1,105 @@
+"""Run the core's long work off the GUI thread.
+
+``GeneratorWorker`` drives a plain generator (the benchmark engine, an estimate) in a QThread:
+each yielded event becomes a ``progress`` signal, the generator's return value a ``finished``
+signal, an exception a ``failed`` signal with one sentence. Cancelling sets a thread-safe
+``threading.Event`` that the generator checks itself — a queued "cancel" slot would never run
+while the worker is busy. Threads are stopped with quit() + wait(), never terminate().
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Callable, Generator
+from typing import Any
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from gpuselect.errors import GpuselectError
+
+
+class _Runner(QObject):
+    progress = Signal(object)
+    finished = Signal(object)
+    failed = Signal(str)
+
+    def __init__(self, make: Callable[[threading.Event], Generator[Any, None, Any]], cancel: threading.Event) -> None:
+        super().__init__()
+        self._make = make
+        self._cancel = cancel
+
+    @Slot()
+    def run(self) -> None:
+        try:
+            gen = self._make(self._cancel)
+            while True:
+                try:
+                    event = next(gen)
+                except StopIteration as stop:
+                    self.finished.emit(stop.value)
+                    return
+                self.progress.emit(event)
+        except GpuselectError as exc:
+            self.failed.emit(str(exc))
+        except Exception as exc:  # noqa: BLE001 - shown in the window, never a crash
+            traceback.print_exc()
+            self.failed.emit(f"{type(exc).__name__}: {exc}")
+
+
+class GeneratorWorker(QObject):
+    """One run of a generator in its own thread. Create a new worker for each run."""
+
+    progress = Signal(object)
+    finished = Signal(object)
+    failed = Signal(str)
+
+    def __init__(self, make: Callable[[threading.Event], Generator[Any, None, Any]], parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.cancel_flag = threading.Event()
+        self._thread = QThread()
+        self._runner = _Runner(make, self.cancel_flag)
+        self._runner.moveToThread(self._thread)
+        self._thread.started.connect(self._runner.run)
+        # Signals cross threads queued: the slots below run on the GUI thread.
+        self._runner.progress.connect(self.progress)
+        self._runner.finished.connect(self._on_finished)
+        self._runner.failed.connect(self._on_failed)
+        self.done = False
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def cancel(self) -> None:
+        self.cancel_flag.set()
+
+    @Slot(object)
+    def _on_finished(self, value: object) -> None:
+        self._stop()
+        self.finished.emit(value)
+
+    @Slot(str)
+    def _on_failed(self, message: str) -> None:
+        self._stop()
+        self.failed.emit(message)
+
+    def _stop(self) -> None:
+        self.done = True
+        self._thread.quit()
+        self._thread.wait()
+
+    def shutdown(self, timeout_ms: int = 10_000) -> bool:
+        """Cancel and wait for the thread (window closing)."""
+        self.cancel_flag.set()
+        self._thread.quit()
+        return bool(self._thread.wait(timeout_ms))
+
+
+def call_in_generator(fn: Callable[[], Any]) -> Callable[[threading.Event], Generator[Any, None, Any]]:
+    """Wrap a plain function as a one-step generator for ``GeneratorWorker``."""
+
+    def make(_cancel: threading.Event) -> Generator[Any, None, Any]:
+        return fn()
+        yield  # pragma: no cover - makes this a generator
+
+    return make

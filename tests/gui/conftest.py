@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_qsettings(tmp_path, monkeypatch):
+    """Window geometry and inputs go to a temporary folder, never the real user's config."""
+    from PySide6.QtCore import QSettings
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path / "qsettings"))
+    yield
