@@ -19,6 +19,14 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     except OSError as exc:
         raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
     try:
+        # mkstemp creates 0600; give the file the mode a plain open() would (or the old file's).
+        try:
+            mode = target.stat().st_mode & 0o777
+        except OSError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp_name, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

@@ -26,7 +26,14 @@ def _number(kind: type, lo: float, hi: float, what: str):  # type: ignore[no-unt
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    src = parser.add_mutually_exclusive_group(required=True)
+    add_estimate_options(parser, workload_required=True)
+    parser.add_argument("--top", type=_number(int, 1, 100_000, "--top"), default=15, help="text output: rows to show")
+    add_format_option(parser, ("text", "json", "csv"))
+
+
+def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: bool) -> None:
+    """The workload and assumption options, shared by ``estimate`` and ``report``."""
+    src = parser.add_mutually_exclusive_group(required=workload_required)
     src.add_argument("--workload", metavar="ID", help="a preset (see `gpuselect workloads`)")
     src.add_argument("--config", metavar="FILE", help="a Hugging Face style config.json (read as data, no code runs)")
     src.add_argument("--params", type=_number(float, 1, 1e13, "the parameter count"), metavar="N", help="your own model: parameter count (with --flops-per-sample)")
@@ -50,8 +57,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     bench = parser.add_mutually_exclusive_group()
     bench.add_argument("--bench", metavar="FILE", help="anchor this machine's estimates on a saved `gpuselect bench --format json` result")
     bench.add_argument("--bench-quick", action="store_true", help="run `gpuselect bench --quick` first (about 10 s) and anchor on it")
-    parser.add_argument("--top", type=_number(int, 1, 100_000, "--top"), default=15, help="text output: rows to show")
-    add_format_option(parser, ("text", "json", "csv"))
 
 
 def _workload(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -96,7 +101,8 @@ def _load_bench(args: argparse.Namespace) -> dict | None:  # type: ignore[type-a
         from gpuselect.output import to_jsonable
 
         print("running gpuselect bench --quick ...", file=sys.stderr)
-        return {"devices": to_jsonable(run_to_completion(BenchConfig(quick=True)).devices)}
+        rep = run_to_completion(BenchConfig(quick=True))
+        return {"kind": "bench", "report": to_jsonable(rep), "devices": to_jsonable(rep.devices)}
     if not args.bench:
         return None
     try:
@@ -128,16 +134,12 @@ def _local(w, a, catalog, perf, bench):  # type: ignore[no-untyped-def]
     return out
 
 
-def run(args: argparse.Namespace) -> int:
-    import csv
-    import dataclasses
-    import io
-
+def compute(args: argparse.Namespace, bench: dict | None):  # type: ignore[no-untyped-def, type-arg]
+    """The estimate the options describe (used by ``estimate`` and ``report``)."""
     from gpuselect.catalog import load_catalog
     from gpuselect.errors import UsageError
     from gpuselect.estimate.api import Assumptions, estimate
     from gpuselect.estimate.perf import default_model
-    from gpuselect.output import json_document
 
     if args.batch_size == "auto":
         batch = None
@@ -156,8 +158,19 @@ def run(args: argparse.Namespace) -> int:
     catalog = load_catalog()
     perf = default_model(catalog)
     gpu_ids = None if args.gpus == "all" else [g.strip() for g in args.gpus.split(",") if g.strip()]
-    local = _local(w, a, catalog, perf, _load_bench(args))
-    result = estimate(w, a, catalog, perf, gpu_ids=gpu_ids, local=local)
+    local = _local(w, a, catalog, perf, bench)
+    return estimate(w, a, catalog, perf, gpu_ids=gpu_ids, local=local)
+
+
+def run(args: argparse.Namespace) -> int:
+    import csv
+    import dataclasses
+    import io
+
+    from gpuselect.output import json_document
+
+    result = compute(args, _load_bench(args))
+    w, a = result.workload, result.assumptions
     if args.format == "json":
         print(json_document({"workload": result.workload, "assumptions": result.assumptions, "rows": result.rows,
                              "local": result.local, "recommendation": result.recommendation}, kind="estimate"))

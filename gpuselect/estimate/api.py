@@ -295,7 +295,7 @@ def recommend(rows: list[EstimateRow], local: list[LocalEstimate], a: Assumption
             3: f"{cpu_txt} and no single consumer GPU meets the {deadline} deadline within budget; {choice} does it in ~{r.total_time_h:.1f} h{cost_txt} — a workstation with these cards or rented datacenter GPUs.",
             4: f"{w.name} needs more than one box: {choice} finishes in ~{r.total_time_h:.1f} h{cost_txt}; fewer GPUs either do not fit the model or miss the {deadline} deadline.",
         }[stage]
-    return Recommendation(stage, STAGE_NAMES[stage], choice, per_stage, why, True)
+    return Recommendation(stage, STAGE_NAMES[stage], choice, per_stage, why[:1].upper() + why[1:], True)
 
 
 def local_cpu_estimate(w: Workload, a: Assumptions, *, cores: int | None, mhz: float | None, features: list[str],

@@ -11,7 +11,7 @@ import sys
 
 from PySide6.QtCore import QSettings, QThreadPool, QTimer, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import QApplication, QMainWindow, QTabWidget
+from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMessageBox, QTabWidget
 
 from gpuselect.gui.pages.bench import BenchPage
 from gpuselect.gui.pages.estimate import EstimatePage
@@ -36,16 +36,60 @@ class MainWindow(QMainWindow):
         self.hardware.detected.connect(self._on_detected)
         refresh = QAction("&Refresh hardware", self, shortcut=QKeySequence.StandardKey.Refresh, triggered=self.hardware.refresh)
         quit_ = QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit, triggered=self.close)
+        self.export_action = QAction("&Export PDF report…", self, shortcut=QKeySequence("Ctrl+E"), triggered=self.export_report)
         menu = self.menuBar().addMenu("&File")
         menu.addAction(refresh)
+        menu.addAction(self.export_action)
         menu.addSeparator()
         menu.addAction(quit_)
         self.settings = QSettings(ORG, APP)
         self._restore()
+        self.snapshot: object = None
+        self._export_worker: object = None
+
+    @Slot()
+    def export_report(self, path: str | None = None) -> None:
+        """Build the report from what the pages hold (hardware, last benchmark, current estimate)
+        and write it in a worker; the same builder as `gpuselect report`."""
+        if path is None:
+            path, _ = QFileDialog.getSaveFileName(self, "Export report", "gpuselect-report.pdf", "PDF (*.pdf);;Markdown (*.md);;JSON (*.json)")
+            if not path:
+                return
+        from gpuselect.gui.workers import GeneratorWorker, call_in_generator
+
+        snapshot, bench, result = self.snapshot, self.bench.report, self.estimate.result
+        redact = bool(self.settings.value("report/redact", False, type=bool))
+
+        def work() -> str:
+            from gpuselect.catalog import load_catalog
+            from gpuselect.hardware.snapshot import detect
+            from gpuselect.health.rules import evaluate
+            from gpuselect.report.model import build_report
+            from gpuselect.report.writers import write
+
+            snap = snapshot if snapshot is not None else detect(probe=False)
+            extra = []
+            if bench is not None:
+                from gpuselect.bench.findings import bench_findings
+
+                extra = bench_findings(bench)
+            from pathlib import Path
+
+            fmt = {".md": "md", ".json": "json"}.get(Path(path).suffix.lower(), "pdf")
+            report = build_report(snap, evaluate(snap, extra), bench=bench, estimate=result, redact=redact, catalog=load_catalog())
+            return str(write(report, path, fmt))
+
+        worker = GeneratorWorker(call_in_generator(work), self)
+        worker.finished.connect(lambda p: self.statusBar().showMessage(f"Report written to {p}", 10_000))
+        worker.failed.connect(lambda m: QMessageBox.warning(self, "Export failed", f"The report could not be written: {m}"))
+        self._export_worker = worker
+        self.statusBar().showMessage("Writing the report…")
+        worker.start()
 
     # The hardware page's detected machine also anchors "your machine" in the estimates.
     @Slot(object)
     def _on_detected(self, snapshot: object) -> None:
+        self.snapshot = snapshot
         self.estimate.local_snapshot = snapshot
         self.estimate.recompute()
 

@@ -191,3 +191,16 @@ def test_window_construction_does_not_import_torch() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "QT_QPA_PLATFORM": "offscreen"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert done.stdout.strip().splitlines()[-1] == "False", done.stderr[-1000:]
+
+
+def test_export_report_from_the_window(qtbot, tmp_path) -> None:
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.estimate.recompute()
+    qtbot.waitUntil(lambda: w.estimate.result is not None, timeout=20_000)
+    out = tmp_path / "from-gui.md"
+    w.export_report(str(out))
+    qtbot.waitUntil(lambda: out.exists(), timeout=20_000)
+    text = out.read_text()
+    assert "## Estimates" in text and "## Health" in text
+    _close(qtbot, w)

@@ -1,0 +1,220 @@
+"""The report as a value: built once from a snapshot, health, an optional benchmark and an
+optional estimate; written as JSON, Markdown or PDF by the writers. No Qt, no torch."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import platform
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuselect import __version__
+
+REDACTED = "[redacted]"
+
+METHOD_TEXT = (
+    "Detection reads the CPU through the operating system and psutil, NVIDIA GPUs through NVML "
+    "(every call through one choke point that records why a value is unavailable) and AMD GPUs "
+    "through amdsmi. Health rules compare each reading with the card's own thresholds or the "
+    "documented limits in gpuselect/health/thresholds.py (DCGM's limits for retired pages and row "
+    "remapping). The benchmark reports medians of synchronised repeats after warm-up. Estimates "
+    "come from a performance model fitted on measured single-GPU training throughputs "
+    "(Lambda's public benchmarks) with the catalog's dense tensor peak, FP32 peak and memory "
+    "bandwidth as inputs; other workloads are scaled from the reference model of their kind by "
+    "training FLOPs. Memory fit counts weights, gradients, optimizer state, activations and "
+    "framework overhead."
+)
+
+
+@dataclass
+class Section:
+    title: str
+    lines: list[str] = field(default_factory=list)  # paragraphs
+    table: list[list[str]] | None = None  # first row = header
+    chart: dict[str, Any] | None = None  # data for the writers' charts
+
+
+@dataclass
+class Report:
+    title: str
+    generated_at: str
+    app_version: str
+    host: str
+    os: str
+    verdict: str
+    redacted: bool
+    sections: list[Section]
+    accuracy: dict[str, Any] | None = None
+    sources: list[str] = field(default_factory=list)
+
+
+def _fmt(v: Any, unit: str = "", digits: int = 1) -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}{unit}"
+    return f"{v}{unit}"
+
+
+def _machine_section(snap: Any, redact: bool) -> Section:
+    cpu, mem = snap.cpu, snap.memory
+    s = Section("This machine")
+    s.lines.append(f"CPU: {cpu.model or 'unknown'} ({cpu.architecture}), {cpu.physical_cores} cores / {cpu.logical_cores} threads, "
+                   f"ISA: {', '.join(cpu.features) or 'none found'}.")
+    s.lines.append(f"RAM: {mem.total_bytes / 1024**3:.1f} GiB. Python {snap.python}.")
+    if snap.nvml.available:
+        s.lines.append(f"NVIDIA driver {snap.nvml.driver_version}, CUDA {snap.nvml.cuda_driver_version}.")
+    else:
+        s.lines.append(f"NVIDIA driver: not available ({snap.nvml.error}).")
+    for fw in snap.frameworks:
+        if fw.installed:
+            built = "CPU-only build" if fw.cpu_only_build else f"built for CUDA {fw.built_cuda}" if fw.built_cuda else "build unknown"
+            s.lines.append(f"{fw.name} {fw.version}: {built}.")
+    rows = [["GPU", "VRAM", "Temp", "Power / limit", "SM clock / max", "PCIe", "UUID" if not redact else "State"]]
+    for g in snap.gpus:
+        rows.append([
+            f"{g.index}: {g.name or 'unknown'}",
+            _fmt(g.memory_total_bytes / 1024**3 if g.memory_total_bytes else None, " GiB"),
+            _fmt(g.temperature_c, " °C"),
+            f"{_fmt(g.power_draw_w, ' W', 0)} / {_fmt(g.power_limit_w, ' W', 0)}",
+            f"{_fmt(g.clocks.sm_mhz)} / {_fmt(g.clocks.sm_max_mhz, ' MHz')}",
+            f"Gen{_fmt(g.pcie.generation)} x{_fmt(g.pcie.width)} (max Gen{_fmt(g.pcie.max_generation)} x{_fmt(g.pcie.max_width)})",
+            g.state if redact else (g.uuid or "n/a"),
+        ])
+    if len(rows) == 1:
+        s.lines.append("No GPU found.")
+    else:
+        s.table = rows
+    return s
+
+
+def _health_section(health: Any) -> Section:
+    s = Section("Health")
+    worst = health.worst.value
+    if worst in ("ok", "info", "unknown"):
+        s.lines.append("All checks passed: no warning and no critical finding." if health.counts.get("ok") else
+                       "No problems found (no check reported a warning or a critical finding).")
+    c = health.counts
+    s.lines.append(f"{c.get('critical', 0)} critical, {c.get('warning', 0)} warning(s), {c.get('info', 0)} informational, "
+                   f"{c.get('unknown', 0)} not checkable, {c.get('ok', 0)} passed.")
+    rows = [["Severity", "Device", "Finding", "Measured", "Threshold", "What to do"]]
+    for f in health.findings:
+        unit = f" {f.unit}" if f.unit else ""
+        rows.append([f.severity.value.upper(), f.device or "", f.title, "" if f.value is None else f"{f.value}{unit}",
+                     "" if f.threshold is None else f"{f.threshold}{unit}", f.remedy or ""])
+    s.table = rows
+    return s
+
+
+def _bench_section(bench: Any) -> Section:
+    s = Section("Benchmark")
+    s.lines.append(f"{'Quick' if bench.quick else 'Full'} run with torch {bench.torch_version}, {bench.duration_s:.1f} s"
+                   + (" (cancelled: partial)" if bench.cancelled else "") + ". " + bench.method[:1].upper() + bench.method[1:] + ".")
+    rows = [["Device", "Figure", "Measured", "% of spec"]]
+    chart: dict[str, list[tuple[int, float]]] = {}
+    for d in bench.devices:
+        ratio = d.spec_ratio or {}
+        for p, v in d.matmul_tflops.items():
+            if v is not None:
+                rows.append([d.device, f"matmul {p} (TFLOP/s)", f"{v:,.3g}", _pct(ratio.get(f"matmul_{p}"))])
+        rows.append([d.device, "memory bandwidth (GB/s)", _fmt(d.memory_bandwidth_gbs), _pct(ratio.get("memory_bandwidth"))])
+        if d.kind != "cpu":
+            rows.append([d.device, "host to device, pinned (GB/s)", _fmt(d.host_to_device_gbs, "", 2), ""])
+        rows.append([d.device, "launch overhead (us)", _fmt(d.launch_overhead_us, "", 2), ""])
+        for st in d.train_steps:
+            chart.setdefault(f"{d.device} {st.model}", []).append((st.batch_size, st.samples_per_s))
+    s.table = rows
+    s.chart = {"kind": "batch", "title": "Training samples/s by batch size (CPU vs GPU)", "series": chart}
+    return s
+
+
+def _pct(v: float | None) -> str:
+    return "" if v is None else f"{100 * v:.0f} %"
+
+
+def _workload_section(result: Any) -> Section:
+    w, a = result.workload, result.assumptions
+    s = Section("Workload and assumptions")
+    s.lines.append(f"{w.name}: {w.description}. {w.params / 1e6:,.1f} M parameters ({w.trainable_params / 1e6:,.2f} M trained), "
+                   f"{w.forward_flops_per_sample / 1e9:,.3g} GFLOP per sample forward. Figures: {w.source}.")
+    dataset = a.dataset_size or w.default_dataset_size
+    epochs = a.epochs or w.default_epochs
+    s.lines.append(f"Precision {a.precision}, optimizer {a.optimizer}, batch {a.batch_size or 'auto'}, {dataset:,} samples x {epochs} epochs, "
+                   f"deadline {a.deadline_hours:g} h, budget {'$%s' % format(a.budget_usd, ',.0f') if a.budget_usd else 'none'}, "
+                   f"electricity ${a.electricity_usd_per_kwh:.3f}/kWh, grid {a.grid_kg_co2_per_kwh} kg CO2/kWh, up to {a.max_gpus} GPUs.")
+    s.lines.append("Prices: launch prices from vendors and Epoch AI; cloud prices are the cheapest on-demand offers in SkyPilot's "
+                   "public catalog, late-2025 snapshot (dated 2025-11 in the catalog).")
+    return s
+
+
+def _estimate_section(result: Any, top: int) -> Section:
+    rec = result.recommendation
+    s = Section("Estimates")
+    s.lines.append(f"Stage {rec.stage} ({rec.stage_name}): {rec.choice}. {rec.rationale[:1].upper()}{rec.rationale[1:]}")
+    for l in result.local:
+        t = f"about {l.total_time_h:,.1f} h" if l.total_time_h is not None else "no estimate"
+        s.lines.append(f"Your machine, {l.device} ({l.name}): {t} (+/- {100 * l.error_band:.0f} %; {l.basis}).")
+    ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)
+    singles = [r for r in ok if r.count == 1][: top]
+    multis = [r for r in ok if r.count > 1][: max(3, top // 3)]
+    rows = [["Option", "Fits", "Batch", "Time (h)", "Buy ($)", "Cloud ($)", "Energy (kWh)", "Error band"]]
+    for r in singles + multis:
+        rows.append([f"{r.count}x {r.name}", "yes" if r.fits else "no", str(r.batch_size), f"{r.total_time_h:,.1f}",
+                     _fmt(r.buy_cost_usd, "", 0), _fmt(r.cloud_cost_usd, "", 0), _fmt(r.energy_kwh), f"+/- {100 * r.error_band:.0f} %"])
+    s.table = rows
+    per_stage = {k: v for k, v in rec.per_stage.items() if v}
+    points = []
+    for r in ok:
+        costs = [c for c in (r.cloud_cost_usd, r.buy_cost_usd) if c is not None]
+        if costs:
+            points.append((r.total_time_h, min(costs), f"{r.count}x {r.name}"))
+    local = [(l.total_time_h, l.device) for l in result.local if l.total_time_h]
+    s.chart = {"kind": "estimate", "per_stage": per_stage, "points": points, "deadline_h": result.assumptions.deadline_hours,
+               "budget_usd": result.assumptions.budget_usd, "local": local, "stage": rec.stage}
+    return s
+
+
+def build_report(snapshot: Any, health: Any, *, bench: Any = None, estimate: Any = None, redact: bool = False,
+                 catalog: Any = None, top: int = 12) -> Report:
+    """A report without a workload is a hardware health report (machine, health, benchmark, method)."""
+    host = REDACTED if redact else snapshot.host
+    snap = snapshot
+    if redact:
+        gpus = [dataclasses.replace(g, serial=None, uuid=None) for g in snapshot.gpus]
+        snap = dataclasses.replace(snapshot, host=REDACTED, gpus=gpus)
+    if estimate is not None:
+        verdict = f"Stage {estimate.recommendation.stage} - {estimate.recommendation.stage_name}: {estimate.recommendation.choice}"
+    else:
+        verdict = f"Hardware health: {health.worst.value.upper()} ({len(snapshot.gpus)} GPU(s))"
+    sections = [_machine_section(snap, redact), _health_section(health)]
+    if bench is not None:
+        sections.append(_bench_section(bench))
+    if estimate is not None:
+        sections += [_workload_section(estimate), _estimate_section(estimate, top)]
+    method = Section("Method and sources", [METHOD_TEXT])
+    accuracy = None
+    if estimate is not None:
+        from gpuselect.estimate.api import ERROR_BAND_FILE
+
+        import json
+
+        try:
+            accuracy = json.loads(ERROR_BAND_FILE.read_text())
+            method.lines.append(f"Validated accuracy (leave one GPU out, docs/accuracy.md): median error {100 * accuracy['median']:.1f} %, "
+                                f"90th percentile {100 * accuracy['p90']:.1f} % over {accuracy['n']} measurements; every estimate "
+                                "carries the 90th-percentile error of its precision as its error band.")
+        except (OSError, ValueError, KeyError):
+            method.lines.append("Validated accuracy: the error-band file is missing; rerun benchmarks/estimator_accuracy.py.")
+    sources = []
+    if catalog is not None:
+        sources = [f"{v.get('title', k)} <{v.get('url', '')}>" for k, v in sorted(catalog.sources.items())]
+        method.lines.append("GPU figures come from the gpuselect catalog (docs/catalog.md); each field names its source. "
+                            "Launch prices and some datacenter tensor figures: Epoch AI, 'Machine Learning Hardware' (CC BY 4.0).")
+    sections.append(method)
+    return Report(
+        title="gpuselect hardware report",
+        generated_at=dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        app_version=__version__, host=host, os=f"{snapshot.os} ({platform.machine()})", verdict=verdict,
+        redacted=redact, sections=sections, accuracy=accuracy, sources=sources,
+    )

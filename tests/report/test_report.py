@@ -1,0 +1,129 @@
+"""The report: structure of the PDF (text extracted back out), redaction, atomic writing, errors."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+pypdf = pytest.importorskip("pypdf")
+pytest.importorskip("reportlab")
+
+from gpuselect.cli import main  # noqa: E402
+from gpuselect.errors import OutputError  # noqa: E402
+from gpuselect.hardware.snapshot import detect  # noqa: E402
+from gpuselect.health.rules import evaluate  # noqa: E402
+from gpuselect.report.model import build_report  # noqa: E402
+from gpuselect.report.writers import default_paper, to_pdf_bytes, write  # noqa: E402
+from tests.fakes import fake_nvml as F  # noqa: E402
+
+
+def _text(path: Path) -> tuple[str, int]:
+    reader = pypdf.PdfReader(str(path))
+    return "\n".join(p.extract_text() for p in reader.pages), len(reader.pages)
+
+
+def test_full_report_structure_and_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = F.thermal_throttling()
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: fake)
+    out = tmp_path / "report.pdf"
+    assert main(["report", "-o", str(out), "--workload", "resnet50", "--epochs", "1"]) == 0
+    text, pages = _text(out)
+    assert 2 <= pages <= 12
+    order = ["gpuselect hardware report", "This machine", "Health", "Workload and assumptions", "Estimates", "Method and sources"]
+    positions = [text.index(h) for h in order]
+    assert positions == sorted(positions), "sections out of order"
+    assert "Stage " in text and "NVIDIA H100 80GB HBM3" in text and "CRITICAL" in text
+    assert "The four stages" in text and "Time vs cost" in text  # the charts (vector drawings with text)
+    assert "Page 1" in text and "Epoch AI" in text and "median error" in text
+    assert socket.gethostname() in text
+    raw = out.read_bytes()
+    assert b"/FontFile2" in raw  # TrueType fonts embedded
+
+
+def test_hardware_only_report_has_no_estimate(tmp_path: Path) -> None:
+    out = tmp_path / "hw.pdf"
+    assert main(["report", "-o", str(out)]) == 0
+    text, _ = _text(out)
+    assert "Health" in text and "Method and sources" in text
+    assert "\nEstimates\n" not in text and "Workload and assumptions" not in text and "Stage " not in text
+    assert "No problems found" in text or "All checks passed" in text
+
+
+def test_benchmark_section_from_a_saved_result(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("gpuselect.bench.model.BenchConfig.measurement_budget_s", lambda self: 0.03)
+    monkeypatch.setattr("gpuselect.bench.model.BenchConfig.train_batch_sizes", lambda self: (1, 4))
+    assert main(["bench", "--device", "cpu", "--quick", "--format", "json"]) == 0
+    bench = tmp_path / "bench.json"
+    bench.write_text(capsys.readouterr().out)
+    out = tmp_path / "b.pdf"
+    assert main(["report", "-o", str(out), "--bench", str(bench)]) == 0
+    text, _ = _text(out)
+    assert "Benchmark" in text and "matmul fp32" in text and "Training samples/s by batch size" in text
+
+
+def test_redaction_removes_host_and_serials(tmp_path: Path) -> None:
+    snap = detect(nvml=F.healthy(), probe=False)
+    assert snap.gpus[0].serial and snap.gpus[0].uuid
+    report = build_report(snap, evaluate(snap), redact=True)
+    pdf = to_pdf_bytes(report, compress=False)  # uncompressed: a byte search really sees every string
+    for secret in (snap.host, snap.gpus[0].serial, snap.gpus[0].uuid):
+        assert secret.encode() not in pdf
+    path = tmp_path / "r.pdf"
+    path.write_bytes(pdf)
+    text, _ = _text(path)
+    assert "[redacted]" in text and snap.host not in text
+    md = tmp_path / "r.md"
+    write(report, md, "md")
+    js = tmp_path / "r.json"
+    write(report, js, "json")
+    for f in (md, js):
+        body = f.read_text()
+        assert snap.host not in body and snap.gpus[0].serial not in body and snap.gpus[0].uuid not in body
+
+
+def test_json_and_markdown_carry_the_same_content(tmp_path: Path) -> None:
+    assert main(["report", "-o", str(tmp_path / "r.json"), "--workload", "simple-cnn"]) == 0
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["kind"] == "report"
+    titles = [s["title"] for s in doc["report"]["sections"]]
+    assert titles == ["This machine", "Health", "Workload and assumptions", "Estimates", "Method and sources"]
+    assert main(["report", "-o", str(tmp_path / "r.md"), "--workload", "simple-cnn"]) == 0
+    md = (tmp_path / "r.md").read_text()
+    for t in titles:
+        assert f"## {t}" in md
+    assert doc["report"]["verdict"] in md
+
+
+def test_atomic_write_keeps_the_old_report_on_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "keep.pdf"
+    out.write_bytes(b"%PDF old report")
+
+    def fail(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("gpuselect.fsutil.os.fsync", fail)
+    snap = detect(probe=False)
+    with pytest.raises(OutputError, match="No space left"):
+        write(build_report(snap, evaluate(snap)), out, "pdf")
+    assert out.read_bytes() == b"%PDF old report"
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.pdf"]  # no temp file left behind
+
+
+def test_unwritable_path_is_one_sentence_and_nonzero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code = main(["report", "-o", str(blocker / "sub" / "r.pdf")])
+    err = capsys.readouterr().err
+    assert code != 0 and "cannot write" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("env,paper", [({"LC_PAPER": "en_US.UTF-8"}, "letter"), ({"LC_PAPER": "de_DE.UTF-8"}, "a4"), ({"LANG": "en_CA.UTF-8"}, "letter")])
+def test_paper_size_follows_the_locale(env: dict, paper: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("LC_PAPER", "LC_ALL", "LANG"):
+        monkeypatch.delenv(var, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert default_paper() == paper
