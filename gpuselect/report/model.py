@@ -159,6 +159,9 @@ def _estimate_section(result: Any, top: int) -> Section:
     singles = [r for r in ok if r.count == 1][: top]
     multis = [r for r in ok if r.count > 1][: max(3, top // 3)]
     rows = [["Option", "Fits", "Batch", "Time (h)", "Buy ($)", "Cloud ($)", "Energy (kWh)", "Error band"]]
+    for l in result.local:  # this machine first: the row every other option is compared with
+        rows.append([f"your {l.device} ({l.name})", "yes" if l.fits else "no", "", _fmt(l.total_time_h), "owned", "", "",
+                     f"+/- {100 * l.error_band:.0f} %"])
     for r in singles + multis:
         rows.append([f"{r.count}x {r.name}", "yes" if r.fits else "no", str(r.batch_size), f"{r.total_time_h:,.1f}",
                      _fmt(r.buy_cost_usd, "", 0), _fmt(r.cloud_cost_usd, "", 0), _fmt(r.energy_kwh), f"+/- {100 * r.error_band:.0f} %"])
