@@ -28,7 +28,6 @@ def main() -> int:
     w.show()
     w.hardware.refresh()
     w.estimate.recompute()
-    steps: list[tuple[int, callable]] = []
 
     def shot(name: str) -> None:
         subprocess.run(["import", "-window", "root", str(OUT / name)], check=True)
@@ -44,8 +43,12 @@ def main() -> int:
     at(25500, lambda: (w.tabs.setCurrentIndex(2), w.estimate.presets.setCurrentRow(
         [w.estimate.presets.item(i).data(256) for i in range(w.estimate.presets.count())].index("llama-8b-qlora"))))
     at(29000, lambda: shot("estimate.png"))
-    at(29500, w.close)
-    del steps
+    at(29500, lambda: (w.tabs.setCurrentIndex(3), w.catalog.family.setCurrentText("datacenter"),
+                       w.catalog.table.setCurrentIndex(w.catalog.proxy.index(10, 0))))
+    at(31000, lambda: shot("catalog.png"))
+    at(31500, lambda: w.tabs.setCurrentIndex(4))
+    at(32500, lambda: shot("settings.png"))
+    at(33000, w.close)
     return int(app.exec())
 
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import sys
 
-from PySide6.QtCore import QSettings, QThreadPool, QTimer, Slot
+from PySide6.QtCore import QEvent, QSettings, QThreadPool, QTimer, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMessageBox, QTabWidget
 
 from gpuselect.gui.pages.bench import BenchPage
+from gpuselect.gui.pages.catalog import CatalogPage
 from gpuselect.gui.pages.estimate import EstimatePage
 from gpuselect.gui.pages.hardware import HardwarePage
+from gpuselect.gui.pages.settings import SettingsPage
 
 ORG, APP = "gpuselect", "gpuselect"
 
@@ -32,6 +34,12 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.hardware, "&Hardware")
         self.tabs.addTab(self.bench, "&Benchmark")
         self.tabs.addTab(self.estimate, "&Estimate")
+        self.catalog = CatalogPage()
+        self.settings_page = SettingsPage()
+        self.tabs.addTab(self.catalog, "&Catalog")
+        self.tabs.addTab(self.settings_page, "&Settings")
+        self.settings_page.changed.connect(self.estimate.apply_settings)
+        self.estimate.apply_settings(self.settings_page.settings)
         self.setCentralWidget(self.tabs)
         self.hardware.detected.connect(self._on_detected)
         refresh = QAction("&Refresh hardware", self, shortcut=QKeySequence.StandardKey.Refresh, triggered=self.hardware.refresh)
@@ -58,7 +66,7 @@ class MainWindow(QMainWindow):
         from gpuselect.gui.workers import GeneratorWorker, call_in_generator
 
         snapshot, bench, result = self.snapshot, self.bench.report, self.estimate.result
-        redact = bool(self.settings.value("report/redact", False, type=bool))
+        redact = self.settings_page.settings.redact_reports
 
         def work() -> str:
             from gpuselect.catalog import load_catalog
@@ -101,9 +109,6 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentIndex(int(s.value("window/tab", 0) or 0))
         e = self.estimate
         e.precision.setCurrentText(str(s.value("estimate/precision", "bf16")))
-        e.deadline.setValue(float(s.value("estimate/deadline_hours", 72.0)))
-        e.budget.setValue(float(s.value("estimate/budget_usd", 0.0)))
-        e.electricity.setValue(float(s.value("estimate/electricity_usd_per_kwh", 0.15)))
 
     def save_settings(self) -> None:
         s = self.settings
@@ -111,10 +116,18 @@ class MainWindow(QMainWindow):
         s.setValue("window/tab", self.tabs.currentIndex())
         e = self.estimate
         s.setValue("estimate/precision", e.precision.currentText())
-        s.setValue("estimate/deadline_hours", e.deadline.value())
-        s.setValue("estimate/budget_usd", e.budget.value())
-        s.setValue("estimate/electricity_usd_per_kwh", e.electricity.value())
         s.sync()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt naming
+        # The system switched light/dark (or the palette changed): re-theme the plots too.
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+            import pyqtgraph as pg
+
+            from gpuselect.gui.plots import apply_theme
+
+            for plot in self.findChildren(pg.PlotWidget):
+                apply_theme(plot)
+        super().changeEvent(event)
 
     def wait_for_workers(self, msecs: int = 10_000) -> bool:
         return QThreadPool.globalInstance().waitForDone(msecs)

@@ -21,7 +21,10 @@ def themed_plot(parent: QWidget | None = None, *, title: str = "", left: str = "
 
 
 def apply_theme(w: pg.PlotWidget) -> None:
-    pal = w.palette()
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    pal = app.palette() if app is not None else w.palette()  # type: ignore[attr-defined]
     w.setBackground(pal.color(QPalette.ColorRole.Base))
     fg = pal.color(QPalette.ColorRole.Text)
     for axis in ("left", "bottom"):

@@ -159,16 +159,64 @@ def test_pareto_front() -> None:
 def test_settings_persist_between_runs(qtbot) -> None:
     w = MainWindow()
     qtbot.addWidget(w)
-    w.estimate.deadline.setValue(12.5)
+    w.settings_page.deadline.setValue(12.5)
+    w.settings_page.symbol.setText("€")
+    w.settings_page.rate.setValue(0.5)
+    w.settings_page.save()  # domain settings: a file under the config folder
+    assert w.estimate.deadline.value() == 12.5
     w.estimate.precision.setCurrentText("fp16")
-    w.tabs.setCurrentIndex(2)
+    w.tabs.setCurrentIndex(2)  # window state: QSettings
     _close(qtbot, w)
     again = MainWindow()
     qtbot.addWidget(again)
     assert again.estimate.deadline.value() == 12.5
+    assert again.settings_page.symbol.text() == "€"
     assert again.estimate.precision.currentText() == "fp16"
     assert again.tabs.currentIndex() == 2
+    assert again.estimate._money(100.0) == "€50"
     _close(qtbot, again)
+
+
+def test_corrupt_settings_file_shows_a_message(qtbot) -> None:
+    from gpuselect.settings import settings_path
+
+    p = settings_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text("{ broken")
+    w = MainWindow()
+    qtbot.addWidget(w)
+    assert "not valid JSON" in w.settings_page.status.text()
+    assert p.read_text() == "{ broken"
+    _close(qtbot, w)
+
+
+def test_catalog_page_filters_and_shows_sources(qtbot) -> None:
+    w = MainWindow()
+    qtbot.addWidget(w)
+    page = w.catalog
+    assert page.proxy.rowCount() >= 130
+    page.family.setCurrentText("datacenter")
+    page.search.setText("h100")
+    names = {page.proxy.index(i, 0).data() for i in range(page.proxy.rowCount())}
+    assert names and all("H100" in n for n in names)
+    page.table.setCurrentIndex(page.proxy.index(0, 0))
+    assert "core:" in page.details.toPlainText() and "http" in page.details.toPlainText()
+    _close(qtbot, w)
+
+
+def test_custom_workload_and_bad_input_message(qtbot) -> None:
+    page = EstimatePage()
+    qtbot.addWidget(page)
+    page.custom.setChecked(True)
+    page.custom_params.setValue(350.0)
+    page.custom_flops.setValue(120.0)
+    page.recompute()
+    qtbot.waitUntil(lambda: page.result is not None and page.result.workload.id == "custom", timeout=20_000)
+    assert page.result.workload.params == 350_000_000
+    page.custom_flops.setValue(0.0)  # nonsense: zero FLOPs
+    qtbot.waitUntil(lambda: "Cannot estimate" in page.error.text(), timeout=20_000)
+    assert "FLOPs per sample" in page.error.text()
+    page.shutdown()
 
 
 def test_entry_point_launches_and_closes(tmp_path) -> None:
@@ -203,4 +251,22 @@ def test_export_report_from_the_window(qtbot, tmp_path) -> None:
     qtbot.waitUntil(lambda: out.exists(), timeout=20_000)
     text = out.read_text()
     assert "## Estimates" in text and "## Health" in text
+    _close(qtbot, w)
+
+
+def test_plots_follow_a_palette_change(qtbot) -> None:
+    from PySide6.QtGui import QColor, QPalette
+    from PySide6.QtWidgets import QApplication
+
+    w = MainWindow()
+    qtbot.addWidget(w)
+    app = QApplication.instance()
+    old = app.palette()
+    dark = QPalette(old)
+    dark.setColor(QPalette.ColorRole.Base, QColor(20, 20, 20))
+    try:
+        app.setPalette(dark)
+        qtbot.waitUntil(lambda: w.bench.batch_plot.backgroundBrush().color() == QColor(20, 20, 20), timeout=5_000)
+    finally:
+        app.setPalette(old)
     _close(qtbot, w)

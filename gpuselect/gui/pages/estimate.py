@@ -78,6 +78,11 @@ class EstimatePage(QWidget):
             item.setToolTip(f"{w.description}\n{w.params / 1e6:,.1f} M parameters; {w.source}")
             self.presets.addItem(item)
         self.presets.setCurrentRow(list(PRESETS).index("resnet50"))
+        self.custom = QCheckBox("&Custom workload instead:")
+        self.custom.setToolTip("Your own model: parameter count and forward FLOPs per sample")
+        self.custom_params = QDoubleSpinBox(minimum=0, maximum=1e7, decimals=3, value=100.0, suffix=" M parameters")
+        self.custom_flops = QDoubleSpinBox(minimum=0, maximum=1e9, decimals=3, value=10.0, suffix=" GFLOP / sample")
+        self.custom_flops.setToolTip("Forward-pass FLOPs of one sample (training costs about three times that)")
         self.precision = QComboBox()
         self.precision.addItems(["bf16", "fp16", "tf32", "fp32"])
         self.precision.setToolTip("bf16/fp16: mixed precision on tensor cores; TF32: NVIDIA's 19-bit tensor format for FP32 math (Ampere+)")
@@ -93,7 +98,7 @@ class EstimatePage(QWidget):
         self.max_gpus.setCurrentText("8")
         self.max_gpus.setToolTip("More than 8 GPUs means several machines: stage 4, a cluster")
         form = QFormLayout()
-        for label, w in (("&Precision:", self.precision), ("&Batch size:", self.batch), ("&Dataset (samples):", self.dataset),
+        for label, w in (("Para&meters:", self.custom_params), ("&FLOPs:", self.custom_flops), ("&Precision:", self.precision), ("&Batch size:", self.batch), ("&Dataset (samples):", self.dataset),
                          ("&Epochs:", self.epochs), ("Dead&line:", self.deadline), ("B&udget:", self.budget),
                          ("&Electricity:", self.electricity), ("&Max GPUs:", self.max_gpus)):
             lab = QLabel(label)
@@ -103,6 +108,7 @@ class EstimatePage(QWidget):
         left = QVBoxLayout()
         left.addWidget(self.search)
         left.addWidget(self.presets, 1)
+        left.addWidget(self.custom)
         left.addLayout(form)
         self.recommendation = QLabel("…")
         self.recommendation.setWordWrap(True)
@@ -120,9 +126,11 @@ class EstimatePage(QWidget):
             Column("Fits", lambda r: "yes" if r.fits else "no", tooltip="model + optimizer state + activations fit the GPU's memory (VRAM)"),
             Column("Batch", lambda r: r.batch_size, numeric=True),
             Column("Time", lambda r: r.total_time_h, fmt=num(1, " h"), numeric=True, tooltip="± the validated error band"),
-            Column("Buy", lambda r: r.buy_cost_usd, fmt=num(0), numeric=True, tooltip="price (street or launch) + electricity"),
-            Column("Cloud", lambda r: r.cloud_cost_usd, fmt=num(0), numeric=True, tooltip="cheapest on-demand price, late 2025"),
+            Column("Buy", lambda r: r.buy_cost_usd, fmt=self._money, numeric=True, tooltip="price (street or launch) + electricity"),
+            Column("Cloud", lambda r: r.cloud_cost_usd, fmt=self._money, numeric=True, tooltip="cheapest on-demand price, late 2025"),
             Column("Energy", lambda r: r.energy_kwh, fmt=num(1, " kWh"), numeric=True),
+            Column("Break-even", lambda r: r.break_even_hours, fmt=num(0, " h"), numeric=True,
+                   tooltip="hours of use after which buying costs less than renting"),
             Column("Note", lambda r: r.note or ("; ".join(r.suggestions) if r.suggestions else "")),
         ], self)
         self.proxy = RowFilter(self)
@@ -165,17 +173,34 @@ class EstimatePage(QWidget):
         lay.addWidget(rw, 1)
         self._debounce = QTimer(self, singleShot=True, interval=250)
         self._debounce.timeout.connect(self.recompute)
-        for sig in (self.presets.currentRowChanged, self.precision.currentIndexChanged, self.batch.valueChanged,
+        for sig in (self.custom.toggled, self.custom_params.valueChanged, self.custom_flops.valueChanged,
+                    self.presets.currentRowChanged, self.precision.currentIndexChanged, self.batch.valueChanged,
                     self.dataset.valueChanged, self.epochs.valueChanged, self.deadline.valueChanged, self.budget.valueChanged,
                     self.electricity.valueChanged, self.max_gpus.currentIndexChanged):
             sig.connect(self._schedule)
         self.search.textChanged.connect(self._filter_presets)
+        for w in (self.custom_params, self.custom_flops):
+            w.setEnabled(False)
+            self.custom.toggled.connect(w.setEnabled)
         self.family.currentIndexChanged.connect(self._refilter)
         self.fits_only.toggled.connect(self._refilter)
         self.worker: GeneratorWorker | None = None
+        self.symbol, self.rate, self.grid = "$", 1.0, 0.45
         self._dirty = False
         self.result: Any = None
         self.local_snapshot: Any = None
+
+    def _money(self, usd: Any) -> str:
+        return "—" if usd is None else f"{self.symbol}{usd * self.rate:,.0f}"
+
+    def apply_settings(self, settings: Any) -> None:
+        """Defaults from the settings page; costs shown in the user's currency."""
+        self.symbol, self.rate, self.grid = settings.currency_symbol, settings.usd_to_currency, settings.grid_kg_co2_per_kwh
+        self.electricity.setValue(settings.electricity_usd_per_kwh)
+        self.deadline.setValue(settings.default_deadline_hours)
+        self.budget.setValue(settings.default_budget_usd or 0)
+        self.model.set_rows(self.model.rows)  # re-format the cost columns
+        self._schedule()
 
     @Slot(str)
     def _filter_presets(self, text: str) -> None:
@@ -203,6 +228,7 @@ class EstimatePage(QWidget):
             dataset_size=self.dataset.value() or None, epochs=self.epochs.value() or None,
             deadline_hours=self.deadline.value(), budget_usd=self.budget.value() or None,
             electricity_usd_per_kwh=self.electricity.value(), max_gpus=int(self.max_gpus.currentText()),
+            grid_kg_co2_per_kwh=self.grid,
         )
 
     @Slot()
@@ -211,9 +237,10 @@ class EstimatePage(QWidget):
             self._dirty = True
             return
         item = self.presets.currentItem()
-        if item is None:
+        if item is None and not self.custom.isChecked():
             return
-        wid = str(item.data(Qt.ItemDataRole.UserRole))
+        wid = str(item.data(Qt.ItemDataRole.UserRole)) if item is not None else ""
+        custom = (self.custom_params.value() * 1e6, self.custom_flops.value() * 1e9) if self.custom.isChecked() else None
         a = self.assumptions()
         snap = self.local_snapshot
 
@@ -225,7 +252,9 @@ class EstimatePage(QWidget):
 
             catalog = load_catalog()
             perf = default_model(catalog)
-            w = get_preset(wid)
+            from gpuselect.workloads.presets import custom_workload
+
+            w = custom_workload(*custom) if custom else get_preset(wid)
             local = []
             if snap is not None:
                 cpu = snap.cpu
@@ -259,7 +288,7 @@ class EstimatePage(QWidget):
     @Slot(str)
     def _on_failed(self, message: str) -> None:
         self.worker = None
-        self.error.setText(f"Cannot estimate: {message}")
+        self.error.setText(f"<b>Cannot estimate:</b> {message}")
         if self._dirty:
             self._dirty = False
             self.recompute()

@@ -59,6 +59,11 @@ class HardwarePage(QWidget):
         self.status.setAccessibleName("Detection status")
         self.summary = QPlainTextEdit(readOnly=True)
         self.summary.setAccessibleName("Detected hardware")
+        self.summary.setToolTip(
+            "VRAM: the GPU's own memory, which bounds model and batch size.\n"
+            "PCIe GenN xW: the link to the CPU — generation (speed per lane) and width (lanes); links slow down at idle.\n"
+            "Throttle reasons: why the driver is holding the clocks down right now."
+        )
         self.findings = FindingsModel(self)
         self.table = QTableView()
         self.table.setModel(self.findings)

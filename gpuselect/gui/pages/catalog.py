@@ -1,0 +1,116 @@
+"""Catalog page: browse and filter every GPU, see each figure's source, find the user overlay."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QSortFilterProxyModel, Qt, QUrl, Slot
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
+
+
+class _Filter(QSortFilterProxyModel):
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.family = ""
+        self.text = ""
+        self.setSortRole(SORT_ROLE)
+
+    def filterAcceptsRow(self, source_row: int, source_parent: Any) -> bool:  # noqa: N802
+        e = self.sourceModel().rows[source_row]  # type: ignore[attr-defined]
+        if self.family and e.family != self.family:
+            return False
+        return not self.text or self.text in e.name.lower() or self.text in e.id
+
+
+class CatalogPage(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        from gpuselect.catalog import load_catalog, overlay_path
+
+        self.catalog = load_catalog()
+        self.overlay = overlay_path()
+        self.search = QLineEdit(placeholderText="Search GPUs…")
+        self.search.setAccessibleName("Search GPUs")
+        self.family = QComboBox()
+        self.family.addItems(["all families", "geforce", "workstation", "datacenter", "radeon", "instinct"])
+        self.family.setAccessibleName("Family filter")
+        self.open_overlay = QPushButton("Open &overlay folder")
+        self.open_overlay.setToolTip(f"Your own prices and cards: {self.overlay} (gpuselect reads it, never writes it)")
+        self.model = RowsModel([
+            Column("GPU", lambda e: e.name),
+            Column("Family", lambda e: e.family),
+            Column("VRAM", lambda e: e.vram_gb, fmt=num(0, " GB"), numeric=True, tooltip="GPU memory (VRAM): bounds the model and the batch"),
+            Column("GB/s", lambda e: e.memory_bandwidth_gbs, fmt=num(0), numeric=True),
+            Column("FP32", lambda e: e.fp32_tflops, fmt=num(1), numeric=True, tooltip="TFLOP/s, non-tensor"),
+            Column("TF32", lambda e: e.tf32_tflops, fmt=num(0), numeric=True, tooltip="dense tensor TFLOP/s (TF32: 19-bit tensor format for FP32 math)"),
+            Column("FP16", lambda e: e.fp16_tflops, fmt=num(0), numeric=True, tooltip="dense tensor TFLOP/s with FP32 accumulate"),
+            Column("BF16", lambda e: e.bf16_tflops, fmt=num(0), numeric=True),
+            Column("W", lambda e: e.tdp_w, fmt=num(0), numeric=True),
+            Column("Launch $", lambda e: e.launch_price_usd, fmt=num(0), numeric=True),
+            Column("Cloud $/h", lambda e: e.cloud_usd_per_hour, fmt=num(2), numeric=True),
+        ], self)
+        self.model.set_rows(self.catalog.entries)
+        self.proxy = _Filter(self)
+        self.proxy.setSourceModel(self.model)
+        self.table = QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.setAccessibleName("GPU catalog")
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.verticalHeader().setVisible(False)
+        self.details = QPlainTextEdit(readOnly=True)
+        self.details.setAccessibleName("Sources of the selected GPU's figures")
+        self.details.setPlainText("Select a GPU to see every figure's source." + ("\n" + "\n".join(self.catalog.problems) if self.catalog.problems else ""))
+        top = QHBoxLayout()
+        top.addWidget(self.search, 1)
+        top.addWidget(self.family)
+        top.addWidget(self.open_overlay)
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.table)
+        split.addWidget(self.details)
+        lay = QVBoxLayout(self)
+        lay.addLayout(top)
+        lay.addWidget(split, 1)
+        self.search.textChanged.connect(self._refilter)
+        self.family.currentIndexChanged.connect(self._refilter)
+        self.table.selectionModel().currentRowChanged.connect(self._show)
+        self.open_overlay.clicked.connect(self._open_overlay)
+
+    @Slot()
+    def _refilter(self) -> None:
+        fam = self.family.currentText()
+        self.proxy.family = "" if fam.startswith("all") else fam
+        self.proxy.text = self.search.text().strip().lower()
+        self.proxy.invalidate()
+
+    @Slot(object, object)
+    def _show(self, current: Any, _previous: Any) -> None:
+        if not current.isValid():
+            return
+        e = self.model.rows[self.proxy.mapToSource(current).row()]
+        lines = [f"{e.name} ({e.id}) — {e.architecture}, released {e.release_date}, {e.form_factor}"]
+        if e.notes:
+            lines.append(f"Note: {e.notes}")
+        for group, key in e.sources.items():
+            lines.append(f"{group}: {self.catalog.source_text(key)}")
+        self.details.setPlainText("\n".join(lines))
+
+    @Slot()
+    def _open_overlay(self) -> None:
+        folder = self.overlay.parent
+        folder.mkdir(parents=True, exist_ok=True)  # the folder only; the overlay file stays the user's
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))

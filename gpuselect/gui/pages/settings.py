@@ -1,0 +1,85 @@
+"""Settings page: electricity price, grid intensity, currency, default deadline and budget, report
+redaction — saved to the domain settings file (gpuselect/settings.py), atomically."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal, Slot
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuselect.settings import Settings, load, save, settings_path
+
+
+class SettingsPage(QWidget):
+    changed = Signal(object)  # Settings
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.electricity = QDoubleSpinBox(minimum=0, maximum=100, decimals=3, prefix="$", suffix=" /kWh")
+        self.grid = QDoubleSpinBox(minimum=0, maximum=5, decimals=3, suffix=" kg CO₂/kWh")
+        self.grid.setToolTip("Carbon intensity of your electricity; IEA's world average is about 0.45 kg/kWh")
+        self.symbol = QLineEdit()
+        self.symbol.setMaxLength(5)
+        self.rate = QDoubleSpinBox(minimum=0.000001, maximum=1e6, decimals=4)
+        self.rate.setToolTip("Catalog prices are in US dollars; costs are shown multiplied by this rate")
+        self.deadline = QDoubleSpinBox(minimum=0.01, maximum=1e6, decimals=2, suffix=" h")
+        self.budget = QDoubleSpinBox(minimum=0, maximum=1e10, decimals=0, prefix="$", specialValueText="no budget")
+        self.redact = QCheckBox("Leave the host name, GPU serial numbers and UUIDs out of reports")
+        form = QFormLayout()
+        for label, w in (("&Electricity price:", self.electricity), ("&Grid carbon intensity:", self.grid),
+                         ("Currency &symbol:", self.symbol), ("US$ → currency &rate:", self.rate),
+                         ("Default &deadline:", self.deadline), ("Default &budget:", self.budget), ("Re&ports:", self.redact)):
+            lab = QLabel(label)
+            lab.setBuddy(w)
+            w.setAccessibleName(label.replace("&", "").rstrip(":"))
+            form.addRow(lab, w)
+        self.save_button = QPushButton("&Save settings")
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        self.status.setAccessibleName("Settings status")
+        lay = QVBoxLayout(self)
+        lay.addLayout(form)
+        lay.addWidget(self.save_button)
+        lay.addWidget(self.status)
+        lay.addStretch(1)
+        self.save_button.clicked.connect(self.save)
+        self.settings, problems = load()
+        self._show(self.settings)
+        self.status.setText("\n".join(problems) if problems else f"Settings file: {settings_path()}")
+
+    def _show(self, s: Settings) -> None:
+        self.electricity.setValue(s.electricity_usd_per_kwh)
+        self.grid.setValue(s.grid_kg_co2_per_kwh)
+        self.symbol.setText(s.currency_symbol)
+        self.rate.setValue(s.usd_to_currency)
+        self.deadline.setValue(s.default_deadline_hours)
+        self.budget.setValue(s.default_budget_usd or 0)
+        self.redact.setChecked(s.redact_reports)
+
+    def current(self) -> Settings:
+        return Settings(
+            electricity_usd_per_kwh=self.electricity.value(), grid_kg_co2_per_kwh=self.grid.value(),
+            currency_symbol=self.symbol.text().strip() or "$", usd_to_currency=self.rate.value(),
+            default_deadline_hours=self.deadline.value(), default_budget_usd=self.budget.value() or None,
+            redact_reports=self.redact.isChecked(),
+        )
+
+    @Slot()
+    def save(self) -> None:
+        s = self.current()
+        try:
+            path = save(s)
+        except Exception as exc:  # noqa: BLE001 - shown in the window
+            self.status.setText(f"Could not save the settings: {exc}")
+            return
+        self.settings = s
+        self.status.setText(f"Saved to {path}")
+        self.changed.emit(s)

@@ -1,0 +1,104 @@
+"""The user's domain settings (prices, defaults, redaction) in a JSON file under the platform
+config folder. Read safely; a corrupt file is reported, left in place until the user saves, and
+then kept beside the new one as ``settings.json.corrupt-<time>`` — nothing is silently lost."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuselect.fsutil import atomic_write_text
+
+FILE_NAME = "settings.json"
+
+
+@dataclass(frozen=True)
+class Settings:
+    electricity_usd_per_kwh: float = 0.15
+    grid_kg_co2_per_kwh: float = 0.45
+    currency_symbol: str = "$"
+    usd_to_currency: float = 1.0  # multiply US-dollar figures by this to show them in your currency
+    default_deadline_hours: float = 72.0
+    default_budget_usd: float | None = None
+    redact_reports: bool = False
+
+
+_RANGES = {
+    "electricity_usd_per_kwh": (0.0, 100.0),
+    "grid_kg_co2_per_kwh": (0.0, 5.0),
+    "usd_to_currency": (1e-6, 1e6),
+    "default_deadline_hours": (1e-3, 1e6),
+    "default_budget_usd": (0.0, 1e10),
+}
+
+
+def settings_path() -> Path:
+    from gpuselect.paths import config_dir
+
+    return config_dir() / FILE_NAME
+
+
+def validate(values: dict[str, Any]) -> tuple[Settings, list[str]]:
+    """Known, well-typed values are taken; each problem is named; the rest stay default."""
+    problems: list[str] = []
+    fields = {f.name: f for f in dataclasses.fields(Settings)}
+    clean: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in fields:
+            problems.append(f"unknown setting {key!r} ignored")
+            continue
+        default = fields[key].default
+        if key in _RANGES:
+            if value is None and default is None:
+                clean[key] = None
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+                problems.append(f"{key} must be a number, not {value!r}")
+                continue
+            lo, hi = _RANGES[key]
+            if not lo <= float(value) <= hi:
+                problems.append(f"{key} {value} is outside {lo:g}..{hi:g}")
+                continue
+            clean[key] = float(value)
+        elif key == "currency_symbol":
+            if not isinstance(value, str) or not 0 < len(value.strip()) <= 5:
+                problems.append(f"currency_symbol must be 1 to 5 characters, not {value!r}")
+                continue
+            clean[key] = value.strip()
+        elif key == "redact_reports":
+            if not isinstance(value, bool):
+                problems.append(f"redact_reports must be true or false, not {value!r}")
+                continue
+            clean[key] = value
+    return Settings(**clean), problems
+
+
+def load(path: Path | None = None) -> tuple[Settings, list[str]]:
+    p = path or settings_path()
+    if not p.exists():
+        return Settings(), []
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        return Settings(), [f"cannot read {p}: {exc}; using defaults"]
+    except json.JSONDecodeError as exc:
+        return Settings(), [f"{p} is not valid JSON ({exc.msg} at line {exc.lineno}); using defaults, the file is kept"]
+    if not isinstance(data, dict):
+        return Settings(), [f"{p} should hold a JSON object; using defaults, the file is kept"]
+    s, problems = validate(data)
+    return s, [f"{p}: {m}" for m in problems]
+
+
+def save(settings: Settings, path: Path | None = None) -> Path:
+    p = path or settings_path()
+    if p.exists():
+        try:
+            json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            p.rename(p.with_name(f"{p.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}"))  # keep what was there
+    return atomic_write_text(p, json.dumps(dataclasses.asdict(settings), indent=2) + "\n")

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gpuselect.settings import Settings, load, save
+
+
+def test_defaults_when_missing(tmp_path: Path) -> None:
+    assert load(tmp_path / "none.json") == (Settings(), [])
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    p = tmp_path / "settings.json"
+    s = Settings(electricity_usd_per_kwh=0.31, currency_symbol="€", usd_to_currency=0.92, default_budget_usd=5000.0, redact_reports=True)
+    save(s, p)
+    assert load(p) == (s, [])
+
+
+def test_bad_values_are_named_and_the_rest_kept(tmp_path: Path) -> None:
+    p = tmp_path / "settings.json"
+    p.write_text(json.dumps({"electricity_usd_per_kwh": -3, "currency_symbol": "€", "default_deadline_hours": "soon", "colour": "red",
+                             "redact_reports": "yes", "usd_to_currency": float("1e300")}))
+    s, problems = load(p)
+    assert s.currency_symbol == "€" and s.electricity_usd_per_kwh == 0.15 and s.default_deadline_hours == 72.0
+    text = " ".join(problems)
+    for word in ("electricity_usd_per_kwh", "default_deadline_hours", "colour", "redact_reports", "usd_to_currency"):
+        assert word in text
+
+
+def test_corrupt_file_is_reported_and_kept_when_saving(tmp_path: Path) -> None:
+    p = tmp_path / "settings.json"
+    p.write_text("{ this is not json")
+    s, problems = load(p)
+    assert s == Settings() and "not valid JSON" in problems[0]
+    assert p.read_text() == "{ this is not json"  # loading never rewrites it
+    save(Settings(currency_symbol="£"), p)
+    backups = list(tmp_path.glob("settings.json.corrupt-*"))
+    assert len(backups) == 1 and backups[0].read_text() == "{ this is not json"
+    assert load(p)[0].currency_symbol == "£"
