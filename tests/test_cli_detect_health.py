@@ -134,3 +134,13 @@ def test_torch_probe_subprocess_reports_this_machine() -> None:
     assert "error" not in result, result
     assert result["backends"]["cuda"] in (True, False)
     assert probe_framework("nosuchframework").get("error")
+
+
+def test_gui_without_a_display_is_one_sentence(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    for var in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(var, raising=False)
+    if not sys.platform.startswith("linux"):
+        pytest.skip("display detection is Linux-specific")
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert "no display found" in err and "Traceback" not in err

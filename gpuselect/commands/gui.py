@@ -18,6 +18,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpuselect.gui.app import run_app
+    import os
+    import sys
+
+    from gpuselect.errors import UsageError
+
+    # Qt aborts the process when it cannot reach a display; say so in one sentence instead.
+    if sys.platform.startswith("linux") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or os.environ.get("QT_QPA_PLATFORM")
+    ):
+        raise UsageError(
+            "no display found (DISPLAY and WAYLAND_DISPLAY are unset): the desktop app needs one; "
+            "the command-line tools (gpuselect --help) work without"
+        )
+    try:
+        from gpuselect.gui.app import run_app
+    except ImportError as exc:
+        raise UsageError(f"the desktop app needs PySide6 and pyqtgraph ({exc}); install gpuselect with its dependencies") from exc
 
     return run_app(quit_after_s=getattr(args, "quit_after", None))
