@@ -2,7 +2,7 @@
 
 Rerun:  PYTHONPATH=. python benchmarks/estimate_speed.py
 Times `estimate()` (every catalog GPU at 1, 2, 4 and 8 GPUs, plus the recommendation) for a few
-presets after the catalog is loaded and the performance model fitted, and times those two steps.
+presets after the catalog and the fitted calibration are loaded, and times those two steps.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 
 from gpuselect.catalog import load_catalog
 from gpuselect.estimate.api import Assumptions, estimate
-from gpuselect.estimate.perf import PerfModel, load_reference_rows
+from gpuselect.estimate.perf import PerfModel
 from gpuselect.workloads.presets import PRESETS
 
 
@@ -20,9 +20,9 @@ def main() -> None:
     t0 = time.perf_counter()
     catalog = load_catalog(use_overlay=False)
     t1 = time.perf_counter()
-    perf = PerfModel.fit(load_reference_rows(catalog), catalog)
+    perf = PerfModel.from_json()
     t2 = time.perf_counter()
-    print(f"catalog load {1000 * (t1 - t0):.1f} ms; performance model fit {1000 * (t2 - t1):.1f} ms")
+    print(f"catalog load {1000 * (t1 - t0):.1f} ms; calibration load {1000 * (t2 - t1):.1f} ms")
     for wid in ("simple-cnn", "resnet50", "gpt2-124m", "llama-8b-qlora", "llama-70b-full"):
         times = []
         for _ in range(7):

@@ -16,7 +16,7 @@ import statistics
 from pathlib import Path
 
 from gpuselect.catalog import load_catalog
-from gpuselect.estimate.perf import PerfModel, load_reference_rows, reference_precision
+from gpuselect.estimate.perf import fit_model, load_reference_rows, reference_precision
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,19 +30,18 @@ def pct(values: list[float], q: float) -> float:
 
 def main() -> None:
     catalog = load_catalog(use_overlay=False)
-    rows = load_reference_rows(catalog)
+    rows = [r for r in load_reference_rows(catalog) if r.batch_size > 0]  # batch 0 marks a failed run
+    full = fit_model(catalog)
+    (ROOT / "gpuselect/estimate/data/calibration.json").write_text(json.dumps(full.to_json(), indent=1, sort_keys=True) + "\n")
     errors: list[tuple[str, str, str, float]] = []  # gpu, model, precision, |error|
     for gpu in sorted({r.gpu_id for r in rows}):
-        train = [r for r in rows if r.gpu_id != gpu]
-        model = PerfModel.fit(train, catalog)
+        model = fit_model(catalog, exclude_gpu=gpu, iterations=3)
         entry = catalog.get(gpu)
         assert entry is not None
         for r in (r for r in rows if r.gpu_id == gpu):
-            if (r.generation, r.model, r.precision) not in model.intercepts:
-                continue  # no other GPU measured in this generation: nothing to compare with
-            pred = model.predict_reference(r.model, reference_precision(entry, r.precision), entry, r.generation)
+            pred = model.predict_reference(r.model, reference_precision(entry, r.precision), entry, r.generation, batch=r.batch_size)
             if pred is None:
-                continue
+                continue  # no other GPU measured in this generation: nothing to compare with
             errors.append((gpu, r.model, r.precision, abs(pred / r.throughput - 1)))
     all_e = [e for *_, e in errors]
     by_model: dict[str, list[float]] = {}
@@ -69,8 +68,12 @@ def main() -> None:
         f"{len(rows)} single-GPU training throughputs of {len({r.gpu_id for r in rows})} GPUs "
         "(`gpuselect/estimate/data/reference_throughput.csv`, from Lambda's public benchmarks).",
         "",
-        "Method: for each GPU, refit the model without any of its rows, predict each of its "
-        "measurements, and compare within the same benchmark generation. Error = |predicted / measured − 1|.",
+        "Model: per reference model and precision, time per sample = s[generation] · (1/(e[arch]·C) + r/BW + o + q/batch) "
+        "(gpuselect/estimate/calibrate.py; C: the card's peak for the precision, BW: memory bandwidth, e: one efficiency "
+        "per GPU architecture, o: per-sample and q: per-step costs). Method: for each GPU, refit the model without any of "
+        "its rows, predict each of its measurements at the batch it ran, and compare within the same benchmark generation "
+        "(the generation's scale comes from the other GPUs, so what is tested is this GPU's throughput relative to them). "
+        "Error = |predicted / measured − 1|.",
         "",
         f"**Overall: median {100 * band['median']:.1f} %, 90th percentile {100 * band['p90']:.1f} % over {len(all_e)} predictions.** "
         "Target: median ≤ 10 %, p90 ≤ 25 %.",

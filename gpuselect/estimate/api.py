@@ -166,15 +166,13 @@ def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel, 
             f"at most batch {fit.max_batch} fits"
         return base
     base.fits = True
-    one = perf.predict(w, a.precision, e)
+    one = perf.predict(w, a.precision, e, batch=fit.batch_size)
     if one is None:
         base.note = "no throughput model for this GPU and precision"
         return base
     if ckpt or sharded:
         one *= 0.75  # recomputing the forward pass: ~4/3 of the work
         base.note = "with gradient checkpointing" + (" and the model state sharded (FSDP/ZeRO-3)" if sharded else "")
-    if fit.batch_size < 8:
-        one *= fit.batch_size / 8.0 * 0.5 + 0.5  # small batches underuse the GPU (rough, documented)
     grad_bytes = w.trainable_params * (2 if mixed(a.precision) else 4)
     step_compute = fit.batch_size / one
     comm = 0.0

@@ -20,8 +20,9 @@ METHOD_TEXT = (
     "documented limits in gpuselect/health/thresholds.py (DCGM's limits for retired pages and row "
     "remapping). The benchmark reports medians of synchronised repeats after warm-up. Estimates "
     "come from a performance model fitted on measured single-GPU training throughputs "
-    "(Lambda's public benchmarks) with the catalog's dense tensor peak, FP32 peak and memory "
-    "bandwidth as inputs; other workloads are scaled from the reference model of their kind by "
+    "(Lambda's public benchmarks): per model, time per sample = compute at the card's dense peak "
+    "(with a per-architecture efficiency) + memory traffic at its bandwidth + per-sample and "
+    "per-step overheads; other workloads are scaled from the reference model of their kind by "
     "training FLOPs. Memory fit counts weights, gradients, optimizer state, activations and "
     "framework overhead."
 )

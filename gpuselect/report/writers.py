@@ -137,7 +137,7 @@ def _estimate_charts(chart: dict[str, Any], width: float, font: str) -> list[Any
         for i, key in enumerate(("1", "2", "3", "4")):
             y = 120 - i * 28
             chosen = int(key) == chart["stage"]
-            d.add(String(0, y + 4, names[key] + ("   <= recommended" if chosen else ""), fontName=font, fontSize=8))
+            d.add(String(0, y + 4, names[key], fontName=font, fontSize=8))
             v = per.get(key)
             if v and v.get("total_time_h"):
                 t = v["total_time_h"]
@@ -145,7 +145,7 @@ def _estimate_charts(chart: dict[str, Any], width: float, font: str) -> list[Any
                 d.add(Rect(x0, y, max(2.0, xpos(t) - x0), 14, fillColor=fill, strokeColor=None))
                 cost = v.get("cost_usd")
                 who = v.get("name") if v.get("device") == "cpu" else f"{v.get('count', 1)}x {v.get('name')}"
-                label = f"{who}: {t:,.1f} h" + (f", ${cost:,.0f}" if cost is not None else "")
+                label = f"{who}: {t:,.1f} h" + (f", ${cost:,.0f}" if cost is not None else "") + ("   <= recommended" if chosen else "")
                 d.add(String(x0 + 4, y - 9, label, fontName=font, fontSize=7))
             else:
                 d.add(String(x0 + 4, y + 4, "no option", fontName=font, fontSize=7))
@@ -196,9 +196,11 @@ def _estimate_charts(chart: dict[str, Any], width: float, font: str) -> list[Any
         for (t1, c1, _), (t2, c2, _) in zip(front, front[1:]):
             (xa, ya), (xb, yb) = to_xy(t1, c1), to_xy(t2, c2)
             d2.add(Line(xa, ya, xb, yb, strokeColor=colors.HexColor("#2b6cb0"), strokeWidth=1.5))
-        for t, c, n in front[:4]:
+        # Name the two ends of the front (fastest, cheapest); the middle points sit too close to label.
+        ends = [(front[0], "fastest: ", 12)] + ([(front[-1], "cheapest: ", -10)] if len(front) > 1 else [])
+        for (t, c, n), prefix, dy in ends:
             x, y = to_xy(t, c)
-            d2.add(String(x + 3, y + 3, n, fontName=font, fontSize=6))
+            d2.add(String(x + 3, y + dy, prefix + n, fontName=font, fontSize=6))
         xd, _ = to_xy(chart["deadline_h"], 10 ** sp.yValueAxis.valueMin)
         d2.add(Line(xd, sp.y, xd, sp.y + sp.height, strokeColor=colors.red, strokeDashArray=[3, 2]))
         for t, dev in chart["local"]:

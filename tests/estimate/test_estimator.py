@@ -249,3 +249,22 @@ def test_estimate_cli_reads_a_bench_file(tmp_path, capsys: pytest.CaptureFixture
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     assert main(["estimate", "--workload", "simple-cnn", "--bench", str(bad)]) == 2
+
+
+def test_shipped_calibration_matches_a_fresh_fit(catalog) -> None:
+    """If the catalog or the reference data change, the shipped calibration must be refitted."""
+    pytest.importorskip("numpy")
+    import json as _json
+
+    from gpuselect.estimate.perf import CALIBRATION, fit_model
+
+    fresh = _json.loads(_json.dumps(fit_model(catalog).to_json(), sort_keys=True))
+    shipped = _json.loads(CALIBRATION.read_text())
+    assert fresh.keys() == shipped.keys()
+    for model, per in shipped["models"].items():
+        for pc, vals in per.items():
+            for k in ("r", "o", "q"):
+                assert fresh["models"][model][pc][k] == pytest.approx(vals[k], rel=1e-9, abs=1e-12), (model, pc, k)
+    for pc, archs in shipped["arch_eff"].items():
+        for arch, e in archs.items():
+            assert fresh["arch_eff"][pc][arch] == pytest.approx(e), (pc, arch)

@@ -270,3 +270,19 @@ def test_plots_follow_a_palette_change(qtbot) -> None:
     finally:
         app.setPalette(old)
     _close(qtbot, w)
+
+
+def test_stage_plot_shows_the_four_stages(qtbot) -> None:
+    import pyqtgraph as pg
+
+    page = EstimatePage()
+    qtbot.addWidget(page)
+    page.recompute()
+    qtbot.waitUntil(lambda: page.result is not None, timeout=20_000)
+    items = page.stage_plot.getPlotItem().items
+    bars = [i for i in items if isinstance(i, pg.BarGraphItem)]
+    labels = [i.toPlainText() for i in items if isinstance(i, pg.TextItem)]
+    expected = sum(1 for v in page.result.recommendation.per_stage.values() if v and v.get("total_time_h"))
+    assert len(bars) == expected >= 2
+    assert sum("recommended" in t for t in labels) == 1
+    page.shutdown()

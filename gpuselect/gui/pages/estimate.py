@@ -142,6 +142,12 @@ class EstimatePage(QWidget):
         self.table.setAccessibleName("Estimates for every GPU")
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.verticalHeader().setVisible(False)
+        self.stage_plot = themed_plot(title="The four stages: best option in each (time, log scale); dotted: your deadline",
+                                      bottom="time (h)")
+        self.stage_plot.setLogMode(x=True, y=False)
+        self.stage_plot.setToolTip("1 no GPU (this CPU) · 2 one consumer GPU · 3 a workstation or rented datacenter GPUs · 4 a cluster")
+        self.stage_plot.getAxis("left").setTicks([[(4 - i, label) for i, label in enumerate(
+            ["1 no GPU", "2 one GPU", "3 workstation/cloud", "4 cluster"])]])
         self.scatter_plot = themed_plot(title="Time vs cost (Pareto front highlighted; ★ your machine)", left="cost ($)", bottom="time (h)")
         self.scatter_plot.setLogMode(x=True, y=True)
         self.hover = QLabel("")
@@ -159,7 +165,10 @@ class EstimatePage(QWidget):
         plot_box = QWidget()
         pv = QVBoxLayout(plot_box)
         pv.setContentsMargins(0, 0, 0, 0)
-        pv.addWidget(self.scatter_plot, 1)
+        plots = QSplitter(Qt.Orientation.Horizontal)
+        plots.addWidget(self.stage_plot)
+        plots.addWidget(self.scatter_plot)
+        pv.addWidget(plots, 1)
         pv.addWidget(self.hover)
         split.addWidget(plot_box)
         right.addWidget(split, 1)
@@ -293,7 +302,39 @@ class EstimatePage(QWidget):
             self._dirty = False
             self.recompute()
 
+    def _plot_stages(self, result: Any) -> None:
+        """Horizontal bars: the best option of each stage, the recommended one highlighted."""
+        import math
+
+        p = self.stage_plot
+        p.clear()
+        rec = result.recommendation
+        for i, key in enumerate(("1", "2", "3", "4")):
+            v = rec.per_stage.get(key)
+            y = 4 - i
+            if not v or not v.get("total_time_h"):
+                continue
+            t = float(v["total_time_h"])
+            chosen = int(key) == rec.stage
+            brush = pg.mkBrush(43, 108, 176) if chosen else pg.mkBrush(160, 174, 192)
+            # Log x axis: bars from 0.01 h to t, drawn in log10 coordinates.
+            p.addItem(pg.BarGraphItem(x0=[math.log10(0.01)], x1=[math.log10(t)], y=[y], height=0.6, brush=brush))
+            name = v.get("name") if v.get("device") == "cpu" else f"{v.get('count', 1)}x {v.get('name')}"
+            from PySide6.QtGui import QPalette
+
+            label = pg.TextItem(f"{name}: {t:,.1f} h" + ("  ← recommended" if chosen else ""), anchor=(0, 0.5),
+                                color=self.palette().color(QPalette.ColorRole.Text))
+            label.setPos(math.log10(0.01), y + 0.45)
+            p.addItem(label)
+        p.addItem(pg.InfiniteLine(pos=math.log10(result.assumptions.deadline_hours), angle=90,
+                                  pen=pg.mkPen(style=Qt.PenStyle.DotLine)))
+        times = [float(v["total_time_h"]) for v in rec.per_stage.values() if v and v.get("total_time_h")]
+        top = max(times + [result.assumptions.deadline_hours])
+        p.setXRange(math.log10(0.01), math.log10(top) + 0.3, padding=0)
+        p.setYRange(0.4, 4.9, padding=0)
+
     def _plot(self, result: Any) -> None:
+        self._plot_stages(result)
         p = self.scatter_plot
         p.clear()
         pts = [(r.total_time_h, c, r) for r in result.rows if r.fits and r.total_time_h and (c := row_cost(r))]
