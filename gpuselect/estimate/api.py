@@ -79,6 +79,7 @@ class EstimateRow:
     energy_kwh: float | None
     co2_kg: float | None
     error_band: float  # ± fraction, from the validated accuracy
+    vram_gb: float | None = None  # per GPU
     sharded: bool = False
     meets_deadline: bool = False
     break_even_hours: float | None = None  # buying beats renting after this much use
@@ -145,7 +146,7 @@ def _link_gbs(e: GpuEntry, count: int, a: Assumptions) -> float:
 
 
 def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel, band: float) -> EstimateRow:
-    base = EstimateRow(e.id, e.name, e.family, count, False, None, None, None, None, None, None, None, None, band)
+    base = EstimateRow(e.id, e.name, e.family, count, False, None, None, None, None, None, None, None, None, band, vram_gb=e.vram_gb)
     if compute_peak(e, a.precision) is None:
         base.note = f"{a.precision} is not supported on this GPU"
         return base

@@ -286,3 +286,19 @@ def test_stage_plot_shows_the_four_stages(qtbot) -> None:
     assert len(bars) == expected >= 2
     assert sum("recommended" in t for t in labels) == 1
     page.shutdown()
+
+
+def test_live_monitor_plots_utilisation_temperature_power_and_clocks(qtbot, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = F.thermal_throttling()
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: fake)
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    w.hardware.refresh()
+    qtbot.waitUntil(lambda: w.hardware._timer.isActive(), timeout=10_000)
+    w.hardware._sample()
+    qtbot.waitUntil(lambda: len(w.hardware._curves) == 4, timeout=10_000)
+    labels = sorted(k.rsplit("-", 1)[1] for k in w.hardware._curves)
+    assert labels == sorted(["util %", "temp °C", "power W", "SM MHz/10"])
+    assert w.hardware.plot.isVisible() and w.hardware.plot2.isVisible()
+    _close(qtbot, w)

@@ -123,6 +123,7 @@ class EstimatePage(QWidget):
         self.model = RowsModel([
             Column("GPU", lambda r: f"{r.count}x {r.name}"),
             Column("Family", lambda r: r.family),
+            Column("VRAM", lambda r: r.vram_gb, fmt=num(0, " GB"), numeric=True, tooltip="memory per GPU (VRAM): bounds the model and the batch"),
             Column("Fits", lambda r: "yes" if r.fits else "no", tooltip="model + optimizer state + activations fit the GPU's memory (VRAM)"),
             Column("Batch", lambda r: r.batch_size, numeric=True),
             Column("Time", lambda r: r.total_time_h, fmt=num(1, " h"), numeric=True, tooltip="± the validated error band"),
@@ -138,7 +139,7 @@ class EstimatePage(QWidget):
         self.table = QTableView()
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
-        self.table.sortByColumn(4, Qt.SortOrder.AscendingOrder)
+        self.table.sortByColumn(5, Qt.SortOrder.AscendingOrder)  # time
         self.table.setAccessibleName("Estimates for every GPU")
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.verticalHeader().setVisible(False)

@@ -73,12 +73,15 @@ class HardwarePage(QWidget):
         self.table.verticalHeader().setVisible(False)
         self.plot = themed_plot(title="GPU utilisation (%) and temperature (°C), last 5 minutes", bottom="seconds ago")
         self.plot.setToolTip("Live readings from the NVIDIA driver every 2 s while the window is open")
+        self.plot2 = themed_plot(title="GPU power (W) and SM clock (MHz / 10), last 5 minutes", bottom="seconds ago")
+        self.plot2.setToolTip("Power falling with the clock under load points at a power cap; see the throttle findings")
         self._curves: dict[str, Any] = {}
-        self._history: dict[str, collections.deque[tuple[float, float | None, float | None]]] = {}
+        self._history: dict[str, collections.deque[tuple[float, float | None, float | None, float | None, float | None]]] = {}
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.summary)
         split.addWidget(self.table)
         split.addWidget(self.plot)
+        split.addWidget(self.plot2)
         lay = QVBoxLayout(self)
         lay.addWidget(self.status)
         lay.addWidget(split, 1)
@@ -114,7 +117,8 @@ class HardwarePage(QWidget):
                             f"{c.get('info', 0)} info, {c.get('ok', 0)} passed.")
         self.detected.emit(snap)
         has_gpu = any(g.source == "nvml" for g in snap.gpus)
-        self.plot.setVisible(has_gpu)  # nothing to monitor: no empty chart
+        self.plot.setVisible(has_gpu)  # nothing to monitor: no empty charts
+        self.plot2.setVisible(has_gpu)
         if has_gpu:
             self._timer.start()
 
@@ -135,13 +139,15 @@ class HardwarePage(QWidget):
         now = time.monotonic()
         for uuid, r in readings.items():
             hist = self._history.setdefault(uuid, collections.deque(maxlen=HISTORY_S // 2 + 1))
-            hist.append((now, r.get("utilization_percent"), r.get("temperature_c")))
-            xs = [t - now for t, _, _ in hist]
-            for i, label in ((1, "util"), (2, "temp")):
+            clock = r.get("sm_clock_mhz")
+            hist.append((now, r.get("utilization_percent"), r.get("temperature_c"), r.get("power_draw_w"),
+                         clock / 10.0 if clock is not None else None))
+            xs = [v[0] - now for v in hist]
+            for i, label, plot in ((1, "util %", self.plot), (2, "temp °C", self.plot), (3, "power W", self.plot2), (4, "SM MHz/10", self.plot2)):
                 ys = [v[i] if v[i] is not None else float("nan") for v in hist]
                 key = f"{uuid}-{label}"
                 if key not in self._curves:
-                    self._curves[key] = self.plot.plot(pen=(i * 3, 7), name=f"gpu{r.get('index')} {label}")
+                    self._curves[key] = plot.plot(pen=(i, 5), name=f"gpu{r.get('index')} {label}")
                 self._curves[key].setData(xs, ys)
 
     def stop(self) -> None:
