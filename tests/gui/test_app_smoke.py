@@ -300,5 +300,5 @@ def test_live_monitor_plots_utilisation_temperature_power_and_clocks(qtbot, monk
     qtbot.waitUntil(lambda: len(w.hardware._curves) == 4, timeout=10_000)
     labels = sorted(k.rsplit("-", 1)[1] for k in w.hardware._curves)
     assert labels == sorted(["util %", "temp °C", "power W", "SM MHz/10"])
-    assert w.hardware.plot.isVisible() and w.hardware.plot2.isVisible()
+    assert not w.hardware.plot.isHidden() and not w.hardware.plot2.isHidden()
     _close(qtbot, w)
