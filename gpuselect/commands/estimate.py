@@ -15,7 +15,8 @@ def _number(kind: type, lo: float, hi: float, what: str):  # type: ignore[no-unt
         try:
             value = kind(float(text)) if kind is int and float(text).is_integer() else kind(text)
         except (ValueError, OverflowError):
-            raise argparse.ArgumentTypeError(f"{what} must be a number, not {text!r}") from None
+            whole = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"{what} must be {whole}, not {text!r}") from None
         if isinstance(value, float) and not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"{what} must be a finite number, not {text!r}")
         if not lo <= value <= hi:
