@@ -87,6 +87,10 @@ class _Runner:
     def __init__(self, torch: Any, dev: _Device, cfg: BenchConfig, cancel: CancelFlag) -> None:
         self.torch, self.dev, self.cfg, self.cancel = torch, dev, cfg, cancel
         self.budget = cfg.measurement_budget_s()
+        self.deadline = time.perf_counter() + cfg.device_time_box_s()
+
+    def out_of_time(self) -> bool:
+        return time.perf_counter() > self.deadline
 
     def sync(self) -> None:
         t = self.torch
@@ -125,11 +129,15 @@ class _Runner:
             calls += 1
             if settle_s is not None and calls >= warmup and last is not None and abs(took / last - 1) < 0.03:
                 break
+            if calls >= 1 and self.out_of_time():
+                break
             last = took
         self.sync()
         samples: list[float] = []
         deadline = time.perf_counter() + budget
         while len(samples) < max_repeats and (len(samples) < min_repeats or time.perf_counter() < deadline):
+            if samples and self.out_of_time():
+                break  # past the device's time box: keep what was measured (the spread shows how little)
             self.check()
             start = time.perf_counter()
             for _ in range(inner):
@@ -428,6 +436,10 @@ def measure_train(r: _Runner, res: DeviceResult, model_name: str, batch_sizes: t
     model = model.to(r.dev.torch_device)
     opt = t.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     for bs in batch_sizes:
+        if r.out_of_time():
+            res.skipped[f"train {model_name} batches >= {bs}"] = (
+                f"the device's time box ({r.cfg.device_time_box_s():.1f} s) was used up")
+            break
         x_host, y_host = make_batch(bs)
         if on_accel and r.dev.kind in ("cuda", "rocm"):
             x_host, y_host = x_host.pin_memory(), y_host.pin_memory()

@@ -144,3 +144,36 @@ def test_spec_ratios_attached_from_the_catalog() -> None:
     assert gpu.spec_name == "H100 SXM5 80GB"
     assert gpu.spec_ratio == {"matmul_bf16": pytest.approx(700 / 989.4, abs=1e-3), "memory_bandwidth": pytest.approx(2950 / 3350, abs=1e-3)}
     assert unknown.spec_ratio is None and "not in the GPU catalog" in unknown.skipped["% of spec"]
+
+
+def test_time_box_skips_remaining_training_batches_and_says_so() -> None:
+    # A time box already used up by the matmuls: training batches are skipped with a reason,
+    # the figures measured so far are kept, and the run still completes with every event.
+    cfg = BenchConfig(quick=True, devices=("cpu",), budget_s=0.02, batch_sizes=(1, 4), models=("simple_cnn",),
+                      time_box_s=0.0)
+    events: list = []
+    report = run_to_completion(cfg, on_event=events.append)
+    cpu = report.devices[0]
+    assert cpu.matmul_tflops["fp32"] and cpu.matmul_tflops["fp32"] > 0
+    assert cpu.train_steps == []
+    assert "time box" in cpu.skipped["train simple_cnn batches >= 1"]
+    assert events[-1].step == "done" and events[-1].fraction == 1.0
+
+
+def test_time_box_bounds_the_run_even_when_every_step_is_slow(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time as _time
+
+    real_mm = torch.mm
+
+    def slow_mm(a, b):  # a throttled machine: every product takes 20 ms
+        _time.sleep(0.02)
+        return real_mm(a, b)
+
+    monkeypatch.setattr(torch, "mm", slow_mm)
+    cfg = BenchConfig(quick=True, devices=("cpu",), budget_s=0.5, batch_sizes=(1,), models=(), time_box_s=0.3)
+    t0 = _time.perf_counter()
+    report = run_to_completion(cfg)
+    took = _time.perf_counter() - t0
+    # Without the box: four precisions x (ramp + 1 s settle + 0.5 s budget) would take > 6 s.
+    assert took < 3.0, took
+    assert report.devices[0].matmul_tflops["fp32"] is not None
