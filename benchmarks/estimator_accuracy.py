@@ -16,7 +16,7 @@ import statistics
 from pathlib import Path
 
 from gpuselect.catalog import load_catalog
-from gpuselect.estimate.perf import ANCHORS, fit_model, load_reference_rows, reference_precision
+from gpuselect.estimate.perf import ANCHORS, fit_model, load_reference_rows, reference_precision, units_per_sample
 from gpuselect.workloads.presets import PRESETS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,7 +61,9 @@ def main() -> None:
             if a is not None:
                 base = model.predict_reference(a, reference_precision(entry, r.precision), entry, r.generation, batch=r.batch_size)
                 if base is not None:
-                    scaled = base * PRESETS[a].training_flops_per_sample / PRESETS[r.model].training_flops_per_sample
+                    # In the anchor's samples, scaled by FLOPs, then back into this model's measured unit.
+                    scaled = (base / units_per_sample(a) * PRESETS[a].training_flops_per_sample
+                              / PRESETS[r.model].training_flops_per_sample * units_per_sample(r.model))
                     anchored.append((r.model, a, abs(scaled / r.throughput - 1)))
     all_e = [e for *_, e in errors]
     by_model: dict[str, list[float]] = {}
