@@ -56,6 +56,10 @@ def arch_key(entry: GpuEntry) -> str:
 def compute_tflops(entry: GpuEntry, precision: str) -> float:
     """The peak a training run at ``precision`` uses; falls back to the vector FP32 rate."""
     if precision == "fp32":
+        if entry.vendor == "AMD" and entry.architecture in ("CDNA 1", "CDNA 2") and entry.tf32_tflops:
+            # rocBLAS runs FP32 GEMMs on the matrix cores, at twice the vector rate; the
+            # catalog keeps that FP32 matrix rate in the tf32 field for these chips.
+            return max(entry.fp32_tflops, entry.tf32_tflops)
         return entry.fp32_tflops
     if precision == "tf32":
         return entry.tf32_tflops or entry.fp32_tflops
