@@ -136,8 +136,8 @@ def main() -> None:
     lines += [
         "",
         "Every estimate of a reference model carries the 90th-percentile error of its precision as `error_band` "
-        "(`gpuselect/estimate/data/error_band.json`, written by this script); AMD cards get 1.5× that, "
-        "since no AMD GPU is in the calibration data; other workloads carry the anchored band above.",
+        "(`gpuselect/estimate/data/error_band.json`, written by this script); AMD and multi-GPU rows compound it with "
+        "the errors measured on independent data (docs/accuracy-external.md); other workloads carry the anchored band above.",
     ]
     (ROOT / "docs/accuracy.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

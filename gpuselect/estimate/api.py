@@ -17,6 +17,7 @@ from gpuselect.workloads.model import Workload
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 ERROR_BAND_FILE = Path(__file__).resolve().parent / "data" / "error_band.json"
+EXTERNAL_BAND_FILE = Path(__file__).resolve().parent / "data" / "external_band.json"
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,28 @@ def error_band(precision: str, *, anchored_kind: str | None = None) -> float:
         return float(bands["p90_by_precision"].get("fp32" if precision in ("fp32", "tf32") else "fp16", bands["p90"]))
     except (OSError, KeyError, ValueError, TypeError):
         return 1.0
+
+
+def external_bands() -> dict[str, float]:
+    """p90 errors measured on data the model was not fitted on (benchmarks/estimator_external.py):
+    ``p90_amd`` (AMD cards against a V100) and ``p90_scaling`` (data-parallel scaling)."""
+    try:
+        doc = json.loads(EXTERNAL_BAND_FILE.read_text())
+        return {k: float(doc[k]) for k in ("p90_amd", "p90_scaling")}
+    except (OSError, KeyError, ValueError, TypeError):
+        return {}
+
+
+def combined_band(band: float, e: GpuEntry, count: int, external: dict[str, float]) -> float:
+    """A row's band: the workload's, compounded with the validated error of each extrapolation the
+    row adds (a vendor absent from the calibration data, more than one GPU). Compounding
+    ((1+a)(1+b)-1) is conservative: it assumes the errors can add up in the same direction."""
+    factor = 1.0 + band
+    if e.vendor != "NVIDIA":
+        factor *= 1.0 + external.get("p90_amd", 1.0)  # not validated at all without that file: +100 %
+    if count > 1:
+        factor *= 1.0 + external.get("p90_scaling", 1.0)
+    return factor - 1.0
 
 
 def _price(e: GpuEntry) -> tuple[float | None, str | None]:
@@ -363,9 +386,9 @@ def estimate(
     while counts[-1] * 2 <= a.max_gpus:
         counts.append(counts[-1] * 2)
     rows = []
+    external = external_bands()
     for e in entries:
-        extra = band * (1.5 if e.vendor != "NVIDIA" else 1.0)  # no AMD rows in the calibration data
         for n in counts:
-            rows.append(_row(w, e, n, a, perf, extra))
+            rows.append(_row(w, e, n, a, perf, combined_band(band, e, n, external)))
     local = local or []
     return EstimateResult(w, a, rows, local, recommend(rows, local, a, w))

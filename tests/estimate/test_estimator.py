@@ -290,3 +290,17 @@ def test_token_measured_models_predict_samples_not_tokens(catalog, perf) -> None
     tokens = perf.predict_reference("transformerxlbase", "tf32", e, batch=32)
     samples = perf.predict(PRESETS["transformerxlbase"], "tf32", e, batch=32)
     assert samples == pytest.approx(tokens / 192)
+
+
+def test_rows_compound_the_validated_extrapolation_errors(catalog, perf) -> None:
+    from gpuselect.estimate.api import external_bands
+
+    ext = external_bands()
+    assert 0 < ext["p90_amd"] < 5 and 0 < ext["p90_scaling"] < 5  # shipped, from estimator_external.py
+    res = estimate(PRESETS["resnet50"], Assumptions(precision="fp16", max_gpus=2), catalog, perf,
+                   gpu_ids=["nvidia-a100-sxm4-80gb", "amd-mi210"])
+    band = {(r.gpu_id, r.count): r.error_band for r in res.rows}
+    base = band[("nvidia-a100-sxm4-80gb", 1)]
+    assert band[("amd-mi210", 1)] == pytest.approx((1 + base) * (1 + ext["p90_amd"]) - 1)
+    assert band[("nvidia-a100-sxm4-80gb", 2)] == pytest.approx((1 + base) * (1 + ext["p90_scaling"]) - 1)
+    assert band[("amd-mi210", 2)] > band[("amd-mi210", 1)] > base
