@@ -202,7 +202,9 @@ def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel, 
     if ckpt or sharded:
         one *= 0.75  # recomputing the forward pass: ~4/3 of the work
         base.note = "with gradient checkpointing" + (" and the model state sharded (FSDP/ZeRO-3)" if sharded else "")
-    grad_bytes = w.trainable_params * (2 if mixed(a.precision) else 4)
+    # Mixed precision (torch.autocast) keeps FP32 parameters, so DDP all-reduces FP32 gradients;
+    # sharded training (FSDP mixed precision) typically reduces in 16 bits.
+    grad_bytes = w.trainable_params * (2 if sharded and mixed(a.precision) else 4)
     step_compute = fit.batch_size / one
     comm = 0.0
     if count > 1:
