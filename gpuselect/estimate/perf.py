@@ -109,7 +109,9 @@ class PerfModel:
 
     def predict_reference(self, model: str, precision: str, e: GpuEntry, generation: str | None = None,
                           batch: int | None = None) -> float | None:
-        """Samples/s of a reference model on a GPU (newest generation unless one is named)."""
+        """Throughput of a reference model on a GPU in its benchmark's unit (reference_throughput.csv:
+        images, sequences, tokens, mel frames or audio samples per second; newest generation unless
+        one is named). ``predict`` turns it into samples/s."""
         pc = precision_class(precision)
         m = self.models.get(model, {}).get(pc)
         peak = compute_peak(e, precision)
@@ -129,7 +131,8 @@ class PerfModel:
         if compute_peak(e, precision) is None:
             return None
         if w.id in self.models:
-            return self.predict_reference(w.id, precision, e, batch=batch)
+            units = self.predict_reference(w.id, precision, e, batch=batch)
+            return None if units is None else units / w.throughput_units_per_sample
         anchor = ANCHORS.get(w.kind, "resnet50")
         from gpuselect.workloads.presets import PRESETS
 
@@ -137,7 +140,8 @@ class PerfModel:
         base = self.predict_reference(anchor, precision, e, batch=batch)
         if base is None:
             return None
-        return base * ref.training_flops_per_sample / w.training_flops_per_sample
+        # The anchor's samples/s (its benchmark may count tokens or mel frames), scaled by FLOPs.
+        return base / ref.throughput_units_per_sample * ref.training_flops_per_sample / w.training_flops_per_sample
 
 
 _DEFAULT: PerfModel | None = None

@@ -68,7 +68,8 @@ _PRESETS: list[Workload] = [
        source=_PROFILED + "; model: DLE PyTorch/Translation/GNMT defaults (shared 1024-d embedding, 32,320-token vocabulary, "
               "bidirectional + 3 encoder LSTMs, attention LSTM + normalised Bahdanau attention + 3 decoder LSTMs); 50 source "
               "+ 50 target tokens (DLE's --max-length-train 50; real pairs are shorter, so the attention share is an upper "
-              "bound); activation memory approximate (LSTM gate buffers are not module outputs)", profiler_checked=True),
+              "bound); activation memory approximate (LSTM gate buffers are not module outputs)", profiler_checked=True,
+       throughput_units_per_sample=100.0),
     _w(id="ncf", name="NCF / NeuMF (MovieLens-20M)", kind="recsys",
        description="neural collaborative filtering (He et al. 2017) on MovieLens-20M, as in NVIDIA DeepLearningExamples (reference benchmark model)",
        params=31_800_000, trainable_params=31_800_000, forward_flops_per_sample=2 * 0.2e6,
@@ -84,14 +85,16 @@ _PRESETS: list[Workload] = [
        source=_PROFILED + "; model: DLE PyTorch/SpeechSynthesis/Tacotron2 defaults (28.2 M parameters per DLE), teacher-forced "
               "over LJSpeech's mean utterance: 6.57 s (LJSpeech README: 13,100 clips, 23:55:17) = 567 mel frames at 22,050 Hz, "
               "hop 256, and ~100 characters (1,308,678 / 13,100); padding to the longest utterance of a batch is not counted; "
-              "activation memory approximate (LSTM gate buffers are not module outputs)", profiler_checked=True),
+              "activation memory approximate (LSTM gate buffers are not module outputs)", profiler_checked=True,
+       throughput_units_per_sample=567.0),
     _w(id="waveglow", name="WaveGlow (LJSpeech)", kind="speech",
        description="WaveGlow flow-based vocoder on LJSpeech, as in NVIDIA DeepLearningExamples (reference benchmark model)",
        params=87_879_272, trainable_params=87_879_272, forward_flops_per_sample=324.95e9,
        memory_traffic_bytes_per_sample=2 * 593.1e6, activation_bytes_per_sample=593.1e6, input_shape=(16_000,),
        sample_unit="audio segment (16,000 samples)", layers=12, default_dataset_size=13_100, default_epochs=1000, default_batch_size=10,
        source=_PROFILED + "; model: DLE WaveGlow defaults (12 flows, groups of 8, 2 channels out every 4 flows, WN 8 layers x 256 "
-              "channels, kernel 3; 87.9 M parameters per DLE) on DLE's --segment-length 16000", profiler_checked=True),
+              "channels, kernel 3; 87.9 M parameters per DLE) on DLE's --segment-length 16000", profiler_checked=True,
+       throughput_units_per_sample=16_000.0),
 ]
 
 
@@ -140,7 +143,8 @@ _PRESETS += [
        layers=16, seq_len=192, default_dataset_size=103_000_000 // 192, default_epochs=1, default_batch_size=32,
        source=_XL_SOURCE.format(cfg="wt103_base.yaml", mem=192, tgt=192, div=1,
                                 params="192 M parameters: DLE widened the paper's 151 M base (410 hidden, 10 heads, "
-                                       "2100 FFN) to 512/8/2048"), profiler_checked=True),
+                                       "2100 FFN) to 512/8/2048"), profiler_checked=True,
+       throughput_units_per_sample=192.0),
     _w(id="transformerxllarge", name="Transformer-XL large (WikiText-103)", kind="transformer",
        description="Transformer-XL large (18 layers, 1024 hidden) on WikiText-103, target length 384, memory 384, as in NVIDIA "
                    "DeepLearningExamples (reference benchmark model); adaptive input and softmax",
@@ -150,7 +154,8 @@ _PRESETS += [
        layers=18, seq_len=384, default_dataset_size=103_000_000 // 384, default_epochs=1, default_batch_size=16,
        source=_XL_SOURCE.format(cfg="wt103_large.yaml", mem=384, tgt=384, div=4,
                                 params="285 M parameters counted on this shape, where the paper states 257 M"),
-       profiler_checked=True),
+       profiler_checked=True,
+       throughput_units_per_sample=384.0),
     _w(id="vit-b16", name="ViT-B/16 (ImageNet, 224x224)", kind="transformer",
        description="Dosovitskiy et al. 2020 ViT-Base with 16x16 patches: 196 patches + class token, 12 blocks, 1000-class head",
        params=86_567_656, trainable_params=86_567_656, forward_flops_per_sample=35.128e9,
