@@ -16,7 +16,7 @@ import statistics
 from pathlib import Path
 
 from gpuselect.catalog import load_catalog
-from gpuselect.estimate.perf import ANCHORS, fit_model, load_reference_rows, reference_precision, units_per_sample
+from gpuselect.estimate.perf import ANCHORS, fit_model, load_reference_rows, reference_precision
 from gpuselect.workloads.presets import PRESETS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,9 +61,10 @@ def main() -> None:
             if a is not None:
                 base = model.predict_reference(a, reference_precision(entry, r.precision), entry, r.generation, batch=r.batch_size)
                 if base is not None:
-                    # In the anchor's samples, scaled by FLOPs, then back into this model's measured unit.
-                    scaled = (base / units_per_sample(a) * PRESETS[a].training_flops_per_sample
-                              / PRESETS[r.model].training_flops_per_sample * units_per_sample(r.model))
+                    # In samples of the anchor, scaled by FLOPs, back to the measured model's unit.
+                    pa, pm = PRESETS[a], PRESETS[r.model]
+                    scaled = (base / pa.throughput_units_per_sample * pa.training_flops_per_sample / pm.training_flops_per_sample
+                              * pm.throughput_units_per_sample)
                     anchored.append((r.model, a, abs(scaled / r.throughput - 1)))
     all_e = [e for *_, e in errors]
     by_model: dict[str, list[float]] = {}
@@ -131,8 +132,11 @@ def main() -> None:
         lines += ["", "By kind (the band an anchored workload of that kind carries; kinds with no test — cnn, mlp, rnn, "
                   "recsys, custom — carry the overall figure):", ""]
         lines += [f"- {k}: 90th percentile {100 * v:.0f} %" for k, v in band["p90_anchored_by_kind"].items()]
-        lines += ["", "The approximate FLOPs of the speech and Transformer-XL presets (see `gpuselect workloads`) "
-                  "are the likely cause of their large errors: anchoring is only as good as both workloads' FLOPs."]
+        lines += ["", "All these models' FLOPs are profiled on DeepLearningExamples-faithful torch models "
+                  "(gpuselect/workloads/reference_models.py), and throughputs the benchmark counts in tokens, mel frames "
+                  "or audio samples are converted to the presets' samples first. What error remains is the models "
+                  "running at different efficiencies per FLOP (narrow matrices, recurrent steps, memory-bound layers), "
+                  "which scaling by FLOPs cannot see."]
     lines += [
         "",
         "Every estimate of a reference model carries the 90th-percentile error of its precision as `error_band` "

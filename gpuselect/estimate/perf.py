@@ -44,22 +44,6 @@ ANCHORS: dict[str, str] = {
 }
 
 
-#: How many of the unit a reference model's throughput is measured in make one sample of its
-#: preset (the rest are measured per image, sequence or rating: 1). The app predicts samples/s;
-#: the data is tokens/s, mel frames/s or audio samples/s for these.
-MEASURED_UNITS_PER_SAMPLE: dict[str, float] = {
-    "transformerxlbase": 192,  # tokens/s; a sample is one target segment of 192 tokens (DLE tgt_len)
-    "transformerxllarge": 384,  # tokens/s; target segments of 384 tokens
-    "gnmt": 100,  # tokens/s (source + target); a sample is a sentence pair of up to 50 tokens a side
-    "tacotron2": 566,  # mel frames/s; LJSpeech's 23 h 55 min over 13,100 clips at 22050/256 frames/s
-    "waveglow": 16_000,  # audio samples/s; a sample is one 16,000-sample training segment (DLE)
-}
-
-
-def units_per_sample(model: str) -> float:
-    return MEASURED_UNITS_PER_SAMPLE.get(model, 1.0)
-
-
 def data_precision(precision: str) -> str:
     return precision_class(precision)
 
@@ -125,8 +109,9 @@ class PerfModel:
 
     def predict_reference(self, model: str, precision: str, e: GpuEntry, generation: str | None = None,
                           batch: int | None = None) -> float | None:
-        """Throughput of a reference model on a GPU in the unit its measurements use (tokens/s for
-        Transformer-XL ...; see ``MEASURED_UNITS_PER_SAMPLE``), newest generation unless named."""
+        """Throughput of a reference model on a GPU in its benchmark's unit (reference_throughput.csv:
+        images, sequences, tokens, mel frames or audio samples per second; newest generation unless
+        one is named). ``predict`` turns it into samples/s."""
         pc = precision_class(precision)
         m = self.models.get(model, {}).get(pc)
         peak = compute_peak(e, precision)
@@ -146,8 +131,8 @@ class PerfModel:
         if compute_peak(e, precision) is None:
             return None
         if w.id in self.models:
-            measured = self.predict_reference(w.id, precision, e, batch=batch)
-            return None if measured is None else measured / units_per_sample(w.id)
+            units = self.predict_reference(w.id, precision, e, batch=batch)
+            return None if units is None else units / w.throughput_units_per_sample
         anchor = ANCHORS.get(w.kind, "resnet50")
         from gpuselect.workloads.presets import PRESETS
 
@@ -155,7 +140,8 @@ class PerfModel:
         base = self.predict_reference(anchor, precision, e, batch=batch)
         if base is None:
             return None
-        return base / units_per_sample(anchor) * ref.training_flops_per_sample / w.training_flops_per_sample
+        # The anchor's samples/s (its benchmark may count tokens or mel frames), scaled by FLOPs.
+        return base / ref.throughput_units_per_sample * ref.training_flops_per_sample / w.training_flops_per_sample
 
 
 _DEFAULT: PerfModel | None = None

@@ -26,6 +26,10 @@ class Workload:
     mode: str = "full"  # full, lora, qlora
     source: str = ""  # where the figures come from / how they were derived
     profiler_checked: bool = False  # FLOPs verified against torch's FLOP counter in the tests
+    # How many of the reference benchmark's throughput units one sample is, for the reference
+    # models measured per token, mel frame or audio sample (reference_throughput.csv's `unit`):
+    # tokens per segment, mel frames per utterance ... 1 where the unit is the sample itself.
+    throughput_units_per_sample: float = 1.0
 
     @property
     def training_flops_per_sample(self) -> float:

@@ -61,11 +61,15 @@ _PRESETS: list[Workload] = [
        source="approximate: ~260 G multiply-adds at 800x1333 as commonly reported for R50-FPN Mask R-CNN (e.g. the Swin Transformer paper's COCO table); not profiler-checked"),
     _w(id="gnmt", name="GNMT v2 (WMT16 en-de)", kind="rnn",
        description="NVIDIA DeepLearningExamples GNMT v2: 4-layer LSTM encoder/decoder, 1024 units, attention, 32k BPE vocabulary (reference benchmark model)",
-       params=160_000_000, trainable_params=160_000_000, forward_flops_per_sample=2 * 160e6 * 2 * 50,
+       params=160_671_297, trainable_params=160_671_297, forward_flops_per_sample=12.752e9,
        memory_traffic_bytes_per_sample=2 * 40e6, activation_bytes_per_sample=40e6, input_shape=(50,),
-       sample_unit="sentence pair (~50 tokens each side)", layers=8, seq_len=50, default_dataset_size=4_500_000,
+       sample_unit="sentence pair (50 tokens each side)", layers=8, seq_len=50, default_dataset_size=4_500_000,
        default_epochs=6, default_batch_size=128,
-       source="approximate: 2 FLOP per parameter per token over ~50 source + 50 target tokens; ~160 M parameters; not profiler-checked"),
+       source=_PROFILED + "; model: DLE PyTorch/Translation/GNMT defaults (shared 1024-d embedding, 32,320-token vocabulary, "
+              "bidirectional + 3 encoder LSTMs, attention LSTM + normalised Bahdanau attention + 3 decoder LSTMs); 50 source "
+              "+ 50 target tokens (DLE's --max-length-train 50; real pairs are shorter, so the attention share is an upper "
+              "bound); activation memory approximate (LSTM gate buffers are not module outputs)", profiler_checked=True,
+       throughput_units_per_sample=100.0),
     _w(id="ncf", name="NCF / NeuMF (MovieLens-20M)", kind="recsys",
        description="neural collaborative filtering (He et al. 2017) on MovieLens-20M, as in NVIDIA DeepLearningExamples (reference benchmark model)",
        params=31_800_000, trainable_params=31_800_000, forward_flops_per_sample=2 * 0.2e6,
@@ -74,16 +78,23 @@ _PRESETS: list[Workload] = [
        source="approximate: embedding lookups plus a 256-128-64 MLP (~0.2 M multiply-adds per rating); memory-bound; not profiler-checked"),
     _w(id="tacotron2", name="Tacotron 2 (LJSpeech)", kind="speech",
        description="Tacotron 2 text-to-mel model on LJSpeech, as in NVIDIA DeepLearningExamples (reference benchmark model)",
-       params=28_200_000, trainable_params=28_200_000, forward_flops_per_sample=2 * 28.2e6 * 566,
-       memory_traffic_bytes_per_sample=2 * 60e6, activation_bytes_per_sample=60e6, input_shape=(150,),
-       sample_unit="utterance (~566 mel frames)", layers=10, default_dataset_size=13_100, default_epochs=1500, default_batch_size=104,
-       source="approximate: 2 FLOP per parameter per decoder step over ~566 mel frames (LJSpeech: 23 h 55 min in 13,100 clips, 22050 Hz, hop 256); 28.2 M parameters (DLE); not profiler-checked"),
+       params=28_193_153, trainable_params=28_193_153, forward_flops_per_sample=27.401e9,
+       memory_traffic_bytes_per_sample=2 * 60e6, activation_bytes_per_sample=60e6, input_shape=(100,),
+       sample_unit="utterance (~567 mel frames, ~100 characters)", layers=10, default_dataset_size=13_100, default_epochs=1500,
+       default_batch_size=104,
+       source=_PROFILED + "; model: DLE PyTorch/SpeechSynthesis/Tacotron2 defaults (28.2 M parameters per DLE), teacher-forced "
+              "over LJSpeech's mean utterance: 6.57 s (LJSpeech README: 13,100 clips, 23:55:17) = 567 mel frames at 22,050 Hz, "
+              "hop 256, and ~100 characters (1,308,678 / 13,100); padding to the longest utterance of a batch is not counted; "
+              "activation memory approximate (LSTM gate buffers are not module outputs)", profiler_checked=True,
+       throughput_units_per_sample=567.0),
     _w(id="waveglow", name="WaveGlow (LJSpeech)", kind="speech",
        description="WaveGlow flow-based vocoder on LJSpeech, as in NVIDIA DeepLearningExamples (reference benchmark model)",
-       params=87_900_000, trainable_params=87_900_000, forward_flops_per_sample=2 * 87.9e6 * 16_000 / 8,
-       memory_traffic_bytes_per_sample=2 * 300e6, activation_bytes_per_sample=300e6, input_shape=(16_000,),
-       sample_unit="1 s audio segment (16k samples)", layers=12, default_dataset_size=13_100, default_epochs=1000, default_batch_size=10,
-       source="approximate: 2 FLOP per parameter per group of 8 audio samples; 87.9 M parameters; not profiler-checked"),
+       params=87_879_272, trainable_params=87_879_272, forward_flops_per_sample=324.95e9,
+       memory_traffic_bytes_per_sample=2 * 593.1e6, activation_bytes_per_sample=593.1e6, input_shape=(16_000,),
+       sample_unit="audio segment (16,000 samples)", layers=12, default_dataset_size=13_100, default_epochs=1000, default_batch_size=10,
+       source=_PROFILED + "; model: DLE WaveGlow defaults (12 flows, groups of 8, 2 channels out every 4 flows, WN 8 layers x 256 "
+              "channels, kernel 3; 87.9 M parameters per DLE) on DLE's --segment-length 16000", profiler_checked=True,
+       throughput_units_per_sample=16_000.0),
 ]
 
 
@@ -102,26 +113,59 @@ _PRESETS += [
        description="BERT-large (340 M) fine-tuned on SQuAD v1.1 at sequence length 384 (reference benchmark model)",
        dataset_size=88_641, epochs=2, batch_size=24, profiler_checked=True,
        source="transformer arithmetic; FLOPs re-checked by tests against the profiled reference model"),
-    _t("transformerxlbase", "Transformer-XL base (WikiText-103)",
-       TransformerShape(layers=16, hidden=410, heads=10, vocab=267_735, seq_len=192, ffn=2100, lm_head=False),
-       description="Dai et al. 2019 Transformer-XL base on WikiText-103, target length 192 (reference benchmark model); adaptive softmax",
-       dataset_size=103_000_000 // 192, epochs=1, batch_size=32,
-       source="transformer arithmetic on the paper's shape; the adaptive softmax head and relative attention are left out (approximate); not profiler-checked"),
-    _t("transformerxllarge", "Transformer-XL large (WikiText-103)",
-       TransformerShape(layers=18, hidden=1024, heads=16, vocab=30_300, seq_len=384, ffn=4096, lm_head=False),
-       description="Transformer-XL large on WikiText-103, target length 384 (reference benchmark model); adaptive softmax",
-       dataset_size=103_000_000 // 384, epochs=1, batch_size=16,
-       source="transformer arithmetic on the paper's shape; the adaptive input/softmax is modelled as a 30.3k-row embedding so the total matches the paper's 257 M parameters; relative attention left out (approximate); not profiler-checked"),
-    _t("vit-b16", "ViT-B/16 (ImageNet, 224x224)",
-       TransformerShape(layers=12, hidden=768, heads=12, vocab=768, seq_len=197, ffn=3072, lm_head=False),
-       description="Dosovitskiy et al. 2020 ViT-Base with 16x16 patches: 196 patches + class token; the 'vocabulary' row stands for the patch projection",
-       dataset_size=1_281_167, epochs=300, batch_size=256, kind="transformer", sample_unit="image",
-       source="transformer arithmetic on the paper's shape (patch embedding counted as a 768x768 projection); not profiler-checked"),
     _t("gpt2-124m", "GPT-2 124M pre-training (seq 1024)",
        TransformerShape(layers=12, hidden=768, heads=12, vocab=50257, seq_len=1024, ffn=3072, lm_head=True),
        description="Radford et al. 2019 GPT-2 small pre-trained from scratch on 1024-token sequences (e.g. OpenWebText, ~9 B tokens)",
        dataset_size=9_000_000_000 // 1024, epochs=1, batch_size=16, profiler_checked=True,
        source="transformer arithmetic; FLOPs re-checked by tests against the profiled reference model"),
+]
+
+
+
+def _xl_activation(layers: int, hidden: int, heads: int, q_len: int, k_len: int) -> float:
+    """Korthikanti et al. 2022's per-layer activation count (see transformer.py) with attention
+    scores over the memory as well: s*h*34 + 5*a*s*k bytes per layer, 16-bit."""
+    return layers * (q_len * hidden * 34 + 5 * heads * q_len * k_len)
+
+
+_XL_SOURCE = (_PROFILED + "; model: DLE PyTorch/LanguageModeling/Transformer-XL {cfg} (relative attention over {mem} cached "
+              "+ {tgt} new positions, post-norm, ReLU FFN, adaptive input and softmax over WikiText-103's 267,735 words, "
+              "cutoffs 20k/40k/200k, div_val {div}, tied weights); the tail clusters of the softmax are charged for the "
+              "tokens Zipf's law puts in them (an assumption); {params}; activation memory from Korthikanti et al. "
+              "2022 with scores over the memory")
+_PRESETS += [
+    _w(id="transformerxlbase", name="Transformer-XL base (WikiText-103)", kind="transformer",
+       description="Dai et al. 2019 Transformer-XL base as modified in NVIDIA DeepLearningExamples (16 layers, 512 hidden) on "
+                   "WikiText-103, target length 192, memory 192 (reference benchmark model); adaptive softmax",
+       params=191_950_298, trainable_params=191_950_298, forward_flops_per_sample=37.694e9,
+       memory_traffic_bytes_per_sample=2 * _xl_activation(16, 512, 8, 192, 384),
+       activation_bytes_per_sample=_xl_activation(16, 512, 8, 192, 384), input_shape=(192,), sample_unit="segment of 192 tokens",
+       layers=16, seq_len=192, default_dataset_size=103_000_000 // 192, default_epochs=1, default_batch_size=32,
+       source=_XL_SOURCE.format(cfg="wt103_base.yaml", mem=192, tgt=192, div=1,
+                                params="192 M parameters: DLE widened the paper's 151 M base (410 hidden, 10 heads, "
+                                       "2100 FFN) to 512/8/2048"), profiler_checked=True,
+       throughput_units_per_sample=192.0),
+    _w(id="transformerxllarge", name="Transformer-XL large (WikiText-103)", kind="transformer",
+       description="Transformer-XL large (18 layers, 1024 hidden) on WikiText-103, target length 384, memory 384, as in NVIDIA "
+                   "DeepLearningExamples (reference benchmark model); adaptive input and softmax",
+       params=285_170_506, trainable_params=285_170_506, forward_flops_per_sample=282.96e9,
+       memory_traffic_bytes_per_sample=2 * _xl_activation(18, 1024, 16, 384, 768),
+       activation_bytes_per_sample=_xl_activation(18, 1024, 16, 384, 768), input_shape=(384,), sample_unit="segment of 384 tokens",
+       layers=18, seq_len=384, default_dataset_size=103_000_000 // 384, default_epochs=1, default_batch_size=16,
+       source=_XL_SOURCE.format(cfg="wt103_large.yaml", mem=384, tgt=384, div=4,
+                                params="285 M parameters counted on this shape, where the paper states 257 M"),
+       profiler_checked=True,
+       throughput_units_per_sample=384.0),
+    _w(id="vit-b16", name="ViT-B/16 (ImageNet, 224x224)", kind="transformer",
+       description="Dosovitskiy et al. 2020 ViT-Base with 16x16 patches: 196 patches + class token, 12 blocks, 1000-class head",
+       params=86_567_656, trainable_params=86_567_656, forward_flops_per_sample=35.128e9,
+       memory_traffic_bytes_per_sample=2 * TransformerShape(12, 768, 12, 1, 197, 3072).activation_bytes_per_sequence(),
+       activation_bytes_per_sample=TransformerShape(12, 768, 12, 1, 197, 3072).activation_bytes_per_sequence(),
+       input_shape=(3, 224, 224), sample_unit="image", layers=12, seq_len=197, default_dataset_size=1_281_167,
+       default_epochs=300, default_batch_size=256,
+       source=_PROFILED + "; model: patch-embedding conv, class token, 12 pre-norm blocks (768, 12 heads, MLP 3072), head "
+              "(86.6 M parameters, as the paper's 86 M); activation memory from Korthikanti et al. 2022 at 197 tokens",
+       profiler_checked=True),
 ]
 
 _LLAMA = {

@@ -37,8 +37,12 @@ def profile_factory(factory: Callable[[], Any], input_shape: tuple[int, ...], in
     sizes: list[int] = []
 
     def hook(_m: Any, _i: Any, out: Any) -> None:
+        # A tensor, or (LSTM, LSTMCell) a nested tuple of them: output and hidden/cell states.
         if isinstance(out, torch.Tensor):
             sizes.append(out.numel())
+        elif isinstance(out, (tuple, list)):
+            for o in out:
+                hook(_m, _i, o)
 
     handles = [m.register_forward_hook(hook) for m in model.modules() if not list(m.children())]
     counter = FlopCounterMode(display=False)

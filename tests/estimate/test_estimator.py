@@ -270,19 +270,6 @@ def test_shipped_calibration_matches_a_fresh_fit(catalog) -> None:
             assert fresh["arch_eff"][pc][arch] == pytest.approx(e), (pc, arch)
 
 
-def test_measured_units_match_each_presets_sample() -> None:
-    # The data counts tokens, mel frames or audio samples; a preset's sample is a segment, a
-    # sentence pair or an utterance. The conversion must agree with the preset's own definition.
-    from gpuselect.estimate.perf import units_per_sample
-
-    assert units_per_sample("transformerxlbase") == PRESETS["transformerxlbase"].seq_len
-    assert units_per_sample("transformerxllarge") == PRESETS["transformerxllarge"].seq_len
-    assert units_per_sample("gnmt") == 2 * PRESETS["gnmt"].seq_len
-    assert units_per_sample("waveglow") == PRESETS["waveglow"].input_shape[0]
-    assert f"{units_per_sample('tacotron2'):.0f} mel frames" in PRESETS["tacotron2"].sample_unit
-    assert units_per_sample("resnet50") == 1.0 and units_per_sample("bert_large_squad") == 1.0
-
-
 def test_token_measured_models_predict_samples_not_tokens(catalog, perf) -> None:
     # Transformer-XL base is measured in tokens/s; one sample is a 192-token segment, so the
     # app's samples/s must be the measured unit divided by 192 (an epoch-time bug otherwise).
