@@ -202,12 +202,13 @@ def run(args: argparse.Namespace) -> int:
     for title, rows in (("Single GPUs, fastest first", [r for r in ok if r.count == 1]), ("Several GPUs", [r for r in ok if r.count > 1])):
         if not rows:
             continue
-        print(f"\n{title}:\n{'option':34s} {'batch':>6s} {'samples/s':>10s} {'time':>9s} {'buy $':>9s} {'cloud $':>9s} {'kWh':>8s}")
+        print(f"\n{title}:\n{'option':34s} {'batch':>6s} {'samples/s':>10s} {'time':>9s} {'±':>5s} {'buy $':>9s} {'cloud $':>9s} {'kWh':>8s}")
         for r in rows[: args.top if title.startswith("Single") else max(3, args.top // 3)]:
             print(f"{r.count}x {r.name[:30]:31s} {r.batch_size or 0:6d} {r.throughput_samples_per_s or 0:10,.1f} "
-                  f"{r.total_time_h or 0:8,.1f}h {money(r.buy_cost_usd):>9s} {money(r.cloud_cost_usd):>9s} {r.energy_kwh or 0:8,.1f}"
+                  f"{r.total_time_h or 0:8,.1f}h {100 * r.error_band:4.0f}% {money(r.buy_cost_usd):>9s} {money(r.cloud_cost_usd):>9s} {r.energy_kwh or 0:8,.1f}"
                   + ("" if r.meets_deadline else "  (misses deadline)"))
     nofit = sum(1 for r in result.rows if r.count == 1 and not r.fits)
-    print(f"\n{len(ok)} of {len(result.rows)} options fit; {nofit} single GPUs do not. Times carry ±{100 * result.rows[0].error_band:.0f} % "
-          "(90th-percentile error, docs/accuracy.md). `--format json` has every row, with what would make a GPU fit.")
+    print(f"\n{len(ok)} of {len(result.rows)} options fit; {nofit} single GPUs do not. ± is each row's validated "
+          "90th-percentile error (docs/accuracy.md; AMD cards and several GPUs: docs/accuracy-external.md). "
+          "`--format json` has every row, with what would make a GPU fit.")
     return 0

@@ -126,7 +126,10 @@ class EstimatePage(QWidget):
             Column("VRAM", lambda r: r.vram_gb, fmt=num(0, " GB"), numeric=True, tooltip="memory per GPU (VRAM): bounds the model and the batch"),
             Column("Fits", lambda r: "yes" if r.fits else "no", tooltip="model + optimizer state + activations fit the GPU's memory (VRAM)"),
             Column("Batch", lambda r: r.batch_size, numeric=True),
-            Column("Time", lambda r: r.total_time_h, fmt=num(1, " h"), numeric=True, tooltip="± the validated error band"),
+            Column("Time", lambda r: r.total_time_h, fmt=num(1, " h"), numeric=True, tooltip="± the error band in the next column"),
+            Column("±", lambda r: 100 * r.error_band, fmt=num(0, " %"), numeric=True,
+                   tooltip="validated 90th-percentile error of this row's time (docs/accuracy.md); wider for workloads\n"
+                           "without measurements, AMD cards and several GPUs (docs/accuracy-external.md)"),
             Column("Buy", lambda r: r.buy_cost_usd, fmt=self._money, numeric=True, tooltip="price (street or launch) + electricity"),
             Column("Cloud", lambda r: r.cloud_cost_usd, fmt=self._money, numeric=True, tooltip="cheapest on-demand price, late 2025"),
             Column("Energy", lambda r: r.energy_kwh, fmt=num(1, " kWh"), numeric=True),
