@@ -123,6 +123,9 @@ def test_bench_page_runs_and_cancels(qtbot) -> None:
     qtbot.waitUntil(lambda: page.report is not None, timeout=60_000)
     assert page.model.rowCount() > 3 and page.progress.value() == 1000 and page.start_button.isEnabled()
     assert "Done" in page.step.text()
+    # What was not measured is listed with its reason (the CPU has no TF32).
+    notes = {page.model.index(i, 1).data(): page.model.index(i, 5).data() for i in range(page.model.rowCount())}
+    assert notes["matmul tf32"].startswith("not measured: TF32")
     page.report = None
     page.config = BenchConfig(quick=False, devices=("cpu",))
     page.start()

@@ -27,8 +27,9 @@ from gpuselect.gui.plots import themed_plot
 from gpuselect.gui.workers import GeneratorWorker
 
 
-def result_rows(report: Any) -> list[tuple[str, str, float | None, str, float | None]]:
-    """(device, figure, value, unit, % of spec) for the results table."""
+def result_rows(report: Any) -> list[tuple[str, str, float | None, str, float | None, str]]:
+    """(device, figure, value, unit, % of spec, note) for the results table; what was skipped or
+    backed off is listed with its reason, so a missing figure is never silent."""
     rows = []
     for d in report.devices:
         ratio = d.spec_ratio or {}
@@ -42,7 +43,11 @@ def result_rows(report: Any) -> list[tuple[str, str, float | None, str, float | 
         rows.append((d.device, "launch overhead", d.launch_overhead_us, "µs", None))
         for s in d.train_steps:
             rows.append((d.device, f"train {s.model} batch {s.batch_size}", s.samples_per_s, "samples/s", None))
-    return rows
+        for what, why in d.skipped.items():
+            rows.append((d.device, what, None, "", None, f"not measured: {why}"))
+        for note in d.backoffs:
+            rows.append((d.device, "back-off", None, "", None, note))
+    return [r if len(r) == 6 else (*r, "") for r in rows]
 
 
 class BenchPage(QWidget):
@@ -68,6 +73,7 @@ class BenchPage(QWidget):
             Column("Unit", lambda r: r[3]),
             Column("% of spec", lambda r: r[4], fmt=lambda v: "—" if v is None else f"{100 * v:.0f} %", numeric=True,
                    tooltip="measured / the catalog's dense spec for this card"),
+            Column("Note", lambda r: r[5]),
         ], self)
         self.table = QTableView()
         self.table.setModel(self.model)
