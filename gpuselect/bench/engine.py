@@ -84,10 +84,11 @@ def select_devices(available: list[_Device], wanted: tuple[str, ...]) -> list[_D
 class _Runner:
     """Times operations on one device with warm-up, synchronisation and repeats."""
 
-    def __init__(self, torch: Any, dev: _Device, cfg: BenchConfig, cancel: CancelFlag) -> None:
+    def __init__(self, torch: Any, dev: _Device, cfg: BenchConfig, cancel: CancelFlag, start: float | None = None) -> None:
         self.torch, self.dev, self.cfg, self.cancel = torch, dev, cfg, cancel
         self.budget = cfg.measurement_budget_s()
-        self.deadline = time.perf_counter() + cfg.device_time_box_s()
+        self.deadline = (time.perf_counter() if start is None else start) + cfg.device_time_box_s()
+        self.cpu_warm = False  # a CPU matmul has run: its threads are spun up
 
     def out_of_time(self) -> bool:
         return time.perf_counter() > self.deadline
@@ -174,8 +175,15 @@ _DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfl
 
 def _max_matmul_size(r: _Runner) -> int:
     if r.dev.kind == "cpu":
-        return 2048
+        return 4096
     return 8192 if not r.cfg.quick else 4096
+
+
+#: On a CPU every size from ~512 up reaches the same rate once a product takes a few
+#: milliseconds (measured on the 2-core VM: medians of 512..2048 within 7 % of each other in an interleaved 40 s run),
+#: so the ramp stops there: many short repeats give a median that a busy host cannot swing,
+#: where three 0.1 s products at 2048 could (seen: 0.082 vs 0.11-0.13 TFLOP/s around it).
+_CPU_ENOUGH_OP_S = 0.01
 
 
 #: Each size step multiplies the work by 8; stop climbing when the next product is predicted to
@@ -202,7 +210,7 @@ def _ramp_size(r: _Runner, dtype: Any, limit: int) -> tuple[int, Any, Any, float
         t.mm(a, b)
         r.sync()
         took = time.perf_counter() - start
-        if n * 2 > limit or took * 8 > _MAX_PREDICTED_OP_S:
+        if n * 2 > limit or took * 8 > _MAX_PREDICTED_OP_S or (r.dev.kind == "cpu" and took >= _CPU_ENOUGH_OP_S):
             return n, a, b, took
         n *= 2
 
@@ -231,7 +239,10 @@ def measure_matmul(r: _Runner, res: DeviceResult, precision: str) -> None:
                 # after each repeat does not count as idle device time.
                 inner = max(1, min(64, int(0.02 / max(once, 1e-6))))
                 # Settle by rate, not by a fixed time, so a short run still measures the sustained rate.
-                samples = r.time(lambda: t.mm(a, b), inner=inner, warmup=2, settle_s=1.0 if r.dev.kind == "cpu" else None)
+                # The first CPU product brings threads and clocks up; later precisions find them up.
+                settle = (1.0 if not r.cpu_warm else 0.3) if r.dev.kind == "cpu" else None
+                samples = r.time(lambda: t.mm(a, b), inner=inner, warmup=2, settle_s=settle)
+                r.cpu_warm = True
                 break
             except (RuntimeError, MemoryError) as exc:
                 if not (_is_oom(exc) or isinstance(exc, MemoryError)):
@@ -428,18 +439,56 @@ def _make_model(torch: Any, name: str) -> tuple[Any, Callable[[int], tuple[Any, 
     raise UsageError(f"unknown benchmark model {name!r}")
 
 
+class _SgdMomentum:
+    """SGD with momentum, the same update as ``torch.optim.SGD(momentum=0.9)``'s foreach path
+    (buf = momentum*buf + grad; p -= lr*buf). Written out because the first use of any
+    ``torch.optim`` optimizer imports ``torch._dynamo``: 1.8 s of the 10 s quick run on the
+    2-core VM, spent on Python imports rather than on the device."""
+
+    def __init__(self, torch: Any, params: Any, lr: float = 0.01, momentum: float = 0.9) -> None:
+        self.torch, self.params, self.lr, self.momentum = torch, list(params), lr, momentum
+        self.bufs: list[Any] | None = None
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    def step(self) -> None:
+        t = self.torch
+        with t.no_grad():
+            params = [p for p in self.params if p.grad is not None]
+            grads = [p.grad for p in params]
+            if self.bufs is None:
+                self.bufs = [g.clone() for g in grads]  # torch.optim.SGD's first step: buf = grad
+            else:
+                t._foreach_mul_(self.bufs, self.momentum)
+                t._foreach_add_(self.bufs, grads)
+            t._foreach_add_(params, self.bufs, alpha=-self.lr)
+
+
 def measure_train(r: _Runner, res: DeviceResult, model_name: str, batch_sizes: tuple[int, ...]) -> Iterator[str]:
     """Yields after each batch size so the caller can report progress."""
     t = r.torch
     on_accel = r.dev.kind != "cpu"
     model, make_batch, loss_fn = _make_model(t, model_name)
     model = model.to(r.dev.torch_device)
-    opt = t.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    opt = _SgdMomentum(t, model.parameters(), lr=0.01, momentum=0.9)
+    prev: tuple[int, float] | None = None  # (batch, seconds per step) of the last batch measured
     for bs in batch_sizes:
         if r.out_of_time():
             res.skipped[f"train {model_name} batches >= {bs}"] = (
                 f"the device's time box ({r.cfg.device_time_box_s():.1f} s) was used up")
             break
+        if prev is not None:
+            # A step costs at most ~linear in the batch; the warm-up step and at least one timed
+            # step must fit in what is left of the box, or this batch would overrun it.
+            predicted = prev[1] * bs / prev[0]
+            left = r.deadline - time.perf_counter()
+            if 2 * predicted > left:
+                res.skipped[f"train {model_name} batches >= {bs}"] = (
+                    f"a step at batch {bs} would take ~{predicted:.2f} s (from batch {prev[0]}) and "
+                    f"{max(left, 0.0):.1f} s of the device's time box ({r.cfg.device_time_box_s():.1f} s) are left")
+                break
         x_host, y_host = make_batch(bs)
         if on_accel and r.dev.kind in ("cuda", "rocm"):
             x_host, y_host = x_host.pin_memory(), y_host.pin_memory()
@@ -448,7 +497,7 @@ def measure_train(r: _Runner, res: DeviceResult, model_name: str, batch_sizes: t
             # Data starts on the host, as in real training: the copy is part of the step.
             x = x_host.to(r.dev.torch_device, non_blocking=True)
             y = y_host.to(r.dev.torch_device, non_blocking=True)
-            opt.zero_grad(set_to_none=True)
+            opt.zero_grad()
             loss = loss_fn(model(x), y)
             loss.backward()
             opt.step()
@@ -460,6 +509,7 @@ def measure_train(r: _Runner, res: DeviceResult, model_name: str, batch_sizes: t
             step()
             r.sync()
             once = time.perf_counter() - t0
+            prev = (bs, once)
             if once > 0.45:  # too slow to repeat inside the time box; larger batches only get slower
                 res.train_steps.append(TrainStep(model_name, bs, round(bs / once, 2), round(once * 1e3, 3), on_accel))
                 res.skipped[f"train {model_name} batches > {bs}"] = f"one step at batch {bs} took {once:.2f} s"
@@ -520,12 +570,13 @@ def run_benchmark(cfg: BenchConfig, cancel: CancelFlag | None = None) -> Generat
         return ProgressEvent(step=step, fraction=frac, elapsed_s=round(elapsed, 3), eta_s=None if eta is None else round(eta, 1))
 
     try:
-        for dev, plan in plans:
+        for i, (dev, plan) in enumerate(plans):
             dev_start = time.perf_counter()
             res = DeviceResult(device=dev.spec, name=dev.name, kind=dev.kind, memory_total_bytes=dev.memory_total_bytes)
             report.devices.append(res)
             res.telemetry_before = _telemetry(dev)
-            runner = _Runner(torch, dev, cfg, cancel)
+            # The user waits for torch's import too: the first device's box includes it.
+            runner = _Runner(torch, dev, cfg, cancel, start=start if i == 0 else dev_start)
             for label, fn in plan:
                 yield event(f"{dev.spec}: {label}")
                 try:

@@ -177,3 +177,52 @@ def test_time_box_bounds_the_run_even_when_every_step_is_slow(monkeypatch: pytes
     # Without the box: four precisions x (ramp + 1 s settle + 0.5 s budget) would take > 6 s.
     assert took < 3.0, took
     assert report.devices[0].matmul_tflops["fp32"] is not None
+
+
+def test_sgd_momentum_matches_torch_optim() -> None:
+    # The engine's written-out optimizer must do the same update as torch.optim.SGD.
+    from gpuselect.bench.engine import _SgdMomentum
+
+    torch.manual_seed(0)
+    a = torch.nn.Linear(8, 3)
+    b = torch.nn.Linear(8, 3)
+    b.load_state_dict(a.state_dict())
+    ref = torch.optim.SGD(a.parameters(), lr=0.05, momentum=0.9)
+    ours = _SgdMomentum(torch, b.parameters(), lr=0.05, momentum=0.9)
+    for _ in range(4):
+        x = torch.randn(5, 8)
+        for model, opt in ((a, ref), (b, ours)):
+            opt.zero_grad()
+            model(x).pow(2).sum().backward()
+            opt.step()
+    for pa, pb in zip(a.parameters(), b.parameters()):
+        assert torch.allclose(pa, pb, atol=1e-6)
+
+
+def test_a_training_batch_predicted_to_overrun_the_box_is_skipped_before_it_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time as _time
+
+    from gpuselect.bench import engine
+
+    class Sleepy(torch.nn.Module):  # a step that costs 40 ms per sample
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 2)
+
+        def forward(self, x):
+            _time.sleep(0.04 * x.shape[0])
+            return self.lin(x)
+
+    monkeypatch.setattr(engine, "_make_model",
+                        lambda t, name: (Sleepy(), lambda bs: (t.randn(bs, 4), t.randint(0, 2, (bs,))), t.nn.CrossEntropyLoss()))
+    cfg = BenchConfig(quick=True, devices=("cpu",), budget_s=0.05)
+    (dev,) = engine.select_devices(engine.list_devices(torch), ("cpu",))
+    runner = engine._Runner(torch, dev, cfg, threading.Event())
+    runner.deadline = _time.perf_counter() + 0.8
+    res = DeviceResult("cpu", "cpu", "cpu")
+    t0 = _time.perf_counter()
+    list(engine.measure_train(runner, res, "sleepy", (1, 16)))
+    # Batch 1 fits (about 0.2 s); batch 16 would need ~0.64 s per step, twice that is past the box.
+    assert [s.batch_size for s in res.train_steps] == [1]
+    assert "would take" in res.skipped["train sleepy batches >= 16"]
+    assert _time.perf_counter() - t0 < 0.8
