@@ -162,6 +162,11 @@ class _Runner:
             self.torch.cuda.empty_cache()
 
 
+def _sig(v: float, digits: int = 4) -> float:
+    """Round to significant digits: a CPU's fp16 rate (0.0012 TFLOP/s) must not become 0."""
+    return float(f"{v:.{digits}g}")
+
+
 def _timing(samples: list[float], to_value: Callable[[float], float], size: str, note: str | None = None) -> Timing:
     """Median, min and max of per-repeat values (throughputs: faster repeats give higher values)."""
     values = sorted(to_value(s) for s in samples)
@@ -262,7 +267,7 @@ def measure_matmul(r: _Runner, res: DeviceResult, precision: str) -> None:
         note = None if n == limit else f"size limited to {n} so one product stays short on this device"
         timing = _timing(samples, lambda s: flop / s / 1e12, f"{n}x{n}x{n}", note)
         res.matmul_detail[precision] = timing
-        res.matmul_tflops[precision] = round(timing.value, 3)
+        res.matmul_tflops[precision] = _sig(timing.value)
     finally:
         if old_tf32 is not None:
             t.backends.cuda.matmul.allow_tf32 = old_tf32
@@ -301,7 +306,7 @@ def measure_fp8(r: _Runner, res: DeviceResult) -> None:
     flop = 2.0 * n * n * n
     timing = _timing(samples, lambda s: flop / s / 1e12, f"{n}x{n}x{n}", note="torch._scaled_mm, e4m3 inputs, bf16 output")
     res.matmul_detail["fp8"] = timing
-    res.matmul_tflops["fp8"] = round(timing.value, 3)
+    res.matmul_tflops["fp8"] = _sig(timing.value)
 
 
 def _bandwidth_bytes(r: _Runner) -> int:

@@ -226,3 +226,15 @@ def test_a_training_batch_predicted_to_overrun_the_box_is_skipped_before_it_runs
     assert [s.batch_size for s in res.train_steps] == [1]
     assert "would take" in res.skipped["train sleepy batches >= 16"]
     assert _time.perf_counter() - t0 < 0.8
+
+
+def test_a_tiny_rate_keeps_its_digits_in_json_and_text() -> None:
+    # A CPU's fp16 matmul runs at ~0.001 TFLOP/s: rounding to 3 decimals or printing "0.00"
+    # would tell the user it did not run at all.
+    from gpuselect.bench.engine import _sig
+    from gpuselect.bench.text import format_bench
+
+    assert _sig(0.0012346) == 0.001235 and _sig(676.42) == 676.4
+    res = DeviceResult("cpu", "CPU", "cpu", matmul_tflops={"fp32": 0.1234, "fp16": 0.001238})
+    text = format_bench(BenchReport([res], quick=True, torch_version="x"))
+    assert "0.00124 TFLOP/s" in text and "0.123 TFLOP/s" in text
