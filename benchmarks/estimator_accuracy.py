@@ -98,9 +98,10 @@ def main() -> None:
         f"{len(rows)} single-GPU training throughputs of {len({r.gpu_id for r in rows})} GPUs "
         "(`gpuselect/estimate/data/reference_throughput.csv`, from Lambda's public benchmarks).",
         "",
-        "Model: per reference model and precision, time per sample = s[generation] · (1/(e[arch]·C) + r/BW + o + q/batch) "
-        "(gpuselect/estimate/calibrate.py; C: the card's peak for the precision, BW: memory bandwidth, e: one efficiency "
-        "per GPU architecture, o: per-sample and q: per-step costs). Method: for each GPU, refit the model without any of "
+        "Model: per reference model and precision, time per sample = s[generation] · (1/(e[arch]·C) + r/BW + o + q/batch "
+        "+ u/(batch·BW)) (gpuselect/estimate/calibrate.py; C: the card's peak for the precision, BW: memory bandwidth, "
+        "e: one efficiency per GPU architecture, o: per-sample and q: per-step costs, u: per-step memory traffic), fitted "
+        "with a Huber loss on the log error (linear beyond 10 %, so odd runs weigh less). Method: for each GPU, refit the model without any of "
         "its rows, predict each of its measurements at the batch it ran, and compare within the same benchmark generation "
         "(the generation's scale comes from the other GPUs, so what is tested is this GPU's throughput relative to them). "
         "Error = |predicted / measured − 1|.",

@@ -4,11 +4,13 @@ For each reference model ``m`` and precision class (fp32 = TF32 where the card h
 mixed precision), fitted on measured single-GPU throughputs (``data/reference_throughput.csv``)
 by ``calibrate.py``::
 
-    time per sample = s[m, generation] · ( 1/(e[arch] · C) + r[m]/BW + o[m] + q[m]/batch )
+    time per sample = s[m, generation] · ( 1/(e[arch] · C) + r[m]/BW + o[m] + q[m]/batch
+                                           + u[m]/(batch · BW) )
 
 with ``C`` the card's peak for the precision, ``BW`` its memory bandwidth, ``e`` one efficiency
-per GPU architecture, ``o`` a per-sample cost no GPU speeds up and ``q`` a per-step cost shared
-by the batch. The fitted values live in ``data/calibration.json`` (written, with the validated
+per GPU architecture, ``o`` a per-sample cost no GPU speeds up, ``q`` a per-step cost shared
+by the batch and ``u`` per-step memory traffic (weights and optimizer state, once a step) shared
+by the batch (a calibration written before ``u`` existed reads as ``u = 0``). The fitted values live in ``data/calibration.json`` (written, with the validated
 error bands, by ``benchmarks/estimator_accuracy.py``); the app only reads them — no numpy, no fit
 at start-up. The newest benchmark generation's level is used for predictions.
 
@@ -91,7 +93,7 @@ def load_reference_rows(catalog: Catalog, path: Path = DATA) -> list[RefRow]:
 
 @dataclass
 class PerfModel:
-    models: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # model -> pc -> {r, o, q, log_k{gen}}
+    models: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # model -> pc -> {r, o, q, u, log_k{gen}}
     arch_eff: dict[str, dict[str, float]] = field(default_factory=dict)  # pc -> arch -> e
     typical_batch: dict[str, int] = field(default_factory=dict)  # model -> median measured batch
 
@@ -123,7 +125,9 @@ class PerfModel:
             return None
         eff = self.arch_eff.get(pc, {}).get(arch_key(e), 1.0)
         n = max(1, batch or self.typical_batch.get(model, 32))
-        inner = 1.0 / (eff * peak) + m["r"] / (e.memory_bandwidth_gbs / 1000.0) + m["o"] + m["q"] / n
+        bw = e.memory_bandwidth_gbs / 1000.0
+        # u (per-step memory traffic) is absent from calibrations written before it existed: 0.
+        inner = 1.0 / (eff * peak) + m["r"] / bw + m["o"] + m["q"] / n + m.get("u", 0.0) / (n * bw)
         return math.exp(log_k[gen]) / inner
 
     def predict(self, w: Workload, precision: str, e: GpuEntry, batch: int | None = None) -> float | None:
@@ -173,7 +177,8 @@ def fit_model(catalog: Catalog, exclude_gpu: str | None = None, iterations: int 
     pm = PerfModel()
     for (model, pc), r in f.r.items():
         gens = {v: k for (mm, p, v), k in f.log_k.items() if mm == model and p == pc}
-        pm.models.setdefault(model, {})[pc] = {"r": r, "o": f.o[(model, pc)], "q": f.q[(model, pc)], "log_k": gens}
+        pm.models.setdefault(model, {})[pc] = {"r": r, "o": f.o[(model, pc)], "q": f.q[(model, pc)], "u": f.u[(model, pc)],
+                                             "log_k": gens}
     for (arch, pc), e in f.e.items():
         pm.arch_eff.setdefault(pc, {})[arch] = e
     for model in {o.model for o in obs}:

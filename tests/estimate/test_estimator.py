@@ -263,7 +263,7 @@ def test_shipped_calibration_matches_a_fresh_fit(catalog) -> None:
     assert fresh.keys() == shipped.keys()
     for model, per in shipped["models"].items():
         for pc, vals in per.items():
-            for k in ("r", "o", "q"):
+            for k in ("r", "o", "q", "u"):
                 assert fresh["models"][model][pc][k] == pytest.approx(vals[k], rel=1e-9, abs=1e-12), (model, pc, k)
     for pc, archs in shipped["arch_eff"].items():
         for arch, e in archs.items():
