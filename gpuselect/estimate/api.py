@@ -119,16 +119,21 @@ class EstimateResult:
     recommendation: Recommendation
 
 
-def error_band(precision: str, *, anchored_kind: str | None = None) -> float:
-    """The validated p90 relative error (benchmarks/estimator_accuracy.py): per precision for the
-    measured reference models; for any other workload the anchored band of its kind, or the
-    overall anchored band where its kind was not tested."""
+def error_band(precision: str, *, anchored_kind: str | None = None, model: str | None = None) -> float:
+    """The validated p90 relative error (benchmarks/estimator_accuracy.py): for a measured
+    reference ``model``, its own p90 at that precision where it had enough rows, else the
+    precision's; for any other workload the anchored band of its kind, or the overall anchored
+    band where its kind was not tested."""
     try:
         bands = json.loads(ERROR_BAND_FILE.read_text())
         if anchored_kind is not None:
             by_kind = bands.get("p90_anchored_by_kind") or {}
             return float(by_kind.get(anchored_kind, bands["p90_anchored"]))
-        return float(bands["p90_by_precision"].get("fp32" if precision in ("fp32", "tf32") else "fp16", bands["p90"]))
+        pc = "fp32" if precision in ("fp32", "tf32") else "fp16"
+        own = (bands.get("p90_by_model") or {}).get(model or "", {}).get(pc)
+        if own is not None:
+            return float(own)
+        return float(bands["p90_by_precision"].get(pc, bands["p90"]))
     except (OSError, KeyError, ValueError, TypeError):
         return 1.0
 
@@ -359,7 +364,7 @@ def local_gpu_estimate(
     match = catalog.match(name or "", memory_bytes) if name else None
     if match is None:
         return LocalEstimate(device, name or "unknown GPU", None, None, "not in the catalog: no estimate", 1.0, fits=False)
-    r = _row(w, match.entry, 1, a, perf, error_band(a.precision, anchored_kind=None if w.id in perf.models else w.kind))
+    r = _row(w, match.entry, 1, a, perf, error_band(a.precision, anchored_kind=None if w.id in perf.models else w.kind, model=w.id))
     basis = f"catalog entry {match.entry.id}; unmeasured (`gpuselect bench` measures it)"
     thr, hours = r.throughput_samples_per_s, r.total_time_h
     key = "matmul_" + ("fp16" if a.precision == "fp16" else "bf16" if a.precision == "bf16" else "tf32" if a.precision == "tf32" else "fp32")
@@ -383,7 +388,7 @@ def estimate(
         if unknown:
             raise UsageError(f"unknown GPU id(s): {', '.join(unknown)}; `gpuselect catalog` lists them")
         entries = [e for e in entries if e.id in gpu_ids]
-    band = error_band(a.precision, anchored_kind=None if w.id in perf.models else w.kind)
+    band = error_band(a.precision, anchored_kind=None if w.id in perf.models else w.kind, model=w.id)
     counts = [1]
     while counts[-1] * 2 <= a.max_gpus:
         counts.append(counts[-1] * 2)

@@ -207,7 +207,7 @@ def build_report(snapshot: Any, health: Any, *, bench: Any = None, estimate: Any
             accuracy = json.loads(ERROR_BAND_FILE.read_text())
             method.lines.append(f"Validated accuracy (leave one GPU out, docs/accuracy.md): median error {100 * accuracy['median']:.1f} %, "
                                 f"90th percentile {100 * accuracy['p90']:.1f} % over {accuracy['n']} measurements; every estimate "
-                                "carries a validated error band: the 90th-percentile error of its precision, of anchoring for workloads "
+                                "carries a validated error band: the 90th-percentile error of its reference model at its precision, of anchoring for workloads "
                                 "without measurements, compounded with the errors measured on independent data for AMD cards "
                                 "and several GPUs (docs/accuracy-external.md).")
         except (OSError, ValueError, KeyError):

@@ -291,3 +291,20 @@ def test_rows_compound_the_validated_extrapolation_errors(catalog, perf) -> None
     assert band[("amd-mi210", 1)] == pytest.approx((1 + base) * (1 + ext["p90_amd"]) - 1)
     assert band[("nvidia-a100-sxm4-80gb", 2)] == pytest.approx((1 + base) * (1 + ext["p90_scaling"]) - 1)
     assert band[("amd-mi210", 2)] > band[("amd-mi210", 1)] > base
+
+
+def test_a_reference_model_carries_its_own_validated_band(catalog, perf) -> None:
+    # Tacotron 2's leave-one-GPU-out tail is far wider than the precision's band, ResNet-50's
+    # narrower: each row shows the band measured for its own model (error_band.json).
+    from gpuselect.estimate.api import ERROR_BAND_FILE
+
+    bands = json.loads(ERROR_BAND_FILE.read_text())
+    ids = ["nvidia-a100-sxm4-80gb"]
+
+    def band_of(model: str) -> float:
+        (row,) = [r for r in estimate(PRESETS[model], Assumptions(precision="fp16", max_gpus=1), catalog, perf, gpu_ids=ids).rows]
+        return row.error_band
+
+    assert band_of("tacotron2") == pytest.approx(bands["p90_by_model"]["tacotron2"]["fp16"])
+    assert band_of("resnet50") == pytest.approx(bands["p90_by_model"]["resnet50"]["fp16"])
+    assert band_of("tacotron2") > bands["p90_by_precision"]["fp16"] > band_of("resnet50")
