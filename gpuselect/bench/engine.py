@@ -245,12 +245,12 @@ def measure_matmul(r: _Runner, res: DeviceResult, precision: str) -> None:
                 inner = max(1, min(64, int(0.02 / max(once, 1e-6))))
                 # Settle by rate, not by a fixed time, so a short run still measures the sustained rate.
                 # The first CPU product brings threads and clocks up; later precisions find them up.
-                settle = (1.0 if not r.cpu_warm else 0.3) if r.dev.kind == "cpu" else None
+                settle = (1.0 if not r.cpu_warm else 0.15) if r.dev.kind == "cpu" else None
                 budget = r.budget
                 if r.dev.kind == "cpu":
                     # fp32 is the CPU's headline rate (the estimator anchors on it): twice the time.
                     # A CPU's fp16/bf16 rates are ~1 % of it: a short look says enough.
-                    budget, settle = (2 * budget, settle) if precision == "fp32" else (budget / 2, 0.15)
+                    budget = 2 * budget if precision == "fp32" else budget / 2
                 samples = r.time(lambda: t.mm(a, b), inner=inner, warmup=2, settle_s=settle, budget=budget)
                 r.cpu_warm = True
                 break
