@@ -157,7 +157,7 @@ def combined_band(band: float, e: GpuEntry, count: int, external: dict[str, floa
         factor *= 1.0 + external.get("p90_amd", 1.0)  # not validated at all without that file: +100 %
     if count > 1:
         factor *= 1.0 + external.get("p90_scaling", 1.0)
-    return factor - 1.0
+    return round(factor - 1.0, 4)  # a p90 known to ~3 digits; no 0.11200000000000001 in the JSON
 
 
 def _price(e: GpuEntry) -> tuple[float | None, str | None]:

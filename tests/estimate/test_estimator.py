@@ -288,8 +288,8 @@ def test_rows_compound_the_validated_extrapolation_errors(catalog, perf) -> None
                    gpu_ids=["nvidia-a100-sxm4-80gb", "amd-mi210"])
     band = {(r.gpu_id, r.count): r.error_band for r in res.rows}
     base = band[("nvidia-a100-sxm4-80gb", 1)]
-    assert band[("amd-mi210", 1)] == pytest.approx((1 + base) * (1 + ext["p90_amd"]) - 1)
-    assert band[("nvidia-a100-sxm4-80gb", 2)] == pytest.approx((1 + base) * (1 + ext["p90_scaling"]) - 1)
+    assert band[("amd-mi210", 1)] == pytest.approx((1 + base) * (1 + ext["p90_amd"]) - 1, abs=1e-4)
+    assert band[("nvidia-a100-sxm4-80gb", 2)] == pytest.approx((1 + base) * (1 + ext["p90_scaling"]) - 1, abs=1e-4)
     assert band[("amd-mi210", 2)] > band[("amd-mi210", 1)] > base
 
 
