@@ -88,7 +88,6 @@ class _Runner:
         self.torch, self.dev, self.cfg, self.cancel = torch, dev, cfg, cancel
         self.budget = cfg.measurement_budget_s()
         self.deadline = (time.perf_counter() if start is None else start) + cfg.device_time_box_s()
-        self.cpu_warm = False  # a CPU matmul has run: its threads are spun up
 
     def out_of_time(self) -> bool:
         return time.perf_counter() > self.deadline
@@ -245,14 +244,13 @@ def measure_matmul(r: _Runner, res: DeviceResult, precision: str) -> None:
                 inner = max(1, min(64, int(0.02 / max(once, 1e-6))))
                 # Settle by rate, not by a fixed time, so a short run still measures the sustained rate.
                 # The first CPU product brings threads and clocks up; later precisions find them up.
-                settle = (1.0 if not r.cpu_warm else 0.15) if r.dev.kind == "cpu" else None
+                settle = (0.15 if res.matmul_detail else 1.0) if r.dev.kind == "cpu" else None
                 budget = r.budget
                 if r.dev.kind == "cpu":
                     # fp32 is the CPU's headline rate (the estimator anchors on it): twice the time.
                     # A CPU's fp16/bf16 rates are ~1 % of it: a short look says enough.
                     budget = 2 * budget if precision == "fp32" else budget / 2
                 samples = r.time(lambda: t.mm(a, b), inner=inner, warmup=2, settle_s=settle, budget=budget)
-                r.cpu_warm = True
                 break
             except (RuntimeError, MemoryError) as exc:
                 if not (_is_oom(exc) or isinstance(exc, MemoryError)):

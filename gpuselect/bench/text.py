@@ -9,9 +9,10 @@ def _f(v: float | None, unit: str, digits: int = 1) -> str:
     return "n/a" if v is None else f"{v:,.{digits}f} {unit}"
 
 
-def _tflops(v: float) -> str:
-    # Three significant digits below 100: a CPU's fp16 rate is 0.00121, not "0.00".
-    return f"{v:,.0f} TFLOP/s" if v >= 100 else f"{v:.3g} TFLOP/s"
+def measured(v: float) -> str:
+    """A measured rate for people: three significant digits below 100 (a CPU's fp16 rate is
+    0.00121, not "0.00"), whole numbers above. The GUI's tables use the same rule."""
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
 
 
 def format_bench(report: BenchReport) -> str:
@@ -26,7 +27,7 @@ def format_bench(report: BenchReport) -> str:
         lines.append(f"\n{d.device}: {d.name}")
         for p, v in d.matmul_tflops.items():
             if v is not None:
-                lines.append(f"  matmul {p:5s} {_tflops(v)}{pct('matmul_' + p)}")
+                lines.append(f"  matmul {p:5s} {measured(v)} TFLOP/s{pct('matmul_' + p)}")
         lines.append(f"  memory bandwidth {_f(d.memory_bandwidth_gbs, 'GB/s')}{pct('memory_bandwidth')} (copy, read+write)")
         if d.kind != "cpu":
             lines.append(f"  host→device {_f(d.host_to_device_gbs, 'GB/s', 2)}, device→host {_f(d.device_to_host_gbs, 'GB/s', 2)} (pinned); "

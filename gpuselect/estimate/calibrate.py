@@ -22,8 +22,8 @@ Fitted by coordinate descent on a Huber loss of the log errors (squared within 1
 beyond, so a few odd benchmark runs cannot drag a model's parameters): for fixed ``e``, ``r``,
 ``o``, ``q`` and ``u`` by grid search (coarse, then refined around the best coarse points) with
 ``log s`` per generation at its Huber location (a few reweighting steps from the mean); then each
-``e`` by grid search. Needs numpy (scripts
-only: ``benchmarks/estimator_accuracy.py`` writes ``data/calibration.json``, which the app reads).
+``e`` by grid search. Needs numpy (scripts only: ``benchmarks/estimator_accuracy.py`` writes
+``data/calibration.json``, which the app reads).
 This model form and fit were designed on the `estimate` branch by a teammate and adopted here
 because it validated better (docs/accuracy.md) than the earlier log-linear mix.
 """
@@ -155,15 +155,7 @@ def build_observations(rows: Iterable[dict[str, str]], spec_for: Callable[[str],
     return out, sorted(missing)
 
 
-def huber(x: float) -> float:
-    """Huber loss of one log residual, equal to ``x**2`` within ``HUBER_DELTA`` and linear beyond
-    it, so a few odd rows (a benchmark run that went wrong) cannot drag a model's parameters."""
-    d = HUBER_DELTA
-    a = abs(x)
-    return a * a if d is None or a <= d else 2.0 * d * a - d * d
-
-
-def _huber_np(x, delta: float | None):  # numpy array version of huber()
+def _huber_np(x, delta: float | None):  # elementwise; works on numpy arrays and plain floats
     import numpy as np
 
     if delta is None:
@@ -171,6 +163,12 @@ def _huber_np(x, delta: float | None):  # numpy array version of huber()
     a = np.abs(x)
     m = np.minimum(a, delta)
     return m * (2.0 * a - m)  # a*a within delta, 2*delta*a - delta**2 beyond
+
+
+def huber(x: float) -> float:
+    """Huber loss of one log residual, equal to ``x**2`` within ``HUBER_DELTA`` and linear beyond
+    it, so a few odd rows (a benchmark run that went wrong) cannot drag a model's parameters."""
+    return float(_huber_np(x, HUBER_DELTA))
 
 
 def _offsets_and_loss(z, onehot, counts, delta: float | None, steps: int):

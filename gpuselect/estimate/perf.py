@@ -10,9 +10,9 @@ by ``calibrate.py``::
 with ``C`` the card's peak for the precision, ``BW`` its memory bandwidth, ``e`` one efficiency
 per GPU architecture, ``o`` a per-sample cost no GPU speeds up, ``q`` a per-step cost shared
 by the batch and ``u`` per-step memory traffic (weights and optimizer state, once a step) shared
-by the batch (a calibration written before ``u`` existed reads as ``u = 0``). The fitted values live in ``data/calibration.json`` (written, with the validated
-error bands, by ``benchmarks/estimator_accuracy.py``); the app only reads them — no numpy, no fit
-at start-up. The newest benchmark generation's level is used for predictions.
+by the batch (a calibration written before ``u`` existed reads as ``u = 0``). The fitted values
+live in ``data/calibration.json`` (written, with the validated error bands, by
+``benchmarks/estimator_accuracy.py``); the app only reads them — no numpy, no fit at start-up. The newest benchmark generation's level is used for predictions.
 
 Another workload is anchored on the reference model of its kind (transformer → BERT-large, CNN →
 ResNet-50 ...): its throughput on a GPU is the anchor's at the same batch times the ratio of their

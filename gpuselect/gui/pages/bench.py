@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuselect.bench.model import BenchConfig
+from gpuselect.bench.text import measured
 from gpuselect.gui.models import Column, RowsModel
 from gpuselect.gui.plots import themed_plot
 from gpuselect.gui.workers import GeneratorWorker
@@ -69,7 +70,7 @@ class BenchPage(QWidget):
         self.model = RowsModel([
             Column("Device", lambda r: r[0]),
             Column("Figure", lambda r: r[1], tooltip="TF32: NVIDIA's 19-bit tensor-core format for FP32 matmuls"),
-            Column("Measured", lambda r: r[2], fmt=lambda v: "—" if v is None else f"{v:,.3g}" if v < 100 else f"{v:,.0f}", numeric=True),
+            Column("Measured", lambda r: r[2], fmt=lambda v: "—" if v is None else measured(v), numeric=True),
             Column("Unit", lambda r: r[3]),
             Column("% of spec", lambda r: r[4], fmt=lambda v: "—" if v is None else f"{100 * v:.0f} %", numeric=True,
                    tooltip="measured / the catalog's dense spec for this card"),
