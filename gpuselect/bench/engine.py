@@ -183,10 +183,10 @@ def _max_matmul_size(r: _Runner) -> int:
     return 8192 if not r.cfg.quick else 4096
 
 
-#: On a CPU every size from ~512 up reaches the same rate once a product takes a few
-#: milliseconds (measured on the 2-core VM: medians of 512..2048 within 7 % of each other in an interleaved 40 s run),
-#: so the ramp stops there: many short repeats give a median that a busy host cannot swing,
-#: where three 0.1 s products at 2048 could (seen: 0.082 vs 0.11-0.13 TFLOP/s around it).
+#: On a CPU a bigger product is no faster once one takes a few milliseconds (2-core VM,
+#: benchmarks/cpu_quick_costs.py: medians of 512..2048 within 9-16 % in two runs, 512 the
+#: fastest), so the ramp stops there: many short repeats give a median that a busy host cannot
+#: swing the way three 0.15 s products at 2048 can.
 _CPU_ENOUGH_OP_S = 0.01
 
 
@@ -448,8 +448,8 @@ def _make_model(torch: Any, name: str) -> tuple[Any, Callable[[int], tuple[Any, 
 class _SgdMomentum:
     """SGD with momentum, the same update as ``torch.optim.SGD(momentum=0.9)``'s foreach path
     (buf = momentum*buf + grad; p -= lr*buf). Written out because the first use of any
-    ``torch.optim`` optimizer imports ``torch._dynamo``: 1.8 s of the 10 s quick run on the
-    2-core VM, spent on Python imports rather than on the device."""
+    ``torch.optim`` optimizer imports ``torch._dynamo``: 1.7-2.0 s of the 10 s quick run on the
+    2-core VM (benchmarks/cpu_quick_costs.py), spent on Python imports rather than on the device."""
 
     def __init__(self, torch: Any, params: Any, lr: float = 0.01, momentum: float = 0.9) -> None:
         self.torch, self.params, self.lr, self.momentum = torch, list(params), lr, momentum

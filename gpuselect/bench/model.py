@@ -18,7 +18,7 @@ class BenchConfig:
     #: Seconds one device may take in all: past it, measurements keep only what they have and
     #: the remaining training batches are skipped (recorded). Keeps a throttled or slow machine
     #: inside the promised time (quick: 10 s in all on a 2-core CPU-only machine). The first
-    #: device's box starts with the run, so it includes importing torch (1.8 s on that VM).
+    #: device's box starts with the run, so it includes importing torch (~2 s on that VM).
     time_box_s: float | None = None
 
     def measurement_budget_s(self) -> float:
