@@ -1,0 +1,80 @@
+"""The operator trace of one training step: the contract between the workload side (which
+builds traces) and the step-time and memory models (which read them).
+
+A trace lists the step's operators with their FLOPs and memory traffic *per sample* (what
+scales with the batch) and *per step* (what does not: weights read once a step), so one trace
+serves every batch size. Identical operators (the same linear in each of 32 layers) are folded
+into one ``Op`` with ``count``. Traffic is counted in *elements*, not bytes, so one trace serves
+every precision: the step-time model multiplies by the element size of the precision it runs.
+
+Conventions (kept by every builder; the readers rely on them):
+- GEMM: C(m x n) = A(m x k) B(k x n), FLOPs = 2 m n k; ``m_per_sample`` rows per sample (tokens,
+  output pixels), so at batch b the kernel is (b * m_per_sample) x n x k. Batched matmuls whose
+  batch dimension scales with the batch (attention without fusion) put it into ``m_per_sample``.
+- CONV: the implicit GEMM of a convolution: m = output pixels per sample, n = output channels,
+  k = input channels x filter area.
+- ATTENTION: a fused SDPA / FlashAttention kernel (no score matrix in memory). ``m_per_sample`` =
+  query tokens x heads per sample, ``n`` = key tokens, ``k`` = head dimension.
+- ELEMENTWISE, EMBEDDING, DEQUANT: memory-bound kernels; FLOPs may be 0.
+- The optimizer's update and communication are *not* in the trace: the step-time model adds
+  them from ``trainable_params`` and the options (optimizer, sharding, GPU count).
+- ``saved_elems_per_sample``: what autograd keeps between forward and backward without
+  checkpointing; ``saved_elems_per_sample_ckpt`` with full activation checkpointing (block inputs
+  plus the largest block's working set). The memory model multiplies by the element size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class OpKind(StrEnum):
+    GEMM = "gemm"
+    CONV = "conv"
+    ATTENTION = "attention"
+    ELEMENTWISE = "elementwise"  # pointwise, norms, softmax, dropout, reductions, losses
+    EMBEDDING = "embedding"  # gathers and scatter-adds
+    DEQUANT = "dequant"  # 4-bit -> 16-bit weight dequantisation (QLoRA)
+
+
+class Phase(StrEnum):
+    FORWARD = "forward"
+    BACKWARD = "backward"
+    RECOMPUTE = "recompute"  # the forward again, under activation checkpointing
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    kind: OpKind
+    phase: Phase
+    name: str  # where it comes from ("layers.mlp.up_proj", "aten.convolution", ...)
+    flops_per_sample: float = 0.0  # per instance
+    elems_per_sample: float = 0.0  # elements read + written per instance that scale with the batch
+    elems_fixed: float = 0.0  # elements read + written per instance once a step (weights)
+    m_per_sample: float = 0.0  # GEMM/CONV/ATTENTION shape, see the module docstring
+    n: int = 0
+    k: int = 0
+    count: int = 1  # identical instances per step (layers); each is one kernel launch
+    fp32_only: bool = False  # runs in FP32 whatever the training precision (losses, norms' stats)
+
+
+@dataclass(frozen=True)
+class StepTrace:
+    """One training step of a workload, per sample and per step."""
+
+    ops: tuple[Op, ...]
+    params: int
+    trainable_params: int
+    input_bytes_per_sample: float  # what the host copies to the device per sample (inputs + labels)
+    saved_elems_per_sample: float
+    saved_elems_per_sample_ckpt: float
+    checkpointing: bool = False  # whether RECOMPUTE ops are included
+    source: str = ""  # how it was built (meta-device trace of ..., analytic from config ...)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def flops_per_sample(self) -> float:
+        return sum(op.flops_per_sample * op.count for op in self.ops)
+
+    def launches_per_step(self) -> int:
+        return sum(op.count for op in self.ops)
