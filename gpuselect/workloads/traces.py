@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any
@@ -29,7 +30,7 @@ from gpuselect.workloads.transformer import LORA_TARGETS, TransformerShape, lora
 
 MODES = ("full", "lora", "qlora")
 ATTENTION_BACKWARD_FACTOR = 2.5  # FlashAttention-2: backward ~2.5x the forward's FLOPs
-TRACE_PACKAGE = "gpuselect.estimate.data.traces"
+TRACE_DIR = "data/traces"  # inside the gpuselect.estimate package
 
 
 # --------------------------------------------------------------------------------------------
@@ -218,6 +219,7 @@ def _head(shape: TransformerShape, mode: str) -> _Section:
         sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "loss.log_softmax.backward", elems=3 * s * v, flops=3 * s * v, fp32=True)
         sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "loss.logits_grad_to_dtype", elems=1.5 * s * v, fp32=True)
         sec.saved_fp32["loss.log_probs"] = s * v
+        sec.saved_bytes["loss.labels"] = 8 * s  # nll_loss keeps its int64 targets
         if full and shape.tied_embeddings:
             sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "tied_embedding.grad_accumulate", fixed=3.0 * v * h)
     else:
@@ -311,13 +313,14 @@ def trace_from_dict(d: dict[str, Any]) -> StepTrace:
 
 
 @functools.cache
-def shipped_trace(workload_id: str) -> StepTrace | None:
-    """The meta-device trace shipped for a preset (no checkpointing), or None."""
+def shipped_trace(workload_id: str, checkpointing: bool = False) -> StepTrace | None:
+    """The meta-device trace shipped for a preset (plain or checkpointed), or None."""
     try:
-        text = resources.files(TRACE_PACKAGE).joinpath(f"{workload_id}.json").read_text(encoding="utf-8")
-    except (FileNotFoundError, ModuleNotFoundError, OSError):
+        text = resources.files("gpuselect.estimate").joinpath(f"{TRACE_DIR}/{workload_id}.json").read_text(encoding="utf-8")
+    except (FileNotFoundError, OSError):
         return None
-    return trace_from_dict(json.loads(text))
+    doc = json.loads(text)
+    return trace_from_dict(doc["ckpt" if checkpointing else "plain"])
 
 
 def with_checkpointing(t: StepTrace, layers: int) -> StepTrace:
@@ -390,10 +393,19 @@ def with_mode(w: Workload, mode: str, lora_rank: int | None = None) -> Workload:
     shape = w.shape
     if mode == w.mode and rank == w.lora_rank:
         return w
+    m = re.fullmatch(r"(.+)-(full|lora|qlora)", w.id)
+    if m and rank == 16:  # the preset of that mode (llama-8b-full -> llama-8b-lora)
+        from gpuselect.workloads.presets import PRESETS
+
+        sibling = PRESETS.get(f"{m.group(1)}-{mode}")
+        if sibling is not None and sibling.shape == shape:
+            return sibling
     trainable = shape.params() if mode == "full" else lora_params(shape, rank)
-    label = {"full": "full training", "lora": f"LoRA rank {rank}", "qlora": f"QLoRA rank {rank}"}[mode]
-    base_name = w.name.split(" [")[0]
-    return replace(w, mode=mode, lora_rank=rank, trainable_params=trainable, name=f"{base_name} [{label}]")
+    label = {"full": "full", "lora": f"LoRA rank {rank}", "qlora": f"QLoRA rank {rank}"}[mode]
+    base = re.sub(r" \[.*\]$", "", w.name)
+    base = re.sub(r" (full|LoRA|QLoRA) fine-tuning$", "", base)
+    return replace(w, mode=mode, lora_rank=rank, trainable_params=trainable, name=f"{base} [{label} training]",
+                   id=w.id if mode == "full" else f"{w.id}+{mode}-r{rank}")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -401,10 +413,12 @@ def trace_for(w: Workload, *, checkpointing: bool) -> StepTrace:
     """The operator trace of one training step of ``w`` (see the module docstring for the order
     of sources). Cached per (workload, checkpointing)."""
     if w.trace is not None:
-        return with_checkpointing(w.trace, w.layers) if checkpointing else w.trace
+        if checkpointing:
+            return w.trace_ckpt if w.trace_ckpt is not None else with_checkpointing(w.trace, w.layers)
+        return w.trace
     if w.shape is not None:
         return transformer_trace(w.shape, mode=w.mode, lora_rank=w.lora_rank, checkpointing=checkpointing)
-    shipped = shipped_trace(w.id)
+    shipped = shipped_trace(w.id, checkpointing)
     if shipped is not None and w.mode == "full":
-        return with_checkpointing(shipped, w.layers) if checkpointing else shipped
+        return shipped
     return synthetic_trace(w, checkpointing=checkpointing)
