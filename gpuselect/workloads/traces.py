@@ -66,7 +66,7 @@ class _Section:
                     fixed=fixed, kernels=bwd_kernels or kernels, fp32=fp32)
 
     def gemm(self, name: str, tokens: float, n_in: int, n_out: int, *, x: str, trainable: bool, quant: bool = False,
-             grad_input: bool = True) -> None:
+             grad_input: bool = True, bias: bool = False) -> None:
         """y = x W (W: n_in x n_out): forward, dX = dY W^T and, for a trainable W, dW = x^T dY
         (stored as tokens x n_out x n_in, the same FLOPs; the reduction runs over the batch's tokens)."""
         w = float(n_in * n_out)
@@ -83,6 +83,9 @@ class _Section:
             self.saved[x] = tokens * n_in  # aten.mm keeps its input for the weight gradient
             self.op(OpKind.GEMM, Phase.BACKWARD, name + ".dW", flops=flops, elems=tokens * (n_in + n_out), fixed=w,
                     m=tokens, n=n_out, k=n_in)
+            if bias:  # the bias gradient: a reduction over the tokens (the forward's add is in the GEMM)
+                self.op(OpKind.ELEMENTWISE, Phase.BACKWARD, name + ".dBias", elems=tokens * n_out, flops=tokens * n_out,
+                        fixed=n_out)
 
     def adapter(self, name: str, tokens: float, n_in: int, n_out: int, *, x: str, rank: int) -> None:
         """LoRA on a frozen matrix: y += (x A) B * scale, A: n_in x r, B: r x n_out (PEFT's order)."""
@@ -129,7 +132,7 @@ def _layer(shape: TransformerShape, mode: str, rank: int) -> _Section:
     full, lora, quant = mode == "full", mode != "full", mode == "qlora"
 
     def linear(name: str, x: str, n_in: int, n_out: int, adapters: tuple[tuple[str, int], ...] | None = None) -> None:
-        sec.gemm(name, s, n_in, n_out, x=x, trainable=full, quant=quant)
+        sec.gemm(name, s, n_in, n_out, x=x, trainable=full, quant=quant, bias=shape.has_bias)
         if lora:
             for sub, out in adapters if adapters is not None else ((name, n_out),):
                 sec.adapter(sub, s, n_in, out, x=x, rank=rank)
@@ -224,7 +227,7 @@ def _head(shape: TransformerShape, mode: str) -> _Section:
             sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "tied_embedding.grad_accumulate", fixed=3.0 * v * h)
     else:
         o = shape.head_outputs
-        sec.gemm("task_head", s, h, o, x="x_out", trainable=full)
+        sec.gemm("task_head", s, h, o, x="x_out", trainable=full, bias=True)
         sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, "loss.cross_entropy", elems=3 * s * o, fp32=True, kernels=2)
         sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "loss.cross_entropy.backward", elems=4 * s * o, fp32=True, kernels=2)
         sec.saved_fp32["loss.log_probs"] = s * o

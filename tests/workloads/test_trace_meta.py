@@ -10,13 +10,18 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from gpuselect.estimate.trace import OpKind, Phase, StepTrace  # noqa: E402
-from gpuselect.workloads.presets import PRESETS  # noqa: E402
-from gpuselect.workloads.reference_models import TinyTransformer  # noqa: E402
-from gpuselect.workloads.trace_build.__main__ import OUT, build  # noqa: E402
-from gpuselect.workloads.trace_build.meta import trace_module  # noqa: E402
-from gpuselect.workloads.traces import shipped_trace, trace_for, trace_from_dict, transformer_trace  # noqa: E402
-from gpuselect.workloads.transformer import TransformerShape  # noqa: E402
+from gpuselect.estimate.trace import OpKind, Phase, StepTrace
+from gpuselect.workloads.presets import PRESETS
+from gpuselect.workloads.reference_models import TinyTransformer
+from gpuselect.workloads.trace_build.__main__ import OUT, build
+from gpuselect.workloads.trace_build.meta import trace_module
+from gpuselect.workloads.traces import (
+    shipped_trace,
+    trace_for,
+    trace_from_dict,
+    transformer_trace,
+)
+from gpuselect.workloads.transformer import TransformerShape
 
 
 def _dense(t: StepTrace, phase: Phase | None = None) -> float:

@@ -20,6 +20,7 @@ import torch
 
 from gpuselect.estimate.trace import StepTrace
 from gpuselect.workloads import reference_models as rm
+from gpuselect.workloads.trace_build.approx_models import APPROX
 from gpuselect.workloads.trace_build.meta import trace_module
 from gpuselect.workloads.traces import trace_to_dict
 
@@ -35,6 +36,13 @@ _FUSED = {"bert_base_squad", "bert_large_squad", "gpt2-124m", "vit-b16"}
 
 
 def build(preset_id: str) -> dict[str, Any]:
+    if preset_id in APPROX:
+        cls, shape, dtype, loss, labels, what = APPROX[preset_id]
+        source = (f"APPROXIMATION: meta-device trace of {what} (gpuselect/workloads/trace_build/approx_models.py; "
+                  f"torch {torch.__version__.split('+')[0]}; per sample = batch 4 minus batch 2); the preset's own figures "
+                  f"are not profiler-checked")
+        plain, ckpt = trace_module(cls, shape, dtype, loss=loss, labels_per_sample=labels, source=source)
+        return {"id": preset_id, "plain": trace_to_dict(plain), "ckpt": trace_to_dict(ckpt)}
     factory, shape, dtype = rm.REFERENCE[preset_id]
     fused = preset_id in _FUSED
     if fused:
@@ -59,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("ids", nargs="*", help="preset ids (default: every preset with a reference model)")
     ap.add_argument("--check", action="store_true", help="compare with the shipped files; write nothing")
     args = ap.parse_args(argv)
-    ids = args.ids or list(rm.REFERENCE)
+    ids = args.ids or [*rm.REFERENCE, *APPROX]
     bad = 0
     for pid in ids:
         t0 = time.perf_counter()

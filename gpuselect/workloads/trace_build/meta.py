@@ -111,14 +111,14 @@ class _Recorder(TorchDispatchMode):
             flops = float(flop_registry[packet](*args, **kwargs, out_val=out))
         elems = float(_numel(args) + _numel(kwargs) + _numel(out))
         name = self._name(func)
-        common = {"phase": self.phase, "in_unit": self.unit_depth > 0}
+        ph, iu = self.phase, self.unit_depth > 0
         if packet in _GEMM:
             a, b = (args[1], args[2]) if packet in (aten.addmm, aten.baddbmm) else (args[0], args[1])
             if a.dim() == 3:  # bmm: (B, m, k) x (B, k, n)
                 dims = (a.shape[0], a.shape[1], b.shape[2], a.shape[2])
             else:
                 dims = (1, a.shape[0], b.shape[1], a.shape[1])
-            self.recs.append(_Rec(name, OpKind.GEMM, name=name, flops=flops, elems=elems, dims=dims, **common))
+            self.recs.append(_Rec(name, OpKind.GEMM, name=name, flops=flops, elems=elems, dims=dims, phase=ph, in_unit=iu))
         elif packet in _CONV:
             if packet is aten.convolution_backward:
                 grad_out, inp, weight = args[0], args[1], args[2]
@@ -133,10 +133,10 @@ class _Recorder(TorchDispatchMode):
                 live = [p for p in parts if p[1]]
                 for label, _, n, k in live:
                     self.recs.append(_Rec(name, OpKind.CONV, name=f"{name}.{label}", flops=flops / len(live),
-                                          elems=elems / len(live), dims=(grad_out.shape[0],), n=n, k=k, **common))
+                                          elems=elems / len(live), dims=(grad_out.shape[0],), n=n, k=k, phase=ph, in_unit=iu))
                 if len(mask) > 2 and mask[2]:  # the bias gradient: a reduction
                     self.recs.append(_Rec(name, OpKind.ELEMENTWISE, name=f"{name}.dBias", flops=0.0,
-                                          elems=float(grad_out.numel()), dims=(), **common))
+                                          elems=float(grad_out.numel()), dims=(), phase=ph, in_unit=iu))
             else:
                 inp, weight = args[0], args[1]
                 w = tuple(weight.shape)
@@ -146,7 +146,7 @@ class _Recorder(TorchDispatchMode):
                     area *= d
                 n, k = (w[1], w[0] * area) if transposed else (w[0], w[1] * area)
                 self.recs.append(_Rec(name, OpKind.CONV, name=name, flops=flops, elems=elems, dims=(inp.shape[0],),
-                                      n=n, k=k, **common))
+                                      n=n, k=k, phase=ph, in_unit=iu))
         elif packet in _ATTENTION:
             q, key = args[0], args[1]
             causal = bool(kwargs.get("is_causal", args[4] if packet in (aten._scaled_dot_product_flash_attention,)
@@ -157,12 +157,12 @@ class _Recorder(TorchDispatchMode):
                 flops /= 2
             b, heads, s_q, d = q.shape
             self.recs.append(_Rec(name, OpKind.ATTENTION, name=name, flops=flops, elems=elems,
-                                  dims=(b * heads * s_q,), n=int(key.shape[-2]), k=int(d), **common))
+                                  dims=(b * heads * s_q,), n=int(key.shape[-2]), k=int(d), phase=ph, in_unit=iu))
         elif packet in _EMBEDDING:
-            self.recs.append(_Rec(name, OpKind.EMBEDDING, name=name, flops=flops, elems=elems, dims=(), **common))
+            self.recs.append(_Rec(name, OpKind.EMBEDDING, name=name, flops=flops, elems=elems, dims=(), phase=ph, in_unit=iu))
         else:
             fp32 = bool(_FP32_LOSS.search(str(packet)))
-            self.recs.append(_Rec(name, OpKind.ELEMENTWISE, name=name, flops=flops, elems=elems, dims=(), fp32=fp32, **common))
+            self.recs.append(_Rec(name, OpKind.ELEMENTWISE, name=name, flops=flops, elems=elems, dims=(), fp32=fp32, phase=ph, in_unit=iu))
         return out
 
 
@@ -250,6 +250,8 @@ def _step(factory: Callable[[], nn.Module], input_shape: tuple[int, ...], dtype:
                 logits = out.reshape(-1, out.shape[-1])
                 target = torch.zeros(logits.shape[0], dtype=torch.long, device="meta")
                 value = torch.nn.functional.cross_entropy(logits, target)
+            elif loss == "bce":
+                value = torch.nn.functional.binary_cross_entropy_with_logits(out, torch.empty_like(out))
             elif loss == "mse":
                 value = torch.nn.functional.mse_loss(out, torch.empty_like(out))
             else:  # the model returns its loss

@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # the user's code: report it in one line
+    except Exception as exc:  # noqa: BLE001 - the user's code: report it in one line
         print(f"{p} failed to import: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 3
     factory = getattr(module, args.factory, None)
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         plain, ckpt = trace_module(factory, shape, loss="mse", labels_per_sample=0,
                                    source=f"meta-device trace of {args.factory}() from {p} (one step: forward, a mean-squared "
                                           "loss on its output, backward)")
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the user's model: report it
         traceback.print_exc(file=sys.stderr)
         print(f"tracing {args.factory}() from {p} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 5
