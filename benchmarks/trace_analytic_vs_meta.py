@@ -16,18 +16,19 @@ import functools
 import torch
 
 from gpuselect.estimate.trace import OpKind, Phase, StepTrace
-from gpuselect.workloads.reference_models import TinyTransformer
+from gpuselect.workloads.reference_models import ViT, TinyTransformer
 from gpuselect.workloads.trace_build.meta import trace_module
 from gpuselect.workloads.traces import transformer_trace
 from gpuselect.workloads.transformer import TransformerShape
 
 CASES = [
-    # name, vocab, hidden, layers, heads, ffn, seq, causal/LM head
+    # name, vocab (classes), hidden, layers, heads, ffn, seq, causal/LM head (None: ViT)
     ("tiny GPT-2 (2k vocab, 128, 3 layers, seq 64)", 2000, 128, 3, 4, 512, 64, True),
     ("tiny BERT (2k vocab, 128, 3 layers, seq 64)", 2000, 128, 3, 4, 512, 64, False),
     ("GPT-2 124M (seq 1024)", 50257, 768, 12, 12, 3072, 1024, True),
     ("BERT-base (seq 384)", 30522, 768, 12, 12, 3072, 384, False),
     ("BERT-large (seq 384)", 30522, 1024, 24, 16, 4096, 384, False),
+    ("ViT-B/16 (224x224, 1000 classes)", 1000, 768, 12, 12, 3072, 197, None),
 ]
 
 
@@ -44,9 +45,15 @@ def main() -> None:
     print(f"torch {torch.__version__}; ratios are analytic / meta")
     worst = 0.0
     for name, v, h, layers, heads, ffn, s, causal in CASES:
-        factory = functools.partial(TinyTransformer, v, h, layers, heads, ffn, s, causal, causal, True)
-        meta, meta_ck = trace_module(factory, (s,), torch.long, loss="ce", labels_per_sample=s)
-        shape = TransformerShape(layers=layers, hidden=h, heads=heads, vocab=v, seq_len=s, ffn=ffn, lm_head=causal)
+        if causal is None:  # ViT: the reference model, pre-norm, fused q/k/v
+            vit = functools.partial(ViT, 224, 16, h, layers, heads, ffn, v, True)
+            meta, meta_ck = trace_module(vit, (3, 224, 224), loss="ce")
+            shape = TransformerShape(layers=layers, hidden=h, heads=heads, vocab=v, seq_len=s, ffn=ffn, lm_head=False,
+                                     causal=False, fused_qkv=True, patch=16)
+        else:
+            factory = functools.partial(TinyTransformer, v, h, layers, heads, ffn, s, causal, causal, True)
+            meta, meta_ck = trace_module(factory, (s,), torch.long, loss="ce", labels_per_sample=s)
+            shape = TransformerShape(layers=layers, hidden=h, heads=heads, vocab=v, seq_len=s, ffn=ffn, lm_head=causal)
         ana, ana_ck = transformer_trace(shape), transformer_trace(shape, checkpointing=True)
         print(f"\n{name}")
         for ph in (Phase.FORWARD, Phase.BACKWARD):

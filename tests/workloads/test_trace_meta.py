@@ -83,3 +83,19 @@ def test_meta_trace_separates_per_sample_from_per_step() -> None:
     assert sum(o.count for o in t.ops if o.kind is OpKind.GEMM and o.phase is Phase.BACKWARD) == 3
     # the input (for fc1.dW), relu's output (kept by relu and fc2: one storage), the log-probabilities
     assert t.saved_elems_per_sample == 784 + 256 + 10
+
+
+def test_analytic_vit_matches_the_meta_tracer() -> None:
+    from gpuselect.workloads.reference_models import ViT
+
+    meta, meta_ck = trace_module(functools.partial(ViT, 64, 16, 128, 3, 4, 512, 10, True), (3, 64, 64), loss="ce")
+    shape = TransformerShape(layers=3, hidden=128, heads=4, vocab=10, seq_len=17, ffn=512, lm_head=False, causal=False,
+                             fused_qkv=True, patch=16)
+    ana, ana_ck = transformer_trace(shape), transformer_trace(shape, checkpointing=True)
+    assert ana.params == meta.params
+    for phase in (Phase.FORWARD, Phase.BACKWARD):
+        assert _dense(ana, phase) == pytest.approx(_dense(meta, phase), rel=0.02)
+    assert shape.forward_flops_per_sequence() == pytest.approx(_dense(meta, Phase.FORWARD), rel=0.02)
+    assert ana.saved_elems_per_sample + ana.saved_fp32_elems_per_sample == pytest.approx(meta.saved_elems_per_sample, rel=0.10)
+    assert ana_ck.saved_elems_per_sample_ckpt + ana_ck.saved_fp32_elems_per_sample_ckpt == \
+        pytest.approx(meta_ck.saved_elems_per_sample_ckpt, rel=0.10)

@@ -93,6 +93,7 @@ class _Recorder(TorchDispatchMode):
         self.phase = Phase.FORWARD
         self.scope: list[str] = []  # module path stack (forward only)
         self.unit_depth = 0
+        self.paused = False  # the harness's own ops (loss targets) are not the model's
 
     def _name(self, func: Any) -> str:
         where = self.scope[-1] if self.scope and self.phase is Phase.FORWARD else ""
@@ -104,7 +105,7 @@ class _Recorder(TorchDispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         packet = func.overloadpacket
-        if getattr(func, "is_view", False) or packet in _NO_KERNEL:
+        if self.paused or getattr(func, "is_view", False) or packet in _NO_KERNEL:
             return out
         flops = 0.0
         if packet in flop_registry:
@@ -170,7 +171,7 @@ def _units(model: nn.Module) -> tuple[list[nn.Module], bool]:
     """The checkpoint units: the children of the longest ModuleList of alike blocks (the layers),
     else a Sequential's children."""
     lists = [m for m in model.modules() if isinstance(m, nn.ModuleList) and len(m) > 1
-             and len({type(c) for c in m}) == 1 and not isinstance(m[0], nn.Embedding)]
+             and len({type(c) for c in m}) == 1 and (list(m[0].children()) or isinstance(m[0], nn.RNNBase))]
     if lists:
         best = max(lists, key=lambda m: (len(m), sum(p.numel() for p in m.parameters())))
         return list(best), True
@@ -246,14 +247,16 @@ def _step(factory: Callable[[], nn.Module], input_shape: tuple[int, ...], dtype:
             out = model(x)
             if isinstance(out, (tuple, list)):
                 out = out[0]
+            rec.paused = True  # the labels come with the batch: not part of the step's work
+            target = (torch.zeros(out.numel() // out.shape[-1], dtype=torch.long, device="meta") if loss == "ce"
+                      else torch.empty_like(out))
+            rec.paused = False
             if loss == "ce":
-                logits = out.reshape(-1, out.shape[-1])
-                target = torch.zeros(logits.shape[0], dtype=torch.long, device="meta")
-                value = torch.nn.functional.cross_entropy(logits, target)
+                value = torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), target)
             elif loss == "bce":
-                value = torch.nn.functional.binary_cross_entropy_with_logits(out, torch.empty_like(out))
+                value = torch.nn.functional.binary_cross_entropy_with_logits(out, target)
             elif loss == "mse":
-                value = torch.nn.functional.mse_loss(out, torch.empty_like(out))
+                value = torch.nn.functional.mse_loss(out, target)
             else:  # the model returns its loss
                 value = out.sum() if out.dim() else out
             rec.phase = Phase.BACKWARD
