@@ -16,7 +16,7 @@ import functools
 import torch
 
 from gpuselect.estimate.trace import OpKind, Phase, StepTrace
-from gpuselect.workloads.reference_models import ViT, TinyTransformer
+from gpuselect.workloads.reference_models import TinyTransformer, ViT
 from gpuselect.workloads.trace_build.meta import trace_module
 from gpuselect.workloads.traces import transformer_trace
 from gpuselect.workloads.transformer import TransformerShape

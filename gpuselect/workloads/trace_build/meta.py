@@ -358,6 +358,8 @@ def trace_module(factory: Callable[[], nn.Module], input_shape: tuple[int, ...],
         largest_b = max(sum(per_b[lo:hi]) for lo, hi in itertools.pairwise(bounds))
         saved_ckpt = min(saved, outside + sum(inputs[lo] for lo in bounds[:-1]) + largest)
         saved_b_ckpt = min(saved_b, out_b + largest_b)
+    if saved_ckpt >= saved:
+        recompute = []  # checkpointing these units would keep no less: nothing to recompute
     in_bytes = float(torch.empty((), dtype=dtype).element_size())
     for d in input_shape:
         in_bytes *= d
@@ -371,5 +373,5 @@ def trace_module(factory: Callable[[], nn.Module], input_shape: tuple[int, ...],
     )
     ckpt = replace(plain, ops=tuple(_fold(ops + recompute)), checkpointing=True)
     if not recompute:
-        ckpt = replace(ckpt, notes=(*ckpt.notes, "no repeated blocks found: checkpointing recomputes and saves nothing here"))
+        ckpt = replace(ckpt, notes=(*ckpt.notes, "no checkpoint units that would save memory: checkpointing recomputes and saves nothing here"))
     return plain, ckpt
