@@ -73,6 +73,10 @@ def build():
     from torch import nn  # imported here so the failure cases below need no torch (fast)
     print("building")
     return nn.Sequential(nn.Linear(100, 64), nn.ReLU(), nn.Linear(64, 10))
+
+def tokens():
+    from torch import nn
+    return nn.Sequential(nn.Embedding(1000, 32), nn.Linear(32, 1000))
 '''
 
 
@@ -100,6 +104,8 @@ def test_model_file_is_traced_in_a_subprocess(tmp_path: Path, capsys: pytest.Cap
         build_workload(model=str(broken), factory="build", input_shape="100")
     with pytest.raises(UsageError, match="no function"):
         build_workload(model=str(f), factory="missing", input_shape="100")
+    tok = build_workload(model=str(f), factory="tokens", input_shape="16")  # integer inputs, tried second
+    assert tok.forward_flops_per_sample == 2 * 16 * 32 * 1000 and "integer" in tok.source
     ex = tmp_path / "exits.py"
     ex.write_text("import sys\nsys.exit(0)\n")
     with pytest.raises(DataError, match="ended the process"):
