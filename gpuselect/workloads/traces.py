@@ -264,6 +264,15 @@ def _head(shape: TransformerShape, mode: str) -> _Section:
     return sec
 
 
+def _first_layer_input_grads(bwd: list[Op]) -> set[tuple[str, OpKind]]:
+    """Backward ops of a layer that only compute the gradient of the layer's input."""
+    qkv = ("layers.attn.q", "layers.attn.k", "layers.attn.v", "layers.attn.qkv")
+    names = {f"{m}.dX" for m in qkv} | {f"{m}.lora_A.dX" for m in qkv} | {f"layers.attn.qkv.{x}.lora_A.dX" for x in "qkv"}
+    names |= {f"{m}.dequant" for m in qkv} | {"layers.attn.qkv.split_backward", "layers.norm1.backward",
+                                             "layers.norm1.fp32.backward", "layers.norm1.scale.backward"}
+    return {(o.name, o.kind) for o in bwd if o.name in names}
+
+
 def _times(ops: list[Op], n: int, phase: Phase | None = None) -> list[Op]:
     return [replace(o, count=o.count * n, phase=phase or o.phase) for o in ops]
 
@@ -286,7 +295,15 @@ def transformer_trace(shape: TransformerShape, *, mode: str = "full", lora_rank:
     L, s = shape.layers, float(shape.seq_len)
     emb, layer, head = _embedding(shape, mode), _layer(shape, mode, lora_rank), _head(shape, mode)
     ops = emb.fwd + _times(layer.fwd, L) + head.fwd
-    ops += list(reversed(head.bwd)) + _times(list(reversed(layer.bwd)), L) + list(reversed(emb.bwd))
+    layer_bwd = _times(list(reversed(layer.bwd)), L)
+    if mode != "full" and not checkpointing:
+        # Frozen embeddings: the first layer's input needs no gradient, so autograd skips the
+        # input gradients that only lead there (its q/k/v dX, their dequantisation, norm1's
+        # backward). Checkpointing frameworks turn input gradients on (enable_input_require_grads).
+        first = _first_layer_input_grads(layer.bwd)
+        layer_bwd = [replace(o, count=o.count - 1) if (o.name, o.kind) in first else o for o in layer_bwd]
+        layer_bwd = [o for o in layer_bwd if o.count > 0]
+    ops += list(reversed(head.bwd)) + layer_bwd + list(reversed(emb.bwd))
     if checkpointing:  # every layer's forward once more, in the backward (Hugging Face / LitGPT per-block)
         ops += _times(layer.fwd, L, Phase.RECOMPUTE)
 

@@ -58,13 +58,16 @@ class TransformerShape:
         attn = h * h * 2 + h * kv_dim * 2  # q, o and k, v
         ffn = h * self.ffn * (3 if self.gated_ffn else 2)
         per_layer = attn + ffn + 4 * h  # + norms
+        if self.norm == "rmsnorm":  # two weight-only norms per layer and a final one (Llama: exact counts)
+            per_layer -= 2 * h
         if self.patch:
             biases = 4 * h + self.ffn + h  # q, k, v, o, fc1, fc2
             stem = self.channels * self.patch ** 2 * h + h + h + self.seq_len * h  # patch conv, class token, positions
             return self.layers * (per_layer + biases) + stem + 2 * h + h * self.vocab + self.vocab
         emb = self.vocab * h
         head = 0 if self.tied_embeddings or not self.lm_head else self.vocab * h
-        return self.layers * per_layer + emb + head
+        final_norm = h if self.norm == "rmsnorm" else 0
+        return self.layers * per_layer + emb + head + final_norm
 
     def forward_flops_per_sequence(self) -> float:
         h, s, kv = self.hidden, self.seq_len, (self.kv_heads or self.heads)

@@ -51,7 +51,8 @@ _EMBEDDING = {aten.embedding, aten.embedding_dense_backward, aten.embedding_back
 _FP32_LOSS = re.compile(r"log_softmax|nll_loss|cross_entropy|mse_loss|binary_cross_entropy|_softmax_backward_data")
 # Ops that launch no kernel (metadata, allocation without a fill, scalar reads).
 _NO_KERNEL = {aten.empty, aten.empty_like, aten.empty_strided, aten.new_empty, aten.new_empty_strided, aten.detach,
-              aten._local_scalar_dense, aten.lift_fresh, aten.alias, aten.sym_size, aten.sym_stride, aten.sym_numel}
+              aten._local_scalar_dense, aten.lift_fresh, aten.alias, aten.sym_size, aten.sym_stride, aten.sym_numel,
+              aten._unsafe_view, aten._reshape_alias}  # the last two: views the dispatcher does not tag as views
 
 
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
