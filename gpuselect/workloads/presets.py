@@ -178,7 +178,7 @@ for size, (label, shape) in _LLAMA.items():
     for mode, what in (("full", "full fine-tuning (all weights, AdamW)"), ("lora", "LoRA rank 16 on 16-bit base weights"),
                        ("qlora", "QLoRA: LoRA rank 16 on a 4-bit quantised base")):
         _PRESETS.append(_t(
-            f"llama-{size}-{mode}", f"{label} {dict(full='full', lora='LoRA', qlora='QLoRA')[mode]} fine-tuning",
+            f"llama-{size}-{mode}", f"{label} { {'full': 'full', 'lora': 'LoRA', 'qlora': 'QLoRA'}[mode]} fine-tuning",
             shape, mode=mode, description=f"{label}, {what}, 2048-token sequences (e.g. 50k instruction examples)",
             dataset_size=50_000, epochs=3, batch_size=8 if size != "70b" else 4,
             source="transformer arithmetic on the model card's shape (layers, hidden, heads, KV heads, FFN, vocabulary); not profiler-checked",

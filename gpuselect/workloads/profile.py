@@ -8,9 +8,10 @@ factory function they name). Only point it at code you trust.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from gpuselect.errors import DataError, UsageError
 
@@ -71,14 +72,14 @@ def profile_user_model(path: str | Path, factory_name: str, input_shape: tuple[i
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - the user's code: report, don't crash
+    except Exception as exc:
         raise DataError(f"{p} failed to import: {type(exc).__name__}: {exc}") from exc
     factory = getattr(module, factory_name, None)
     if not callable(factory):
         raise UsageError(f"{p} has no function {factory_name!r}")
     try:
         return profile_factory(factory, input_shape)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise DataError(f"profiling {factory_name}() from {p} failed: {type(exc).__name__}: {exc}") from exc
 
 

@@ -5,6 +5,7 @@ weights, no downloads). Imported only by ``profile.py`` and the tests; torch is 
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -206,7 +207,7 @@ class Tacotron2(nn.Module):
         self.linear_projection = nn.Linear(dec_rnn + emb, n_mel)
         self.gate_layer = nn.Linear(dec_rnn + emb, 1)
         chans = [n_mel] + [postnet] * 4 + [n_mel]
-        self.postnet = nn.Sequential(*(_ConvBN1d(a, b, 5) for a, b in zip(chans[:-1], chans[1:])))
+        self.postnet = nn.Sequential(*(_ConvBN1d(a, b, 5) for a, b in itertools.pairwise(chans)))
         self.n_mel, self.mel_frames, self.emb, self.att_rnn, self.dec_rnn = n_mel, mel_frames, emb, att_rnn, dec_rnn
 
     def forward(self, text: torch.Tensor) -> torch.Tensor:
@@ -331,7 +332,7 @@ def zipf_cluster_shares(vocab: int = WT103_VOCAB, cutoffs: tuple[int, ...] = WT1
 
     ends = [0, *cutoffs, vocab]
     total = harmonic(vocab)
-    return [(harmonic(hi) - (harmonic(lo) if lo else 0.0)) / total for lo, hi in zip(ends[:-1], ends[1:])]
+    return [(harmonic(hi) - (harmonic(lo) if lo else 0.0)) / total for lo, hi in itertools.pairwise(ends)]
 
 
 class _RelLayer(nn.Module):
@@ -375,7 +376,7 @@ class TransformerXL(nn.Module):
         super().__init__()
         ends = [0, *WT103_CUTOFFS, WT103_VOCAB]
         self.dims = [d // div_val ** i for i in range(len(ends) - 1)]
-        self.sizes = [hi - lo for lo, hi in zip(ends[:-1], ends[1:])]
+        self.sizes = [hi - lo for lo, hi in itertools.pairwise(ends)]
         self.emb = nn.ModuleList(nn.Embedding(n, e) for n, e in zip(self.sizes, self.dims))
         # Input projections (div_val > 1 only), shared with the softmax's tail projections.
         self.emb_projs = nn.ParameterList(nn.Parameter(torch.empty(d, e)) for e in self.dims) if div_val > 1 else None
