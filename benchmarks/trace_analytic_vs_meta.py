@@ -35,8 +35,8 @@ CASES = [
     ("ViT-B/16 (224x224, 1000 classes)", 1000, 768, 12, 12, 3072, 197, None),
     ("tiny Llama, full (2k vocab, 128, 3 layers, seq 64)", 2000, 128, 3, 4, 352, 64, "llama"),
     ("tiny Llama, LoRA rank 8", 2000, 128, 3, 4, 352, 64, "llama-lora"),
-    ("Llama-style 1.3B-shape slice, LoRA rank 16 (32k vocab, 2048, 4 layers, seq 2048)", 32000, 2048, 4, 16, 5504, 2048,
-     "llama-lora16"),
+    ("Llama-style slice with GQA (16 heads, 4 KV heads), LoRA rank 16 (32k vocab, 2048, 4 layers, seq 2048)", 32000,
+     2048, 4, 16, 5504, 2048, "llama-lora16"),
 ]
 
 
@@ -57,9 +57,11 @@ def main() -> None:
         if isinstance(causal, str):  # Hugging Face-style eager Llama (trace_build/llama_ref.py), full or LoRA
             rank = 0 if causal == "llama" else (16 if causal.endswith("16") else 8)
             mode = "lora" if rank else "full"
-            llama = functools.partial(TinyLlama, v, h, layers, heads, ffn, rank)
+            kv_heads = 4 if rank == 16 else heads
+            llama = functools.partial(TinyLlama, v, h, layers, heads, ffn, rank, kv_heads)
             meta, meta_ck = trace_module(llama, (s,), torch.long, loss="ce", labels_per_sample=s)
-            shape = TransformerShape(layers=layers, hidden=h, heads=heads, vocab=v, seq_len=s, ffn=ffn, gated_ffn=True,
+            shape = TransformerShape(layers=layers, hidden=h, heads=heads, kv_heads=kv_heads, vocab=v, seq_len=s, ffn=ffn,
+                                     gated_ffn=True,
                                      tied_embeddings=False, norm="rmsnorm", rotary=True)
         elif causal is None:  # ViT: the reference model, pre-norm, fused q/k/v
             vit = functools.partial(ViT, 224, 16, h, layers, heads, ffn, v, True)

@@ -152,12 +152,19 @@ def _layer(shape: TransformerShape, mode: str, rank: int) -> _Section:
         sec.ew("layers.attn.rope_k", 10 * s * kv, bwd=10 * s * kv, kernels=5)
     causal = 0.5 if shape.is_causal else 1.0
     att_flops = 4.0 * s * s * h * causal
-    io = s * h + 2 * s * kv  # q, k, v
+    kv_att = kv
+    if kv < h and shape.repeat_kv:
+        # Grouped-query attention as Hugging Face (with an attention mask) and LitGPT run it: k and v
+        # expanded to every query head and copied before the SDPA kernel (which then keeps the copies);
+        # the backward sums the heads' gradients back into each group.
+        sec.ew("layers.attn.repeat_kv", 2 * (s * kv + s * h), bwd=2 * (s * h + s * kv), kernels=2)
+        kv_att = h
+    io = s * h + 2 * s * kv_att  # q, k, v as the kernel reads them
     sec.op(OpKind.ATTENTION, Phase.FORWARD, "layers.attn.sdpa", flops=att_flops, elems=io + s * h + heads * s,
            m=s * heads, n=int(s), k=d)
     sec.op(OpKind.ATTENTION, Phase.BACKWARD, "layers.attn.sdpa.backward", flops=ATTENTION_BACKWARD_FACTOR * att_flops,
            elems=2 * io + 2 * s * h + 2 * heads * s, m=s * heads, n=int(s), k=d)
-    sec.saved.update({"q": s * h, "k": s * kv, "v": s * kv, "attn_out": s * h})
+    sec.saved.update({"q": s * h, "k": s * kv_att, "v": s * kv_att, "attn_out": s * h})
     sec.saved_fp32["attn.logsumexp"] = heads * s
     linear("layers.attn.o", "attn_out", h, h)
     if shape.dropout:

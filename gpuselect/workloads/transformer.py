@@ -35,6 +35,9 @@ class TransformerShape:
     fused_qkv: bool = False  # one GEMM for q, k, v (GPT-2 c_attn, NeoX query_key_value)
     head_outputs: int = 2  # encoders (no LM head): outputs of the per-token task head (SQuAD: start/end)
     bias: bool | None = None  # biases on the linear layers; None: where the norm is a LayerNorm (GPT-2, BERT)
+    # Grouped-query attention: k/v copied to every query head before the attention kernel (Hugging
+    # Face with an attention mask, LitGPT); False: the kernel reads the groups (flash-attn's GQA).
+    repeat_kv: bool = True
     # Vision transformers (ViT): images cut into patch x patch squares (0: a token model). Then
     # ``seq_len`` = patches + 1 (class token) and ``vocab`` = classes of the head on the class token.
     patch: int = 0

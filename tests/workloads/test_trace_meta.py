@@ -101,15 +101,16 @@ def test_analytic_vit_matches_the_meta_tracer() -> None:
         pytest.approx(meta_ck.saved_elems_per_sample_ckpt, rel=0.10)
 
 
-@pytest.mark.parametrize("rank", [0, 8], ids=["full", "lora"])
-def test_analytic_llama_matches_the_meta_tracer(rank: int) -> None:
-    """Hugging Face-style eager Llama (RMSNorm upcast, rotate_half, SwiGLU), full and LoRA."""
+@pytest.mark.parametrize(("rank", "kv_heads"), [(0, 4), (8, 4), (0, 2), (8, 1)],
+                         ids=["full", "lora", "full-gqa", "lora-mqa"])
+def test_analytic_llama_matches_the_meta_tracer(rank: int, kv_heads: int) -> None:
+    """Hugging Face-style eager Llama (RMSNorm upcast, rotate_half, repeat_kv, SwiGLU), full and LoRA."""
     from gpuselect.workloads.trace_build.llama_ref import TinyLlama
 
     V, h, L, heads, ffn, s = 2000, 128, 3, 4, 352, 64
-    meta, meta_ck = trace_module(functools.partial(TinyLlama, V, h, L, heads, ffn, rank), (s,), torch.long, loss="ce",
-                                 labels_per_sample=s)
-    shape = TransformerShape(layers=L, hidden=h, heads=heads, vocab=V, seq_len=s, ffn=ffn, gated_ffn=True,
+    meta, meta_ck = trace_module(functools.partial(TinyLlama, V, h, L, heads, ffn, rank, kv_heads), (s,), torch.long,
+                                 loss="ce", labels_per_sample=s)
+    shape = TransformerShape(layers=L, hidden=h, heads=heads, kv_heads=kv_heads, vocab=V, seq_len=s, ffn=ffn, gated_ffn=True,
                              tied_embeddings=False, norm="rmsnorm", rotary=True)
     mode = "lora" if rank else "full"
     ana = transformer_trace(shape, mode=mode, lora_rank=max(rank, 1))

@@ -112,8 +112,14 @@ def test_saved_activations_use_fused_attention() -> None:
     t = transformer_trace(LLAMA_8B)
     s, h, f, L = 2048, 4096, 14_336, 32
     # no s x s score matrix: far below Korthikanti's 5 a s^2 term
-    assert t.saved_elems_per_sample < L * s * (6 * h + 2 * 1024 + 4 * f) * 1.05
-    assert t.saved_elems_per_sample > L * s * (6 * h + 2 * 1024 + 4 * f) * 0.95
+    # per layer: RMSNorm outputs (2 x 2), q, k and v expanded to all heads, the attention output, 4 FFN tensors
+    assert t.saved_elems_per_sample < L * s * (8 * h + 4 * f) * 1.05
+    assert t.saved_elems_per_sample > L * s * (8 * h + 4 * f) * 0.95
+    from dataclasses import replace as _replace
+
+    grouped = transformer_trace(_replace(LLAMA_8B, repeat_kv=False))  # a kernel that reads the KV groups itself
+    assert t.saved_elems_per_sample - grouped.saved_elems_per_sample == pytest.approx(L * s * 2 * (h - 1024))
+    assert not any("repeat_kv" in o.name for o in grouped.ops)
     assert t.logits_elems_per_sample == s * 128_256
     assert t.saved_fp32_elems_per_sample >= s * 128_256  # the loss's fp32 log-probabilities
     gpt2 = trace_for(PRESETS["gpt2-124m"], checkpointing=False)

@@ -1,5 +1,6 @@
 """A small Llama-style decoder written as Hugging Face's eager code runs it (RMSNorm with the
-fp32 upcast, rotate_half rotary embeddings, SwiGLU FFN, fused attention, untied LM head), with
+fp32 upcast, rotate_half rotary embeddings, grouped-query attention through repeat_kv, SwiGLU FFN, fused
+attention, untied LM head), with
 optional LoRA adapters on q, k, v, o, gate, up and down (PEFT's y = W x + B(A(x)) * scale, base
 weights, embeddings, norms and the head frozen). Used to check the analytic builder's Llama
 path, full and LoRA, against the meta-device tracer (tests and benchmarks/trace_analytic_vs_meta.py).
@@ -45,10 +46,12 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 class _Block(nn.Module):
-    def __init__(self, h: int, heads: int, ffn: int, rank: int) -> None:
+    def __init__(self, h: int, heads: int, ffn: int, rank: int, kv_heads: int) -> None:
         super().__init__()
         self.n1, self.n2 = _RMSNorm(h), _RMSNorm(h)
-        self.q, self.k, self.v, self.o = (_Linear(h, h, rank) for _ in range(4))
+        kv = h // heads * kv_heads
+        self.q, self.k, self.v, self.o = _Linear(h, h, rank), _Linear(h, kv, rank), _Linear(h, kv, rank), _Linear(h, h, rank)
+        self.kv_heads = kv_heads
         self.gate, self.up, self.down = _Linear(h, ffn, rank), _Linear(h, ffn, rank), _Linear(ffn, h, rank)
         self.heads = heads
         if rank:
@@ -59,9 +62,13 @@ class _Block(nn.Module):
         b, s, h = x.shape
         d = h // self.heads
         y = self.n1(x)
-        q, k, v = (t.view(b, s, self.heads, d).transpose(1, 2) for t in (self.q(y), self.k(y), self.v(y)))
+        q = self.q(y).view(b, s, self.heads, d).transpose(1, 2)
+        k, v = (t.view(b, s, self.kv_heads, d).transpose(1, 2) for t in (self.k(y), self.v(y)))
         q = q * cos + _rotate_half(q) * sin
         k = k * cos + _rotate_half(k) * sin
+        if self.kv_heads != self.heads:  # Hugging Face's repeat_kv: expand the groups, copy
+            g = self.heads // self.kv_heads
+            k, v = (t[:, :, None].expand(b, self.kv_heads, g, s, d).reshape(b, self.heads, s, d) for t in (k, v))
         a = fused_attention(q, k, v, causal=True).transpose(1, 2).reshape(b, s, h)
         x = x + self.o(a)
         y = self.n2(x)
@@ -69,10 +76,10 @@ class _Block(nn.Module):
 
 
 class TinyLlama(nn.Module):
-    def __init__(self, vocab: int, h: int, layers: int, heads: int, ffn: int, rank: int = 0) -> None:
+    def __init__(self, vocab: int, h: int, layers: int, heads: int, ffn: int, rank: int = 0, kv_heads: int | None = None) -> None:
         super().__init__()
         self.embed = nn.Embedding(vocab, h)
-        self.layers = nn.ModuleList(_Block(h, heads, ffn, rank) for _ in range(layers))
+        self.layers = nn.ModuleList(_Block(h, heads, ffn, rank, kv_heads or heads) for _ in range(layers))
         self.norm = _RMSNorm(h)
         self.lm_head = nn.Linear(h, vocab, bias=False)
         self.d = h // heads
