@@ -232,11 +232,8 @@ def _trace_saved_bytes(w: Workload, checkpointing: bool, e: int) -> float | None
     """Saved bytes per sample from the workload's operator trace, where one is available: 16-bit
     (or fp32) elements at ``e`` bytes, tensors that stay fp32 at 4, byte-sized ones (masks) at 1."""
     try:
-        from gpuselect.estimate import trace as trace_mod
+        from gpuselect.workloads.traces import trace_for
 
-        trace_for = getattr(trace_mod, "trace_for", None)
-        if trace_for is None:
-            return None
         t: Any = trace_for(w, checkpointing=checkpointing)
     except Exception:  # no trace for this workload: fall back to its stated activation figure
         return None
