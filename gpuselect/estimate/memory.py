@@ -25,6 +25,7 @@ is sold in ("24 GB" = 24 GiB; nvidia-smi counts MiB).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass, field, replace
@@ -297,20 +298,39 @@ def _needed(b: MemoryBreakdown) -> float:
     return b.total() - b.evictable * (1 + ALLOCATOR_SLACK)
 
 
-def max_batch_size(w: Workload, vram_gb: float, o: MemoryOptions, shape: TransformerShape | None = None, limit: int = 1 << 24) -> int:
-    """The largest per-GPU batch whose peak fits (0: not even one sample)."""
-    cap = capacity_bytes(vram_gb)
-    zero = _needed(peak_memory(w, 0, o, shape))
-    one = _needed(peak_memory(w, 1, o, shape))
-    per = one - zero
-    if zero + per > cap:
+def _at(zero: MemoryBreakdown, act: float, logits: float, batch: int) -> MemoryBreakdown:
+    """The peak at ``batch`` from the one at batch 0 and the per-sample terms (the peak is linear in the batch)."""
+    allocated = zero.weights + zero.gradients + zero.optimizer + batch * (act + logits)
+    return MemoryBreakdown(zero.weights, zero.gradients, zero.optimizer, batch * act, batch * logits,
+                           CONTEXT_BYTES + ALLOCATOR_SLACK * allocated, zero.evictable)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parts(w: Workload, o: MemoryOptions, shape: TransformerShape | None) -> tuple[MemoryBreakdown, float, float]:
+    """(the peak at batch 0, activations and logits per sample): what every card shares (cached:
+    an estimate asks for the same settings on 134 cards)."""
+    zero = peak_memory(w, 0, o, shape)
+    one = peak_memory(w, 1, o, shape)
+    return zero, one.activations, one.logits
+
+
+def _max_batch(zero: MemoryBreakdown, act: float, logits: float, cap: float, limit: int) -> int:
+    per = act + logits
+    if _needed(_at(zero, act, logits, 1)) > cap:
         return 0
     if per <= 0:
         return limit
-    b = min(limit, int((cap - zero) // per))
-    while b > 0 and _needed(peak_memory(w, b, o, shape)) > cap:  # guard the float edge
+    b = min(limit, int(((cap - CONTEXT_BYTES) / (1 + ALLOCATOR_SLACK) - (zero.weights + zero.gradients + zero.optimizer)
+                        + zero.evictable) // per) + 1)
+    while b > 1 and _needed(_at(zero, act, logits, b)) > cap:  # the float edge
         b -= 1
     return b
+
+
+def max_batch_size(w: Workload, vram_gb: float, o: MemoryOptions, shape: TransformerShape | None = None, limit: int = 1 << 24) -> int:
+    """The largest per-GPU batch whose peak fits (0: not even one sample)."""
+    zero, act, logits = _parts(w, o, shape)
+    return _max_batch(zero, act, logits, capacity_bytes(vram_gb), limit)
 
 
 @dataclass
@@ -333,16 +353,16 @@ class Fit:
 
 def fit_with(w: Workload, vram_gb: float, o: MemoryOptions, *, batch_size: int | None = None,
              shape: TransformerShape | None = None) -> Fit:
-    mb = max_batch_size(w, vram_gb, o, shape)
+    zero, act, logits = _parts(w, o, shape)
+    cap = capacity_bytes(vram_gb)
+    mb = _max_batch(zero, act, logits, cap, 1 << 24)
     wanted = batch_size if batch_size is not None else w.default_batch_size
     used = max(1, wanted if batch_size is not None else min(wanted, mb))
-    b = peak_memory(w, used, o, shape)
-    zero = peak_memory(w, 0, o, shape)
-    one = peak_memory(w, 1, o, shape)
+    b = _at(zero, act, logits, used)
     return Fit(
-        fits=mb >= used and _needed(b) <= capacity_bytes(vram_gb), max_batch=mb, batch_size=used,
+        fits=mb >= used and _needed(b) <= cap, max_batch=mb, batch_size=used,
         state_gb=(zero.weights + zero.gradients + zero.optimizer) / GB,
-        activation_gb_per_sample=(one.activations + one.logits) / GB, usable_gb=capacity_bytes(vram_gb) / GB,
+        activation_gb_per_sample=(act + logits) / GB, usable_gb=cap / GB,
         peak_gb=b.total() / GB, breakdown=b, options=o,
     )
 
@@ -361,7 +381,14 @@ def fit_on_gpu(
 def plan(w: Workload, vram_gb: float, o: MemoryOptions, *, checkpointing: bool | None, sharding: str | None,
          batch_size: int | None, shape: TransformerShape | None = None) -> Fit:
     """The fit an estimate row shows: ``checkpointing`` None turns it on only where the model does not
-    fit otherwise; ``sharding`` None shards (FSDP) only where several GPUs need it to fit."""
+    fit otherwise; ``sharding`` None shards (FSDP) only where several GPUs need it to fit. Cached:
+    many catalog cards share a memory size (treat the result as read-only)."""
+    return _plan(w, vram_gb, o, checkpointing, sharding, batch_size, shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan(w: Workload, vram_gb: float, o: MemoryOptions, checkpointing: bool | None, sharding: str | None,
+          batch_size: int | None, shape: TransformerShape | None) -> Fit:
     o = replace(o, checkpointing=bool(checkpointing), sharding=sharding or "none")
     fit = fit_with(w, vram_gb, o, batch_size=batch_size, shape=shape)
     if not fit.fits and checkpointing is None:
@@ -384,6 +411,12 @@ def suggestions(w: Workload, vram_gb: float, o: MemoryOptions, batch_size: int |
                 shape: TransformerShape | None = None) -> list[str]:
     """Changes that make the workload fit this card, cheapest first; each one is checked to fit
     (with the other settings as given) before it is offered."""
+    return list(_suggestions(w, vram_gb, o, batch_size, shape))
+
+
+@functools.lru_cache(maxsize=1024)
+def _suggestions(w: Workload, vram_gb: float, o: MemoryOptions, batch_size: int | None,
+                 shape: TransformerShape | None) -> tuple[str, ...]:
     tips: list[str] = []
     shape = shape or shape_of(w)
 
@@ -418,7 +451,7 @@ def suggestions(w: Workload, vram_gb: float, o: MemoryOptions, batch_size: int |
                 break
     if o.offload != "params" and ok(b=1, sharding="fsdp", gpus=max(2, o.gpus), offload="params", checkpointing=True):
         tips.append(f"FSDP over {max(2, o.gpus)} GPUs with the parameters offloaded to CPU memory (much slower)")
-    return tips
+    return tuple(tips)
 
 
 def _as_adapter(w: Workload, mode: str, shape: TransformerShape | None, rank: int = 16) -> Workload:
