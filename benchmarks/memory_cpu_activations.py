@@ -34,10 +34,10 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpuselect.estimate import memory as M  # noqa: E402
-from gpuselect.workloads import reference_models as R  # noqa: E402
-from gpuselect.workloads.presets import PRESETS  # noqa: E402
-from gpuselect.workloads.transformer import TransformerShape  # noqa: E402
+from gpuselect.estimate import memory as M
+from gpuselect.workloads import reference_models as R
+from gpuselect.workloads.presets import PRESETS
+from gpuselect.workloads.transformer import TransformerShape
 
 OUT = ROOT / "docs" / "validation" / "memory-2026-11-23" / "cpu-activations.txt"
 
@@ -103,7 +103,7 @@ class Block(nn.Module):
         else:
             q, v = self.q(y), self.v(y)
         k = self.k(y)
-        split = lambda t: t.view(b, s, self.heads, h // self.heads).transpose(1, 2)  # noqa: E731
+        split = lambda t: t.view(b, s, self.heads, h // self.heads).transpose(1, 2)
         att = F.scaled_dot_product_attention(split(q), split(k), split(v), is_causal=True)
         x = x + self.o(att.transpose(1, 2).reshape(b, s, h))
         z = self.n2(x)
@@ -154,7 +154,7 @@ def main() -> int:
             model = factory()
             x = torch.randn(batch, *shape)
             y = torch.randint(0, 10, (batch,))
-            sb, n, dt = step(model, lambda: F.cross_entropy(model(x), y))
+            sb, n, dt = step(model, lambda m=model, x=x, y=y: F.cross_entropy(m(x), y))
             pred = batch * M.activation_bytes_per_sample(PRESETS[wid], fp32)
             errors.append(pred / sb - 1)
             lines.append(f"{wid:34s} {batch:5d} {sb / 1e6:12.3f} {pred / 1e6:13.3f} {100 * (pred / sb - 1):+6.1f}% {n:13d} {dt:7.3f}")
@@ -169,8 +169,8 @@ def main() -> int:
             model.train()
             ids = torch.randint(0, shape.vocab, (batch, shape.seq_len))
 
-            def loss() -> torch.Tensor:
-                logits = model(ids)
+            def loss(m: nn.Module = model, ids: torch.Tensor = ids) -> torch.Tensor:
+                logits = m(ids)
                 return F.cross_entropy(logits.view(-1, shape.vocab), ids.view(-1))
 
             sb, n, dt = step(model, loss)

@@ -11,7 +11,15 @@ from pathlib import Path
 from gpuselect.catalog import Catalog
 from gpuselect.catalog.schema import GpuEntry
 from gpuselect.errors import UsageError
-from gpuselect.estimate.memory import OFFLOADS, OPTIMIZERS, SHARDINGS, MemoryOptions, mixed, plan, suggestions
+from gpuselect.estimate.memory import (
+    OFFLOADS,
+    OPTIMIZERS,
+    SHARDINGS,
+    MemoryOptions,
+    mixed,
+    plan,
+    suggestions,
+)
 from gpuselect.estimate.perf import PerfModel, compute_peak
 from gpuselect.workloads.model import Workload
 
@@ -107,6 +115,11 @@ class LocalEstimate:
     basis: str  # how it was estimated
     error_band: float
     fits: bool = True
+    # Local GPUs: "needs X of your Y GB" and its breakdown, as the catalog rows carry them.
+    peak_memory_gb: float | None = None
+    memory_breakdown_gb: dict[str, float] = field(default_factory=dict)
+    vram_gb: float | None = None
+    max_batch: int | None = None
 
 
 @dataclass
@@ -382,7 +395,9 @@ def local_gpu_estimate(
         thr, hours = thr * scale, (hours / scale if hours else hours)
         basis = (f"catalog entry {match.entry.id}, anchored on this card's benchmark: {100 * measured:.0f} % of its "
                  f"{key.split('_')[1].upper()} spec" + (f", so times are scaled by 1/{scale:.2f}" if scale < 1 else " (healthy)"))
-    return LocalEstimate(device, name or match.entry.name, thr, hours, basis, r.error_band, r.fits)
+    return LocalEstimate(device, name or match.entry.name, thr, hours, basis, r.error_band, r.fits,
+                         peak_memory_gb=r.peak_memory_gb, memory_breakdown_gb=r.memory_breakdown_gb, vram_gb=r.vram_gb,
+                         max_batch=r.max_batch)
 
 
 def estimate(

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from gpuselect.errors import GpuselectError
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.transformer import TransformerShape
 
@@ -194,14 +195,14 @@ def layer_saved_elems_per_token(shape: TransformerShape, mode: str, o: MemoryOpt
     kv = h * (shape.kv_heads or shape.heads) // shape.heads
     trains_base = mode == "full"
     keeps_inputs = trains_base or mode == "qlora"
-    total = norms * (h + (h if trains_base else 0))
+    total: float = norms * (h + (h if trains_base else 0))
     if keeps_inputs:
         total += h + h + f  # qkv input, MLP input, down-projection input
     total += h + 2 * kv + h  # q, k, v, attention output
     total += 3 * f if shape.gated_ffn else f
     if mode in ("lora", "qlora"):
         if o.lora_targets == "qv":
-            inputs = float(h)  # one dropout over the attention input feeds the query and value adapters
+            inputs: float = h  # one dropout over the attention input feeds the query and value adapters
         else:  # PEFT-style: a dropout per adapted linear (q, k, v, o, the MLP's inputs and its down projection)
             inputs = 3 * h + h + (2 if shape.gated_ffn else 1) * h + f
         total += inputs * (1.5 if o.lora_dropout else (0.0 if keeps_inputs else 1.0))
@@ -236,8 +237,8 @@ def _trace_saved_bytes(w: Workload, checkpointing: bool, e: int) -> float | None
         from gpuselect.workloads.traces import trace_for
 
         t: Any = trace_for(w, checkpointing=checkpointing)
-    except Exception:  # no trace for this workload: fall back to its stated activation figure
-        return None
+    except (GpuselectError, ImportError, ValueError, TypeError, KeyError, AttributeError, ZeroDivisionError):
+        return None  # no trace for this workload: fall back to its stated activation figure
     sfx = "_ckpt" if checkpointing else ""
     elems = float(getattr(t, "saved_elems_per_sample" + sfx, 0.0) or 0.0)
     fp32 = float(getattr(t, "saved_fp32_elems_per_sample" + sfx, 0.0) or 0.0)

@@ -10,7 +10,12 @@ import pytest
 
 from gpuselect.cli import main
 from gpuselect.estimate import memory as M
-from gpuselect.estimate.memory import GB, MemoryOptions, fit_on_gpu, fit_with, peak_memory
+from gpuselect.estimate.memory import (
+    MemoryOptions,
+    fit_on_gpu,
+    fit_with,
+    peak_memory,
+)
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.presets import PRESETS
 from gpuselect.workloads.transformer import TransformerShape, transformer_workload
