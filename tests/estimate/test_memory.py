@@ -285,3 +285,24 @@ def test_text_output_says_needs_x_of_y(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["estimate", "--workload", "llama-8b-full", "--gpus", "nvidia-rtx-4090", "--max-gpus", "1", "--batch-size", "1"]) == 0
     out = capsys.readouterr().out
     assert "Does not fit" in out and "needs " in out and " of 24 GB" in out
+
+
+def test_a_users_config_json_7b_qlora_fits_12gb(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    """As a user would ask it: a Llama-2-7B config.json, QLoRA, batch 1, checkpointing where needed."""
+    from gpuselect.workloads.transformer import workload_from_hf_config
+
+    cfg = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+           "num_key_value_heads": 32, "intermediate_size": 11008, "vocab_size": 32000, "max_position_embeddings": 4096,
+           "hidden_act": "silu", "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    w = workload_from_hf_config(path, seq_len=2048, mode="qlora")
+    assert w.shape is not None and w.mode == "qlora"
+    f = M.plan(w, 12, MemoryOptions(), checkpointing=None, sharding=None, batch_size=1)
+    assert f.fits and f.options.checkpointing  # 2,048 tokens need checkpointing on 12 GB
+    assert not M.plan(replace(w, mode="full", trainable_params=w.params), 12, MemoryOptions(), checkpointing=None,
+                      sharding=None, batch_size=1).fits
+    # and the CLI reads the same file (full fine-tuning: does not fit a 24 GB card, says by how much)
+    assert main(["estimate", "--config", str(path), "--seq-len", "2048", "--gpus", "nvidia-rtx-4090", "--max-gpus", "1",
+                 "--batch-size", "1"]) == 0
+    assert "needs " in capsys.readouterr().out
