@@ -217,8 +217,8 @@ def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel, 
     base.max_batch = fit.max_batch
     if not fit.fits:
         base.suggestions = suggestions(w, e.vram_gb, fit.options, a.batch_size) if count == 1 else []
-        base.note = f"needs {fit.peak_gb:.1f} of {e.vram_gb:g} GB" + (
-            f" at batch {fit.batch_size}; at most batch {fit.max_batch} fits" if fit.max_batch else " even at batch 1")
+        base.note = f"needs {fit.peak_gb:.1f} of {e.vram_gb:g} GB at batch {fit.batch_size}" + (
+            f"; at most batch {fit.max_batch} fits" if fit.max_batch else "; not even batch 1 fits")
         return base
     base.fits = True
     one = perf.predict(w, speed_precision, e, batch=fit.batch_size)

@@ -428,8 +428,13 @@ def _suggestions(w: Workload, vram_gb: float, o: MemoryOptions, batch_size: int 
         mb = max_batch_size(w, vram_gb, o, shape)
         if mb >= 1:
             tips.append(f"a smaller batch (at most {mb} per GPU; accumulate gradients to keep the effective batch)")
-    if not o.checkpointing and ok(checkpointing=True):
-        tips.append("activation checkpointing (about a third more compute)")
+    if not o.checkpointing:
+        if ok(checkpointing=True):
+            tips.append("activation checkpointing (about a third more compute)")
+        elif batch_size is not None and batch_size > 1:
+            mb = max_batch_size(w, vram_gb, replace(o, checkpointing=True), shape)
+            if mb >= 1:
+                tips.append(f"activation checkpointing and a batch of at most {mb} per GPU (accumulate gradients)")
     if o.precision in ("fp32", "tf32") and ok(precision="bf16"):
         tips.append("mixed precision (bf16, or fp16 on cards without bf16)")
     if o.optimizer in ("adam", "adamw") and ok(optimizer="adam8bit"):
@@ -445,13 +450,18 @@ def _suggestions(w: Workload, vram_gb: float, o: MemoryOptions, batch_size: int 
             if fit_with(cand, vram_gb, replace(o, checkpointing=True), batch_size=batch_size or 1, shape=shape).fits:
                 tips.append(label + " with activation checkpointing")
                 break
+    if w.kind == "transformer" and w.mode == "lora":
+        cand = replace(w, mode="qlora")
+        if fit_with(cand, vram_gb, replace(o, checkpointing=True), batch_size=batch_size or 1, shape=shape).fits:
+            tips.append("QLoRA (4-bit frozen base) with activation checkpointing")
     if o.gpus <= 1 and o.offload != "params":
         for n in (2, 4, 8, 16, 32, 64, 128, 256):
             if ok(b=batch_size or 1, sharding="fsdp", gpus=n, checkpointing=True):
                 tips.append(f"sharding the model state over {n} such GPUs (FSDP / ZeRO-3) with checkpointing")
                 break
     if o.offload != "params" and ok(b=1, sharding="fsdp", gpus=max(2, o.gpus), offload="params", checkpointing=True):
-        tips.append(f"FSDP over {max(2, o.gpus)} GPUs with the parameters offloaded to CPU memory (much slower)")
+        tips.append(f"FSDP over {max(2, o.gpus)} GPUs with the parameters offloaded to CPU memory, checkpointing and "
+                    "batch 1 (much slower)")
     return tuple(tips)
 
 

@@ -208,6 +208,7 @@ def test_breakdown_adds_up_to_the_peak() -> None:
     (LLAMA31_8B, "lora", 24, MemoryOptions(), 8),
     (LLAMA2_70B, "qlora", 24, MemoryOptions(), 1),
     (LLAMA2_7B, "full", 48, MemoryOptions(precision="fp32"), 2),
+    (LLAMA31_8B, "lora", 24, MemoryOptions(checkpointing=False), 8),
 ])
 def test_every_suggestion_is_checked_to_fit(shape: TransformerShape, mode: str, vram: float, opts: MemoryOptions, batch: int) -> None:
     w = _w(shape, mode)
@@ -228,7 +229,8 @@ def _apply(tip: str, w: Workload, o: MemoryOptions, batch: int, shape: Transform
     if tip.startswith("a smaller batch"):
         return w, o, int(re.search(r"at most (\d+)", tip).group(1))  # type: ignore[union-attr]
     if tip.startswith("activation checkpointing"):
-        return w, replace(o, checkpointing=True), batch
+        m = re.search(r"at most (\d+)", tip)
+        return w, replace(o, checkpointing=True), int(m.group(1)) if m else batch
     if tip.startswith("mixed precision"):
         return w, replace(o, precision="bf16"), batch
     if tip.startswith("an 8-bit Adam"):
@@ -239,7 +241,7 @@ def _apply(tip: str, w: Workload, o: MemoryOptions, batch: int, shape: Transform
         return w, replace(o, offload="optimizer"), batch
     if tip.startswith(("LoRA", "QLoRA")):
         mode = "qlora" if tip.startswith("QLoRA") else "lora"
-        return _w(shape, mode), replace(o, checkpointing=True), batch
+        return replace(w, mode=mode) if w.mode != "full" else _w(shape, mode), replace(o, checkpointing=True), batch
     if tip.startswith("sharding the model state over"):
         n = int(re.search(r"over (\d+)", tip).group(1))  # type: ignore[union-attr]
         return w, replace(o, sharding="fsdp", gpus=n, checkpointing=True), batch
