@@ -3,11 +3,14 @@
 The peak is the sum of what lives through the step plus what the backward pass keeps
 (docs/memory.md explains each term and where its constants come from):
 
-- model state per parameter (ZeRO paper, Rajbhandari et al. 2020, section 3.1): weights in their
-  storage dtype (fp32, 16-bit, int8, NF4 with its quantisation constants), gradients of what
-  trains, optimizer state (SGD none, momentum one value, Adam two; 8-bit variants one byte each)
-  and, in mixed precision, the fp32 master copy of what trains (counted with the optimizer, as
-  ZeRO does). Pure 16-bit training (``bf16-true``) keeps neither master weights nor fp32 states;
+- model state per parameter (as in the ZeRO paper, Rajbhandari et al. 2020, section 3.1): weights
+  in their storage dtype (fp32, 16-bit, int8, NF4 with its quantisation constants), gradients of
+  what trains, optimizer state (SGD none, momentum one value, Adam two; 8-bit variants one byte
+  each) and, in mixed precision, the fp32 master copy of what trains (counted with the optimizer,
+  as ZeRO does). Mixed precision is torch.autocast's: fp32 parameters (the master copy) with fp32
+  gradients, and 16-bit copies of the weights that the backward keeps (2 + 4 + 4 + 8 = 18 bytes
+  per parameter with AdamW; ZeRO's 16 has 16-bit gradients). Pure 16-bit training
+  (``bf16-true``) keeps neither master weights nor fp32 states: 8 bytes with AdamW;
 - activations: what autograd keeps between forward and backward (fused attention keeps no score
   matrix), times the batch; with full checkpointing only the block inputs plus one block;
 - logits and loss buffers of language models: vocabulary x tokens, with the fp32 log-probabilities
@@ -149,7 +152,7 @@ def _state_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None) 
     else:
         base = frozen * e16
     weights = base + trainable * e16
-    grads = trainable * e16
+    grads = trainable * (4 if mixed(p) else e16)  # autocast: gradients of the fp32 parameters
     state_e = 2 if true16 else 4  # Adam/momentum values: fp32, or 16-bit in pure 16-bit training
     per = {"sgd": 0.0, "sgd-momentum": state_e, "adam": 2 * state_e, "adamw": 2 * state_e,
            "adam8bit": 2.0, "paged-adamw8bit": 2.0}[o.optimizer]

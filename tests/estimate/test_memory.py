@@ -63,9 +63,9 @@ def test_8b_full_finetune_adamw_does_not_fit_one_80gb_card() -> None:
     for ckpt in (False, True):
         f = fit_with(w, 80, MemoryOptions(precision="bf16", optimizer="adamw", checkpointing=ckpt), batch_size=1, shape=LLAMA31_8B)
         assert not f.fits and f.max_batch == 0
-    # 16 bytes per parameter: 16-bit weights and gradients, fp32 master and two Adam states
+    # 18 bytes per parameter: 16-bit weight copies, fp32 gradients, fp32 master and two Adam states
     b = peak_memory(w, 0, MemoryOptions(precision="bf16"), LLAMA31_8B)
-    assert b.weights + b.gradients + b.optimizer == pytest.approx(16 * w.params)
+    assert b.weights + b.gradients + b.optimizer == pytest.approx(18 * w.params)
     assert fit_with(w, 80, MemoryOptions(checkpointing=True, sharding="fsdp", gpus=4), batch_size=1, shape=LLAMA31_8B).fits
 
 
@@ -73,8 +73,8 @@ def test_8b_full_finetune_adamw_does_not_fit_one_80gb_card() -> None:
 
 
 @pytest.mark.parametrize(("precision", "optimizer", "per_param"), [
-    ("fp32", "adamw", 16), ("fp32", "sgd", 8), ("fp32", "sgd-momentum", 12), ("bf16", "adamw", 16), ("bf16", "sgd", 8),
-    ("bf16", "adam8bit", 10), ("bf16-true", "adamw", 8), ("bf16-true", "sgd", 4), ("bf16-true", "adam8bit", 6),
+    ("fp32", "adamw", 16), ("fp32", "sgd", 8), ("fp32", "sgd-momentum", 12), ("bf16", "adamw", 18), ("bf16", "sgd", 10),
+    ("bf16", "adam8bit", 12), ("bf16-true", "adamw", 8), ("bf16-true", "sgd", 4), ("bf16-true", "adam8bit", 6),
 ])
 def test_state_bytes_per_parameter(precision: str, optimizer: str, per_param: int) -> None:
     w = PRESETS["resnet50"]
