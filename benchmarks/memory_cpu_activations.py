@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 from gpuselect.estimate import memory as M
 from gpuselect.workloads import reference_models as R
 from gpuselect.workloads.presets import PRESETS
+from gpuselect.workloads.traces import transformer_trace
 from gpuselect.workloads.transformer import TransformerShape
 
 OUT = ROOT / "docs" / "validation" / "memory-2026-11-23" / "cpu-activations.txt"
@@ -146,6 +147,7 @@ def main() -> int:
              "Rerun: PYTHONPATH=. python benchmarks/memory_cpu_activations.py", f"torch {torch.__version__}", "",
              f"{'model':34s} {'batch':>5s} {'measured MB':>12s} {'predicted MB':>13s} {'error':>7s} {'saved tensors':>13s} {'step s':>7s}"]
     errors: list[float] = []
+    trace_rows: list[str] = []
     fp32 = M.MemoryOptions(precision="fp32")
 
     for wid in ("mnist-mlp", "simple-cnn"):
@@ -183,7 +185,13 @@ def main() -> int:
             errors.append(pred / sb - 1)
             lines.append(f"{'tiny decoder (4x256, SDPA) ' + mode:34s} {batch:5d} {sb / 1e6:12.3f} {pred / 1e6:13.3f} "
                          f"{100 * (pred / sb - 1):+6.1f}% {n:13d} {dt:7.3f}")
+            if mode == "full":  # the step trace's own saved counts (gpuselect.workloads.traces), for comparison
+                t = transformer_trace(replace(shape, norm="rmsnorm"), mode="full")
+                tb = batch * ((t.saved_elems_per_sample + t.saved_fp32_elems_per_sample) * 4 + t.saved_bytes_per_sample)
+                trace_rows.append(f"{'  step trace (analytic), full':34s} {batch:5d} {sb / 1e6:12.3f} {tb / 1e6:13.3f} "
+                                  f"{100 * (tb / sb - 1):+6.1f}%")
     med = sorted(abs(e) for e in errors)[len(errors) // 2]
+    lines += ["", "For comparison, not used for the transformer activations: the operator trace's saved counts", *trace_rows]
     lines += ["", f"median |error| {100 * med:.1f} %, worst {100 * max(abs(e) for e in errors):.1f} % over {len(errors)} cases",
               "The transformer rows check the per-layer count the LLM predictions build on; the app multiplies it by",
               f"ACTIVATION_FACTOR = {M.ACTIVATION_FACTOR:.2f} (fitted on LitGPT's GPU peaks: eager copies and the backward's working set).",
