@@ -308,3 +308,17 @@ def test_a_users_config_json_7b_qlora_fits_12gb(tmp_path, capsys: pytest.Capture
     assert main(["estimate", "--config", str(path), "--seq-len", "2048", "--gpus", "nvidia-rtx-4090", "--max-gpus", "1",
                  "--batch-size", "1"]) == 0
     assert "needs " in capsys.readouterr().out
+
+
+def test_plan_turns_on_checkpointing_then_fsdp_only_where_needed() -> None:
+    w = PRESETS["llama-8b-full"]
+    one = M.plan(w, 80, MemoryOptions(gpus=1), checkpointing=None, sharding=None, batch_size=1)
+    assert not one.fits and one.options.checkpointing  # tried checkpointing before giving up
+    eight = M.plan(w, 80, MemoryOptions(gpus=8), checkpointing=None, sharding=None, batch_size=1)
+    assert eight.fits and eight.options.sharding == "fsdp"
+    lora = M.plan(PRESETS["llama-8b-lora"], 80, MemoryOptions(gpus=8), checkpointing=None, sharding=None, batch_size=1)
+    assert lora.fits and lora.options.sharding == "none" and not lora.options.checkpointing  # fits replicated, as is
+    z1 = M.plan(w, 80, MemoryOptions(gpus=8, sharding="zero1"), checkpointing=True, sharding="zero1", batch_size=1)
+    assert z1.options.sharding == "zero1"  # an explicit choice is kept
+    base = peak_memory(w, 1, MemoryOptions(checkpointing=True))
+    assert z1.breakdown is not None and z1.breakdown.optimizer == pytest.approx(base.optimizer / 8)
