@@ -57,7 +57,7 @@ QUANT_BYTES = {"nf4": 0.5 + 4 / 64, "nf4-dq": 0.5 + 1 / 64 + 4 / (64 * 256), "in
 
 def _load_constants() -> dict[str, float]:
     """Fitted constants (benchmarks/memory_calibrate.py writes them); stated defaults otherwise."""
-    defaults = {"activation_factor": 1.4, "context_gb": 0.5, "allocator_slack": 0.05, "driver_reserved_gb": 0.47}
+    defaults = {"activation_factor": 1.38, "context_gb": 0.5, "allocator_slack": 0.05, "driver_reserved_gb": 0.47}
     try:
         doc = json.loads(_FIT_FILE.read_text(encoding="utf-8"))
         return {k: float(doc.get(k, v)) for k, v in defaults.items()}
@@ -69,7 +69,7 @@ _C = _load_constants()
 #: Eager frameworks keep more than the saved tensors a transformer layer strictly needs (copies
 #: for rotary embeddings and reshapes, fp32 upcasts in norms) and the backward of the layer being
 #: differentiated holds its gradients next to the saved tensors: one factor on the analytic count,
-#: fitted on LitGPT's measured peaks (benchmarks/memory_calibrate.py).
+#: fitted on LitGPT's measured peaks (benchmarks/memory_litgpt.py).
 ACTIVATION_FACTOR = _C["activation_factor"]
 #: CUDA context, cuBLAS/cuDNN handles and workspaces of a PyTorch process (an assumption: no GPU
 #: was at hand to measure it; PyTorch processes typically show 0.3-0.6 GiB in nvidia-smi before
@@ -193,6 +193,7 @@ def layer_saved_elems_per_token(shape: TransformerShape, mode: str, o: MemoryOpt
       already kept by the kernel); bitsandbytes' 4-bit matmul keeps them too, even when frozen;
     - fused attention keeps q, k, v and its output (plus a log-sum-exp per head and token);
     - the MLP keeps its activation function's input, and for gated MLPs both operands of the gate;
+    - residual dropout (GPT-2, BERT) keeps a 1-byte mask after the attention and after the MLP;
     - LoRA adapters keep their (dropped-out) inputs and the dropout mask (1 byte)."""
     h, f = shape.hidden, shape.ffn
     kv = h * (shape.kv_heads or shape.heads) // shape.heads
@@ -203,6 +204,8 @@ def layer_saved_elems_per_token(shape: TransformerShape, mode: str, o: MemoryOpt
         total += h + h + f  # qkv input, MLP input, down-projection input
     total += h + 2 * kv + h  # q, k, v, attention output
     total += 3 * f if shape.gated_ffn else f
+    if getattr(shape, "dropout", False):
+        total += h  # two residual dropout masks of 1 byte (attention-probability dropout runs inside the fused kernel)
     if mode in ("lora", "qlora"):
         if o.lora_targets == "qv":
             inputs: float = h  # one dropout over the attention input feeds the query and value adapters
