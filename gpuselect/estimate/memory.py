@@ -406,7 +406,7 @@ def _plan(w: Workload, vram_gb: float, o: MemoryOptions, checkpointing: bool | N
         fit2 = fit_with(w, vram_gb, o2, batch_size=batch_size, shape=shape)
         if not fit2.fits and checkpointing is None:
             fit2 = fit_with(w, vram_gb, replace(o2, checkpointing=True), batch_size=batch_size, shape=shape)
-        if fit2.fits:
+        if fit2.fits or fit2.peak_gb < fit.peak_gb:  # fits sharded, or at least needs less: report that
             fit = fit2
     return fit
 
