@@ -15,8 +15,9 @@ The peak is the sum of what lives through the step plus what the backward pass k
   matrix), times the batch; with full checkpointing only the block inputs plus one block;
 - logits and loss buffers of language models: vocabulary x tokens, with the fp32 log-probabilities
   the loss keeps and the logits' gradient when backward starts;
-- overhead: the CUDA context and libraries' workspaces, plus the caching allocator's slack over
-  what is allocated (nvidia-smi shows the reserved memory, not the allocated).
+- overhead: the CUDA context and libraries' workspaces, what the driver holds of the card, plus the
+  caching allocator's slack over what is allocated (nvidia-smi shows the reserved memory, not the
+  allocated). A workload fits a card when its peak is at most the card's size.
 
 Sharding divides model state by the GPU count (ZeRO-1 the optimizer, ZeRO-2 also the gradients,
 FSDP/ZeRO-3 everything, plus the gathered working set of two layers); offload moves the optimizer
@@ -81,6 +82,8 @@ ALLOCATOR_SLACK = _C["allocator_slack"]
 #: What the driver keeps of a card's memory before any process runs: NVML reported 506,724,352
 #: bytes used on an idle H100 80GB (docs/validation/h100-2026-11-22/bench-full.json).
 DRIVER_RESERVED_BYTES = _C["driver_reserved_gb"] * GB
+#: Counted in every peak's overhead, so that a card fits what its size holds: peak <= size.
+FIXED_OVERHEAD_BYTES = CONTEXT_BYTES + DRIVER_RESERVED_BYTES
 
 
 def mixed(precision: str) -> bool:
@@ -292,13 +295,13 @@ def peak_memory(w: Workload, batch: int, o: MemoryOptions, shape: TransformerSha
     act = batch * activation_bytes_per_sample(w, o, shape)
     logits = batch * logits_bytes_per_sample(w, o, shape)
     allocated = weights + grads + opt + act + logits
-    overhead = CONTEXT_BYTES + ALLOCATOR_SLACK * allocated
+    overhead = FIXED_OVERHEAD_BYTES + ALLOCATOR_SLACK * allocated
     return MemoryBreakdown(weights, grads, opt, act, logits, overhead, evictable)
 
 
 def capacity_bytes(vram_gb: float) -> float:
-    """What a process can use of a card sold as ``vram_gb`` GB (binary), after the driver's share."""
-    return vram_gb * GB - DRIVER_RESERVED_BYTES
+    """A card sold as ``vram_gb`` GB (binary); the driver's share is in every peak's overhead."""
+    return vram_gb * GB
 
 
 def _needed(b: MemoryBreakdown) -> float:
@@ -309,7 +312,7 @@ def _at(zero: MemoryBreakdown, act: float, logits: float, batch: int) -> MemoryB
     """The peak at ``batch`` from the one at batch 0 and the per-sample terms (the peak is linear in the batch)."""
     allocated = zero.weights + zero.gradients + zero.optimizer + batch * (act + logits)
     return MemoryBreakdown(zero.weights, zero.gradients, zero.optimizer, batch * act, batch * logits,
-                           CONTEXT_BYTES + ALLOCATOR_SLACK * allocated, zero.evictable)
+                           FIXED_OVERHEAD_BYTES + ALLOCATOR_SLACK * allocated, zero.evictable)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -327,7 +330,7 @@ def _max_batch(zero: MemoryBreakdown, act: float, logits: float, cap: float, lim
         return 0
     if per <= 0:
         return limit
-    b = min(limit, int(((cap - CONTEXT_BYTES) / (1 + ALLOCATOR_SLACK) - (zero.weights + zero.gradients + zero.optimizer)
+    b = min(limit, int(((cap - FIXED_OVERHEAD_BYTES) / (1 + ALLOCATOR_SLACK) - (zero.weights + zero.gradients + zero.optimizer)
                         + zero.evictable) // per) + 1)
     while b > 1 and _needed(_at(zero, act, logits, b)) > cap:  # the float edge
         b -= 1
