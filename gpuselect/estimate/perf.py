@@ -184,3 +184,118 @@ def fit_model(catalog: Catalog, exclude_gpu: str | None = None, iterations: int 
     for model in {o.model for o in obs}:
         pm.typical_batch[model] = int(statistics.median(o.batch for o in obs if o.model == model))
     return pm
+
+
+# ==============================================================================================
+# The step-time model (issue 12): one training step from its operator trace.
+# ==============================================================================================
+
+#: Bytes the optimizer reads and writes per trainable parameter and step (fp32 state; mixed
+#: precision keeps fp32 master weights): SGD p r/w + g r; momentum + buf r/w; Adam(W) + m, v r/w;
+#: 8-bit Adam's states are 1 byte each.
+OPTIMIZER_BYTES = {"sgd": 12.0, "sgd-momentum": 20.0, "adam": 28.0, "adamw": 28.0, "adam8bit": 16.0}
+#: torch's foreach optimizers: fused multi-tensor kernels per step (a handful per op, per 100s of tensors).
+OPTIMIZER_LAUNCHES = {"sgd": 2, "sgd-momentum": 3, "adam": 12, "adamw": 13, "adam8bit": 4}
+
+
+@dataclass(frozen=True)
+class StepTime:
+    seconds: float
+    breakdown: dict[str, float]  # seconds per step: compute, memory, kernel_floor, optimizer, host, copy, communication
+    bound: str  # compute | memory | overhead | communication
+    device_s: float
+    host_s: float
+    launches: int
+
+
+def workload_trace(w: Workload, *, checkpointing: bool) -> Any:
+    """The workload's operator trace (the trace builders' ``trace_for``); a coarse synthetic one
+    (``fallback_trace``) where that module is not available."""
+    try:
+        from gpuselect.workloads.traces import trace_for
+    except ImportError:
+        return fallback_trace(w, checkpointing=checkpointing)
+    return trace_for(w, checkpointing=checkpointing)
+
+
+def fallback_trace(w: Workload, *, checkpointing: bool) -> Any:
+    """A GEMM-per-layer trace from the workload's totals: each layer one forward GEMM of its
+    share of the FLOPs, its two backward GEMMs (one for frozen weights) and three memory-bound
+    kernels moving its share of the activation traffic."""
+    from gpuselect.estimate.trace import Op, OpKind, Phase, StepTrace
+
+    layers = max(1, w.layers)
+    seq = w.seq_len or 1
+    f = w.forward_flops_per_sample / layers
+    width = max(64, int(math.sqrt(max(1.0, w.params / layers / 12))) // 64 * 64) if w.kind == "transformer" else 512
+    ew = w.memory_traffic_bytes_per_sample / 2.0 / layers / 3  # elements (16-bit) per kernel
+    wts = w.params / layers
+    ops = [Op(OpKind.GEMM, Phase.FORWARD, "layer.gemm", f, 0.0, wts, seq, width, width, layers),
+           Op(OpKind.ELEMENTWISE, Phase.FORWARD, "layer.ew", 0.0, ew, 0.0, count=3 * layers),
+           Op(OpKind.GEMM, Phase.BACKWARD, "layer.gemm.dX", f, 0.0, wts, seq, width, width, layers),
+           Op(OpKind.ELEMENTWISE, Phase.BACKWARD, "layer.ew.backward", 0.0, 1.5 * ew, 0.0, count=3 * layers)]
+    if w.mode == "full":
+        ops.append(Op(OpKind.GEMM, Phase.BACKWARD, "layer.gemm.dW", f, 0.0, wts, seq, width, width, layers))
+    if checkpointing:
+        ops += [Op(o.kind, Phase.RECOMPUTE, o.name, o.flops_per_sample, o.elems_per_sample, o.elems_fixed, o.m_per_sample,
+                   o.n, o.k, o.count) for o in ops if o.phase is Phase.FORWARD]
+    inputs = 4.0 * math.prod(w.input_shape) if w.input_shape else 0.0
+    return StepTrace(tuple(ops), w.params, w.trainable_params, inputs, w.activation_bytes_per_sample / 2,
+                     w.activation_bytes_per_sample / 2 / layers, checkpointing, "synthetic from the workload's totals")
+
+
+def step_time(trace: Any, d: Any, batch: int, precision: str, *, optimizer: str = "adamw", full_params: bool = True,
+              comm: Any = None) -> StepTime:
+    """Seconds of one training step of ``trace`` at per-device ``batch`` on device model ``d``
+    (``roofline.DeviceModel``). ``comm``: a callable (compute seconds, backward seconds) ->
+    ``parallel.CommTime`` for multi-GPU steps."""
+    from gpuselect.estimate.roofline import op_time, params
+
+    from gpuselect.estimate.trace import Phase
+
+    p = params()
+    bd = {"compute": 0.0, "memory": 0.0, "kernel_floor": 0.0, "optimizer": 0.0, "host": 0.0, "copy": 0.0, "communication": 0.0}
+    device = backward = 0.0
+    for op in trace.ops:
+        t, t_c, t_m = op_time(d, op, batch, precision)
+        device += t
+        if op.phase is Phase.BACKWARD:
+            backward += t
+        if t_c >= t_m and t_c * 1.000001 >= t:
+            bd["compute"] += t
+        elif t_m * 1.000001 >= t:
+            bd["memory"] += t
+        else:
+            bd["kernel_floor"] += t
+    # Optimizer: its state traffic at the memory roofline; mixed precision adds the per-step casts
+    # of the fp32 master weights to 16 bits (read 4, write 2 bytes each).
+    trainable = float(trace.trainable_params)
+    opt_bytes = trainable * OPTIMIZER_BYTES[optimizer]
+    if precision in ("fp16", "bf16", "fp8") and full_params:
+        opt_bytes += trainable * 6.0
+    if precision == "bf16-true":
+        opt_bytes /= 2.0  # states and weights kept in bf16
+    opt_launches = OPTIMIZER_LAUNCHES[optimizer]
+    t_opt = opt_bytes / (d.bandwidth_gbs * 1e9 * d.mem_eff) + opt_launches * d.kernel_floor_s if trainable else 0.0
+    bd["optimizer"] = t_opt
+    device += t_opt
+    launches = trace.launches_per_step() + opt_launches
+    host = launches * d.dispatch_s + p["host"]["step_fixed_us"] * 1e-6
+    if d.kind == "cpu":
+        # The CPU runs each op on the thread that dispatched it: no overlap.
+        step = device + host
+        bd["host"] = host
+    else:
+        step = max(device, host)
+        bd["host"] = max(0.0, host - device)
+        copy = trace.input_bytes_per_sample * batch / ((d.h2d_gbs or 1.0) * 1e9) + 2 * d.h2d_latency_s
+        bd["copy"] = copy
+        step += copy
+    if comm is not None:
+        c = comm(device, backward)
+        bd["communication"] = c.exposed_s
+        step += c.exposed_s
+    share = {"compute": bd["compute"], "memory": bd["memory"] + bd["optimizer"],
+             "overhead": bd["kernel_floor"] + bd["host"] + bd["copy"], "communication": bd["communication"]}
+    bound = max(share, key=lambda k: share[k])
+    return StepTime(step, {k: v for k, v in bd.items()}, bound, device, host, launches)
