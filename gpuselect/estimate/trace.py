@@ -11,16 +11,28 @@ Conventions (kept by every builder; the readers rely on them):
 - GEMM: C(m x n) = A(m x k) B(k x n), FLOPs = 2 m n k; ``m_per_sample`` rows per sample (tokens,
   output pixels), so at batch b the kernel is (b * m_per_sample) x n x k. Batched matmuls whose
   batch dimension scales with the batch (attention without fusion) put it into ``m_per_sample``.
+  A weight gradient dW = X^T dY is stored as (tokens x out x in), the forward's shape: the same
+  FLOPs, the reduction running over the batch's tokens.
 - CONV: the implicit GEMM of a convolution: m = output pixels per sample, n = output channels,
   k = input channels x filter area.
 - ATTENTION: a fused SDPA / FlashAttention kernel (no score matrix in memory). ``m_per_sample`` =
   query tokens x heads per sample, ``n`` = key tokens, ``k`` = head dimension.
 - ELEMENTWISE, EMBEDDING, DEQUANT: memory-bound kernels; FLOPs may be 0.
+- DEQUANT: ``elems_fixed`` counts the weights dequantised; readers charge 0.5 byte read + 2
+  bytes written per element whatever the training precision.
+- ``count`` > 1 on an op that is not per layer means several small kernels of eager code (an
+  RMSNorm is ~5 launches); its FLOPs and elements are per launch.
 - The optimizer's update and communication are *not* in the trace: the step-time model adds
   them from ``trainable_params`` and the options (optimizer, sharding, GPU count).
 - ``saved_elems_per_sample``: what autograd keeps between forward and backward without
   checkpointing; ``saved_elems_per_sample_ckpt`` with full activation checkpointing (block inputs
   plus the largest block's working set). The memory model multiplies by the element size.
+  Tensors that stay fp32 whatever the precision (the loss's log-probabilities over the
+  vocabulary, norm statistics, RMSNorm's fp32 copy, attention's logsumexp) are counted apart in
+  ``saved_fp32_elems_per_sample[_ckpt]`` (4 bytes each), and byte-sized ones (dropout masks,
+  int64 token ids) in ``saved_bytes_per_sample[_ckpt]``; neither is in ``saved_elems_*``.
+- ``logits_elems_per_sample``: vocabulary x tokens of the output layer (0 where there is none),
+  for the memory model's logits/loss buffers (the log-probabilities are also in saved_fp32).
 """
 
 from __future__ import annotations
@@ -70,6 +82,11 @@ class StepTrace:
     saved_elems_per_sample: float
     saved_elems_per_sample_ckpt: float
     checkpointing: bool = False  # whether RECOMPUTE ops are included
+    saved_fp32_elems_per_sample: float = 0.0  # kept in fp32 whatever the precision (see the docstring)
+    saved_fp32_elems_per_sample_ckpt: float = 0.0
+    saved_bytes_per_sample: float = 0.0  # dropout masks (1 byte), token ids (8 bytes)
+    saved_bytes_per_sample_ckpt: float = 0.0
+    logits_elems_per_sample: float = 0.0
     source: str = ""  # how it was built (meta-device trace of ..., analytic from config ...)
     notes: tuple[str, ...] = field(default_factory=tuple)
 

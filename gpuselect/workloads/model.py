@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpuselect.estimate.trace import StepTrace
+    from gpuselect.workloads.transformer import TransformerShape
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,13 @@ class Workload:
     # models measured per token, mel frame or audio sample (reference_throughput.csv's `unit`):
     # tokens per segment, mel frames per utterance ... 1 where the unit is the sample itself.
     throughput_units_per_sample: float = 1.0
+    # The architecture, where the workload is a transformer built from a shape (presets, --config):
+    # ``with_mode`` and the analytic trace builder re-derive everything from it.
+    shape: TransformerShape | None = None
+    lora_rank: int = 16  # LoRA/QLoRA adapter rank (ignored for mode "full")
+    # A step trace measured for this workload (``--model``: the meta-device tracer), without
+    # checkpointing; ``trace_for`` derives the checkpointed one from it.
+    trace: StepTrace | None = None
 
     @property
     def training_flops_per_sample(self) -> float:

@@ -104,17 +104,17 @@ def _t(id: str, name: str, shape: TransformerShape, **kw: object) -> Workload:
 
 _PRESETS += [
     _t("bert_base_squad", "BERT-base fine-tuning (SQuAD v1.1, seq 384)",
-       TransformerShape(layers=12, hidden=768, heads=12, vocab=30522, seq_len=384, ffn=3072, lm_head=False),
+       TransformerShape(layers=12, hidden=768, heads=12, vocab=30522, seq_len=384, ffn=3072, lm_head=False, dropout=True),
        description="Devlin et al. 2018 BERT-base (110 M) fine-tuned on SQuAD v1.1 at sequence length 384 (reference benchmark model)",
        dataset_size=88_641, epochs=2, batch_size=32, profiler_checked=True,
        source="transformer arithmetic (gpuselect/workloads/transformer.py); FLOPs re-checked by tests against the profiled reference model"),
     _t("bert_large_squad", "BERT-large fine-tuning (SQuAD v1.1, seq 384)",
-       TransformerShape(layers=24, hidden=1024, heads=16, vocab=30522, seq_len=384, ffn=4096, lm_head=False),
+       TransformerShape(layers=24, hidden=1024, heads=16, vocab=30522, seq_len=384, ffn=4096, lm_head=False, dropout=True),
        description="BERT-large (340 M) fine-tuned on SQuAD v1.1 at sequence length 384 (reference benchmark model)",
        dataset_size=88_641, epochs=2, batch_size=24, profiler_checked=True,
        source="transformer arithmetic; FLOPs re-checked by tests against the profiled reference model"),
     _t("gpt2-124m", "GPT-2 124M pre-training (seq 1024)",
-       TransformerShape(layers=12, hidden=768, heads=12, vocab=50257, seq_len=1024, ffn=3072, lm_head=True),
+       TransformerShape(layers=12, hidden=768, heads=12, vocab=50257, seq_len=1024, ffn=3072, lm_head=True, dropout=True, fused_qkv=True),
        description="Radford et al. 2019 GPT-2 small pre-trained from scratch on 1024-token sequences (e.g. OpenWebText, ~9 B tokens)",
        dataset_size=9_000_000_000 // 1024, epochs=1, batch_size=16, profiler_checked=True,
        source="transformer arithmetic; FLOPs re-checked by tests against the profiled reference model"),
@@ -170,9 +170,9 @@ _PRESETS += [
 
 _LLAMA = {
     # Meta Llama 3.2 1B, Llama 3.1 8B and 70B shapes (model cards / config.json), 2048-token fine-tuning sequences.
-    "1b": ("Llama 3.2 1B", TransformerShape(layers=16, hidden=2048, heads=32, kv_heads=8, vocab=128_256, seq_len=2048, ffn=8192, gated_ffn=True, tied_embeddings=True)),
-    "8b": ("Llama 3.1 8B", TransformerShape(layers=32, hidden=4096, heads=32, kv_heads=8, vocab=128_256, seq_len=2048, ffn=14_336, gated_ffn=True, tied_embeddings=False)),
-    "70b": ("Llama 3.1 70B", TransformerShape(layers=80, hidden=8192, heads=64, kv_heads=8, vocab=128_256, seq_len=2048, ffn=28_672, gated_ffn=True, tied_embeddings=False)),
+    "1b": ("Llama 3.2 1B", TransformerShape(layers=16, hidden=2048, heads=32, kv_heads=8, vocab=128_256, seq_len=2048, ffn=8192, gated_ffn=True, tied_embeddings=True, norm="rmsnorm", rotary=True)),
+    "8b": ("Llama 3.1 8B", TransformerShape(layers=32, hidden=4096, heads=32, kv_heads=8, vocab=128_256, seq_len=2048, ffn=14_336, gated_ffn=True, tied_embeddings=False, norm="rmsnorm", rotary=True)),
+    "70b": ("Llama 3.1 70B", TransformerShape(layers=80, hidden=8192, heads=64, kv_heads=8, vocab=128_256, seq_len=2048, ffn=28_672, gated_ffn=True, tied_embeddings=False, norm="rmsnorm", rotary=True)),
 }
 for size, (label, shape) in _LLAMA.items():
     for mode, what in (("full", "full fine-tuning (all weights, AdamW)"), ("lora", "LoRA rank 16 on 16-bit base weights"),

@@ -27,6 +27,21 @@ class TransformerShape:
     gated_ffn: bool = False  # SwiGLU-style: three FFN matrices instead of two
     tied_embeddings: bool = True
     lm_head: bool = True  # a vocabulary projection on every token (language models)
+    # What the trace builder needs beyond the arithmetic (defaults: a GPT-style decoder without dropout).
+    causal: bool | None = None  # causal attention; None: decoders (lm_head) are causal, encoders not
+    dropout: bool = False  # dropout after the embedding, attention output and FFN (GPT-2, BERT)
+    norm: str = "layernorm"  # layernorm | rmsnorm
+    rotary: bool = False  # rotary position embeddings on q and k (Llama, Mistral, Qwen, NeoX)
+    fused_qkv: bool = False  # one GEMM for q, k, v (GPT-2 c_attn, NeoX query_key_value)
+    head_outputs: int = 2  # encoders (no LM head): outputs of the per-token task head (SQuAD: start/end)
+
+    @property
+    def is_causal(self) -> bool:
+        return self.lm_head if self.causal is None else self.causal
+
+    @property
+    def kv_dim(self) -> int:
+        return self.hidden * (self.kv_heads or self.heads) // self.heads
 
     def params(self) -> int:
         h, kv = self.hidden, (self.kv_heads or self.heads)
@@ -53,18 +68,30 @@ class TransformerShape:
         return self.layers * s * h * (34 + 5 * a * s / h)
 
 
+#: The matrices LoRA/QLoRA put adapters on (every layer): attention q, k, v, o and the FFN's.
+LORA_TARGETS = "q, k, v, o and the FFN matrices (gate, up, down / fc1, fc2) of every layer"
+
+
+def adapted_matrices(shape: TransformerShape) -> list[tuple[str, int, int]]:
+    """(name, in features, out features) of each adapted matrix of one layer."""
+    h, kv, f = shape.hidden, shape.kv_dim, shape.ffn
+    mats = [("q", h, h), ("k", h, kv), ("v", h, kv), ("o", h, h)]
+    mats += [("gate", h, f), ("up", h, f), ("down", f, h)] if shape.gated_ffn else [("fc1", h, f), ("fc2", f, h)]
+    return mats
+
+
+def lora_params(shape: TransformerShape, rank: int) -> int:
+    """Adapter parameters: A (in x r) and B (r x out) per adapted matrix and layer."""
+    return shape.layers * sum(rank * (i + o) for _, i, o in adapted_matrices(shape))
+
+
 def transformer_workload(
     id: str, name: str, shape: TransformerShape, *, description: str, mode: str = "full", kind: str = "transformer",
     dataset_size: int, epochs: int, batch_size: int, source: str, lora_rank: int = 16, profiler_checked: bool = False,
     sample_unit: str = "sequence",
 ) -> Workload:
     params = shape.params()
-    trainable = params
-    if mode in ("lora", "qlora"):
-        # Adapters of rank r on the four attention projections and the FFN matrices of every layer.
-        h, f = shape.hidden, shape.ffn
-        per_layer = lora_rank * (4 * 2 * h + (3 if shape.gated_ffn else 2) * (h + f))
-        trainable = shape.layers * per_layer
+    trainable = params if mode == "full" else lora_params(shape, lora_rank)
     act = shape.activation_bytes_per_sequence()
     return Workload(
         id=id, name=name, description=description, kind=kind, params=params, trainable_params=trainable,
@@ -72,7 +99,7 @@ def transformer_workload(
         memory_traffic_bytes_per_sample=2 * act, activation_bytes_per_sample=act,
         input_shape=(shape.seq_len,), sample_unit=sample_unit, layers=shape.layers, seq_len=shape.seq_len,
         default_dataset_size=dataset_size, default_epochs=epochs, default_batch_size=batch_size, mode=mode,
-        source=source, profiler_checked=profiler_checked,
+        source=source, profiler_checked=profiler_checked, shape=shape, lora_rank=lora_rank,
     )
 
 
@@ -119,20 +146,29 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
     act = str(_first(cfg, "hidden_act", "activation_function") or "").lower()
     model_type = str(cfg.get("model_type", "")).lower()
     gated = act in ("silu", "swiglu", "swish") or model_type in ("llama", "mistral", "qwen2", "gemma", "mixtral")
+    rms = "rms_norm_eps" in cfg or model_type in ("llama", "mistral", "qwen2", "gemma", "mixtral")
+    rotary = any(k in cfg for k in ("rope_theta", "rotary_pct", "rotary_emb_base", "rope_scaling")) or \
+        model_type in ("llama", "mistral", "qwen2", "gemma", "mixtral", "gpt_neox")
+    drop = _first(cfg, "resid_pdrop", "hidden_dropout_prob", "hidden_dropout", "dropout")
+    if drop is None and model_type in ("gpt2", "bert", "roberta"):
+        drop = 0.1  # the Hugging Face default of these configs
+    dropout = isinstance(drop, (int, float)) and not isinstance(drop, bool) and drop > 0
     seq = seq_len if seq_len is not None else min(positions, 4096)
     if not 0 < seq <= positions:
         raise DataError(f"{p}: sequence length {seq} must be between 1 and the model's {positions} positions")
     return TransformerShape(
         layers=layers, hidden=hidden, heads=heads, vocab=vocab, seq_len=seq, ffn=ffn, kv_heads=kv, gated_ffn=gated,
         tied_embeddings=bool(cfg.get("tie_word_embeddings", True)), lm_head=model_type not in ("bert", "roberta"),
+        dropout=dropout, norm="rmsnorm" if rms else "layernorm", rotary=rotary,
+        fused_qkv=model_type in ("gpt2", "gpt_neox", "gpt_neo", "falcon", "phi3"),
     )
 
 
-def workload_from_hf_config(path: str | Path, *, seq_len: int | None = None, mode: str = "full") -> Workload:
+def workload_from_hf_config(path: str | Path, *, seq_len: int | None = None, mode: str = "full", lora_rank: int = 16) -> Workload:
     shape = shape_from_hf_config(path, seq_len=seq_len)
     name = Path(path).parent.name or Path(path).stem
     return transformer_workload(
-        f"config:{name}", f"{name} (from config.json)", shape, mode=mode,
+        f"config:{name}", f"{name} (from config.json)", shape, mode=mode, lora_rank=lora_rank,
         description=f"transformer read from {path}: {shape.layers} layers, hidden {shape.hidden}, {shape.heads} heads, "
                     f"vocabulary {shape.vocab}, sequence {shape.seq_len}",
         dataset_size=100_000, epochs=1, batch_size=8, source=f"computed from {path} (transformer arithmetic)",

@@ -83,7 +83,9 @@ def test_gpt2_style_config_keys(tmp_path: Path) -> None:
     p = tmp_path / "config.json"
     p.write_text(json.dumps({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "vocab_size": 50257, "n_positions": 1024}))
     shape = shape_from_hf_config(p)
-    assert shape == TransformerShape(layers=12, hidden=768, heads=12, vocab=50257, seq_len=1024, ffn=3072, kv_heads=12)
+    # Hugging Face's GPT-2 defaults: dropout 0.1, one fused q/k/v matrix (c_attn)
+    assert shape == TransformerShape(layers=12, hidden=768, heads=12, vocab=50257, seq_len=1024, ffn=3072, kv_heads=12,
+                                     dropout=True, fused_qkv=True)
     assert shape.forward_flops_per_sequence() == pytest.approx(PRESETS["gpt2-124m"].forward_flops_per_sample)
 
 

@@ -1,0 +1,410 @@
+"""The operator trace of one training step of a workload: ``trace_for(w, checkpointing=...)``.
+
+Where a trace comes from, in order:
+1. a trace measured for this very workload (``--model``: the meta-device tracer, run on the
+   user's file in a subprocess) carried on ``Workload.trace``;
+2. a transformer shape (``Workload.shape``: the transformer presets and ``--config``): the
+   analytic builder below, for every mode (full, LoRA, QLoRA) and rank;
+3. a meta-device trace shipped as package data (``gpuselect/estimate/data/traces/<id>.json``,
+   written by ``python -m gpuselect.workloads.trace_build``) for the presets with a torch model;
+4. otherwise a synthetic GEMM-dominated trace from the workload's parameter count and FLOPs,
+   marked as an approximation in ``source``.
+
+No torch here: the estimator calls ``trace_for`` for every preset and GPU, so it is cached.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from typing import Any
+
+from gpuselect.errors import DataError, UsageError
+from gpuselect.estimate.trace import Op, OpKind, Phase, StepTrace
+from gpuselect.workloads.model import Workload
+from gpuselect.workloads.transformer import LORA_TARGETS, TransformerShape, lora_params
+
+MODES = ("full", "lora", "qlora")
+ATTENTION_BACKWARD_FACTOR = 2.5  # FlashAttention-2: backward ~2.5x the forward's FLOPs
+TRACE_PACKAGE = "gpuselect.estimate.data.traces"
+
+
+# --------------------------------------------------------------------------------------------
+# Analytic transformer builder
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class _Section:
+    """The ops and saved tensors of one part of the model (embedding, one layer, head). Saved
+    tensors are keyed by name so a tensor two consumers keep is counted once."""
+
+    fwd: list[Op] = field(default_factory=list)
+    bwd: list[Op] = field(default_factory=list)  # in forward order; reversed when assembled
+    saved: dict[str, float] = field(default_factory=dict)  # elements at the training precision
+    saved_fp32: dict[str, float] = field(default_factory=dict)  # elements kept in fp32 whatever the precision
+    saved_bytes: dict[str, float] = field(default_factory=dict)  # bytes: dropout masks, token ids
+
+    def op(self, kind: OpKind, phase: Phase, name: str, *, flops: float = 0.0, elems: float = 0.0, fixed: float = 0.0,
+           m: float = 0.0, n: int = 0, k: int = 0, kernels: int = 1, fp32: bool = False) -> None:
+        # `kernels` identical launches share the traffic (eager code that is several small kernels).
+        o = Op(kind=kind, phase=phase, name=name, flops_per_sample=flops / kernels, elems_per_sample=elems / kernels,
+               elems_fixed=fixed / kernels, m_per_sample=m, n=n, k=k, count=kernels, fp32_only=fp32)
+        (self.fwd if phase is Phase.FORWARD else self.bwd).append(o)
+
+    def ew(self, name: str, elems: float, *, bwd: float | None = None, kernels: int = 1, bwd_kernels: int | None = None,
+           fixed: float = 0.0, fp32: bool = False, flops_per_elem: float = 1.0) -> None:
+        """A memory-bound op in the forward and (unless ``bwd`` is 0) its backward."""
+        self.op(OpKind.ELEMENTWISE, Phase.FORWARD, name, elems=elems, flops=flops_per_elem * elems / 2, fixed=fixed,
+                kernels=kernels, fp32=fp32)
+        b = elems * 1.5 if bwd is None else bwd
+        if b:
+            self.op(OpKind.ELEMENTWISE, Phase.BACKWARD, name + ".backward", elems=b, flops=flops_per_elem * b / 3,
+                    fixed=fixed, kernels=bwd_kernels or kernels, fp32=fp32)
+
+    def gemm(self, name: str, tokens: float, n_in: int, n_out: int, *, x: str, trainable: bool, quant: bool = False,
+             grad_input: bool = True) -> None:
+        """y = x W (W: n_in x n_out): forward, dX = dY W^T and, for a trainable W, dW = x^T dY
+        (stored as tokens x n_out x n_in, the same FLOPs; the reduction runs over the batch's tokens)."""
+        w = float(n_in * n_out)
+        flops = 2.0 * tokens * n_in * n_out
+        if quant:
+            self.op(OpKind.DEQUANT, Phase.FORWARD, name + ".dequant", fixed=w)
+        self.op(OpKind.GEMM, Phase.FORWARD, name, flops=flops, elems=tokens * (n_in + n_out), fixed=w, m=tokens, n=n_out, k=n_in)
+        if grad_input:
+            if quant:
+                self.op(OpKind.DEQUANT, Phase.BACKWARD, name + ".dequant", fixed=w)
+            self.op(OpKind.GEMM, Phase.BACKWARD, name + ".dX", flops=flops, elems=tokens * (n_in + n_out), fixed=w,
+                    m=tokens, n=n_in, k=n_out)
+        if trainable:
+            self.saved[x] = tokens * n_in  # aten.mm keeps its input for the weight gradient
+            self.op(OpKind.GEMM, Phase.BACKWARD, name + ".dW", flops=flops, elems=tokens * (n_in + n_out), fixed=w,
+                    m=tokens, n=n_out, k=n_in)
+
+    def adapter(self, name: str, tokens: float, n_in: int, n_out: int, *, x: str, rank: int) -> None:
+        """LoRA on a frozen matrix: y += (x A) B * scale, A: n_in x r, B: r x n_out (PEFT's order)."""
+        r = rank
+        self.gemm(name + ".lora_A", tokens, n_in, r, x=x, trainable=True)
+        self.gemm(name + ".lora_B", tokens, r, n_out, x=name + ".xA", trainable=True)
+        # scale, then add onto the base output; backward: the scaled gradient, then dX accumulates
+        self.ew(name + ".lora_scale_add", 5 * tokens * n_out, bwd=2 * tokens * n_out + 3 * tokens * n_in, kernels=2)
+
+
+def _norm(sec: _Section, shape: TransformerShape, name: str, tokens: float, *, x: str, trainable: bool) -> None:
+    h = shape.hidden
+    if shape.norm == "rmsnorm":
+        # Hugging Face / LitGPT RMSNorm in eager: to(fp32), pow, mean, add+rsqrt, mul, to(dtype), * weight
+        sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, name + ".fp32", elems=7 * tokens * h, flops=4 * tokens * h, kernels=5, fp32=True)
+        sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, name + ".scale", elems=5 * tokens * h, flops=tokens * h, fixed=h, kernels=2)
+        sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, name + ".fp32.backward", elems=12 * tokens * h, flops=6 * tokens * h,
+               kernels=8, fp32=True)
+        sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, name + ".scale.backward", elems=6 * tokens * h, flops=2 * tokens * h,
+               fixed=2 * h, kernels=3)
+        sec.saved_fp32[x + ".fp32"] = tokens * h  # the fp32 copy pow/mul keep
+        sec.saved_fp32[name + ".rstd"] = tokens
+        if trainable:
+            sec.saved[name + ".normed"] = tokens * h  # weight * x keeps x for the weight's gradient
+    else:
+        sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, name, elems=2 * tokens * h, flops=8 * tokens * h, fixed=2 * h)
+        # native_layer_norm_backward: dx, then the gamma/beta reduction
+        sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, name + ".backward", elems=3 * tokens * h, flops=10 * tokens * h,
+               fixed=2 * h, kernels=2)
+        sec.saved[x] = tokens * h
+        sec.saved_fp32[name + ".stats"] = 2 * tokens
+
+
+def _dropout(sec: _Section, name: str, elems: float) -> None:
+    # native_dropout: output plus a 1-byte mask (counted as half an element of traffic)
+    sec.ew(name, 2.5 * elems, bwd=2.5 * elems)
+    sec.saved_bytes[name + ".mask"] = elems
+
+
+def _layer(shape: TransformerShape, mode: str, rank: int) -> _Section:
+    sec = _Section()
+    s, h, kv, f = float(shape.seq_len), shape.hidden, shape.kv_dim, shape.ffn
+    heads, d = shape.heads, shape.hidden // shape.heads
+    full, lora, quant = mode == "full", mode != "full", mode == "qlora"
+
+    def linear(name: str, x: str, n_in: int, n_out: int, adapters: tuple[tuple[str, int], ...] | None = None) -> None:
+        sec.gemm(name, s, n_in, n_out, x=x, trainable=full, quant=quant)
+        if lora:
+            for sub, out in adapters if adapters is not None else ((name, n_out),):
+                sec.adapter(sub, s, n_in, out, x=x, rank=rank)
+
+    _norm(sec, shape, "layers.norm1", s, x="x_in", trainable=full)
+    if shape.fused_qkv:
+        linear("layers.attn.qkv", "ln1", h, h + 2 * kv,
+               (("layers.attn.qkv.q", h), ("layers.attn.qkv.k", kv), ("layers.attn.qkv.v", kv)))
+        sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "layers.attn.qkv.split_backward", elems=2 * s * (h + 2 * kv))
+    else:
+        linear("layers.attn.q", "ln1", h, h)
+        linear("layers.attn.k", "ln1", h, kv)
+        linear("layers.attn.v", "ln1", h, kv)
+    if shape.rotary:
+        # rotate_half in eager: neg, cat, two muls, add, per q and per k
+        sec.ew("layers.attn.rope_q", 10 * s * h, bwd=10 * s * h, kernels=5)
+        sec.ew("layers.attn.rope_k", 10 * s * kv, bwd=10 * s * kv, kernels=5)
+    causal = 0.5 if shape.is_causal else 1.0
+    att_flops = 4.0 * s * s * h * causal
+    io = s * h + 2 * s * kv  # q, k, v
+    sec.op(OpKind.ATTENTION, Phase.FORWARD, "layers.attn.sdpa", flops=att_flops, elems=io + s * h + heads * s,
+           m=s * heads, n=int(s), k=d)
+    sec.op(OpKind.ATTENTION, Phase.BACKWARD, "layers.attn.sdpa.backward", flops=ATTENTION_BACKWARD_FACTOR * att_flops,
+           elems=2 * io + 2 * s * h + 2 * heads * s, m=s * heads, n=int(s), k=d)
+    sec.saved.update({"q": s * h, "k": s * kv, "v": s * kv, "attn_out": s * h})
+    sec.saved_fp32["attn.logsumexp"] = heads * s
+    linear("layers.attn.o", "attn_out", h, h)
+    if shape.dropout:
+        _dropout(sec, "layers.attn.dropout", s * h)
+    sec.ew("layers.residual1", 3 * s * h, bwd=3 * s * h)  # backward: the residual stream's gradients accumulate
+    _norm(sec, shape, "layers.norm2", s, x="x_mid", trainable=full)
+    if shape.gated_ffn:
+        linear("layers.mlp.gate", "ln2", h, f)
+        linear("layers.mlp.up", "ln2", h, f)
+        sec.ew("layers.mlp.silu", 2 * s * f, bwd=3 * s * f)
+        sec.ew("layers.mlp.mul", 3 * s * f, bwd=6 * s * f, bwd_kernels=2)
+        sec.saved.update({"gate_out": s * f, "silu_out": s * f, "up_out": s * f})
+        linear("layers.mlp.down", "mlp_act", f, h)
+    else:
+        linear("layers.mlp.fc1", "ln2", h, f)
+        sec.ew("layers.mlp.gelu", 2 * s * f, bwd=3 * s * f, flops_per_elem=8.0)
+        sec.saved["fc1_out"] = s * f
+        linear("layers.mlp.fc2", "mlp_act", f, h)
+    if shape.dropout:
+        _dropout(sec, "layers.mlp.dropout", s * h)
+    sec.ew("layers.residual2", 3 * s * h, bwd=3 * s * h)
+    return sec
+
+
+def _embedding(shape: TransformerShape, mode: str) -> _Section:
+    sec = _Section()
+    s, h = float(shape.seq_len), shape.hidden
+    full = mode == "full"
+    sec.op(OpKind.EMBEDDING, Phase.FORWARD, "embed_tokens", elems=2 * s * h + s)
+    sec.saved_bytes["input_ids"] = 8 * s
+    if full:
+        # embedding_dense_backward: zero the table's gradient, scatter-add the tokens' rows
+        sec.op(OpKind.EMBEDDING, Phase.BACKWARD, "embed_tokens.backward", elems=2 * s * h + s, fixed=2.0 * shape.vocab * h)
+    if not shape.rotary:  # learned positions (GPT-2, BERT): gather once, add to every sample
+        sec.op(OpKind.EMBEDDING, Phase.FORWARD, "embed_positions", fixed=2 * s * h)
+        sec.ew("embed.add_positions", 3 * s * h, bwd=0.0)
+        if full:
+            sec.op(OpKind.EMBEDDING, Phase.BACKWARD, "embed_positions.backward", elems=s * h, fixed=s * h)
+    if not shape.lm_head:  # BERT: token types, then LayerNorm
+        sec.op(OpKind.EMBEDDING, Phase.FORWARD, "embed_token_types", elems=2 * s * h + s)
+        sec.ew("embed.add_token_types", 3 * s * h, bwd=0.0)
+        _norm(sec, shape, "embed.norm", s, x="emb_sum", trainable=full)
+    if shape.dropout:
+        _dropout(sec, "embed.dropout", s * h)
+    return sec
+
+
+def _head(shape: TransformerShape, mode: str) -> _Section:
+    sec = _Section()
+    s, h, v = float(shape.seq_len), shape.hidden, shape.vocab
+    full = mode == "full"
+    if shape.lm_head:
+        if shape.norm == "rmsnorm" or shape.is_causal:  # pre-norm decoders end with a norm
+            _norm(sec, shape, "final_norm", s, x="x_out", trainable=full)
+        sec.gemm("lm_head", s, h, v, x="final_normed", trainable=full)
+        # logits.float(), log_softmax, nll_loss (fp32 whatever the training precision);
+        # log_softmax keeps its fp32 output for the backward
+        sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, "loss.logits_to_fp32", elems=1.5 * s * v, fp32=True)
+        sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, "loss.log_softmax", elems=2 * s * v, flops=3 * s * v, fp32=True)
+        sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, "loss.nll", elems=2 * s, fp32=True)
+        sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "loss.nll.backward", elems=s * v, fp32=True)
+        sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "loss.log_softmax.backward", elems=3 * s * v, flops=3 * s * v, fp32=True)
+        sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "loss.logits_grad_to_dtype", elems=1.5 * s * v, fp32=True)
+        sec.saved_fp32["loss.log_probs"] = s * v
+        if full and shape.tied_embeddings:
+            sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "tied_embedding.grad_accumulate", fixed=3.0 * v * h)
+    else:
+        o = shape.head_outputs
+        sec.gemm("task_head", s, h, o, x="x_out", trainable=full)
+        sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, "loss.cross_entropy", elems=3 * s * o, fp32=True, kernels=2)
+        sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "loss.cross_entropy.backward", elems=4 * s * o, fp32=True, kernels=2)
+        sec.saved_fp32["loss.log_probs"] = s * o
+    return sec
+
+
+def _times(ops: list[Op], n: int, phase: Phase | None = None) -> list[Op]:
+    return [replace(o, count=o.count * n, phase=phase or o.phase) for o in ops]
+
+
+def _family(shape: TransformerShape) -> str:
+    if shape.gated_ffn and shape.rotary:
+        return "Llama-style decoder (gated FFN, RMSNorm, rotary, GQA)" if shape.kv_dim != shape.hidden else \
+            "Llama-style decoder (gated FFN, RMSNorm, rotary)"
+    if not shape.lm_head:
+        return "BERT-style encoder"
+    return "GPT-style decoder" + (" (rotary, NeoX-like)" if shape.rotary else "")
+
+
+def transformer_trace(shape: TransformerShape, *, mode: str = "full", lora_rank: int = 16, checkpointing: bool = False) -> StepTrace:
+    """The analytic trace of one training step of a transformer (per sequence of ``seq_len``)."""
+    if mode not in MODES:
+        raise UsageError(f"the mode must be one of {', '.join(MODES)}, not {mode!r}")
+    L, s = shape.layers, float(shape.seq_len)
+    emb, layer, head = _embedding(shape, mode), _layer(shape, mode, lora_rank), _head(shape, mode)
+    ops = emb.fwd + _times(layer.fwd, L) + head.fwd
+    ops += list(reversed(head.bwd)) + _times(list(reversed(layer.bwd)), L) + list(reversed(emb.bwd))
+    if checkpointing:  # every layer's forward once more, in the backward (Hugging Face / LitGPT per-block)
+        ops += _times(layer.fwd, L, Phase.RECOMPUTE)
+
+    def total(key: str, layers: float) -> float:
+        return sum(getattr(sec, key)[t] * (layers if sec is layer else 1) for sec in (emb, layer, head) for t in getattr(sec, key))
+
+    # The memory model multiplies saved_elems_* by the activation element size; fp32 tensors and
+    # byte-sized masks are reported apart (saved_fp32_elems_per_sample, saved_bytes_per_sample).
+    saved16 = total("saved", L)
+    layer_saved = sum(layer.saved.values())
+    block_input = s * shape.hidden
+    # Checkpointing keeps each block's input; during one block's backward its forward's saved set
+    # exists once more (the block input is part of it).
+    saved16_ckpt = sum(emb.saved.values()) + sum(head.saved.values()) + L * block_input + layer_saved - layer.saved.get("x_in", 0.0)
+    fp32_ckpt = sum(emb.saved_fp32.values()) + sum(head.saved_fp32.values()) + sum(layer.saved_fp32.values())
+    bytes_ckpt = sum(emb.saved_bytes.values()) + sum(head.saved_bytes.values()) + sum(layer.saved_bytes.values())
+    params = shape.params()
+    trainable = params if mode == "full" else lora_params(shape, lora_rank)
+    what = {"full": "full training (every weight trainable)",
+            "lora": f"LoRA rank {lora_rank} on {LORA_TARGETS}; base weights frozen (no weight-gradient GEMMs)",
+            "qlora": f"QLoRA: LoRA rank {lora_rank} on {LORA_TARGETS}, 4-bit base weights dequantised in the forward, "
+                     "the backward and the recompute"}[mode]
+    input_bytes = (16.0 if shape.lm_head else 24.0) * s + (0 if shape.lm_head else 16.0)
+    return StepTrace(
+        ops=tuple(ops), params=params, trainable_params=trainable, input_bytes_per_sample=input_bytes,
+        saved_elems_per_sample=saved16, saved_elems_per_sample_ckpt=saved16_ckpt, checkpointing=checkpointing,
+        saved_fp32_elems_per_sample=total("saved_fp32", L), saved_fp32_elems_per_sample_ckpt=fp32_ckpt,
+        saved_bytes_per_sample=total("saved_bytes", L), saved_bytes_per_sample_ckpt=bytes_ckpt,
+        logits_elems_per_sample=s * shape.vocab if shape.lm_head else s * shape.head_outputs,
+        source=(f"analytic transformer trace (gpuselect/workloads/traces.py): {_family(shape)}, {L} layers, hidden "
+                f"{shape.hidden}, {shape.heads} heads ({shape.kv_heads or shape.heads} KV), FFN {shape.ffn}, vocabulary "
+                f"{shape.vocab}, {shape.seq_len} tokens per sample; fused attention (no score matrix; "
+                f"{'causal FLOPs counted half; ' if shape.is_causal else ''}backward {ATTENTION_BACKWARD_FACTOR}x forward); "
+                f"{what}"),
+        notes=("autocast weight casts and the optimizer step are not in the trace (precision and optimizer options)",),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Traces stored as JSON (meta-device tracer output, package data)
+# --------------------------------------------------------------------------------------------
+
+def trace_to_dict(t: StepTrace) -> dict[str, Any]:
+    d: dict[str, Any] = {k: getattr(t, k) for k in StepTrace.__dataclass_fields__ if k != "ops"}
+    d["notes"] = list(t.notes)
+    d["ops"] = [{k: (getattr(o, k).value if k in ("kind", "phase") else getattr(o, k)) for k in Op.__dataclass_fields__}
+                for o in t.ops]
+    return d
+
+
+def trace_from_dict(d: dict[str, Any]) -> StepTrace:
+    try:
+        ops = tuple(Op(**{**o, "kind": OpKind(o["kind"]), "phase": Phase(o["phase"])}) for o in d["ops"])
+        rest = {k: v for k, v in d.items() if k != "ops" and k in StepTrace.__dataclass_fields__}
+        rest["notes"] = tuple(rest.get("notes", ()))
+        return StepTrace(ops=ops, **rest)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataError(f"a stored step trace is malformed: {exc}") from exc
+
+
+@functools.cache
+def shipped_trace(workload_id: str) -> StepTrace | None:
+    """The meta-device trace shipped for a preset (no checkpointing), or None."""
+    try:
+        text = resources.files(TRACE_PACKAGE).joinpath(f"{workload_id}.json").read_text(encoding="utf-8")
+    except (FileNotFoundError, ModuleNotFoundError, OSError):
+        return None
+    return trace_from_dict(json.loads(text))
+
+
+def with_checkpointing(t: StepTrace, layers: int) -> StepTrace:
+    """A measured (non-checkpointed) trace under full activation checkpointing: the forward runs
+    once more, and ``saved_elems_per_sample_ckpt`` (the tracer's estimate) is what stays."""
+    if t.checkpointing:
+        return t
+    rec = tuple(replace(o, phase=Phase.RECOMPUTE) for o in t.ops if o.phase is Phase.FORWARD)
+    return replace(t, ops=t.ops + rec, checkpointing=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Synthetic trace (--params N --flops-per-sample F, and presets without a model)
+# --------------------------------------------------------------------------------------------
+
+def synthetic_trace(w: Workload, *, checkpointing: bool) -> StepTrace:
+    """A GEMM-dominated approximation from the parameter count and forward FLOPs alone: ``layers``
+    square-ish GEMMs holding the dense parameters, run on m = F / (2 N) rows per sample; where
+    F < 2 N the surplus parameters are an embedding table (looked up, not multiplied); plus an
+    elementwise op per layer carrying the activation traffic."""
+    L = max(1, w.layers)
+    n_params, flops = float(w.params), float(w.forward_flops_per_sample)
+    m = flops / (2.0 * n_params)
+    dense = n_params
+    if m < 1.0:
+        m, dense = 1.0, flops / 2.0
+    width = max(1, round(math.sqrt(dense / L)))
+    width_k = max(1, round(dense / L / width))
+    act_elems = w.activation_bytes_per_sample / 2.0  # 16-bit figure of the workload
+    ew_elems = act_elems / L
+    trainable = w.trainable_params < w.params
+    sec = _Section()
+    sec.gemm("synthetic.gemm", m, width_k, width, x="x", trainable=not trainable)
+    sec.ew("synthetic.elementwise", 2 * ew_elems, bwd=3 * ew_elems)
+    ops = _times(sec.fwd, L)
+    emb_params = n_params - dense
+    if emb_params > 0:
+        ops.append(Op(OpKind.EMBEDDING, Phase.FORWARD, "synthetic.embedding", elems_per_sample=2 * max(1.0, flops / 2 / max(1.0, dense))))
+    ops += _times(list(reversed(sec.bwd)), L)
+    if emb_params > 0 and not trainable:
+        ops.append(Op(OpKind.EMBEDDING, Phase.BACKWARD, "synthetic.embedding.backward", elems_per_sample=4.0, elems_fixed=emb_params))
+    if checkpointing:
+        ops += _times(sec.fwd, L, Phase.RECOMPUTE)
+    in_bytes = 4.0 * math.prod(w.input_shape) if w.input_shape else 4.0 * width_k
+    return StepTrace(
+        ops=tuple(ops), params=w.params, trainable_params=w.trainable_params, input_bytes_per_sample=in_bytes + 8.0,
+        saved_elems_per_sample=act_elems, saved_elems_per_sample_ckpt=min(act_elems, act_elems / L + L * m * width),
+        checkpointing=checkpointing,
+        source=(f"APPROXIMATION: synthetic trace from {w.params:g} parameters and {flops:g} forward FLOPs per sample "
+                f"({L} GEMMs of {m:g} x {width} x {width_k} per sample plus elementwise traffic from the workload's "
+                f"activation figure); no model was traced. Workload figures: {w.source}"),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Entry points
+# --------------------------------------------------------------------------------------------
+
+def with_mode(w: Workload, mode: str, lora_rank: int | None = None) -> Workload:
+    """The same workload trained in ``mode`` (full, lora, qlora) with adapters of ``lora_rank``."""
+    if mode not in MODES:
+        raise UsageError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+    rank = w.lora_rank if lora_rank is None else lora_rank
+    if not 1 <= rank <= 65_536:
+        raise UsageError(f"--lora-rank must be a whole number from 1 to 65536, not {rank}")
+    if w.shape is None:
+        if mode == "full" and w.mode == "full":
+            return w
+        raise UsageError(f"--mode {mode} needs a transformer (a transformer preset or --config); {w.id} is not one")
+    shape = w.shape
+    if mode == w.mode and rank == w.lora_rank:
+        return w
+    trainable = shape.params() if mode == "full" else lora_params(shape, rank)
+    label = {"full": "full training", "lora": f"LoRA rank {rank}", "qlora": f"QLoRA rank {rank}"}[mode]
+    base_name = w.name.split(" [")[0]
+    return replace(w, mode=mode, lora_rank=rank, trainable_params=trainable, name=f"{base_name} [{label}]")
+
+
+@functools.lru_cache(maxsize=1024)
+def trace_for(w: Workload, *, checkpointing: bool) -> StepTrace:
+    """The operator trace of one training step of ``w`` (see the module docstring for the order
+    of sources). Cached per (workload, checkpointing)."""
+    if w.trace is not None:
+        return with_checkpointing(w.trace, w.layers) if checkpointing else w.trace
+    if w.shape is not None:
+        return transformer_trace(w.shape, mode=w.mode, lora_rank=w.lora_rank, checkpointing=checkpointing)
+    shipped = shipped_trace(w.id)
+    if shipped is not None and w.mode == "full":
+        return with_checkpointing(shipped, w.layers) if checkpointing else shipped
+    return synthetic_trace(w, checkpointing=checkpointing)
