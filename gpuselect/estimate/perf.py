@@ -299,3 +299,80 @@ def step_time(trace: Any, d: Any, batch: int, precision: str, *, optimizer: str 
              "overhead": bd["kernel_floor"] + bd["host"] + bd["copy"], "communication": bd["communication"]}
     bound = max(share, key=lambda k: share[k])
     return StepTime(step, {k: v for k, v in bd.items()}, bound, device, host, launches)
+
+
+def _bench_steps(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    steps = rec.get("train_steps") or []
+    if isinstance(steps, str):  # early records stored the list as its repr
+        import ast
+
+        try:
+            steps = ast.literal_eval(steps)
+        except (ValueError, SyntaxError):
+            return []
+    return [s for s in steps if isinstance(s, dict)]
+
+
+def cpu_device(rec: dict[str, Any] | None, *, cores: int | None, name: str = "this CPU", mhz: float | None = None,
+               features: list[str] | tuple[str, ...] = ()) -> Any:
+    """A CPU as a device: its peak is its measured matmul rate, its bandwidth the measured copy
+    rate, its per-op cost its measured launch overhead x the fitted ratio. Without a benchmark:
+    cores x clock x FLOP/cycle at 25 % (stated in the basis), 10 GB/s, 20 µs per op."""
+    from gpuselect.estimate.roofline import DeviceModel, params
+
+    p = params()
+    rec = rec or {}
+    mm = rec.get("matmul_tflops") or {}
+    fp32 = mm.get("fp32")
+    notes: list[str] = []
+    if not fp32:
+        per_cycle = 32 if "avx512f" in features else 16 if "avx2" in features else 8
+        fp32 = (cores or 2) * (mhz or 2500.0) * 1e6 * per_cycle / 1e12 * 0.25
+        notes.append("unmeasured CPU: cores x clock x FLOP/cycle x 25 %")
+    peaks = {"fp32": float(fp32)}
+    for prec in ("bf16", "fp16"):
+        if mm.get(prec):
+            peaks[prec] = float(mm[prec])
+            if prec == "bf16":
+                peaks["bf16-true"] = float(mm[prec])
+    launch = rec.get("launch_overhead_us") or 5.0
+    return DeviceModel(
+        name=name, kind="cpu", vendor="cpu", arch="cpu", peak_tflops=peaks, vector_tflops=float(fp32),
+        bandwidth_gbs=float(rec.get("memory_bandwidth_gbs") or 10.0), units=max(1, cores or 1),
+        gemm_eff={"fp32": 1.0, "16": 1.0, "tf32": 1.0, "fp8": 1.0}, mem_eff=1.0, kernel_floor_s=0.0,
+        dispatch_s=float(launch) * 1e-6 * p["cpu"]["dispatch_per_launch_overhead"], h2d_gbs=None, notes=tuple(notes))
+
+
+def benchmarked_gpu_device(e: GpuEntry, rec: dict[str, Any]) -> Any:
+    """A catalog GPU whose own benchmark replaces the defaults: measured large-GEMM rates per
+    precision (efficiency 1 against them), measured copy bandwidth, dispatch from its launch
+    overhead, its pageable host-to-device rate."""
+    from dataclasses import replace
+
+    from gpuselect.estimate.roofline import catalog_device, params
+
+    p = params()
+    d = catalog_device(e)
+    peaks = dict(d.peak_tflops)
+    eff = dict(d.gemm_eff)
+    for prec, v in (rec.get("matmul_tflops") or {}).items():
+        if v and prec in peaks:
+            peaks[prec] = float(v)
+            eff[{"fp16": "16", "bf16": "16"}.get(prec, prec)] = 1.0
+    if "bf16" in peaks:
+        peaks["bf16-true"] = peaks["bf16"]
+    bw = rec.get("memory_bandwidth_gbs")
+    launch = rec.get("launch_overhead_us")
+    detail = rec.get("transfer_detail")
+    h2d = None
+    if isinstance(detail, dict):
+        h2d = (detail.get("host_to_device_pageable") or {}).get("value")
+    elif isinstance(detail, str) and "host_to_device_pageable" in detail:
+        import re
+
+        m = re.search(r"'host_to_device_pageable': \{'value': ([0-9.]+)", detail)
+        h2d = float(m.group(1)) if m else None
+    return replace(d, peak_tflops=peaks, gemm_eff=eff, bandwidth_gbs=float(bw) if bw else d.bandwidth_gbs,
+                   mem_eff=1.0 if bw else d.mem_eff,
+                   dispatch_s=float(launch) * 1e-6 * p["host"]["dispatch_per_launch_overhead"] if launch else d.dispatch_s,
+                   h2d_gbs=float(h2d) if h2d else d.h2d_gbs, notes=d.notes + ("measured by gpuselect bench",))

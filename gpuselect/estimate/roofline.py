@@ -150,7 +150,7 @@ class DeviceModel:
         tiles = math.ceil(m / tile) * math.ceil(n / tile)
         waves = math.ceil(tiles / self.units)
         fill = tiles / (waves * self.units)
-        eff = e * fill * k / (k + p["k0"])
+        eff = e * fill * k / (k + (0.0 if self.kind == "cpu" else p["k0"]))  # CPU GEMMs have no tile prologue worth modelling
         if pc != "fp32" and (k % 64 or n % 8):
             eff *= p["align_penalty"]
         return max(eff, 1e-4)
@@ -231,13 +231,14 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
         peak = d.peak_tflops.get(precision, d.peak_tflops["fp32"]) * 1e12
         m = op.m_per_sample * batch
         if op.kind is OpKind.ATTENTION:
-            e = d.gemm_eff.get(pc, d.gemm_eff["fp32"]) * p["attention"]["factor"]
+            att = p["attention"]
+            e = d.gemm_eff.get(pc, d.gemm_eff["fp32"]) * att.get("factor_by_arch", {}).get(f"{d.vendor}/{d.arch}", att["factor"])
             e *= op.n / (op.n + p["attention"]["s0"])  # short sequences do not fill the kernel
             e *= min(1.0, m / (d.units * p["attention"]["rows_per_unit"]))
         else:
             e = d.gemm_efficiency(pc, m, op.n, op.k)
             if op.kind is OpKind.CONV:
-                e *= p["conv"]["factor_cpu" if d.kind == "cpu" else "factor"]
+                e *= p["cpu"]["conv_factor"] if d.kind == "cpu" else p["conv"]["factor"]
         t_c = flops / (peak * e) if flops else 0.0
     else:
         t_c = flops / (d.vector_tflops * 1e12 * p["device"]["vector_eff"]) if flops else 0.0

@@ -69,12 +69,19 @@ def h100_launch_us() -> float:
     return float(json.loads(H100_BENCH.read_text())["devices"][0]["launch_overhead_us"])
 
 
-def cpu_records() -> list[dict[str, Any]]:
+H100_HOST_BENCH = ROOT / "docs" / "validation" / "h100-2026-11-22" / "bench-quick.json"
+H100_HOST_CORES = 16  # detect.json: 16-core Xeon with AMX
+
+
+def cpu_records(which: str = "fit") -> list[tuple[dict[str, Any], int, str]]:
+    """(record, cores, label). ``fit``: the H100 machine's 16-core Xeon (bench-quick.json);
+    ``validate``: this 2-core VM's own runs (never used in the fit)."""
     out = []
-    for p in CPU_BENCHES:
-        for d in json.loads(p.read_text())["devices"]:
+    paths = [(H100_HOST_BENCH, H100_HOST_CORES)] if which == "fit" else [(p, 2) for p in CPU_BENCHES]
+    for path, cores in paths:
+        for d in json.loads(path.read_text())["devices"]:
             if d.get("device") == "cpu":
-                out.append(d)
+                out.append((d, cores, path.name))
     return out
 
 
