@@ -43,16 +43,24 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
     parser.add_argument("--factory", metavar="NAME", help="with --model: the function that builds the model")
     parser.add_argument("--input-shape", metavar="D,D,...", help="with --model: one sample's shape, e.g. 3,224,224")
     parser.add_argument("--seq-len", type=_number(int, 1, 1_048_576, "the sequence length"), help="with --config: tokens per sample")
-    parser.add_argument("--precision", choices=("fp32", "tf32", "fp16", "bf16"), default="bf16", help="fp16/bf16 mean mixed precision (default bf16)")
+    parser.add_argument("--precision", choices=("fp32", "tf32", "fp16", "bf16", "bf16-true"), default="bf16",
+                        help="fp16/bf16 mean mixed precision (fp32 master weights, default bf16); bf16-true is pure bf16 "
+                             "(bf16 weights and optimizer states, no master copy)")
     parser.add_argument("--batch-size", default="auto", help="per-GPU batch, or auto: the workload's default capped by memory")
     parser.add_argument("--dataset-size", type=_number(int, 1, 1e13, "the dataset size"), metavar="N", help="samples per epoch")
     parser.add_argument("--epochs", type=_number(int, 1, 100_000, "the number of epochs"))
     parser.add_argument("--deadline-hours", type=_number(float, 1e-3, 1e6, "the deadline"), default=72.0, metavar="H")
     parser.add_argument("--budget-usd", type=_number(float, 1e-3, 1e10, "the budget"), metavar="B")
     parser.add_argument("--electricity-usd-per-kwh", type=_number(float, 0, 100, "the electricity price"), default=0.15, metavar="X")
-    parser.add_argument("--optimizer", choices=("sgd", "sgd-momentum", "adam", "adamw", "adam8bit"), default="adamw")
+    parser.add_argument("--optimizer", choices=("sgd", "sgd-momentum", "adam", "adamw", "adam8bit", "paged-adamw8bit"), default="adamw",
+                        help="sets the optimizer state held per trainable parameter (default adamw: two fp32 values)")
     parser.add_argument("--checkpointing", action=argparse.BooleanOptionalAction, default=None,
                         help="gradient checkpointing (less memory, ~4/3 the compute); default: only where the model does not fit otherwise")
+    parser.add_argument("--sharding", choices=("none", "zero1", "zero2", "fsdp"), default=None,
+                        help="split optimizer state (zero1), also gradients (zero2), or everything (fsdp) over the GPUs of an "
+                             "option; default: FSDP only where several GPUs need it to fit")
+    parser.add_argument("--offload", choices=("none", "optimizer", "params"), default="none",
+                        help="keep the optimizer state (optimizer) or also weights and gradients (params) in CPU memory")
     parser.add_argument("--gpus", default="all", help="all, or comma-separated catalog ids")
     parser.add_argument("--max-gpus", type=_number(int, 1, 4096, "--max-gpus"), default=8, metavar="N")
     bench = parser.add_mutually_exclusive_group()
@@ -155,7 +163,7 @@ def compute(args: argparse.Namespace, bench: dict | None):  # type: ignore[no-un
     a = Assumptions(precision=args.precision, batch_size=batch, dataset_size=args.dataset_size, epochs=args.epochs,
                     deadline_hours=args.deadline_hours, budget_usd=args.budget_usd,
                     electricity_usd_per_kwh=args.electricity_usd_per_kwh, optimizer=args.optimizer,
-                    checkpointing=args.checkpointing, max_gpus=args.max_gpus)
+                    checkpointing=args.checkpointing, max_gpus=args.max_gpus, sharding=args.sharding, offload=args.offload)
     catalog = load_catalog()
     perf = default_model(catalog)
     gpu_ids = None if args.gpus == "all" else [g.strip() for g in args.gpus.split(",") if g.strip()]
@@ -202,12 +210,19 @@ def run(args: argparse.Namespace) -> int:
     for title, rows in (("Single GPUs, fastest first", [r for r in ok if r.count == 1]), ("Several GPUs", [r for r in ok if r.count > 1])):
         if not rows:
             continue
-        print(f"\n{title}:\n{'option':34s} {'batch':>6s} {'samples/s':>10s} {'time':>9s} {'±':>5s} {'buy $':>9s} {'cloud $':>9s} {'kWh':>8s}")
+        print(f"\n{title}:\n{'option':34s} {'batch':>6s} {'memory GB':>11s} {'samples/s':>10s} {'time':>9s} {'±':>5s} {'buy $':>9s} {'cloud $':>9s} {'kWh':>8s}")
         for r in rows[: args.top if title.startswith("Single") else max(3, args.top // 3)]:
-            print(f"{r.count}x {r.name[:30]:31s} {r.batch_size or 0:6d} {r.throughput_samples_per_s or 0:10,.1f} "
+            mem = f"{r.peak_memory_gb:.1f}/{r.vram_gb:g}" if r.peak_memory_gb is not None and r.vram_gb else "—"
+            print(f"{r.count}x {r.name[:30]:31s} {r.batch_size or 0:6d} {mem:>11s} {r.throughput_samples_per_s or 0:10,.1f} "
                   f"{r.total_time_h or 0:8,.1f}h {100 * r.error_band:4.0f}% {money(r.buy_cost_usd):>9s} {money(r.cloud_cost_usd):>9s} {r.energy_kwh or 0:8,.1f}"
                   + ("" if r.meets_deadline else "  (misses deadline)"))
     nofit = sum(1 for r in result.rows if r.count == 1 and not r.fits)
+    misfits = [r for r in result.rows if r.count == 1 and not r.fits and r.peak_memory_gb is not None]
+    if misfits and len({r.gpu_id for r in result.rows}) <= 3:  # the user named the cards: say why each does not fit
+        print("\nDoes not fit:")
+        for r in misfits:
+            tip = f"; try {r.suggestions[0]}" if r.suggestions else ""
+            print(f"1x {r.name}: {r.note}{tip}")
     print(f"\n{len(ok)} of {len(result.rows)} options fit; {nofit} single GPUs do not. ± is each row's validated "
           "90th-percentile error (docs/accuracy.md; AMD cards and several GPUs: docs/accuracy-external.md). "
           "`--format json` has every row, with what would make a GPU fit.")

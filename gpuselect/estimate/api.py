@@ -11,11 +11,11 @@ from pathlib import Path
 from gpuselect.catalog import Catalog
 from gpuselect.catalog.schema import GpuEntry
 from gpuselect.errors import UsageError
-from gpuselect.estimate.memory import OPTIMIZERS, fit_on_gpu, mixed, suggestions
+from gpuselect.estimate.memory import OFFLOADS, OPTIMIZERS, SHARDINGS, MemoryOptions, mixed, plan, suggestions
 from gpuselect.estimate.perf import PerfModel, compute_peak
 from gpuselect.workloads.model import Workload
 
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "bf16-true")
 ERROR_BAND_FILE = Path(__file__).resolve().parent / "data" / "error_band.json"
 EXTERNAL_BAND_FILE = Path(__file__).resolve().parent / "data" / "external_band.json"
 
@@ -33,6 +33,8 @@ class Assumptions:
     utilisation: float = 0.85  # fraction of TDP drawn while training
     optimizer: str = "adamw"
     checkpointing: bool | None = None  # None: only where the model does not fit otherwise (common practice)
+    sharding: str | None = None  # none, zero1, zero2, fsdp; None: FSDP only where several GPUs need it to fit
+    offload: str = "none"  # none, optimizer, params (to CPU memory)
     max_gpus: int = 8
     gpus_per_node: int = 8
     network_gbs: float = 25.0  # between nodes: 200 Gb/s InfiniBand per node
@@ -44,6 +46,10 @@ class Assumptions:
             raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
         if self.optimizer not in OPTIMIZERS:
             raise UsageError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
+        if self.sharding is not None and self.sharding not in SHARDINGS:
+            raise UsageError(f"sharding must be one of {', '.join(SHARDINGS)}, not {self.sharding!r}")
+        if self.offload not in OFFLOADS:
+            raise UsageError(f"offload must be one of {', '.join(OFFLOADS)}, not {self.offload!r}")
         checks = [
             ("batch size", self.batch_size, 1, 1_000_000),
             ("dataset size", self.dataset_size, 1, 1e13),
@@ -87,6 +93,9 @@ class EstimateRow:
     price_note: str | None = None
     note: str | None = None
     suggestions: list[str] = field(default_factory=list)
+    peak_memory_gb: float | None = None  # per GPU, what nvidia-smi would show (GiB, as cards are sized)
+    memory_breakdown_gb: dict[str, float] = field(default_factory=dict)  # weights ... overhead; adds up to the peak
+    max_batch: int | None = None  # the largest per-GPU batch that fits with these settings
 
 
 @dataclass
@@ -180,36 +189,35 @@ def _link_gbs(e: GpuEntry, count: int, a: Assumptions) -> float:
 
 def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel, band: float) -> EstimateRow:
     base = EstimateRow(e.id, e.name, e.family, count, False, None, None, None, None, None, None, None, None, band, vram_gb=e.vram_gb)
-    if compute_peak(e, a.precision) is None:
+    speed_precision = "bf16" if a.precision == "bf16-true" else a.precision  # pure bf16 trains at bf16 speed
+    if compute_peak(e, speed_precision) is None:
         base.note = f"{a.precision} is not supported on this GPU"
         return base
-    ckpt = bool(a.checkpointing)
-    fit = fit_on_gpu(w, e.vram_gb, a.precision, optimizer=a.optimizer, checkpointing=ckpt, batch_size=a.batch_size)
-    if not fit.fits and a.checkpointing is None:
-        ckpt = True
-        fit = fit_on_gpu(w, e.vram_gb, a.precision, optimizer=a.optimizer, checkpointing=True, batch_size=a.batch_size)
-    sharded = False
-    if not fit.fits and count > 1:
-        fit = fit_on_gpu(w, e.vram_gb, a.precision, optimizer=a.optimizer, checkpointing=True, batch_size=a.batch_size, shards=count)
-        sharded = fit.fits
+    mo = MemoryOptions(precision=a.precision, optimizer=a.optimizer, sharding=a.sharding or "none", offload=a.offload, gpus=count)
+    fit = plan(w, e.vram_gb, mo, checkpointing=a.checkpointing, sharding=a.sharding, batch_size=a.batch_size)
+    ckpt = fit.options.checkpointing
+    sharded = fit.options.sharding != "none" and count > 1
     base.batch_size = fit.batch_size
     base.sharded = sharded
+    base.peak_memory_gb = round(fit.peak_gb, 2)
+    base.memory_breakdown_gb = fit.breakdown_gb
+    base.max_batch = fit.max_batch
     if not fit.fits:
-        base.suggestions = suggestions(w, e.vram_gb, a.precision, a.optimizer, ckpt, a.batch_size) if count == 1 else []
-        base.note = f"needs {fit.state_gb + 1.0:.1f} GB before activations; {fit.usable_gb:.1f} GB usable" if fit.max_batch == 0 else \
-            f"at most batch {fit.max_batch} fits"
+        base.suggestions = suggestions(w, e.vram_gb, fit.options, a.batch_size) if count == 1 else []
+        base.note = f"needs {fit.peak_gb:.1f} of {e.vram_gb:g} GB" + (
+            f" at batch {fit.batch_size}; at most batch {fit.max_batch} fits" if fit.max_batch else " even at batch 1")
         return base
     base.fits = True
-    one = perf.predict(w, a.precision, e, batch=fit.batch_size)
+    one = perf.predict(w, speed_precision, e, batch=fit.batch_size)
     if one is None:
         base.note = "no throughput model for this GPU and precision"
         return base
     if ckpt or sharded:
         one *= 0.75  # recomputing the forward pass: ~4/3 of the work
-        base.note = "with gradient checkpointing" + (" and the model state sharded (FSDP/ZeRO-3)" if sharded else "")
+        base.note = "with gradient checkpointing" + (f" and the model state sharded ({fit.options.sharding})" if sharded else "")
     # Mixed precision (torch.autocast) keeps FP32 parameters, so DDP all-reduces FP32 gradients;
     # sharded training (FSDP mixed precision) typically reduces in 16 bits.
-    grad_bytes = w.trainable_params * (2 if sharded and mixed(a.precision) else 4)
+    grad_bytes = w.trainable_params * (2 if (sharded and mixed(a.precision)) or a.precision == "bf16-true" else 4)
     step_compute = fit.batch_size / one
     comm = 0.0
     if count > 1:
@@ -367,7 +375,7 @@ def local_gpu_estimate(
     r = _row(w, match.entry, 1, a, perf, error_band(a.precision, anchored_kind=None if w.id in perf.models else w.kind, model=w.id))
     basis = f"catalog entry {match.entry.id}; unmeasured (`gpuselect bench` measures it)"
     thr, hours = r.throughput_samples_per_s, r.total_time_h
-    key = "matmul_" + ("fp16" if a.precision == "fp16" else "bf16" if a.precision == "bf16" else "tf32" if a.precision == "tf32" else "fp32")
+    key = "matmul_" + ("fp16" if a.precision == "fp16" else "bf16" if a.precision in ("bf16", "bf16-true") else "tf32" if a.precision == "tf32" else "fp32")
     if spec_ratio and key in spec_ratio and thr:
         measured = spec_ratio[key]
         scale = min(1.0, measured / HEALTHY_MATMUL_SPEC_RATIO)
@@ -388,7 +396,7 @@ def estimate(
         if unknown:
             raise UsageError(f"unknown GPU id(s): {', '.join(unknown)}; `gpuselect catalog` lists them")
         entries = [e for e in entries if e.id in gpu_ids]
-    band = error_band(a.precision, anchored_kind=None if w.id in perf.models else w.kind, model=w.id)
+    band = error_band("bf16" if a.precision == "bf16-true" else a.precision, anchored_kind=None if w.id in perf.models else w.kind, model=w.id)
     counts = [1]
     while counts[-1] * 2 <= a.max_gpus:
         counts.append(counts[-1] * 2)

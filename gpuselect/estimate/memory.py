@@ -1,49 +1,316 @@
-"""Does a workload fit a GPU's memory, with what batch, and what would make it fit?
+"""Peak GPU memory of one training step, per GPU, and what fits.
 
-Model state per parameter (ZeRO paper, Rajbhandari et al. 2020, section 3.1): FP32 training keeps
-weights, gradients and optimizer state in 4-byte floats; mixed precision keeps 16-bit weights and
-gradients plus an FP32 master copy. Activations per sample come from the workload (16-bit; twice
-that in FP32), shrunk by gradient checkpointing to the block boundaries plus one block.
+The peak is the sum of what lives through the step plus what the backward pass keeps
+(docs/memory.md explains each term and where its constants come from):
+
+- model state per parameter (ZeRO paper, Rajbhandari et al. 2020, section 3.1): weights in their
+  storage dtype (fp32, 16-bit, int8, NF4 with its quantisation constants), gradients of what
+  trains, optimizer state (SGD none, momentum one value, Adam two; 8-bit variants one byte each)
+  and, in mixed precision, the fp32 master copy of what trains (counted with the optimizer, as
+  ZeRO does). Pure 16-bit training (``bf16-true``) keeps neither master weights nor fp32 states;
+- activations: what autograd keeps between forward and backward (fused attention keeps no score
+  matrix), times the batch; with full checkpointing only the block inputs plus one block;
+- logits and loss buffers of language models: vocabulary x tokens, with the fp32 log-probabilities
+  the loss keeps and the logits' gradient when backward starts;
+- overhead: the CUDA context and libraries' workspaces, plus the caching allocator's slack over
+  what is allocated (nvidia-smi shows the reserved memory, not the allocated).
+
+Sharding divides model state by the GPU count (ZeRO-1 the optimizer, ZeRO-2 also the gradients,
+FSDP/ZeRO-3 everything, plus the gathered working set of two layers); offload moves the optimizer
+(and with ``params`` the weights and gradients) to host memory.
+
+All sizes are bytes; the ``*_gb`` figures are binary gigabytes (2**30 bytes), the unit GPU memory
+is sold in ("24 GB" = 24 GiB; nvidia-smi counts MiB).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
 
 from gpuselect.workloads.model import Workload
+from gpuselect.workloads.transformer import TransformerShape
 
-GB = 1e9
-#: CUDA context, cuBLAS/cuDNN workspaces and the caching allocator's slack.
-FRAMEWORK_OVERHEAD_BYTES = 1.0 * GB
-USABLE_FRACTION = 0.95  # fragmentation: the last few percent of VRAM is rarely allocatable
+GB = float(2**30)
+_FIT_FILE = Path(__file__).resolve().parent / "fit" / "memory_constants.json"
 
-OPTIMIZER_STATE_BYTES = {"sgd": 0, "sgd-momentum": 4, "adam": 8, "adamw": 8, "adam8bit": 2}
-OPTIMIZERS = tuple(OPTIMIZER_STATE_BYTES)
+OPTIMIZERS = ("sgd", "sgd-momentum", "adam", "adamw", "adam8bit", "paged-adamw8bit")
+SHARDINGS = ("none", "zero1", "zero2", "fsdp")
+OFFLOADS = ("none", "optimizer", "params")
+QUANTS = ("nf4", "nf4-dq", "int8")
+MEMORY_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "bf16-true", "fp8")
+
+#: Bytes per base weight when the frozen base is quantised (QLoRA). NF4: 4 bits plus one fp32
+#: absmax per block of 64 (bitsandbytes' default); with double quantisation the absmax values are
+#: themselves 8-bit with an fp32 constant per 256 of them; int8 (LLM.int8): one fp32 scale per row,
+#: negligible next to the byte per weight.
+QUANT_BYTES = {"nf4": 0.5 + 4 / 64, "nf4-dq": 0.5 + 1 / 64 + 4 / (64 * 256), "int8": 1.0}
+
+
+def _load_constants() -> dict[str, float]:
+    """Fitted constants (benchmarks/memory_calibrate.py writes them); stated defaults otherwise."""
+    defaults = {"activation_factor": 1.4, "context_gb": 0.5, "allocator_slack": 0.05, "driver_reserved_gb": 0.47}
+    try:
+        doc = json.loads(_FIT_FILE.read_text(encoding="utf-8"))
+        return {k: float(doc.get(k, v)) for k, v in defaults.items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return defaults
+
+
+_C = _load_constants()
+#: Eager frameworks keep more than the saved tensors a transformer layer strictly needs (copies
+#: for rotary embeddings and reshapes, fp32 upcasts in norms) and the backward of the layer being
+#: differentiated holds its gradients next to the saved tensors: one factor on the analytic count,
+#: fitted on LitGPT's measured peaks (benchmarks/memory_calibrate.py).
+ACTIVATION_FACTOR = _C["activation_factor"]
+#: CUDA context, cuBLAS/cuDNN handles and workspaces of a PyTorch process (an assumption: no GPU
+#: was at hand to measure it; PyTorch processes typically show 0.3-0.6 GiB in nvidia-smi before
+#: they allocate a tensor).
+CONTEXT_BYTES = _C["context_gb"] * GB
+#: The caching allocator reserves more than it hands out (rounding, fragmentation): reserved =
+#: allocated x (1 + slack). An assumption (unmeasured here), stated in docs/memory.md.
+ALLOCATOR_SLACK = _C["allocator_slack"]
+#: What the driver keeps of a card's memory before any process runs: NVML reported 506,724,352
+#: bytes used on an idle H100 80GB (docs/validation/h100-2026-11-22/bench-full.json).
+DRIVER_RESERVED_BYTES = _C["driver_reserved_gb"] * GB
 
 
 def mixed(precision: str) -> bool:
-    return precision in ("fp16", "bf16")
+    """Mixed precision: 16-bit compute over fp32 master weights (fp8 trains that way too)."""
+    return precision in ("fp16", "bf16", "fp8")
 
 
-def state_bytes(w: Workload, precision: str, optimizer: str) -> float:
-    """Weights + gradients + optimizer state (+ master weights in mixed precision)."""
-    opt = OPTIMIZER_STATE_BYTES[optimizer]
-    trainable = w.trainable_params
-    if w.mode == "full":
-        per = (2 + 2 + 4 + opt) if mixed(precision) else (4 + 4 + opt)
-        return w.params * per
-    # LoRA / QLoRA: frozen base weights, trainable adapters with full mixed-precision state.
-    base = w.params * (0.53 if w.mode == "qlora" else 2.0)  # 4-bit NF4 + quantisation constants, or 16-bit
-    return base + trainable * (2 + 2 + 4 + opt)
+def activation_elem_bytes(precision: str) -> int:
+    return 4 if precision in ("fp32", "tf32") else 2
 
 
-def activation_bytes(w: Workload, precision: str, checkpointing: bool) -> float:
-    per_sample = w.activation_bytes_per_sample * (1.0 if mixed(precision) else 2.0)
-    if checkpointing:
-        # Keep block inputs (~6 % of a transformer block's activations, Korthikanti et al. 2022)
-        # and recompute one block at a time.
-        per_sample *= 0.06 + 1.0 / max(1, w.layers)
-    return per_sample
+@dataclass(frozen=True)
+class MemoryOptions:
+    precision: str = "bf16"
+    optimizer: str = "adamw"
+    checkpointing: bool = False
+    sharding: str = "none"  # over ``gpus`` data-parallel ranks
+    offload: str = "none"
+    gpus: int = 1
+    quant: str = "nf4"  # base weights of QLoRA
+    lora_targets: str = "all"  # "all" linear layers (the presets' adapters) or "qv" (query and value only)
+    lora_dropout: bool = True
+
+    def shards(self) -> int:
+        return self.gpus if self.sharding != "none" else 1
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Peak memory of one GPU, by what holds it (bytes)."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    logits: float
+    overhead: float
+    evictable: float = 0.0  # paged optimizer state the driver can move to host memory under pressure
+
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer + self.activations + self.logits + self.overhead
+
+    def as_gb(self) -> dict[str, float]:
+        return {k: round(getattr(self, k) / GB, 3) for k in ("weights", "gradients", "optimizer", "activations", "logits", "overhead")}
+
+
+# --- model state -----------------------------------------------------------------------------------
+
+
+def _embedding_params(w: Workload, shape: TransformerShape | None) -> int:
+    """Parameters outside the linear layers (embeddings, untied head, norms): kept 16-bit by QLoRA."""
+    if shape is None:
+        return 0
+    emb = shape.vocab * shape.hidden
+    head = 0 if shape.tied_embeddings or not shape.lm_head else shape.vocab * shape.hidden
+    return min(w.params, emb + head + shape.layers * 4 * shape.hidden)
+
+
+def _state_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None) -> tuple[float, float, float, float]:
+    """(weights, gradients, optimizer incl. master weights, of which evictable) for the whole model."""
+    p = o.precision
+    true16 = p == "bf16-true"
+    e16 = 4 if p in ("fp32", "tf32") else 2  # storage of weights and gradients
+    trainable = w.trainable_params if w.mode != "full" else w.params
+    frozen = w.params - trainable if w.mode != "full" else 0
+    if w.mode == "qlora":
+        other = _embedding_params(w, shape)
+        base = (frozen - other) * QUANT_BYTES[o.quant] + other * e16
+    else:
+        base = frozen * e16
+    weights = base + trainable * e16
+    grads = trainable * e16
+    state_e = 2 if true16 else 4  # Adam/momentum values: fp32, or 16-bit in pure 16-bit training
+    per = {"sgd": 0.0, "sgd-momentum": state_e, "adam": 2 * state_e, "adamw": 2 * state_e,
+           "adam8bit": 2.0, "paged-adamw8bit": 2.0}[o.optimizer]
+    master = 4.0 if mixed(p) else 0.0
+    opt = trainable * (per + master)
+    evictable = trainable * per if o.optimizer == "paged-adamw8bit" else 0.0
+    return weights, grads, opt, evictable
+
+
+def _unit_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None, weights: float) -> float:
+    """FSDP gathers one wrapped unit (a layer) at a time and prefetches the next: two layers' weights
+    (or the embedding/head unit where it is bigger) are whole on every GPU while they compute."""
+    layers = max(1, w.layers)
+    per_layer = weights / layers
+    if shape is not None:
+        other = _embedding_params(w, shape) * (4 if o.precision in ("fp32", "tf32") else 2)
+        per_layer = max(0.0, weights - other) / layers
+        return 2 * per_layer + min(other, shape.vocab * shape.hidden * 2)
+    return 2 * per_layer
+
+
+# --- activations -----------------------------------------------------------------------------------
+
+
+def shape_of(w: Workload) -> TransformerShape | None:
+    s = getattr(w, "shape", None)
+    return s if isinstance(s, TransformerShape) else None
+
+
+def layer_saved_elems_per_token(shape: TransformerShape, mode: str, o: MemoryOptions, *, norms: int = 2) -> float:
+    """Elements autograd keeps per token in one pre-norm decoder layer with fused attention, counted
+    from which operand each backward formula needs (PyTorch saves an operand only when the other
+    side's gradient needs it: a frozen linear keeps no input; tests/estimate/test_memory.py checks
+    the rules on CPU):
+
+    - each norm keeps its input, and its normalised output when its weight trains;
+    - trainable linears keep their inputs (the attention output is the output projection's input,
+      already kept by the kernel); bitsandbytes' 4-bit matmul keeps them too, even when frozen;
+    - fused attention keeps q, k, v and its output (plus a log-sum-exp per head and token);
+    - the MLP keeps its activation function's input, and for gated MLPs both operands of the gate;
+    - LoRA adapters keep their (dropped-out) inputs and the dropout mask (1 byte)."""
+    h, f = shape.hidden, shape.ffn
+    kv = h * (shape.kv_heads or shape.heads) // shape.heads
+    trains_base = mode == "full"
+    keeps_inputs = trains_base or mode == "qlora"
+    total = norms * (h + (h if trains_base else 0))
+    if keeps_inputs:
+        total += h + h + f  # qkv input, MLP input, down-projection input
+    total += h + 2 * kv + h  # q, k, v, attention output
+    total += 3 * f if shape.gated_ffn else f
+    if mode in ("lora", "qlora"):
+        if o.lora_targets == "qv":
+            inputs = float(h)  # one dropout over the attention input feeds the query and value adapters
+        else:  # PEFT-style: a dropout per adapted linear (q, k, v, o, the MLP's inputs and its down projection)
+            inputs = 3 * h + h + (2 if shape.gated_ffn else 1) * h + f
+        total += inputs * (1.5 if o.lora_dropout else (0.0 if keeps_inputs else 1.0))
+    return float(total)
+
+
+def activation_bytes_per_sample(w: Workload, o: MemoryOptions, shape: TransformerShape | None = None) -> float:
+    """What the backward pass needs kept per sample (one sequence, one image), checkpointing included."""
+    e = activation_elem_bytes(o.precision)
+    shape = shape or shape_of(w)
+    if shape is not None:
+        tokens = shape.seq_len
+        layer = layer_saved_elems_per_token(shape, w.mode, o) * e * ACTIVATION_FACTOR
+        if o.checkpointing:
+            # Block inputs of every layer, and one layer recomputed at a time during backward.
+            return tokens * (shape.layers * shape.hidden * e + layer)
+        return tokens * (shape.layers * layer + 2 * shape.hidden * e)
+    traced = _trace_saved_bytes(w, o.checkpointing, e)
+    if traced is not None:
+        return traced
+    per = w.activation_bytes_per_sample * e / 2  # the workload's figure is for 16-bit activations
+    if o.checkpointing:
+        # Block inputs (~6 % of a block's activations, Korthikanti et al. 2022) and one block at a time.
+        per *= 0.06 + 1.0 / max(1, w.layers)
+    return per
+
+
+def _trace_saved_bytes(w: Workload, checkpointing: bool, e: int) -> float | None:
+    """Saved bytes per sample from the workload's operator trace, where one is available: 16-bit
+    (or fp32) elements at ``e`` bytes, tensors that stay fp32 at 4, byte-sized ones (masks) at 1."""
+    try:
+        from gpuselect.workloads.traces import trace_for
+
+        t: Any = trace_for(w, checkpointing=checkpointing)
+    except Exception:  # no trace for this workload: fall back to its stated activation figure
+        return None
+    sfx = "_ckpt" if checkpointing else ""
+    elems = float(getattr(t, "saved_elems_per_sample" + sfx, 0.0) or 0.0)
+    fp32 = float(getattr(t, "saved_fp32_elems_per_sample" + sfx, 0.0) or 0.0)
+    raw = float(getattr(t, "saved_bytes_per_sample" + sfx, 0.0) or 0.0)
+    total = elems * e + fp32 * 4 + raw
+    return total if total > 0 else None
+
+
+def logits_bytes_per_sample(w: Workload, o: MemoryOptions, shape: TransformerShape | None = None) -> float:
+    """A language model's logits (16-bit in mixed precision), the fp32 log-probabilities the loss
+    keeps for backward, and the logits' gradient when backward starts: vocabulary x tokens x
+    (2 + 4 + 2) bytes in 16-bit training, (4 + 4 + 4) in fp32. For 128k-token vocabularies this
+    is often the largest single buffer of a step."""
+    shape = shape or shape_of(w)
+    if shape is None or not shape.lm_head:
+        return 0.0
+    e = activation_elem_bytes(o.precision)
+    return float(shape.vocab) * shape.seq_len * (e + 4 + e)
+
+
+# --- the peak ------------------------------------------------------------------------------------
+
+
+def peak_memory(w: Workload, batch: int, o: MemoryOptions, shape: TransformerShape | None = None) -> MemoryBreakdown:
+    """Peak memory of one GPU training ``w`` at a per-GPU ``batch`` with options ``o``."""
+    shape = shape or shape_of(w)
+    weights, grads, opt, evictable = _state_bytes(w, o, shape)
+    n = max(1, o.shards())
+    working = 0.0
+    if o.sharding in ("zero1", "zero2", "fsdp"):
+        opt, evictable = opt / n, evictable / n
+    if o.sharding in ("zero2", "fsdp"):
+        grads /= n
+    if o.sharding == "fsdp" and n > 1:
+        working = _unit_bytes(w, o, shape, weights)
+        weights /= n
+    if o.offload in ("optimizer", "params"):
+        opt, evictable = 0.0, 0.0
+    if o.offload == "params":
+        # Weights and gradients live on the host; the GPU holds the gathered unit it computes with
+        # and that unit's gradients.
+        unit = working or _unit_bytes(w, o, shape, weights * n if o.sharding == "fsdp" else weights)
+        weights, grads, working = unit, (unit if w.mode == "full" else 0.0), 0.0
+    weights += working
+    act = batch * activation_bytes_per_sample(w, o, shape)
+    logits = batch * logits_bytes_per_sample(w, o, shape)
+    allocated = weights + grads + opt + act + logits
+    overhead = CONTEXT_BYTES + ALLOCATOR_SLACK * allocated
+    return MemoryBreakdown(weights, grads, opt, act, logits, overhead, evictable)
+
+
+def capacity_bytes(vram_gb: float) -> float:
+    """What a process can use of a card sold as ``vram_gb`` GB (binary), after the driver's share."""
+    return vram_gb * GB - DRIVER_RESERVED_BYTES
+
+
+def _needed(b: MemoryBreakdown) -> float:
+    return b.total() - b.evictable * (1 + ALLOCATOR_SLACK)
+
+
+def max_batch_size(w: Workload, vram_gb: float, o: MemoryOptions, shape: TransformerShape | None = None, limit: int = 1 << 24) -> int:
+    """The largest per-GPU batch whose peak fits (0: not even one sample)."""
+    cap = capacity_bytes(vram_gb)
+    zero = _needed(peak_memory(w, 0, o, shape))
+    one = _needed(peak_memory(w, 1, o, shape))
+    per = one - zero
+    if zero + per > cap:
+        return 0
+    if per <= 0:
+        return limit
+    b = min(limit, int((cap - zero) // per))
+    while b > 0 and _needed(peak_memory(w, b, o, shape)) > cap:  # guard the float edge
+        b -= 1
+    return b
 
 
 @dataclass
@@ -51,54 +318,123 @@ class Fit:
     fits: bool
     max_batch: int  # largest per-GPU batch that fits (0: not even one sample)
     batch_size: int  # the batch used (the requested one, or the default capped at max_batch)
-    state_gb: float
-    activation_gb_per_sample: float
-    usable_gb: float
+    state_gb: float  # weights + gradients + optimizer
+    activation_gb_per_sample: float  # activations + logits of one sample
+    usable_gb: float  # what the card offers a process
+    peak_gb: float = 0.0  # at batch_size
+    breakdown: MemoryBreakdown | None = None
+    options: MemoryOptions = field(default_factory=MemoryOptions)
     suggestions: list[str] = field(default_factory=list)
+
+    @property
+    def breakdown_gb(self) -> dict[str, float]:
+        return self.breakdown.as_gb() if self.breakdown else {}
+
+
+def fit_with(w: Workload, vram_gb: float, o: MemoryOptions, *, batch_size: int | None = None,
+             shape: TransformerShape | None = None) -> Fit:
+    mb = max_batch_size(w, vram_gb, o, shape)
+    wanted = batch_size if batch_size is not None else w.default_batch_size
+    used = max(1, wanted if batch_size is not None else min(wanted, mb))
+    b = peak_memory(w, used, o, shape)
+    zero = peak_memory(w, 0, o, shape)
+    one = peak_memory(w, 1, o, shape)
+    return Fit(
+        fits=mb >= used and _needed(b) <= capacity_bytes(vram_gb), max_batch=mb, batch_size=used,
+        state_gb=(zero.weights + zero.gradients + zero.optimizer) / GB,
+        activation_gb_per_sample=(one.activations + one.logits) / GB, usable_gb=capacity_bytes(vram_gb) / GB,
+        peak_gb=b.total() / GB, breakdown=b, options=o,
+    )
 
 
 def fit_on_gpu(
     w: Workload, vram_gb: float, precision: str, *, optimizer: str = "adamw", checkpointing: bool = False,
-    batch_size: int | None = None, shards: int = 1,
+    batch_size: int | None = None, shards: int = 1, sharding: str | None = None, offload: str = "none",
+    shape: TransformerShape | None = None,
 ) -> Fit:
-    usable = vram_gb * GB * USABLE_FRACTION
-    state = state_bytes(w, precision, optimizer) / shards
-    act = activation_bytes(w, precision, checkpointing)
-    free = usable - state - FRAMEWORK_OVERHEAD_BYTES
-    max_batch = max(0, int(free // act)) if act > 0 else 0
-    wanted = batch_size if batch_size is not None else w.default_batch_size
-    used = wanted if batch_size is not None else min(wanted, max_batch)
-    fits = max_batch >= max(1, used)
-    return Fit(fits, max_batch, max(1, used), state / GB, act / GB, usable / GB)
+    """Shorthand: ``shards`` > 1 without a ``sharding`` means FSDP over that many GPUs."""
+    o = MemoryOptions(precision=precision, optimizer=optimizer, checkpointing=checkpointing,
+                      sharding=sharding or ("fsdp" if shards > 1 else "none"), offload=offload, gpus=max(1, shards))
+    return fit_with(w, vram_gb, o, batch_size=batch_size, shape=shape)
 
 
-def suggestions(w: Workload, vram_gb: float, precision: str, optimizer: str, checkpointing: bool, batch_size: int | None) -> list[str]:
-    """What would make it fit one GPU of this size, cheapest change first."""
+def plan(w: Workload, vram_gb: float, o: MemoryOptions, *, checkpointing: bool | None, sharding: str | None,
+         batch_size: int | None, shape: TransformerShape | None = None) -> Fit:
+    """The fit an estimate row shows: ``checkpointing`` None turns it on only where the model does not
+    fit otherwise; ``sharding`` None shards (FSDP) only where several GPUs need it to fit."""
+    o = replace(o, checkpointing=bool(checkpointing), sharding=sharding or "none")
+    fit = fit_with(w, vram_gb, o, batch_size=batch_size, shape=shape)
+    if not fit.fits and checkpointing is None:
+        o = replace(o, checkpointing=True)
+        fit = fit_with(w, vram_gb, o, batch_size=batch_size, shape=shape)
+    if not fit.fits and sharding is None and o.gpus > 1:
+        o2 = replace(o, sharding="fsdp", checkpointing=bool(checkpointing) if checkpointing is not None else False)
+        fit2 = fit_with(w, vram_gb, o2, batch_size=batch_size, shape=shape)
+        if not fit2.fits and checkpointing is None:
+            fit2 = fit_with(w, vram_gb, replace(o2, checkpointing=True), batch_size=batch_size, shape=shape)
+        if fit2.fits:
+            fit = fit2
+    return fit
+
+
+# --- what would make it fit ---------------------------------------------------------------------------
+
+
+def suggestions(w: Workload, vram_gb: float, o: MemoryOptions, batch_size: int | None,
+                shape: TransformerShape | None = None) -> list[str]:
+    """Changes that make the workload fit this card, cheapest first; each one is checked to fit
+    (with the other settings as given) before it is offered."""
     tips: list[str] = []
+    shape = shape or shape_of(w)
 
-    def ok(**kw: object) -> bool:
-        args = dict(precision=precision, optimizer=optimizer, checkpointing=checkpointing, batch_size=batch_size)
-        args.update(kw)
-        return fit_on_gpu(w, vram_gb, **args).fits  # type: ignore[arg-type]
+    def ok(w2: Workload = w, b: int | None = batch_size, **kw: Any) -> bool:
+        return fit_with(w2, vram_gb, replace(o, **kw), batch_size=b, shape=shape).fits
 
-    if not mixed(precision) and ok(precision="bf16"):
-        tips.append("mixed precision (bf16/fp16)")
-    if not checkpointing and ok(checkpointing=True):
-        tips.append("gradient checkpointing")
-    if batch_size is not None and batch_size > 1 and ok(batch_size=None):
-        tips.append(f"a smaller batch (at most {fit_on_gpu(w, vram_gb, precision, optimizer=optimizer, checkpointing=checkpointing).max_batch})")
-    if optimizer in ("adam", "adamw") and ok(optimizer="adam8bit"):
-        tips.append("an 8-bit Adam optimizer")
+    if batch_size is not None and batch_size > 1:
+        mb = max_batch_size(w, vram_gb, o, shape)
+        if mb >= 1:
+            tips.append(f"a smaller batch (at most {mb} per GPU; accumulate gradients to keep the effective batch)")
+    if not o.checkpointing and ok(checkpointing=True):
+        tips.append("activation checkpointing (about a third more compute)")
+    if o.precision in ("fp32", "tf32") and ok(precision="bf16"):
+        tips.append("mixed precision (bf16, or fp16 on cards without bf16)")
+    if o.optimizer in ("adam", "adamw") and ok(optimizer="adam8bit"):
+        tips.append("an 8-bit Adam optimizer (bitsandbytes)")
+    if o.precision in ("bf16", "fp16", "fp8") and ok(precision="bf16-true"):
+        tips.append("pure bf16 training (bf16-true: no fp32 master weights or optimizer states)")
+    if o.offload == "none" and ok(offload="optimizer"):
+        tips.append("offloading the optimizer state to CPU memory (slower steps)")
     if w.kind == "transformer" and w.mode == "full":
-        from dataclasses import replace
-
-        lora = replace(w, mode="lora", trainable_params=max(1, w.params // 200))
-        if fit_on_gpu(lora, vram_gb, "bf16", optimizer=optimizer, checkpointing=True).fits:
-            tips.append("LoRA fine-tuning")
-        elif fit_on_gpu(replace(lora, mode="qlora"), vram_gb, "bf16", optimizer=optimizer, checkpointing=True).fits:
-            tips.append("QLoRA (4-bit base weights)")
-    for n in (2, 4, 8, 16, 32, 64, 128, 256):
-        if fit_on_gpu(w, vram_gb, precision, optimizer=optimizer, checkpointing=True, batch_size=1, shards=n).fits:
-            tips.append(f"sharding the model state over {n} GPUs (FSDP / ZeRO-3) with checkpointing")
-            break
+        lora = _as_adapter(w, "lora", shape)
+        for mode, label in (("lora", "LoRA fine-tuning (16-bit frozen base)"), ("qlora", "QLoRA (4-bit frozen base)")):
+            cand = replace(lora, mode=mode)
+            if fit_with(cand, vram_gb, replace(o, checkpointing=True), batch_size=batch_size or 1, shape=shape).fits:
+                tips.append(label + " with activation checkpointing")
+                break
+    if o.gpus <= 1 and o.offload != "params":
+        for n in (2, 4, 8, 16, 32, 64, 128, 256):
+            if ok(b=batch_size or 1, sharding="fsdp", gpus=n, checkpointing=True):
+                tips.append(f"sharding the model state over {n} such GPUs (FSDP / ZeRO-3) with checkpointing")
+                break
+    if o.offload != "params" and ok(b=1, sharding="fsdp", gpus=max(2, o.gpus), offload="params", checkpointing=True):
+        tips.append(f"FSDP over {max(2, o.gpus)} GPUs with the parameters offloaded to CPU memory (much slower)")
     return tips
+
+
+def _as_adapter(w: Workload, mode: str, shape: TransformerShape | None, rank: int = 16) -> Workload:
+    """The same model fine-tuned with rank-``rank`` adapters on every linear layer."""
+    if shape is not None:
+        h, f = shape.hidden, shape.ffn
+        trainable = shape.layers * rank * (4 * 2 * h + (3 if shape.gated_ffn else 2) * (h + f))
+    else:
+        trainable = max(1, w.params // 200)
+    return replace(w, mode=mode, trainable_params=min(w.params, trainable))
+
+
+def needs_text(fit: Fit, vram_gb: float) -> str:
+    """"needs X of Y GB" as the faces print it."""
+    return f"needs {fit.peak_gb:.1f} of {vram_gb:g} GB"
+
+
+def round_gb(x: float) -> float:
+    return round(x, 2) if math.isfinite(x) else x

@@ -14,7 +14,6 @@ from gpuselect.catalog import load_catalog
 from gpuselect.cli import main
 from gpuselect.errors import UsageError
 from gpuselect.estimate.api import Assumptions, EstimateRow, LocalEstimate, _row, estimate, recommend
-from gpuselect.estimate.memory import GB, fit_on_gpu, state_bytes
 from gpuselect.estimate.perf import PerfModel, default_model, load_reference_rows
 from gpuselect.workloads.presets import PRESETS
 
@@ -29,32 +28,6 @@ def catalog():
 @pytest.fixture(scope="module")
 def perf(catalog):
     return default_model(catalog)
-
-
-def test_full_finetune_8b_needs_16_bytes_per_param() -> None:
-    w = PRESETS["llama-8b-full"]
-    assert state_bytes(w, "bf16", "adamw") == pytest.approx(16 * w.params)
-    assert state_bytes(w, "fp32", "adamw") == pytest.approx(16 * w.params)
-    assert state_bytes(w, "bf16", "sgd") == pytest.approx(8 * w.params)
-    assert not fit_on_gpu(w, 80, "bf16").fits  # ~128 GB of state: no single 80 GB card
-    assert fit_on_gpu(w, 80, "bf16", checkpointing=True, batch_size=1, shards=4).fits
-
-
-def test_qlora_8b_fits_a_24gb_card_with_checkpointing_not_without() -> None:
-    w = PRESETS["llama-8b-qlora"]
-    assert state_bytes(w, "bf16", "adamw") < 6 * GB
-    assert fit_on_gpu(w, 24, "bf16", checkpointing=True).fits
-    assert not fit_on_gpu(w, 24, "bf16", checkpointing=False).fits  # 2048-token activations of 32 layers
-    assert not fit_on_gpu(PRESETS["llama-8b-full"], 24, "bf16", checkpointing=True, batch_size=1).fits
-
-
-def test_max_batch_is_the_edge() -> None:
-    w = PRESETS["resnet50"]
-    f = fit_on_gpu(w, 24, "bf16", batch_size=1)
-    assert f.max_batch > 1
-    assert fit_on_gpu(w, 24, "bf16", batch_size=f.max_batch).fits
-    assert not fit_on_gpu(w, 24, "bf16", batch_size=f.max_batch + 1).fits
-    assert fit_on_gpu(w, 24, "fp32", batch_size=1).max_batch < f.max_batch  # fp32 activations are twice as big
 
 
 def test_perf_model_fits_and_predicts_reference_cards(catalog, perf) -> None:

@@ -1,0 +1,282 @@
+"""The memory model: model state by precision/optimizer/sharding/offload, activations, logits, the
+known fit cases the issue states, suggestions that are themselves checked, and the CLI/row fields."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from gpuselect.cli import main
+from gpuselect.estimate import memory as M
+from gpuselect.estimate.memory import GB, MemoryOptions, fit_on_gpu, fit_with, peak_memory
+from gpuselect.workloads.model import Workload
+from gpuselect.workloads.presets import PRESETS
+from gpuselect.workloads.transformer import TransformerShape, transformer_workload
+
+# Public config.json shapes, as a user's --config would give them.
+LLAMA31_8B = TransformerShape(32, 4096, 32, 128256, 2048, 14336, 8, True, False)
+LLAMA2_7B = TransformerShape(32, 4096, 32, 32000, 2048, 11008, 32, True, False)
+LLAMA2_70B = TransformerShape(80, 8192, 64, 32000, 2048, 28672, 8, True, False)
+
+
+def _w(shape: TransformerShape, mode: str, rank: int = 16) -> Workload:
+    return transformer_workload("t", "t", shape, description="", mode=mode, dataset_size=1, epochs=1, batch_size=1,
+                                source="test", lora_rank=rank)
+
+
+# --- the known cases (issue 13) ---------------------------------------------------------------------
+
+
+def test_llama31_8b_lora_batch2_seq2048_with_checkpointing_fits_24gb_but_not_without() -> None:
+    w = _w(LLAMA31_8B, "lora", rank=8)
+    ck = fit_with(w, 24, MemoryOptions(checkpointing=True), batch_size=2, shape=LLAMA31_8B)
+    assert ck.fits and ck.max_batch >= 2
+    assert 16 < ck.peak_gb < 24  # 16 GB of bf16 weights alone
+    assert not fit_with(w, 24, MemoryOptions(checkpointing=False), batch_size=2, shape=LLAMA31_8B).fits
+
+
+def test_7b_qlora_batch1_fits_12gb() -> None:
+    w = _w(LLAMA2_7B, "qlora")
+    f = fit_with(w, 12, MemoryOptions(checkpointing=True), batch_size=1, shape=LLAMA2_7B)
+    assert f.fits, f.breakdown_gb
+    short = replace(LLAMA2_7B, seq_len=512)
+    assert fit_with(_w(short, "qlora"), 12, MemoryOptions(), batch_size=1, shape=short).fits  # short sequences need no checkpointing
+    assert not fit_with(_w(LLAMA2_7B, "lora"), 12, MemoryOptions(checkpointing=True), batch_size=1, shape=LLAMA2_7B).fits  # 13.5 GB of bf16 base
+
+
+def test_llama2_70b_qlora_fsdp_with_param_offload_fits_two_24gb_cards() -> None:
+    w = _w(LLAMA2_70B, "qlora")
+    o = MemoryOptions(checkpointing=True, sharding="fsdp", gpus=2, offload="params")
+    assert fit_with(w, 24, o, batch_size=1, shape=LLAMA2_70B).fits
+    assert not fit_with(w, 24, replace(o, gpus=1, sharding="none", offload="none"), batch_size=1, shape=LLAMA2_70B).fits
+
+
+def test_8b_full_finetune_adamw_does_not_fit_one_80gb_card() -> None:
+    w = _w(LLAMA31_8B, "full")
+    for ckpt in (False, True):
+        f = fit_with(w, 80, MemoryOptions(precision="bf16", optimizer="adamw", checkpointing=ckpt), batch_size=1, shape=LLAMA31_8B)
+        assert not f.fits and f.max_batch == 0
+    # 16 bytes per parameter: 16-bit weights and gradients, fp32 master and two Adam states
+    b = peak_memory(w, 0, MemoryOptions(precision="bf16"), LLAMA31_8B)
+    assert b.weights + b.gradients + b.optimizer == pytest.approx(16 * w.params)
+    assert fit_with(w, 80, MemoryOptions(checkpointing=True, sharding="fsdp", gpus=4), batch_size=1, shape=LLAMA31_8B).fits
+
+
+# --- model state --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("precision", "optimizer", "per_param"), [
+    ("fp32", "adamw", 16), ("fp32", "sgd", 8), ("fp32", "sgd-momentum", 12), ("bf16", "adamw", 16), ("bf16", "sgd", 8),
+    ("bf16", "adam8bit", 10), ("bf16-true", "adamw", 8), ("bf16-true", "sgd", 4), ("bf16-true", "adam8bit", 6),
+])
+def test_state_bytes_per_parameter(precision: str, optimizer: str, per_param: int) -> None:
+    w = PRESETS["resnet50"]
+    b = peak_memory(w, 0, MemoryOptions(precision=precision, optimizer=optimizer))
+    assert b.weights + b.gradients + b.optimizer == pytest.approx(per_param * w.params)
+    assert b.activations == 0 and b.logits == 0
+
+
+def test_sharding_divides_what_it_should() -> None:
+    w = _w(LLAMA31_8B, "full")
+    base = peak_memory(w, 0, MemoryOptions(), LLAMA31_8B)
+    z1 = peak_memory(w, 0, MemoryOptions(sharding="zero1", gpus=8), LLAMA31_8B)
+    z2 = peak_memory(w, 0, MemoryOptions(sharding="zero2", gpus=8), LLAMA31_8B)
+    z3 = peak_memory(w, 0, MemoryOptions(sharding="fsdp", gpus=8), LLAMA31_8B)
+    assert z1.optimizer == pytest.approx(base.optimizer / 8) and z1.gradients == base.gradients and z1.weights == base.weights
+    assert z2.gradients == pytest.approx(base.gradients / 8) and z2.weights == base.weights
+    assert base.weights / 8 < z3.weights < base.weights / 2  # the shard plus two gathered layers (and the embedding)
+    assert z3.total() < z2.total() < z1.total() < base.total()
+
+
+def test_offload() -> None:
+    w = _w(LLAMA31_8B, "full")
+    base = peak_memory(w, 1, MemoryOptions(checkpointing=True), LLAMA31_8B)
+    opt = peak_memory(w, 1, MemoryOptions(checkpointing=True, offload="optimizer"), LLAMA31_8B)
+    par = peak_memory(w, 1, MemoryOptions(checkpointing=True, offload="params"), LLAMA31_8B)
+    assert opt.optimizer == 0 and opt.weights == base.weights
+    assert par.optimizer == 0 and par.weights < base.weights / 5 and par.gradients < base.gradients / 5 and par.activations == base.activations
+
+
+def test_qlora_weights_are_nf4_with_constants_and_16bit_embeddings() -> None:
+    w = _w(LLAMA2_7B, "qlora")
+    b = peak_memory(w, 0, MemoryOptions(), LLAMA2_7B)
+    emb = 2 * 32000 * 4096 + 32 * 4 * 4096  # untied embedding and head, norms
+    frozen = w.params - w.trainable_params
+    assert b.weights == pytest.approx((frozen - emb) * (0.5 + 4 / 64) + emb * 2 + w.trainable_params * 2)
+    dq = peak_memory(w, 0, MemoryOptions(quant="nf4-dq"), LLAMA2_7B)
+    assert dq.weights < b.weights
+    assert peak_memory(w, 0, MemoryOptions(quant="int8"), LLAMA2_7B).weights > b.weights
+
+
+def test_paged_optimizer_state_may_spill() -> None:
+    w = _w(LLAMA31_8B, "full")
+    paged = fit_with(w, 80, MemoryOptions(optimizer="paged-adamw8bit", precision="bf16-true", checkpointing=True), batch_size=1, shape=LLAMA31_8B)
+    plain = fit_with(w, 80, MemoryOptions(optimizer="adam8bit", precision="bf16-true", checkpointing=True), batch_size=1, shape=LLAMA31_8B)
+    assert paged.peak_gb == pytest.approx(plain.peak_gb)
+    assert paged.max_batch >= plain.max_batch
+
+
+# --- activations and logits ---------------------------------------------------------------------------
+
+
+def test_fused_attention_memory_is_linear_in_sequence_length() -> None:
+    short, long = replace(LLAMA2_7B, seq_len=1024), replace(LLAMA2_7B, seq_len=4096)
+    o = MemoryOptions()
+    a1 = M.activation_bytes_per_sample(_w(short, "lora"), o, short)
+    a4 = M.activation_bytes_per_sample(_w(long, "lora"), o, long)
+    assert a4 == pytest.approx(4 * a1, rel=1e-6)  # no s^2 score matrix
+
+
+def test_checkpointing_keeps_block_inputs_plus_one_layer() -> None:
+    s = LLAMA31_8B
+    w = _w(s, "full")
+    full = M.activation_bytes_per_sample(w, MemoryOptions(), s)
+    ck = M.activation_bytes_per_sample(w, MemoryOptions(checkpointing=True), s)
+    assert ck == pytest.approx(s.seq_len * (s.layers * s.hidden * 2 + (full / s.seq_len - 2 * s.hidden * 2) / s.layers))
+    assert ck < full / 8
+
+
+def test_logits_dominate_for_a_128k_vocabulary_at_short_context() -> None:
+    s = replace(TransformerShape(16, 2048, 32, 128256, 512, 8192, 8, True, True))
+    b = peak_memory(_w(s, "lora"), 1, MemoryOptions(checkpointing=True), s)
+    assert b.logits == pytest.approx(128256 * 512 * (2 + 4 + 2))
+    assert b.logits > b.activations
+
+
+def test_frozen_layers_keep_less_and_qlora_keeps_linear_inputs() -> None:
+    o = MemoryOptions()
+    full = M.layer_saved_elems_per_token(LLAMA2_7B, "full", o)
+    lora = M.layer_saved_elems_per_token(LLAMA2_7B, "lora", replace(o, lora_dropout=False, lora_targets="qv"))
+    qlora = M.layer_saved_elems_per_token(LLAMA2_7B, "qlora", replace(o, lora_dropout=False, lora_targets="qv"))
+    h, f = 4096, 11008
+    assert full - qlora == 2 * h  # norms' outputs for their trainable weights
+    assert qlora - lora == pytest.approx(2 * h + f - h)  # bnb keeps linear inputs; the adapters' own input is one of them
+
+
+def test_save_rules_the_count_relies_on() -> None:
+    """PyTorch saves an operand only where the other side's gradient needs it (the rule behind
+    layer_saved_elems_per_token): checked here on CPU with saved-tensor hooks."""
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+
+    def saved(fn, x):  # type: ignore[no-untyped-def]
+        out: list[int] = []
+
+        def pack(t):  # type: ignore[no-untyped-def]
+            out.append(t.numel())
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            fn(x)
+        return sum(n for n in out if n >= x.numel())
+
+    x = torch.randn(64, 32, requires_grad=True)
+    frozen, trained = torch.randn(48, 32), torch.randn(48, 32, requires_grad=True)
+    assert saved(lambda t: F.linear(t, frozen), x) == 0  # keeps the weight only
+    assert saved(lambda t: F.linear(t, trained), x) == x.numel()  # keeps its input for dW
+    assert saved(lambda t: F.silu(t), x) == x.numel()
+
+
+def test_non_transformer_workloads_scale_with_precision_and_checkpointing() -> None:
+    w = PRESETS["resnet50"]
+    f16 = fit_on_gpu(w, 24, "bf16", batch_size=1)
+    f32 = fit_on_gpu(w, 24, "fp32", batch_size=1)
+    assert f16.max_batch > 1 and f32.max_batch < f16.max_batch
+    assert fit_on_gpu(w, 24, "bf16", batch_size=f16.max_batch).fits
+    assert not fit_on_gpu(w, 24, "bf16", batch_size=f16.max_batch + 1).fits
+
+
+def test_breakdown_adds_up_to_the_peak() -> None:
+    f = fit_with(_w(LLAMA31_8B, "lora"), 80, MemoryOptions(checkpointing=True), batch_size=4, shape=LLAMA31_8B)
+    assert sum(f.breakdown_gb.values()) == pytest.approx(f.peak_gb, abs=0.01)
+    assert set(f.breakdown_gb) == {"weights", "gradients", "optimizer", "activations", "logits", "overhead"}
+
+
+# --- suggestions --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("shape", "mode", "vram", "opts", "batch"), [
+    (LLAMA31_8B, "full", 24, MemoryOptions(), 4),
+    (LLAMA31_8B, "full", 80, MemoryOptions(), 8),
+    (LLAMA31_8B, "lora", 24, MemoryOptions(), 8),
+    (LLAMA2_70B, "qlora", 24, MemoryOptions(), 1),
+    (LLAMA2_7B, "full", 48, MemoryOptions(precision="fp32"), 2),
+])
+def test_every_suggestion_is_checked_to_fit(shape: TransformerShape, mode: str, vram: float, opts: MemoryOptions, batch: int) -> None:
+    w = _w(shape, mode)
+    assert not fit_with(w, vram, opts, batch_size=batch, shape=shape).fits
+    tips = M.suggestions(w, vram, opts, batch, shape=shape)
+    assert tips
+    for tip in tips:
+        cand = _apply(tip, w, opts, batch, shape)
+        assert cand is not None, tip
+        w2, o2, b2 = cand
+        assert fit_with(w2, vram, o2, batch_size=b2, shape=shape).fits, tip
+
+
+def _apply(tip: str, w: Workload, o: MemoryOptions, batch: int, shape: TransformerShape):  # type: ignore[no-untyped-def]
+    """Read a suggestion back into settings, as a user would follow it."""
+    import re
+
+    if tip.startswith("a smaller batch"):
+        return w, o, int(re.search(r"at most (\d+)", tip).group(1))  # type: ignore[union-attr]
+    if tip.startswith("activation checkpointing"):
+        return w, replace(o, checkpointing=True), batch
+    if tip.startswith("mixed precision"):
+        return w, replace(o, precision="bf16"), batch
+    if tip.startswith("an 8-bit Adam"):
+        return w, replace(o, optimizer="adam8bit"), batch
+    if tip.startswith("pure bf16"):
+        return w, replace(o, precision="bf16-true"), batch
+    if tip.startswith("offloading the optimizer"):
+        return w, replace(o, offload="optimizer"), batch
+    if tip.startswith(("LoRA", "QLoRA")):
+        mode = "qlora" if tip.startswith("QLoRA") else "lora"
+        return _w(shape, mode), replace(o, checkpointing=True), batch
+    if tip.startswith("sharding the model state over"):
+        n = int(re.search(r"over (\d+)", tip).group(1))  # type: ignore[union-attr]
+        return w, replace(o, sharding="fsdp", gpus=n, checkpointing=True), batch
+    if tip.startswith("FSDP over"):
+        n = int(re.search(r"over (\d+)", tip).group(1))  # type: ignore[union-attr]
+        return w, replace(o, sharding="fsdp", gpus=n, offload="params", checkpointing=True), 1
+    return None
+
+
+# --- rows and the CLI -------------------------------------------------------------------------------
+
+
+def test_estimate_rows_carry_peak_breakdown_and_max_batch(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["estimate", "--workload", "llama-8b-lora", "--batch-size", "2", "--gpus", "nvidia-rtx-4090,nvidia-h100-sxm5-80gb",
+               "--max-gpus", "1", "--format", "json"])
+    assert rc == 0
+    doc = json.loads(capsys.readouterr().out)
+    rows = doc["rows"]
+    assert rows
+    for r in rows:
+        assert r["peak_memory_gb"] > 0 and r["max_batch"] is not None
+        assert sum(r["memory_breakdown_gb"].values()) == pytest.approx(r["peak_memory_gb"], abs=0.02)
+        assert r["fits"] == (r["peak_memory_gb"] <= r["vram_gb"])
+
+
+def test_cli_memory_options(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["estimate", "--workload", "llama-8b-full", "--gpus", "nvidia-h100-sxm5-80gb", "--max-gpus", "1", "--format", "json",
+            "--batch-size", "1"]
+    assert main(args) == 0
+    base = json.loads(capsys.readouterr().out)["rows"][0]
+    assert not base["fits"]
+    assert main(args + ["--precision", "bf16-true", "--optimizer", "adam8bit", "--checkpointing"]) == 0
+    lean = json.loads(capsys.readouterr().out)["rows"][0]
+    assert lean["peak_memory_gb"] < base["peak_memory_gb"]
+    assert main(args + ["--offload", "optimizer", "--sharding", "none"]) == 0
+    off = json.loads(capsys.readouterr().out)["rows"][0]
+    assert off["memory_breakdown_gb"]["optimizer"] == 0
+    with pytest.raises(SystemExit):
+        main(args + ["--sharding", "zero9"])
+
+
+def test_text_output_says_needs_x_of_y(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", "--workload", "llama-8b-full", "--gpus", "nvidia-rtx-4090", "--max-gpus", "1", "--batch-size", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "Does not fit" in out and "needs " in out and " of 24 GB" in out
