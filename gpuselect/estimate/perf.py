@@ -244,29 +244,28 @@ def fallback_trace(w: Workload, *, checkpointing: bool) -> Any:
                      w.activation_bytes_per_sample / 2 / layers, checkpointing, "synthetic from the workload's totals")
 
 
+_LAUNCHES: dict[int, tuple[Any, int]] = {}
+
+
+def _launches(trace: Any) -> int:
+    hit = _LAUNCHES.get(id(trace))
+    if hit is None or hit[0] is not trace:
+        if len(_LAUNCHES) > 1024:
+            _LAUNCHES.clear()
+        hit = _LAUNCHES[id(trace)] = (trace, trace.launches_per_step())
+    return hit[1]
+
+
 def step_time(trace: Any, d: Any, batch: int, precision: str, *, optimizer: str = "adamw", full_params: bool = True,
               comm: Any = None) -> StepTime:
     """Seconds of one training step of ``trace`` at per-device ``batch`` on device model ``d``
     (``roofline.DeviceModel``). ``comm``: a callable (compute seconds, backward seconds) ->
     ``parallel.CommTime`` for multi-GPU steps."""
-    from gpuselect.estimate.roofline import op_time, params
-
-    from gpuselect.estimate.trace import Phase
+    from gpuselect.estimate.roofline import compile_ops, device_time, params
 
     p = params()
     bd = {"compute": 0.0, "memory": 0.0, "kernel_floor": 0.0, "optimizer": 0.0, "host": 0.0, "copy": 0.0, "communication": 0.0}
-    device = backward = 0.0
-    for op in trace.ops:
-        t, t_c, t_m = op_time(d, op, batch, precision)
-        device += t
-        if op.phase is Phase.BACKWARD:
-            backward += t
-        if t_c >= t_m and t_c * 1.000001 >= t:
-            bd["compute"] += t
-        elif t_m * 1.000001 >= t:
-            bd["memory"] += t
-        else:
-            bd["kernel_floor"] += t
+    device, bd["compute"], bd["memory"], bd["kernel_floor"], backward = device_time(d, compile_ops(d, trace.ops, precision), batch)
     # Optimizer: its state traffic at the memory roofline; mixed precision adds the per-step casts
     # of the fp32 master weights to 16 bits (read 4, write 2 bytes each).
     trainable = float(trace.trainable_params)
@@ -279,7 +278,7 @@ def step_time(trace: Any, d: Any, batch: int, precision: str, *, optimizer: str 
     t_opt = opt_bytes / (d.bandwidth_gbs * 1e9 * d.mem_eff) + opt_launches * d.kernel_floor_s if trainable else 0.0
     bd["optimizer"] = t_opt
     device += t_opt
-    launches = trace.launches_per_step() + opt_launches
+    launches = _launches(trace) + opt_launches
     host = launches * d.dispatch_s + p["host"]["step_fixed_us"] * 1e-6
     if d.kind == "cpu":
         # The CPU runs each op on the thread that dispatched it: no overlap.

@@ -245,3 +245,93 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
     t_m = nbytes / (d.bandwidth_gbs * 1e9 * d.mem_eff) if nbytes else 0.0
     one = max(t_c, t_m, d.kernel_floor_s)
     return one * op.count, t_c * op.count, t_m * op.count
+
+
+# Compiled form of op_time for the estimate loop (134 GPUs x several counts x ~100 ops must take
+# milliseconds): per (trace, device, precision) the constants of every op, so that each batch
+# size costs only arithmetic. Same formulas as op_time (tests check they agree).
+_COMPILED: dict[tuple[int, int, str], tuple[object, list[tuple[float, ...]]]] = {}
+
+
+def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tuple[float, ...]]:
+    key = (id(ops), id(d), precision)
+    hit = _COMPILED.get(key)
+    if hit is not None and hit[0] is ops:
+        return hit[1]
+    p = params()
+    pc = precision_class(precision)
+    g = p["gemm"]
+    tile = g["tile_cpu"] if d.kind == "cpu" else g["tile"]
+    k0 = 0.0 if d.kind == "cpu" else g["k0"]
+    bw = d.bandwidth_gbs * 1e9 * d.mem_eff
+    vec = d.vector_tflops * 1e12 * p["device"]["vector_eff"]
+    e_pc = d.gemm_eff.get(pc, d.gemm_eff.get("fp32", 0.5))
+    peak = d.peak_tflops.get(precision, d.peak_tflops["fp32"]) * 1e12
+    conv = p["cpu"]["conv_factor"] if d.kind == "cpu" else p["conv"]["factor"]
+    att = p["attention"]
+    att_f = att.get("factor_by_arch", {}).get(f"{d.vendor}/{d.arch}", att["factor"])
+    elem16 = element_bytes(precision)
+    out: list[tuple[float, ...]] = []
+    for op in ops:
+        elem = 4.0 if op.fp32_only else elem16
+        if op.kind is OpKind.DEQUANT:
+            b_ps, b_fix = op.elems_per_sample * 2.5, op.elems_fixed * 2.5
+        else:
+            b_ps, b_fix = op.elems_per_sample * elem, op.elems_fixed * elem
+        backward = 1.0 if op.phase.value == "backward" else 0.0
+        if op.kind in (OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION) and not op.fp32_only:
+            if op.kind is OpKind.ATTENTION:
+                e = e_pc * att_f * op.n / (op.n + att["s0"])
+                # kind 2: attention; m saturation at units x rows_per_unit
+                out.append((2.0, op.count, op.flops_per_sample, b_ps, b_fix, op.m_per_sample, d.units * att["rows_per_unit"],
+                            peak * e, bw, backward))
+            else:
+                e = e_pc * (op.k / (op.k + k0) if op.k > 0 else 1.0)
+                if pc != "fp32" and (op.k % 64 or op.n % 8):
+                    e *= g["align_penalty"]
+                if op.kind is OpKind.CONV:
+                    e *= conv
+                ntiles = math.ceil(op.n / tile) if op.n > 0 else 0
+                out.append((1.0, op.count, op.flops_per_sample, b_ps, b_fix, op.m_per_sample, float(ntiles), peak * e, bw, backward))
+        else:
+            out.append((0.0, op.count, op.flops_per_sample, b_ps, b_fix, 0.0, 0.0, vec, bw, backward))
+    if len(_COMPILED) > 4096:
+        _COMPILED.clear()
+    _COMPILED[key] = (ops, out)
+    return out
+
+
+def device_time(d: DeviceModel, compiled: list[tuple[float, ...]], batch: int) -> tuple[float, float, float, float, float]:
+    """(total, compute-bound, memory-bound, floor-bound, backward) seconds of the compiled ops at ``batch``."""
+    floor = d.kernel_floor_s
+    units = d.units
+    tile = params()["gemm"]["tile_cpu" if d.kind == "cpu" else "tile"]
+    tot = comp = mem = flo = bwd = 0.0
+    for kind, count, f_ps, b_ps, b_fix, m_ps, aux, rate, bw, backward in compiled:
+        flops = f_ps * batch
+        if kind == 1.0 and aux > 0 and m_ps > 0:
+            tiles = math.ceil(m_ps * batch / tile) * aux
+            waves = math.ceil(tiles / units)
+            t_c = flops / (rate * max(tiles / (waves * units), 1e-4)) if flops else 0.0
+        elif kind == 2.0:
+            t_c = flops / (rate * min(1.0, m_ps * batch / aux)) if flops else 0.0
+        else:
+            t_c = flops / rate if flops else 0.0
+        nbytes = b_ps * batch + b_fix
+        t_m = nbytes / bw if nbytes else 0.0
+        if t_c >= t_m:
+            one = t_c if t_c >= floor else floor
+            if t_c >= floor:
+                comp += one * count
+            else:
+                flo += one * count
+        else:
+            one = t_m if t_m >= floor else floor
+            if t_m >= floor:
+                mem += one * count
+            else:
+                flo += one * count
+        tot += one * count
+        if backward:
+            bwd += one * count
+    return tot, comp, mem, flo, bwd
