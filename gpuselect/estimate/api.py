@@ -194,10 +194,12 @@ def _price(e: GpuEntry) -> tuple[float | None, str | None]:
     return None, None
 
 
-def regime(w: Workload, count: int, bound: str | None) -> str:
+def regime(w: Workload, count: int, bound: str | None, *, traced: bool = True) -> str:
     """The validation regime a row belongs to (its error band comes from that regime's cases)."""
     if bound == "overhead":
         return "overhead"
+    if not traced:
+        return "approximate"  # a synthetic trace from the workload's totals, not its operators
     llm = w.kind == "transformer" and w.params >= 5e8
     if llm:
         return "llm_multi" if count > 1 else "llm"
@@ -267,6 +269,9 @@ def predict_step(w: Workload, d: DeviceModel, e: GpuEntry | None, batch: int, pr
     par = "single" if count == 1 else ("fsdp" if sharding == "fsdp" else "ddp")
     comm = None
     if count > 1 and e is not None:
+        from gpuselect.estimate.roofline import params
+
+        cp = parallel.CommParams(**params().doc.get("comm", {}))
         grad_bytes = w.trainable_params * (2.0 if precision == "bf16-true" or (par == "fsdp" and mixed_p) else 4.0)
         if par == "fsdp":
             param_bytes = w.params * (2.0 if mixed_p or precision == "bf16-true" else 4.0)
@@ -274,10 +279,10 @@ def predict_step(w: Workload, d: DeviceModel, e: GpuEntry | None, batch: int, pr
                 param_bytes = w.params * 0.55
 
             def comm(compute_s: float, _backward_s: float) -> parallel.CommTime:
-                return parallel.fsdp_traffic(param_bytes, grad_bytes, compute_s, e, count, a.gpus_per_node, a.network_gbs)
+                return parallel.fsdp_traffic(param_bytes, grad_bytes, compute_s, e, count, a.gpus_per_node, a.network_gbs, cp)
         else:
             def comm(_compute_s: float, backward_s: float) -> parallel.CommTime:
-                return parallel.ddp_allreduce(grad_bytes, backward_s, e, count, a.gpus_per_node, a.network_gbs)
+                return parallel.ddp_allreduce(grad_bytes, backward_s, e, count, a.gpus_per_node, a.network_gbs, cp)
     st = step_time(trace, d, batch, precision, optimizer=opt, full_params=w.mode == "full", comm=comm)
     if offload != "none" and d.h2d_gbs:
         # The optimizer runs on the host: gradients down and weights up over PCIe each step, and the
@@ -322,7 +327,8 @@ def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel |
     base.bound = st.bound
     base.time_breakdown_s = {k: round(v, 6) for k, v in st.breakdown.items() if v > 0}
     if band is None:
-        base.error_band = regime_band(regime(w, count, st.bound), e.vendor)
+        traced = not str(getattr(trace_cached(w, ckpt), "source", "")).startswith("APPROXIMATION")
+        base.error_band = regime_band(regime(w, count, st.bound, traced=traced), e.vendor)
     if ckpt:
         notes.append("with activation checkpointing")
     if sharded:

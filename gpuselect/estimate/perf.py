@@ -193,9 +193,9 @@ def fit_model(catalog: Catalog, exclude_gpu: str | None = None, iterations: int 
 #: Bytes the optimizer reads and writes per trainable parameter and step (fp32 state; mixed
 #: precision keeps fp32 master weights): SGD p r/w + g r; momentum + buf r/w; Adam(W) + m, v r/w;
 #: 8-bit Adam's states are 1 byte each.
-OPTIMIZER_BYTES = {"sgd": 12.0, "sgd-momentum": 20.0, "adam": 28.0, "adamw": 28.0, "adam8bit": 16.0}
+OPTIMIZER_BYTES = {"none": 0.0, "sgd": 12.0, "sgd-momentum": 20.0, "adam": 28.0, "adamw": 28.0, "adam8bit": 16.0}
 #: torch's foreach optimizers: fused multi-tensor kernels per step (a handful per op, per 100s of tensors).
-OPTIMIZER_LAUNCHES = {"sgd": 2, "sgd-momentum": 3, "adam": 12, "adamw": 13, "adam8bit": 4}
+OPTIMIZER_LAUNCHES = {"none": 0, "sgd": 2, "sgd-momentum": 3, "adam": 12, "adamw": 13, "adam8bit": 4}
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,9 @@ ARCH_ORDER: dict[str, tuple[str, ...]] = {
     "AMD": ("GCN 5.0 (Vega 10)", "GCN 5.1 (Vega 20)", "CDNA 1", "RDNA 2", "CDNA 2", "RDNA 3", "CDNA 3", "RDNA 4", "CDNA 4"),
     "Intel": ("Xe-HPG", "Xe-HPC", "Gaudi"),
 }
-TF32_ARCHS = frozenset({"Ampere", "Ada Lovelace", "Hopper", "Blackwell", "Blackwell Ultra", "CDNA 2", "CDNA 3", "CDNA 4"})
+TF32_ARCHS = frozenset({"Ampere", "Ada Lovelace", "Hopper", "Blackwell", "Blackwell Ultra", "CDNA 3", "CDNA 4"})
+#: CDNA 1/2 run FP32 GEMMs on their matrix cores (the catalog's tf32 field holds that FP32-matrix rate).
+FP32_MATRIX_ARCHS = frozenset({"CDNA 1", "CDNA 2"})
 BF16_ARCHS = frozenset({"Ampere", "Ada Lovelace", "Hopper", "Blackwell", "Blackwell Ultra", "CDNA 2", "CDNA 3", "CDNA 4",
                         "RDNA 3", "RDNA 4"})
 FP16_ARCHS = frozenset({"Volta", "Turing", "CDNA 1", "RDNA 2", "GCN 5.1 (Vega 20)"}) | BF16_ARCHS
@@ -197,6 +199,8 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
     if mdist:
         notes.append(f"memory efficiency borrowed from {mkey.split('/', 1)[1] if mkey else 'the default'}")
     peaks = {"fp32": e.fp32_tflops}
+    if e.architecture in FP32_MATRIX_ARCHS and e.tf32_tflops:
+        peaks["fp32"] = e.tf32_tflops
     for prec in ("tf32", "fp16", "bf16", "fp8"):
         v = e.tflops(prec)
         if v and supports(e, prec):
@@ -220,6 +224,7 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
 def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, float, float]:
     """(seconds for all ``op.count`` instances at this batch, compute part, memory part)."""
     p = params()
+    step = p.doc.get("step", {}) if d.kind != "cpu" else {}
     elem = 4.0 if op.fp32_only else element_bytes(precision)
     if op.kind is OpKind.DEQUANT:
         nbytes = (op.elems_fixed + op.elems_per_sample * batch) * 2.5  # 0.5 B read, 2 B written
@@ -228,7 +233,7 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
     flops = op.flops_per_sample * batch
     if op.kind in (OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION) and not op.fp32_only:
         pc = precision_class(precision)
-        peak = d.peak_tflops.get(precision, d.peak_tflops["fp32"]) * 1e12
+        peak = d.peak_tflops.get(precision, d.peak_tflops["fp32"]) * 1e12 * (step.get("gemm_factor", 1.0) if pc != "fp32" else 1.0)
         m = op.m_per_sample * batch
         if op.kind is OpKind.ATTENTION:
             att = p["attention"]
@@ -242,7 +247,7 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
         t_c = flops / (peak * e) if flops else 0.0
     else:
         t_c = flops / (d.vector_tflops * 1e12 * p["device"]["vector_eff"]) if flops else 0.0
-    t_m = nbytes / (d.bandwidth_gbs * 1e9 * d.mem_eff) if nbytes else 0.0
+    t_m = nbytes / (d.bandwidth_gbs * 1e9 * d.mem_eff * step.get("mem_factor", 1.0)) if nbytes else 0.0
     one = max(t_c, t_m, d.kernel_floor_s)
     return one * op.count, t_c * op.count, t_m * op.count
 
@@ -263,10 +268,14 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
     g = p["gemm"]
     tile = g["tile_cpu"] if d.kind == "cpu" else g["tile"]
     k0 = 0.0 if d.kind == "cpu" else g["k0"]
-    bw = d.bandwidth_gbs * 1e9 * d.mem_eff
+    # In a training step kernels reach less than in isolation (sustained clocks, caches shared
+    # with the step's other kernels): the step factors, fitted on measured training throughput.
+    step = p.doc.get("step", {}) if d.kind != "cpu" else {}
+    bw = d.bandwidth_gbs * 1e9 * d.mem_eff * step.get("mem_factor", 1.0)
     vec = d.vector_tflops * 1e12 * p["device"]["vector_eff"]
     e_pc = d.gemm_eff.get(pc, d.gemm_eff.get("fp32", 0.5))
-    peak = d.peak_tflops.get(precision, d.peak_tflops["fp32"]) * 1e12
+    # Tensor-core GEMMs run at the power limit in a long step (clocks drop); vector FP32 does not.
+    peak = d.peak_tflops.get(precision, d.peak_tflops["fp32"]) * 1e12 * (step.get("gemm_factor", 1.0) if pc != "fp32" else 1.0)
     conv = p["cpu"]["conv_factor"] if d.kind == "cpu" else p["conv"]["factor"]
     att = p["attention"]
     att_f = att.get("factor_by_arch", {}).get(f"{d.vendor}/{d.arch}", att["factor"])

@@ -28,6 +28,9 @@ ASSUMED = {
 def main() -> int:
     catalog = load_catalog()
     lines: list[str] = []
+    # The step factors and FSDP overlap are fitted on training throughput by
+    # benchmarks/estimator_validation.py --fit (after this script); keep them.
+    old = json.loads(OUT.read_text()) if OUT.exists() else {}
     obs, skipped = K.read_gemm(catalog)
     g = K.fit_gemm(obs)
     lines.append(f"GEMM: {g['n']} rows with shapes (of {len(obs)} usable); k0={g['k0']} align={g['align_penalty']} "
@@ -52,6 +55,9 @@ def main() -> int:
                  "h2d_fraction_of_pcie": ASSUMED["h2d_fraction_of_pcie"], "h2d_latency_us": ASSUMED["h2d_latency_us"]},
         "cpu": {"dispatch_per_launch_overhead": 4.4},
     }
+    for keep in ("step", "comm"):
+        if keep in old:
+            doc[keep] = old[keep]
     conv, n_conv, spread = K.fit_conv(catalog, g)
     doc["conv"] = {"factor": conv, "factor_cpu": conv}
     lines.append(f"conv: factor {conv} over {n_conv} DeepBench rows (median |log| spread {spread})")
