@@ -218,21 +218,29 @@ def small_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
     out = []
     e = catalog.get("nvidia-h100-sxm5-80gb")
     trace = S.simple_cnn_trace()
-    d = replace(A.device_for(e), h2d_gbs=7.19)  # the record's own pageable copy rate
+    d = replace(A.device_for(e), h2d_gbs=S.h100_h2d_gbs())  # the bench copies from pinned memory: the record's own rate
     for b, t in S.h100_steps():
         st = step_time(trace, d, b, "fp32", optimizer="sgd-momentum")
         out.append(Case("h100-simple-cnn", "simple-cnn", e.id, "NVIDIA", 1, "fp32", b, b / t, b / st.seconds, "overhead",
                         st.bound, "in-sample: fits host.dispatch_us"))
+    # Out of sample for the host parameters: the bench's transformer curve on the same H100 machine.
+    tt = S.bench_transformer_trace()
+    for b, t in S.h100_steps("transformer"):
+        st = step_time(tt, d, b, "fp32", optimizer="sgd-momentum")
+        out.append(Case("h100-bench-transformer", "bench-transformer", e.id, "NVIDIA", 1, "fp32", b, b / t, b / st.seconds,
+                        "overhead" if st.bound == "overhead" else "transformer", st.bound, "out-of-sample"))
     for which in ("fit", "validate"):
         for rec, cores, label in S.cpu_records(which):
             dcpu = cpu_device(rec, cores=cores)
             for s in rec["train_steps"] if isinstance(rec["train_steps"], list) else []:
-                if s["model"] != "simple_cnn":
+                if s["model"] not in ("simple_cnn", "transformer"):
                     continue
-                st = step_time(trace, dcpu, s["batch_size"], "fp32", optimizer="sgd-momentum")
-                out.append(Case("cpu-fit" if which == "fit" else "cpu-vm", "simple-cnn", label, "cpu", 1, "fp32", s["batch_size"],
+                st = step_time(trace if s["model"] == "simple_cnn" else tt, dcpu, s["batch_size"], "fp32", optimizer="sgd-momentum")
+                insample = which == "fit" and s["model"] == "simple_cnn"
+                out.append(Case("cpu-fit" if insample else "cpu-vm" if which == "validate" else "cpu-h100-host",
+                                s["model"].replace("_", "-"), label, "cpu", 1, "fp32", s["batch_size"],
                                 s["samples_per_s"], s["batch_size"] / st.seconds, "cpu", st.bound,
-                                "in-sample" if which == "fit" else "out-of-sample"))
+                                "in-sample" if insample else "out-of-sample"))
     return out
 
 
@@ -347,6 +355,8 @@ def main() -> int:
                    "By workload (leave-one-workload-out: no per-workload parameter exists)")
     lines += table([c for c in oos if c.source in ("lambda", "dle", "neusight", "llm-foundry")], lambda c: c.gpu,
                    "By GPU (leave-one-GPU-out: no per-GPU parameter is fitted on throughput; kernel efficiencies are per architecture)")
+    lines += table([c for c in oos if c.traced and c.source in ("lambda", "dle", "neusight", "llm-foundry")], lambda c: c.gpu,
+                   "By GPU, traced workloads only (the physics without the synthetic-trace approximation)")
     lines += table(oos, lambda c: c.regime, "By regime (the app's bands)")
     lines += table([c for c in oos if c.source != "cpu-fit"], lambda c: c.vendor, "By vendor")
     fd = [c for c in oos if c.source == "llm-foundry"]
@@ -359,10 +369,10 @@ def main() -> int:
         m2, p2, _ = stats(rule)
         lines.append(f"\nllm-foundry per-GPU tokens/s: model median {100 * m1:.1f} % p90 {100 * p1:.1f} %; "
                      f"constant-MFU rule median {100 * m2:.1f} % p90 {100 * p2:.1f} % ({len(fd)} rows)")
-    small = [c for c in cases if c.source in ("h100-simple-cnn", "cpu-vm", "cpu-fit")]
-    lines.append("\n## Small-model curves (simple CNN)")
+    small = [c for c in cases if c.source in ("h100-simple-cnn", "h100-bench-transformer", "cpu-vm", "cpu-fit", "cpu-h100-host")]
+    lines.append("\n## Small-model curves (the bench's simple CNN and transformer)")
     for c in small:
-        lines.append(f"{c.source:16s} {c.gpu[:28]:28s} batch {c.batch:4d}: measured {c.measured:10.1f} predicted {c.predicted:10.1f} "
+        lines.append(f"{c.source:22s} {c.workload:17s} {c.gpu[:22]:22s} batch {c.batch:4d}: measured {c.measured:10.1f} predicted {c.predicted:10.1f} "
                      f"samples/s ({100 * (c.predicted / c.measured - 1):+.0f} %, {c.bound}) {c.note}")
     text = "\n".join(lines) + "\n"
     (out / "summary.txt").write_text(text)

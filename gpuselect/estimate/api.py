@@ -236,6 +236,7 @@ def regime_band(reg: str, vendor: str) -> float:
 
 
 _DEVICES: dict[str, DeviceModel] = {}
+_FITS: dict[str, object] = {}  # the one-GPU memory fit, handed to the same card's multi-GPU rows
 
 
 def device_for(e: GpuEntry) -> DeviceModel:
@@ -296,7 +297,7 @@ def predict_step(w: Workload, d: DeviceModel, e: GpuEntry | None, batch: int, pr
 
 
 def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel | None, band: float | None,
-         device: DeviceModel | None = None) -> EstimateRow:
+         device: DeviceModel | None = None, single_fit: object | None = None) -> EstimateRow:
     base = EstimateRow(gpu_id=e.id, name=e.name, family=e.family, count=count, fits=False, batch_size=None,
                        throughput_samples_per_s=None, epoch_time_s=None, total_time_h=None, buy_cost_usd=None,
                        cloud_cost_usd=None, energy_kwh=None, co2_kg=None, error_band=band if band is not None else 1.0,
@@ -305,7 +306,10 @@ def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel |
     base.precision_used = prec
     mem_prec = "bf16" if prec == "fp8" else prec  # fp8 training keeps bf16 weights and activations
     mo = MemoryOptions(precision=mem_prec, optimizer=a.optimizer, sharding=a.sharding or "none", offload=a.offload, gpus=count)
-    fit = plan(w, e.vram_gb, mo, checkpointing=a.checkpointing, sharding=a.sharding, batch_size=a.batch_size)
+    if single_fit is not None and getattr(single_fit, "fits", False) and a.sharding in (None, "none") and a.offload == "none":
+        fit = single_fit  # data parallel replicates the one-GPU state: the same fit (plan() shards only what does not fit)
+    else:
+        fit = plan(w, e.vram_gb, mo, checkpointing=a.checkpointing, sharding=a.sharding, batch_size=a.batch_size)
     ckpt = fit.options.checkpointing
     sharded = fit.options.sharding != "none" and count > 1
     base.batch_size = fit.batch_size
@@ -320,6 +324,8 @@ def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel |
             f" at batch {fit.batch_size}; at most batch {fit.max_batch} fits" if fit.max_batch else " even at batch 1")])
         return base
     base.fits = True
+    if count == 1:
+        _FITS[e.id] = fit
     st, par = predict_step(w, device or device_for(e), e, fit.batch_size, prec, count=count, checkpointing=ckpt,
                            sharding=fit.options.sharding if count > 1 else "none", optimizer=a.optimizer,
                            offload=a.offload, a=a)
@@ -558,7 +564,14 @@ def estimate(
         if unknown:
             raise UsageError(f"unknown GPU id(s): {', '.join(unknown)}; `gpuselect catalog` lists them")
         entries = [e for e in entries if e.id in gpu_ids]
-    rows = [_row(w, e, n, a, perf, None) for e in entries for n in option_counts(a)]
+    rows = []
+    for e in entries:
+        first = None
+        for n in option_counts(a):
+            r = _row(w, e, n, a, perf, None, single_fit=first)
+            if n == 1:
+                first = _FITS.pop(e.id, None)
+            rows.append(r)
     if not a.counts and not any(r.fits and r.meets_deadline for r in rows):
         # Stage 4: no box holds the model in time; datacenter cards over nodes of gpus_per_node.
         bigger = [n for n in CLUSTER_COUNTS if option_counts(a)[-1] < n <= a.cluster_max_gpus]

@@ -255,15 +255,15 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
 # Compiled form of op_time for the estimate loop (134 GPUs x several counts x ~100 ops must take
 # milliseconds): per (trace, device, precision) the constants of every op, so that each batch
 # size costs only arithmetic. Same formulas as op_time (tests check they agree).
-_COMPILED: dict[tuple[int, int, str], tuple[object, list[tuple[float, ...]]]] = {}
+_COMPILED: dict[tuple[int, int, int, str], tuple[object, object, object, list[tuple[float, ...]]]] = {}
 
 
 def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tuple[float, ...]]:
-    key = (id(ops), id(d), precision)
-    hit = _COMPILED.get(key)
-    if hit is not None and hit[0] is ops:
-        return hit[1]
     p = params()
+    key = (id(ops), id(d), id(p), precision)
+    hit = _COMPILED.get(key)
+    if hit is not None and hit[0] is ops and hit[1] is d and hit[2] is p:  # ids of dead objects can be reused
+        return hit[3]
     pc = precision_class(precision)
     g = p["gemm"]
     tile = g["tile_cpu"] if d.kind == "cpu" else g["tile"]
@@ -306,7 +306,7 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
             out.append((0.0, op.count, op.flops_per_sample, b_ps, b_fix, 0.0, 0.0, vec, bw, backward))
     if len(_COMPILED) > 4096:
         _COMPILED.clear()
-    _COMPILED[key] = (ops, out)
+    _COMPILED[key] = (ops, d, p, out)
     return out
 
 

@@ -65,6 +65,30 @@ def h100_steps(model: str = "simple_cnn") -> list[tuple[int, float]]:
     return [(s["batch_size"], s["step_ms"] / 1e3) for s in steps if s["model"] == model]
 
 
+def h100_h2d_gbs() -> float:
+    """The record's pinned host-to-device rate (the bench's training steps copy from pinned memory)."""
+    return float(json.loads(H100_BENCH.read_text())["devices"][0]["host_to_device_gbs"])
+
+
+def bench_transformer_trace() -> StepTrace:
+    """gpuselect bench's "transformer" model: one nn.TransformerEncoderLayer(256, 4 heads, FFN 1024,
+    dropout) on 64 random 256-wide vectors per sample, mean-pooled into Linear(256, 10), from the
+    analytic transformer builder (no embedding lookup in the bench: the input is a float tensor)."""
+    from dataclasses import replace
+
+    from gpuselect.workloads.traces import transformer_trace
+    from gpuselect.workloads.transformer import TransformerShape
+
+    shape = TransformerShape(layers=1, hidden=256, heads=4, vocab=10, seq_len=64, ffn=1024, lm_head=False, dropout=True,
+                             head_outputs=10)
+    t = transformer_trace(shape, mode="full")
+    return replace(t, input_bytes_per_sample=64 * 256 * 4 + 8)
+
+
+def launch_us() -> float:
+    return h100_launch_us()
+
+
 def h100_launch_us() -> float:
     return float(json.loads(H100_BENCH.read_text())["devices"][0]["launch_overhead_us"])
 
