@@ -199,7 +199,11 @@ def regime(w: Workload, count: int, bound: str | None, *, traced: bool = True) -
     if bound == "overhead":
         return "overhead"
     if not traced:
-        return "approximate"  # a synthetic trace from the workload's totals, not its operators
+        # A synthetic trace from the workload's totals: reference models use their per-model
+        # calibration instead ("reference"), the rest the approximation.
+        from gpuselect.estimate.perf import default_model
+
+        return "reference" if w.id in default_model().models else "approximate"
     llm = w.kind == "transformer" and w.params >= 5e8
     if llm:
         return "llm_multi" if count > 1 else "llm"
@@ -261,7 +265,7 @@ def trace_cached(w: Workload, checkpointing: bool) -> object:
 
 def predict_step(w: Workload, d: DeviceModel, e: GpuEntry | None, batch: int, precision: str, *, count: int = 1,
                  checkpointing: bool = False, sharding: str = "none", optimizer: str = "adamw", offload: str = "none",
-                 a: "Assumptions | None" = None) -> tuple[StepTime, str]:
+                 a: "Assumptions | None" = None, calibrated: bool = True) -> tuple[StepTime, str]:
     """One training step of ``w`` per GPU of a ``count``-GPU option, and its parallelism."""
     a = a or Assumptions()
     trace = trace_cached(w, checkpointing)
@@ -285,6 +289,19 @@ def predict_step(w: Workload, d: DeviceModel, e: GpuEntry | None, batch: int, pr
             def comm(_compute_s: float, backward_s: float) -> parallel.CommTime:
                 return parallel.ddp_allreduce(grad_bytes, backward_s, e, count, a.gpus_per_node, a.network_gbs, cp)
     st = step_time(trace, d, batch, precision, optimizer=opt, full_params=w.mode == "full", comm=comm)
+    legacy = _per_model_seconds(w, trace, d, e, batch, precision) if e is not None and calibrated else None
+    if legacy is not None:
+        # A reference model whose operators are not traced (a synthetic trace from its totals is
+        # far worse: docs/accuracy.md): its per-model calibration on measured throughput gives the
+        # GPU's compute time; communication and the host side stay the step model's.
+        bd = {"per_model_calibration": legacy, "host": max(0.0, st.host_s - legacy)}
+        seconds = max(legacy, st.host_s) if d.kind != "cpu" else legacy
+        if comm is not None:
+            c = comm(legacy, legacy * 2 / 3)
+            bd["communication"] = c.exposed_s
+            seconds += c.exposed_s
+        bound = "communication" if bd.get("communication", 0) > legacy else ("overhead" if st.host_s > legacy else "compute")
+        st = StepTime(seconds, bd, bound, legacy, st.host_s, st.launches)
     if offload != "none" and d.h2d_gbs:
         # The optimizer runs on the host: gradients down and weights up over PCIe each step, and the
         # CPU's update (~20 GB/s of state traffic on a server CPU) instead of the GPU's.
@@ -295,6 +312,36 @@ def predict_step(w: Workload, d: DeviceModel, e: GpuEntry | None, batch: int, pr
         st = StepTime(st.seconds + max(0.0, extra), bd, st.bound, st.device_s, st.host_s, st.launches)
     return st, par
 
+
+def default_model_ids() -> set[str]:
+    """The reference models the per-model calibration covers."""
+    from gpuselect.estimate.perf import default_model
+
+    return set(default_model().models)
+
+
+def is_traced(trace: object) -> bool:
+    return not str(getattr(trace, "source", "")).startswith("APPROXIMATION")
+
+
+def _per_model_seconds(w: Workload, trace: object, d: DeviceModel, e: GpuEntry, batch: int, precision: str) -> float | None:
+    """Seconds of the GPU's part of one step from the per-model calibration (``perf.PerfModel``),
+    for the reference models that have no traced operators; None otherwise."""
+    if is_traced(trace) or d.kind == "cpu" or "measured by gpuselect bench" in d.notes:
+        return None
+    from gpuselect.estimate.perf import default_model
+
+    pm = default_model()
+    if w.id not in pm.models:
+        return None
+    prec = {"fp8": "bf16", "bf16-true": "bf16"}.get(precision, precision)
+    try:
+        thr = pm.predict(w, prec, e, batch=batch)
+    except (KeyError, ValueError):
+        return None
+    if not thr:
+        return None
+    return batch / thr
 
 def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel | None, band: float | None,
          device: DeviceModel | None = None, single_fit: object | None = None) -> EstimateRow:
@@ -333,7 +380,7 @@ def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel |
     base.bound = st.bound
     base.time_breakdown_s = {k: round(v, 6) for k, v in st.breakdown.items() if v > 0}
     if band is None:
-        traced = not str(getattr(trace_cached(w, ckpt), "source", "")).startswith("APPROXIMATION")
+        traced = is_traced(trace_cached(w, ckpt))
         base.error_band = regime_band(regime(w, count, st.bound, traced=traced), e.vendor)
     if ckpt:
         notes.append("with activation checkpointing")

@@ -224,7 +224,7 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
 def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, float, float]:
     """(seconds for all ``op.count`` instances at this batch, compute part, memory part)."""
     p = params()
-    step = p.doc.get("step", {}) if d.kind != "cpu" else {}
+    step = p.doc.get("step", {}) if d.kind != "cpu" else {"gemm_factor": p.doc.get("cpu", {}).get("gemm_factor", 1.0)}
     elem = 4.0 if op.fp32_only else element_bytes(precision)
     if op.kind is OpKind.DEQUANT:
         nbytes = (op.elems_fixed + op.elems_per_sample * batch) * 2.5  # 0.5 B read, 2 B written
@@ -233,7 +233,8 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
     flops = op.flops_per_sample * batch
     if op.kind in (OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION) and not op.fp32_only:
         pc = precision_class(precision)
-        peak = d.peak_tflops.get(precision, d.peak_tflops["fp32"]) * 1e12 * (step.get("gemm_factor", 1.0) if pc != "fp32" else 1.0)
+        peak = d.peak_tflops.get(precision, d.peak_tflops["fp32"]) * 1e12 * (
+            step.get("gemm_factor", 1.0) if pc != "fp32" or d.kind == "cpu" else 1.0)
         m = op.m_per_sample * batch
         if op.kind is OpKind.ATTENTION:
             att = p["attention"]
@@ -270,12 +271,13 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
     k0 = 0.0 if d.kind == "cpu" else g["k0"]
     # In a training step kernels reach less than in isolation (sustained clocks, caches shared
     # with the step's other kernels): the step factors, fitted on measured training throughput.
-    step = p.doc.get("step", {}) if d.kind != "cpu" else {}
+    step = p.doc.get("step", {}) if d.kind != "cpu" else {"gemm_factor": p.doc.get("cpu", {}).get("gemm_factor", 1.0)}
     bw = d.bandwidth_gbs * 1e9 * d.mem_eff * step.get("mem_factor", 1.0)
     vec = d.vector_tflops * 1e12 * p["device"]["vector_eff"]
     e_pc = d.gemm_eff.get(pc, d.gemm_eff.get("fp32", 0.5))
     # Tensor-core GEMMs run at the power limit in a long step (clocks drop); vector FP32 does not.
-    peak = d.peak_tflops.get(precision, d.peak_tflops["fp32"]) * 1e12 * (step.get("gemm_factor", 1.0) if pc != "fp32" else 1.0)
+    peak = d.peak_tflops.get(precision, d.peak_tflops["fp32"]) * 1e12 * (
+        step.get("gemm_factor", 1.0) if pc != "fp32" or d.kind == "cpu" else 1.0)
     conv = p["cpu"]["conv_factor"] if d.kind == "cpu" else p["conv"]["factor"]
     att = p["attention"]
     att_f = att.get("factor_by_arch", {}).get(f"{d.vendor}/{d.arch}", att["factor"])
