@@ -38,7 +38,8 @@ class CommTime:
 
 def link_bandwidth(e: GpuEntry, count: int, gpus_per_node: int, network_gbs: float, p: CommParams) -> tuple[float, str]:
     """Per-direction bandwidth each GPU's ring gets, after efficiency, and what carries it."""
-    if e.gpu_link_gbs:
+    bridged_pairs = e.form_factor in ("pcie", "desktop", "laptop")  # an NVLink bridge joins two cards, not eight
+    if e.gpu_link_gbs and (not bridged_pairs or count <= 2):
         intra, name = e.gpu_link_gbs / 2 * p.efficiency, f"GPU link {e.gpu_link_gbs:g} GB/s"
     else:
         gen = e.pcie_gen or 3

@@ -248,7 +248,8 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
         t_c = flops / (peak * e) if flops else 0.0
     else:
         t_c = flops / (d.vector_tflops * 1e12 * p["device"]["vector_eff"]) if flops else 0.0
-    t_m = nbytes / (d.bandwidth_gbs * 1e9 * d.mem_eff * step.get("mem_factor", 1.0)) if nbytes else 0.0
+    stream = op.kind in (OpKind.DEQUANT, OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION)
+    t_m = nbytes / (d.bandwidth_gbs * 1e9 * d.mem_eff * (1.0 if stream else step.get("mem_factor", 1.0))) if nbytes else 0.0
     one = max(t_c, t_m, d.kernel_floor_s)
     return one * op.count, t_c * op.count, t_m * op.count
 
@@ -272,7 +273,8 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
     # In a training step kernels reach less than in isolation (sustained clocks, caches shared
     # with the step's other kernels): the step factors, fitted on measured training throughput.
     step = p.doc.get("step", {}) if d.kind != "cpu" else {"gemm_factor": p.doc.get("cpu", {}).get("gemm_factor", 1.0)}
-    bw = d.bandwidth_gbs * 1e9 * d.mem_eff * step.get("mem_factor", 1.0)
+    bw_stream = d.bandwidth_gbs * 1e9 * d.mem_eff  # GEMM/conv/attention/dequant operands: streaming kernels
+    bw = bw_stream * step.get("mem_factor", 1.0)  # eager elementwise/norm/embedding kernels reach less
     vec = d.vector_tflops * 1e12 * p["device"]["vector_eff"]
     e_pc = d.gemm_eff.get(pc, d.gemm_eff.get("fp32", 0.5))
     # Tensor-core GEMMs run at the power limit in a long step (clocks drop); vector FP32 does not.
@@ -295,7 +297,7 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
                 e = e_pc * att_f * op.n / (op.n + att["s0"])
                 # kind 2: attention; m saturation at units x rows_per_unit
                 out.append((2.0, op.count, op.flops_per_sample, b_ps, b_fix, op.m_per_sample, d.units * att["rows_per_unit"],
-                            peak * e, bw, backward))
+                            peak * e, bw_stream, backward))
             else:
                 e = e_pc * (op.k / (op.k + k0) if op.k > 0 else 1.0)
                 if pc != "fp32" and (op.k % 64 or op.n % 8):
@@ -303,9 +305,11 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
                 if op.kind is OpKind.CONV:
                     e *= conv
                 ntiles = math.ceil(op.n / tile) if op.n > 0 else 0
-                out.append((1.0, op.count, op.flops_per_sample, b_ps, b_fix, op.m_per_sample, float(ntiles), peak * e, bw, backward))
+                out.append((1.0, op.count, op.flops_per_sample, b_ps, b_fix, op.m_per_sample, float(ntiles), peak * e, bw_stream,
+                            backward))
         else:
-            out.append((0.0, op.count, op.flops_per_sample, b_ps, b_fix, 0.0, 0.0, vec, bw, backward))
+            stream = op.kind in (OpKind.DEQUANT, OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION)  # fp32-only GEMMs stay streaming
+            out.append((0.0, op.count, op.flops_per_sample, b_ps, b_fix, 0.0, 0.0, vec, bw_stream if stream else bw, backward))
     if len(_COMPILED) > 4096:
         _COMPILED.clear()
     _COMPILED[key] = (ops, d, p, out)

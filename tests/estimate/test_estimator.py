@@ -208,7 +208,9 @@ def test_local_gpu_from_its_benchmark_record(catalog, perf) -> None:
     assert slow.total_time_h > 1.5 * measured.total_time_h
     assert local_gpu_estimate(w, a, catalog, perf, name="Mystery GPU", memory_bytes=None, device="gpu1").throughput_samples_per_s is None
     cnn = local_gpu_estimate(PRESETS["simple-cnn"], Assumptions(batch_size=128), catalog, perf, bench=rec, **args)
-    steps = {s["batch_size"]: s["samples_per_s"] for s in ast.literal_eval(rec["train_steps"]) if s["model"] == "simple_cnn"}
+    raw = rec["train_steps"]
+    steps = {s["batch_size"]: s["samples_per_s"] for s in (ast.literal_eval(raw) if isinstance(raw, str) else raw)
+             if s["model"] == "simple_cnn"}
     assert cnn.basis.startswith("measured") and cnn.throughput_samples_per_s == steps[128]
 
 
@@ -268,6 +270,6 @@ def test_rows_carry_their_regime_band(catalog, perf) -> None:
 
     res = estimate(PRESETS["bert_large_squad"], Assumptions(max_gpus=2), catalog, perf, gpu_ids=["nvidia-a100-sxm4-80gb", "amd-mi210"])
     band = {(r.gpu_id, r.count): r.error_band for r in res.rows}
-    assert band[("amd-mi210", 1)] > band[("nvidia-a100-sxm4-80gb", 1)]
+    assert band[("amd-mi210", 1)] >= band[("nvidia-a100-sxm4-80gb", 1)]  # AMD compounds amd_extra (0 where AMD cases need no more)
     r = next(r for r in res.rows if r.gpu_id == "nvidia-a100-sxm4-80gb" and r.count == 1)
     assert r.error_band == regime_band("transformer" if r.bound != "overhead" else "overhead", "NVIDIA")
