@@ -33,8 +33,10 @@ def _command_module(name: str) -> ModuleType:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # allow_abbrev=False everywhere: an abbreviation must never pick an option (``--mode`` was
+    # once read as ``--model``, which runs a file's code).
     parser = argparse.ArgumentParser(
-        prog="gpuselect",
+        prog="gpuselect", allow_abbrev=False,
         description=(
             "What hardware do I need to train this, how long will it take, and what will it "
             "cost? Without a subcommand, opens the desktop app."
@@ -44,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         module = _command_module(name)
-        sp = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        sp = sub.add_parser(name, help=module.HELP, description=module.HELP, allow_abbrev=False)
         module.configure(sp)
         sp.set_defaults(_module=module)
     return parser

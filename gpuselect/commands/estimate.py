@@ -48,10 +48,17 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
     src.add_argument("--workload", metavar="ID", help="a preset (see `gpuselect workloads`)")
     src.add_argument("--config", metavar="FILE", help="a Hugging Face style config.json (read as data, no code runs)")
     src.add_argument("--params", type=_number(float, 1, 1e13, "the parameter count"), metavar="N", help="your own model: parameter count (with --flops-per-sample)")
-    src.add_argument("--model", metavar="FILE.py", help="profile a PyTorch model file (RUNS ITS CODE) with --factory and --input-shape")
+    src.add_argument("--model", metavar="FILE.py",
+                     help="trace a PyTorch model file with --factory and --input-shape: this RUNS THE FILE'S CODE (in a "
+                          "separate process, 60 s at most); only use files you trust")
     parser.add_argument("--flops-per-sample", type=_number(float, 1, 1e18, "FLOPs per sample"), metavar="F", help="forward FLOPs per sample (with --params)")
     parser.add_argument("--factory", metavar="NAME", help="with --model: the function that builds the model")
     parser.add_argument("--input-shape", metavar="D,D,...", help="with --model: one sample's shape, e.g. 3,224,224")
+    parser.add_argument("--mode", choices=("full", "lora", "qlora"),
+                        help="train every weight (full), LoRA adapters on frozen 16-bit weights, or QLoRA on 4-bit weights "
+                             "(transformer presets and --config; default: the preset's own)")
+    parser.add_argument("--lora-rank", type=_number(int, 1, 65_536, "--lora-rank"), metavar="R",
+                        help="LoRA/QLoRA adapter rank (default 16)")
     parser.add_argument("--seq-len", type=_number(int, 1, 1_048_576, "the sequence length"), help="with --config: tokens per sample")
     parser.add_argument("--precision", choices=("auto", "fp32", "tf32", "fp16", "bf16", "bf16-true", "fp8"), default="auto",
                         help="auto (default): what each card trains well in (bf16 on Ampere and newer, fp16 mixed on Volta/Turing, "
@@ -84,32 +91,11 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
 
 
 def _workload(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from gpuselect.errors import UsageError
-    from gpuselect.workloads.presets import custom_workload, get_preset
-    from gpuselect.workloads.transformer import workload_from_hf_config
+    from gpuselect.workloads.build import build_workload
 
-    if args.workload:
-        return get_preset(args.workload)
-    if args.config:
-        return workload_from_hf_config(args.config, seq_len=args.seq_len)
-    if args.model:
-        if not args.factory or not args.input_shape:
-            raise UsageError("--model needs --factory NAME and --input-shape D,D,...")
-        try:
-            shape = tuple(int(d) for d in args.input_shape.split(","))
-        except ValueError:
-            raise UsageError(f"--input-shape must be whole numbers separated by commas, not {args.input_shape!r}") from None
-        from gpuselect.workloads.profile import profile_user_model
-
-        prof = profile_user_model(args.model, args.factory, shape)
-        w = custom_workload(prof.params, prof.forward_flops_per_sample, name=f"{args.factory} from {args.model}")
-        from dataclasses import replace
-
-        return replace(w, activation_bytes_per_sample=prof.activation_bytes_per_sample, memory_traffic_bytes_per_sample=2 * prof.activation_bytes_per_sample,
-                       input_shape=shape, source=f"profiled with torch's FLOP counter on the meta device from {args.model}")
-    if args.flops_per_sample is None:
-        raise UsageError("--params needs --flops-per-sample")
-    return custom_workload(args.params, args.flops_per_sample)
+    return build_workload(workload=args.workload, config=args.config, params=args.params,
+                          flops_per_sample=args.flops_per_sample, model=args.model, factory=args.factory,
+                          input_shape=args.input_shape, seq_len=args.seq_len, mode=args.mode, lora_rank=args.lora_rank)
 
 
 def _load_bench(args: argparse.Namespace) -> dict | None:  # type: ignore[type-arg]

@@ -69,6 +69,7 @@ class Op:
     k: int = 0
     count: int = 1  # identical instances per step (layers); each is one kernel launch
     fp32_only: bool = False  # runs in FP32 whatever the training precision (losses, norms' stats)
+    flops_fixed: float = 0.0  # per instance, once a step whatever the batch (rare: position tables)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -41,7 +41,9 @@ class Workload:
     lora_rank: int = 16  # LoRA/QLoRA adapter rank (ignored for mode "full")
     # A step trace measured for this workload (``--model``: the meta-device tracer), without
     # checkpointing; ``trace_for`` derives the checkpointed one from it.
-    trace: StepTrace | None = None
+    # (Not in JSON output: the rows carry the figures, not every operator.)
+    trace: StepTrace | None = field(default=None, repr=False, metadata={"json": False})
+    trace_ckpt: StepTrace | None = field(default=None, repr=False, metadata={"json": False})  # with checkpointing
 
     @property
     def training_flops_per_sample(self) -> float:

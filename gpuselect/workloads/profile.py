@@ -10,9 +10,12 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from gpuselect.errors import DataError, UsageError
+
+if TYPE_CHECKING:
+    from gpuselect.estimate.trace import StepTrace
 
 
 @dataclass(frozen=True)
@@ -77,3 +80,52 @@ def profile_user_model(path: str | Path, factory_name: str, input_shape: tuple[i
         return profile_factory(factory, input_shape)
     except Exception as exc:  # noqa: BLE001
         raise DataError(f"profiling {factory_name}() from {p} failed: {type(exc).__name__}: {exc}") from exc
+
+
+#: How long the user's file may take to import and trace (seconds).
+TRACE_TIMEOUT_S = 60.0
+
+
+def trace_user_model(path: str | Path, factory_name: str, input_shape: tuple[int, ...], *,
+                     timeout_s: float = TRACE_TIMEOUT_S) -> tuple[StepTrace, StepTrace]:
+    """Trace one training step of ``factory_name()`` from the user's file: (plain, checkpointed).
+
+    RUNS THE USER'S CODE, in a subprocess with a time limit: its output is kept apart from ours
+    (a print cannot corrupt ``--format json``) and a ``sys.exit`` or crash in it becomes one clear
+    error here."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    from gpuselect.workloads.traces import trace_from_dict
+
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"{p} is not a Python file")
+    if not input_shape or any(d <= 0 for d in input_shape):
+        raise UsageError(f"the input shape must be positive sizes, not {input_shape}")
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(x for x in (root, os.environ.get("PYTHONPATH", "")) if x)}
+    with tempfile.TemporaryDirectory(prefix="gpuselect-trace-") as tmp:
+        out = Path(tmp) / "trace.json"
+        cmd = [sys.executable, "-m", "gpuselect.workloads.trace_build.user", str(p.resolve()), factory_name,
+               ",".join(str(d) for d in input_shape), "--out", str(out)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=tmp,
+                                  stdin=subprocess.DEVNULL, check=False)
+        except subprocess.TimeoutExpired:
+            raise DataError(f"tracing {factory_name}() from {p} took longer than {timeout_s:g} s and was stopped") from None
+        last = next((ln.strip() for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
+        if proc.returncode == 4:
+            raise UsageError(last or f"{p} has no function {factory_name!r}")
+        if proc.returncode != 0:
+            raise DataError(last or f"tracing {factory_name}() from {p} failed (exit status {proc.returncode})")
+        if not out.is_file():
+            raise DataError(f"{p} ended the process (sys.exit or os._exit?) before {factory_name}() was traced")
+        try:
+            doc = json.loads(out.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise DataError(f"the trace of {factory_name}() from {p} could not be read back: {exc}") from exc
+    return trace_from_dict(doc["plain"]), trace_from_dict(doc["ckpt"])

@@ -105,12 +105,12 @@ class LstmLM(nn.Module):
 
 
 class _Block(nn.Module):
-    def __init__(self, h: int, heads: int, ffn: int, causal: bool) -> None:
+    def __init__(self, h: int, heads: int, ffn: int, causal: bool, fused: bool = False) -> None:
         super().__init__()
         self.q, self.k, self.v, self.o = (nn.Linear(h, h) for _ in range(4))
         self.ff1, self.ff2 = nn.Linear(h, ffn), nn.Linear(ffn, h)
         self.n1, self.n2 = nn.LayerNorm(h), nn.LayerNorm(h)
-        self.heads, self.causal = heads, causal
+        self.heads, self.causal, self.fused = heads, causal, fused
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, s, h = x.shape
@@ -120,10 +120,15 @@ class _Block(nn.Module):
             return t.view(b, s, self.heads, d).transpose(1, 2)
 
         q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
-        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d)
-        if self.causal:
-            scores = scores + torch.full((s, s), float("-inf"), device=x.device).triu(1)
-        attn = torch.matmul(scores.softmax(-1), v).transpose(1, 2).reshape(b, s, h)
+        if self.fused:  # the fused SDPA kernel frameworks run (no score matrix)
+            from gpuselect.workloads.trace_build.meta import fused_attention
+
+            attn = fused_attention(q, k, v, causal=self.causal).transpose(1, 2).reshape(b, s, h)
+        else:
+            scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d)
+            if self.causal:
+                scores = scores + torch.full((s, s), float("-inf"), device=x.device).triu(1)
+            attn = torch.matmul(scores.softmax(-1), v).transpose(1, 2).reshape(b, s, h)
         x = self.n1(x + self.o(attn))
         return self.n2(x + self.ff2(torch.nn.functional.gelu(self.ff1(x))))
 
@@ -131,11 +136,12 @@ class _Block(nn.Module):
 class TinyTransformer(nn.Module):
     """BERT-style encoder (lm_head=False) or GPT-2-style decoder with a tied LM head."""
 
-    def __init__(self, vocab: int, h: int, layers: int, heads: int, ffn: int, seq: int, causal: bool, lm_head: bool) -> None:
+    def __init__(self, vocab: int, h: int, layers: int, heads: int, ffn: int, seq: int, causal: bool, lm_head: bool,
+                 fused: bool = False) -> None:
         super().__init__()
         self.tok = nn.Embedding(vocab, h)
         self.pos = nn.Embedding(seq, h)
-        self.blocks = nn.ModuleList(_Block(h, heads, ffn, causal) for _ in range(layers))
+        self.blocks = nn.ModuleList(_Block(h, heads, ffn, causal, fused) for _ in range(layers))
         self.lm_head = lm_head
         self.qa = nn.Linear(h, 2)  # BERT-SQuAD's start/end head
 
@@ -147,16 +153,16 @@ class TinyTransformer(nn.Module):
         return torch.matmul(h, self.tok.weight.t()) if self.lm_head else self.qa(h)
 
 
-def bert_base(seq: int = 384) -> nn.Module:
-    return TinyTransformer(30522, 768, 12, 12, 3072, seq, causal=False, lm_head=False)
+def bert_base(seq: int = 384, fused: bool = False) -> nn.Module:
+    return TinyTransformer(30522, 768, 12, 12, 3072, seq, causal=False, lm_head=False, fused=fused)
 
 
-def bert_large(seq: int = 384) -> nn.Module:
-    return TinyTransformer(30522, 1024, 24, 16, 4096, seq, causal=False, lm_head=False)
+def bert_large(seq: int = 384, fused: bool = False) -> nn.Module:
+    return TinyTransformer(30522, 1024, 24, 16, 4096, seq, causal=False, lm_head=False, fused=fused)
 
 
-def gpt2_124m(seq: int = 1024) -> nn.Module:
-    return TinyTransformer(50257, 768, 12, 12, 3072, seq, causal=True, lm_head=True)
+def gpt2_124m(seq: int = 1024, fused: bool = False) -> nn.Module:
+    return TinyTransformer(50257, 768, 12, 12, 3072, seq, causal=True, lm_head=True, fused=fused)
 
 
 # --- NVIDIA DeepLearningExamples (DLE) models: the reference benchmark's own architectures ---------
@@ -428,18 +434,23 @@ def transformer_xl_large() -> nn.Module:
 
 
 class _VitBlock(nn.Module):
-    def __init__(self, d: int, heads: int, mlp: int) -> None:
+    def __init__(self, d: int, heads: int, mlp: int, fused: bool = False) -> None:
         super().__init__()
         self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.fc1, self.fc2 = nn.Linear(d, mlp), nn.Linear(mlp, d)
-        self.heads = heads
+        self.heads, self.fused = heads, fused
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, s, d = x.shape
         q, k, v = self.qkv(self.n1(x)).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // self.heads), -1)
-        x = x + self.proj((att @ v).transpose(1, 2).reshape(b, s, d))
+        if self.fused:
+            from gpuselect.workloads.trace_build.meta import fused_attention
+
+            o = fused_attention(q, k, v, causal=False)
+        else:
+            o = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // self.heads), -1) @ v
+        x = x + self.proj(o.transpose(1, 2).reshape(b, s, d))
         return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.n2(x))))
 
 
@@ -448,12 +459,12 @@ class ViT(nn.Module):
     token, learned positions, 12 pre-norm blocks (768, 12 heads, MLP 3072), 1000-class head."""
 
     def __init__(self, image: int = 224, patch: int = 16, d: int = 768, layers: int = 12, heads: int = 12, mlp: int = 3072,
-                 classes: int = 1000) -> None:
+                 classes: int = 1000, fused: bool = False) -> None:
         super().__init__()
         self.patch = nn.Conv2d(3, d, patch, stride=patch)
         self.cls = nn.Parameter(torch.empty(1, 1, d))
         self.pos = nn.Parameter(torch.empty(1, (image // patch) ** 2 + 1, d))
-        self.blocks = nn.ModuleList(_VitBlock(d, heads, mlp) for _ in range(layers))
+        self.blocks = nn.ModuleList(_VitBlock(d, heads, mlp, fused) for _ in range(layers))
         self.norm = nn.LayerNorm(d)
         self.head = nn.Linear(d, classes)
 
@@ -465,8 +476,8 @@ class ViT(nn.Module):
         return self.head(self.norm(x[:, 0]))
 
 
-def vit_b16() -> nn.Module:
-    return ViT()
+def vit_b16(fused: bool = False) -> nn.Module:
+    return ViT(fused=fused)
 
 
 class GNMT(nn.Module):

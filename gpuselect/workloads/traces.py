@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any
@@ -29,7 +30,7 @@ from gpuselect.workloads.transformer import LORA_TARGETS, TransformerShape, lora
 
 MODES = ("full", "lora", "qlora")
 ATTENTION_BACKWARD_FACTOR = 2.5  # FlashAttention-2: backward ~2.5x the forward's FLOPs
-TRACE_PACKAGE = "gpuselect.estimate.data.traces"
+TRACE_DIR = "data/traces"  # inside the gpuselect.estimate package
 
 
 # --------------------------------------------------------------------------------------------
@@ -65,7 +66,7 @@ class _Section:
                     fixed=fixed, kernels=bwd_kernels or kernels, fp32=fp32)
 
     def gemm(self, name: str, tokens: float, n_in: int, n_out: int, *, x: str, trainable: bool, quant: bool = False,
-             grad_input: bool = True) -> None:
+             grad_input: bool = True, bias: bool = False) -> None:
         """y = x W (W: n_in x n_out): forward, dX = dY W^T and, for a trainable W, dW = x^T dY
         (stored as tokens x n_out x n_in, the same FLOPs; the reduction runs over the batch's tokens)."""
         w = float(n_in * n_out)
@@ -82,6 +83,9 @@ class _Section:
             self.saved[x] = tokens * n_in  # aten.mm keeps its input for the weight gradient
             self.op(OpKind.GEMM, Phase.BACKWARD, name + ".dW", flops=flops, elems=tokens * (n_in + n_out), fixed=w,
                     m=tokens, n=n_out, k=n_in)
+            if bias:  # the bias gradient: a reduction over the tokens (the forward's add is in the GEMM)
+                self.op(OpKind.ELEMENTWISE, Phase.BACKWARD, name + ".dBias", elems=tokens * n_out, flops=tokens * n_out,
+                        fixed=n_out)
 
     def adapter(self, name: str, tokens: float, n_in: int, n_out: int, *, x: str, rank: int) -> None:
         """LoRA on a frozen matrix: y += (x A) B * scale, A: n_in x r, B: r x n_out (PEFT's order)."""
@@ -128,7 +132,7 @@ def _layer(shape: TransformerShape, mode: str, rank: int) -> _Section:
     full, lora, quant = mode == "full", mode != "full", mode == "qlora"
 
     def linear(name: str, x: str, n_in: int, n_out: int, adapters: tuple[tuple[str, int], ...] | None = None) -> None:
-        sec.gemm(name, s, n_in, n_out, x=x, trainable=full, quant=quant)
+        sec.gemm(name, s, n_in, n_out, x=x, trainable=full, quant=quant, bias=shape.has_bias)
         if lora:
             for sub, out in adapters if adapters is not None else ((name, n_out),):
                 sec.adapter(sub, s, n_in, out, x=x, rank=rank)
@@ -218,11 +222,12 @@ def _head(shape: TransformerShape, mode: str) -> _Section:
         sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "loss.log_softmax.backward", elems=3 * s * v, flops=3 * s * v, fp32=True)
         sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "loss.logits_grad_to_dtype", elems=1.5 * s * v, fp32=True)
         sec.saved_fp32["loss.log_probs"] = s * v
+        sec.saved_bytes["loss.labels"] = 8 * s  # nll_loss keeps its int64 targets
         if full and shape.tied_embeddings:
             sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "tied_embedding.grad_accumulate", fixed=3.0 * v * h)
     else:
         o = shape.head_outputs
-        sec.gemm("task_head", s, h, o, x="x_out", trainable=full)
+        sec.gemm("task_head", s, h, o, x="x_out", trainable=full, bias=True)
         sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, "loss.cross_entropy", elems=3 * s * o, fp32=True, kernels=2)
         sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "loss.cross_entropy.backward", elems=4 * s * o, fp32=True, kernels=2)
         sec.saved_fp32["loss.log_probs"] = s * o
@@ -311,13 +316,14 @@ def trace_from_dict(d: dict[str, Any]) -> StepTrace:
 
 
 @functools.cache
-def shipped_trace(workload_id: str) -> StepTrace | None:
-    """The meta-device trace shipped for a preset (no checkpointing), or None."""
+def shipped_trace(workload_id: str, checkpointing: bool = False) -> StepTrace | None:
+    """The meta-device trace shipped for a preset (plain or checkpointed), or None."""
     try:
-        text = resources.files(TRACE_PACKAGE).joinpath(f"{workload_id}.json").read_text(encoding="utf-8")
-    except (FileNotFoundError, ModuleNotFoundError, OSError):
+        text = resources.files("gpuselect.estimate").joinpath(f"{TRACE_DIR}/{workload_id}.json").read_text(encoding="utf-8")
+    except (FileNotFoundError, OSError):
         return None
-    return trace_from_dict(json.loads(text))
+    doc = json.loads(text)
+    return trace_from_dict(doc["ckpt" if checkpointing else "plain"])
 
 
 def with_checkpointing(t: StepTrace, layers: int) -> StepTrace:
@@ -390,10 +396,19 @@ def with_mode(w: Workload, mode: str, lora_rank: int | None = None) -> Workload:
     shape = w.shape
     if mode == w.mode and rank == w.lora_rank:
         return w
+    m = re.fullmatch(r"(.+)-(full|lora|qlora)", w.id)
+    if m and rank == 16:  # the preset of that mode (llama-8b-full -> llama-8b-lora)
+        from gpuselect.workloads.presets import PRESETS
+
+        sibling = PRESETS.get(f"{m.group(1)}-{mode}")
+        if sibling is not None and sibling.shape == shape:
+            return sibling
     trainable = shape.params() if mode == "full" else lora_params(shape, rank)
-    label = {"full": "full training", "lora": f"LoRA rank {rank}", "qlora": f"QLoRA rank {rank}"}[mode]
-    base_name = w.name.split(" [")[0]
-    return replace(w, mode=mode, lora_rank=rank, trainable_params=trainable, name=f"{base_name} [{label}]")
+    label = {"full": "full", "lora": f"LoRA rank {rank}", "qlora": f"QLoRA rank {rank}"}[mode]
+    base = re.sub(r" \[.*\]$", "", w.name)
+    base = re.sub(r" (full|LoRA|QLoRA) fine-tuning$", "", base)
+    return replace(w, mode=mode, lora_rank=rank, trainable_params=trainable, name=f"{base} [{label} training]",
+                   id=w.id if mode == "full" else f"{w.id}+{mode}-r{rank}")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -401,10 +416,12 @@ def trace_for(w: Workload, *, checkpointing: bool) -> StepTrace:
     """The operator trace of one training step of ``w`` (see the module docstring for the order
     of sources). Cached per (workload, checkpointing)."""
     if w.trace is not None:
-        return with_checkpointing(w.trace, w.layers) if checkpointing else w.trace
+        if checkpointing:
+            return w.trace_ckpt if w.trace_ckpt is not None else with_checkpointing(w.trace, w.layers)
+        return w.trace
     if w.shape is not None:
         return transformer_trace(w.shape, mode=w.mode, lora_rank=w.lora_rank, checkpointing=checkpointing)
-    shipped = shipped_trace(w.id)
+    shipped = shipped_trace(w.id, checkpointing)
     if shipped is not None and w.mode == "full":
-        return with_checkpointing(shipped, w.layers) if checkpointing else shipped
+        return shipped
     return synthetic_trace(w, checkpointing=checkpointing)

@@ -34,6 +34,11 @@ class TransformerShape:
     rotary: bool = False  # rotary position embeddings on q and k (Llama, Mistral, Qwen, NeoX)
     fused_qkv: bool = False  # one GEMM for q, k, v (GPT-2 c_attn, NeoX query_key_value)
     head_outputs: int = 2  # encoders (no LM head): outputs of the per-token task head (SQuAD: start/end)
+    bias: bool | None = None  # biases on the linear layers; None: where the norm is a LayerNorm (GPT-2, BERT)
+
+    @property
+    def has_bias(self) -> bool:
+        return self.norm != "rmsnorm" if self.bias is None else self.bias
 
     @property
     def is_causal(self) -> bool:

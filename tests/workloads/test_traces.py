@@ -44,7 +44,9 @@ def test_every_preset_has_a_trace_quickly() -> None:
             t = trace_for(w, checkpointing=ckpt)
             assert t.ops and t.flops_per_sample() > 0 and t.saved_elems_per_sample > 0, w.id
             assert t.checkpointing is ckpt
-            assert (any(o.phase is Phase.RECOMPUTE for o in t.ops)) is ckpt, w.id
+            recomputes = any(o.phase is Phase.RECOMPUTE for o in t.ops)
+            # a model without repeated blocks (Tacotron 2's decoder loop) has nothing to checkpoint
+            assert recomputes is ckpt or (ckpt and t.saved_elems_per_sample_ckpt == t.saved_elems_per_sample), w.id
             assert t.saved_elems_per_sample_ckpt <= t.saved_elems_per_sample, w.id
             assert t.source, w.id
     assert time.perf_counter() - start < 1.0

@@ -1,0 +1,372 @@
+"""The meta-device tracer: one whole training step (forward, loss, backward) of a torch module,
+recorded op by op with a TorchDispatchMode on the meta device (shapes only: no memory, no data).
+
+- FLOPs: torch.utils.flop_counter's formulas (causal fused attention counted half, as the
+  analytic builder does).
+- Kinds: mm/addmm/bmm/baddbmm -> GEMM (m, n, k); convolution(+backward) -> CONV as implicit GEMM
+  (convolution_backward split into its dX and dW kernels); scaled_dot_product_* / flash /
+  efficient attention -> ATTENTION; embedding(+dense backward) -> EMBEDDING; every other op that
+  launches a kernel -> ELEMENTWISE. Views and allocations without a fill launch nothing and are
+  left out.
+- Elements read + written: the numel of the op's tensor arguments and results.
+- Per sample vs per step: the step is traced at two batch sizes and differenced.
+- Saved activations: torch.autograd.graph.saved_tensors_hooks, storages deduplicated,
+  parameters excluded; float tensors in elements, integer/bool ones in bytes.
+- Checkpointing: the model's repeated blocks (the children of its largest ModuleList, or of the
+  model when it is a Sequential) are the checkpoint units: their forward ops are the recompute,
+  and what stays saved is everything outside the units + the units' inputs + the largest unit's
+  own saved set.
+
+Torch is imported here only; this runs at build time (``python -m gpuselect.workloads.trace_build``)
+and in the ``--model`` subprocess, never in the app.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+from torch.utils.flop_counter import flop_registry
+
+from gpuselect.estimate.trace import Op, OpKind, Phase, StepTrace
+
+aten = torch.ops.aten
+
+_GEMM = {aten.mm, aten.addmm, aten.bmm, aten.baddbmm}
+_CONV = {aten.convolution, aten._convolution, aten.cudnn_convolution, aten.convolution_backward}
+_ATTENTION = {aten._scaled_dot_product_flash_attention, aten._scaled_dot_product_efficient_attention,
+              aten._scaled_dot_product_cudnn_attention, aten._flash_attention_forward, aten._efficient_attention_forward,
+              aten._scaled_dot_product_flash_attention_backward, aten._scaled_dot_product_efficient_attention_backward,
+              aten._scaled_dot_product_cudnn_attention_backward, aten._flash_attention_backward,
+              aten._efficient_attention_backward}
+_EMBEDDING = {aten.embedding, aten.embedding_dense_backward, aten.embedding_backward, aten._embedding_bag,
+              aten._embedding_bag_backward, aten._embedding_bag_dense_backward}
+_FP32_LOSS = re.compile(r"log_softmax|nll_loss|cross_entropy|mse_loss|binary_cross_entropy|_softmax_backward_data")
+# Ops that launch no kernel (metadata, allocation without a fill, scalar reads).
+_NO_KERNEL = {aten.empty, aten.empty_like, aten.empty_strided, aten.new_empty, aten.new_empty_strided, aten.detach,
+              aten._local_scalar_dense, aten.lift_fresh, aten.alias, aten.sym_size, aten.sym_stride, aten.sym_numel}
+
+
+def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
+    """Scaled dot-product attention through the fused (FlashAttention) kernel, as on a GPU: on the
+    meta device torch's dispatcher would pick the unfused math path, so call the kernel itself."""
+    if q.device.type == "meta":
+        return aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal)[0]
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+@dataclass
+class _Rec:
+    func: str
+    kind: OpKind
+    phase: Phase
+    name: str
+    flops: float
+    elems: float
+    dims: tuple[int, ...]  # the shape numbers that may scale with the batch, in a fixed order per kind
+    n: int = 0
+    k: int = 0
+    fp32: bool = False
+    in_unit: bool = False
+
+
+def _numel(xs: Any) -> int:
+    flat, _ = tree_flatten(xs)
+    return sum(t.numel() for t in flat if isinstance(t, torch.Tensor))
+
+
+def _shape(t: Any) -> tuple[int, ...]:
+    return tuple(t.shape) if isinstance(t, torch.Tensor) else ()
+
+
+class _Recorder(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.recs: list[_Rec] = []
+        self.phase = Phase.FORWARD
+        self.scope: list[str] = []  # module path stack (forward only)
+        self.unit_depth = 0
+
+    def _name(self, func: Any) -> str:
+        where = self.scope[-1] if self.scope and self.phase is Phase.FORWARD else ""
+        where = re.sub(r"\.\d+(?=\.|$)", ".#", where)  # fold repeated layers
+        op = str(func.overloadpacket).replace("aten::", "aten.")
+        return f"{where}:{op}" if where else op
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        packet = func.overloadpacket
+        if getattr(func, "is_view", False) or packet in _NO_KERNEL:
+            return out
+        flops = 0.0
+        if packet in flop_registry:
+            flops = float(flop_registry[packet](*args, **kwargs, out_val=out))
+        elems = float(_numel(args) + _numel(kwargs) + _numel(out))
+        name = self._name(func)
+        ph, iu = self.phase, self.unit_depth > 0
+        if packet in _GEMM:
+            a, b = (args[1], args[2]) if packet in (aten.addmm, aten.baddbmm) else (args[0], args[1])
+            if a.dim() == 3:  # bmm: (B, m, k) x (B, k, n)
+                dims = (a.shape[0], a.shape[1], b.shape[2], a.shape[2])
+            else:
+                dims = (1, a.shape[0], b.shape[1], a.shape[1])
+            self.recs.append(_Rec(name, OpKind.GEMM, name=name, flops=flops, elems=elems, dims=dims, phase=ph, in_unit=iu))
+        elif packet in _CONV:
+            if packet is aten.convolution_backward:
+                grad_out, inp, weight = args[0], args[1], args[2]
+                mask = args[-1]
+                w = tuple(weight.shape)
+                groups = int(args[-2]) if isinstance(args[-2], int) else 1
+                area = 1
+                for d in w[2:]:
+                    area *= d
+                parts = [("dX", mask[0], w[1] * groups, w[0] * area // groups),
+                         ("dW", mask[1], w[0], w[1] * area)]
+                live = [p for p in parts if p[1]]
+                for label, _, n, k in live:
+                    self.recs.append(_Rec(name, OpKind.CONV, name=f"{name}.{label}", flops=flops / len(live),
+                                          elems=elems / len(live), dims=(grad_out.shape[0],), n=n, k=k, phase=ph, in_unit=iu))
+                if len(mask) > 2 and mask[2]:  # the bias gradient: a reduction
+                    self.recs.append(_Rec(name, OpKind.ELEMENTWISE, name=f"{name}.dBias", flops=0.0,
+                                          elems=float(grad_out.numel()), dims=(), phase=ph, in_unit=iu))
+            else:
+                inp, weight = args[0], args[1]
+                w = tuple(weight.shape)
+                transposed = bool(args[6]) if len(args) > 6 else False
+                area = 1
+                for d in w[2:]:
+                    area *= d
+                n, k = (w[1], w[0] * area) if transposed else (w[0], w[1] * area)
+                self.recs.append(_Rec(name, OpKind.CONV, name=name, flops=flops, elems=elems, dims=(inp.shape[0],),
+                                      n=n, k=k, phase=ph, in_unit=iu))
+        elif packet in _ATTENTION:
+            q, key = args[0], args[1]
+            causal = bool(kwargs.get("is_causal", args[4] if packet in (aten._scaled_dot_product_flash_attention,)
+                                     and len(args) > 4 else False))
+            if "backward" in str(packet):
+                causal = bool(kwargs.get("is_causal", False)) or any(a is True for a in args[6:])
+            if causal:
+                flops /= 2
+            b, heads, s_q, d = q.shape
+            self.recs.append(_Rec(name, OpKind.ATTENTION, name=name, flops=flops, elems=elems,
+                                  dims=(b * heads * s_q,), n=int(key.shape[-2]), k=int(d), phase=ph, in_unit=iu))
+        elif packet in _EMBEDDING:
+            self.recs.append(_Rec(name, OpKind.EMBEDDING, name=name, flops=flops, elems=elems, dims=(), phase=ph, in_unit=iu))
+        else:
+            fp32 = bool(_FP32_LOSS.search(str(packet)))
+            self.recs.append(_Rec(name, OpKind.ELEMENTWISE, name=name, flops=flops, elems=elems, dims=(), fp32=fp32, phase=ph, in_unit=iu))
+        return out
+
+
+def _units(model: nn.Module) -> tuple[list[nn.Module], bool]:
+    """The checkpoint units: the children of the longest ModuleList of alike blocks (the layers),
+    else a Sequential's children."""
+    lists = [m for m in model.modules() if isinstance(m, nn.ModuleList) and len(m) > 1
+             and len({type(c) for c in m}) == 1 and not isinstance(m[0], nn.Embedding)]
+    if lists:
+        best = max(lists, key=lambda m: (len(m), sum(p.numel() for p in m.parameters())))
+        return list(best), True
+    if isinstance(model, nn.Sequential):
+        return list(model), False
+    return [], True
+
+
+@dataclass
+class _Run:
+    recs: list[_Rec]
+    saved: float  # float elements
+    saved_bytes: float  # integer / bool bytes
+    saved_outside: float  # float elements saved outside the checkpoint units
+    saved_bytes_outside: float
+    unit_saved: list[float] = field(default_factory=list)
+    unit_saved_bytes: list[float] = field(default_factory=list)
+    units_are_blocks: bool = True  # a ModuleList's blocks (else a Sequential's layers)
+    unit_inputs: list[float] = field(default_factory=list)
+
+
+def _step(factory: Callable[[], nn.Module], input_shape: tuple[int, ...], dtype: torch.dtype, batch: int,
+          loss: str) -> tuple[_Run, int, int]:
+    with torch.device("meta"):
+        model = factory()
+    model.train()
+    params = sum(p.numel() for p in model.parameters())
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    param_storages = {p.untyped_storage()._cdata for p in model.parameters()}
+    if dtype.is_floating_point:
+        x = torch.empty((batch, *input_shape), dtype=dtype, device="meta")
+    else:
+        x = torch.zeros((batch, *input_shape), dtype=dtype, device="meta")
+    rec = _Recorder()
+    units, blocks = _units(model)
+    unit_ids = {id(u): i for i, u in enumerate(units)}
+    current_unit: list[int] = []
+    seen: dict[int, tuple[float, bool, int]] = {}  # storage -> (size, is_float, unit or -1)
+    unit_inputs = [0.0] * len(units)
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        if t.device.type != "meta":
+            return t
+        st = t.untyped_storage()
+        key = st._cdata
+        if key in param_storages or key in seen:
+            return t
+        size = float(st.nbytes())
+        fl = t.dtype.is_floating_point
+        seen[key] = (size / t.element_size() if fl else size, fl, current_unit[-1] if current_unit else -1)
+        return t
+
+    handles = []
+    for m_name, mod in model.named_modules():
+        def pre(mod: nn.Module, inputs: Any, m_name: str = m_name) -> None:
+            rec.scope.append(m_name)
+            if id(mod) in unit_ids:
+                current_unit.append(unit_ids[id(mod)])
+                rec.unit_depth += 1
+                unit_inputs[unit_ids[id(mod)]] += sum(float(t.numel()) for t in tree_flatten(inputs)[0]
+                                      if isinstance(t, torch.Tensor) and t.dtype.is_floating_point)
+
+        def post(mod: nn.Module, inputs: Any, output: Any) -> None:
+            rec.scope.pop()
+            if id(mod) in unit_ids:
+                current_unit.pop()
+                rec.unit_depth -= 1
+
+        handles.append(mod.register_forward_pre_hook(pre))
+        handles.append(mod.register_forward_hook(post))
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), rec:
+            out = model(x)
+            if isinstance(out, (tuple, list)):
+                out = out[0]
+            if loss == "ce":
+                logits = out.reshape(-1, out.shape[-1])
+                target = torch.zeros(logits.shape[0], dtype=torch.long, device="meta")
+                value = torch.nn.functional.cross_entropy(logits, target)
+            elif loss == "bce":
+                value = torch.nn.functional.binary_cross_entropy_with_logits(out, torch.empty_like(out))
+            elif loss == "mse":
+                value = torch.nn.functional.mse_loss(out, torch.empty_like(out))
+            else:  # the model returns its loss
+                value = out.sum() if out.dim() else out
+            rec.phase = Phase.BACKWARD
+            value.backward()
+    finally:
+        for h in handles:
+            h.remove()
+    run = _Run(recs=rec.recs, saved=0.0, saved_bytes=0.0, saved_outside=0.0, saved_bytes_outside=0.0,
+               unit_saved=[0.0] * len(units), unit_saved_bytes=[0.0] * len(units), unit_inputs=unit_inputs,
+               units_are_blocks=blocks)
+    for size, fl, unit in seen.values():
+        if fl:
+            run.saved += size
+            if unit < 0:
+                run.saved_outside += size
+            else:
+                run.unit_saved[unit] += size
+        else:
+            run.saved_bytes += size
+            if unit < 0:
+                run.saved_bytes_outside += size
+            else:
+                run.unit_saved_bytes[unit] += size
+    return run, params, trainable
+
+
+def _diff(v2: float, v4: float) -> tuple[float, float]:
+    """(per sample, fixed) from the values at batch 2 and 4."""
+    per = (v4 - v2) / 2.0
+    fixed = v2 - 2.0 * per
+    tol = 1e-9 * max(abs(v2), abs(v4), 1.0)
+    return (per if abs(per) > tol else 0.0), (fixed if abs(fixed) > tol else 0.0)
+
+
+def _to_op(a: _Rec, b: _Rec) -> Op:
+    flops_ps, flops_fixed = _diff(a.flops, b.flops)
+    elems_ps, elems_fixed = _diff(a.elems, b.elems)
+    m_ps = 0.0
+    n, k = a.n, a.k
+    if a.kind is OpKind.GEMM:
+        # (B, m, n, k): find the dimension that grows with the batch and make it the rows
+        B, m, nn_, kk = a.dims
+        B4, m4, n4, k4 = b.dims
+        if B4 != B:
+            m_ps, n, k = (B4 - B) / 2.0 * m, nn_, kk
+        elif m4 != m:
+            m_ps, n, k = (m4 - m) / 2.0 * B, nn_, kk
+        elif n4 != nn_:
+            m_ps, n, k = (n4 - nn_) / 2.0 * B, m, kk  # the transposed product: rows are columns
+        elif k4 != kk:
+            m_ps, n, k = (k4 - kk) / 2.0 * B, nn_, m  # a weight gradient: the reduction runs over samples
+        else:
+            m_ps, n, k = 0.0, nn_, kk
+            flops_fixed, flops_ps = flops_ps + flops_fixed, 0.0
+    elif a.kind in (OpKind.CONV, OpKind.ATTENTION):
+        if a.kind is OpKind.ATTENTION:
+            m_ps = (b.dims[0] - a.dims[0]) / 2.0
+        elif n and k:
+            m_ps = flops_ps / (2.0 * n * k)
+    return Op(kind=a.kind, phase=a.phase, name=a.name, flops_per_sample=flops_ps, elems_per_sample=elems_ps,
+              elems_fixed=elems_fixed, m_per_sample=m_ps, n=int(n), k=int(k), fp32_only=a.fp32, flops_fixed=flops_fixed)
+
+
+def _fold(ops: list[Op]) -> list[Op]:
+    """Identical ops (same everything but count) become one with their counts summed, in order."""
+    folded: dict[Op, int] = {}
+    for o in ops:
+        key = replace(o, count=1)
+        folded[key] = folded.get(key, 0) + o.count
+    return [replace(o, count=c) for o, c in folded.items()]
+
+
+def trace_module(factory: Callable[[], nn.Module], input_shape: tuple[int, ...], dtype: torch.dtype = torch.float32, *,
+                 loss: str = "ce", labels_per_sample: int = 1, source: str = "") -> tuple[StepTrace, StepTrace]:
+    """The traced step of ``factory()`` on one sample of ``input_shape``: (plain, checkpointed)."""
+    r2, params, trainable = _step(factory, input_shape, dtype, 2, loss)
+    r4, _, _ = _step(factory, input_shape, dtype, 4, loss)
+    if len(r2.recs) != len(r4.recs) or any(a.func != b.func for a, b in zip(r2.recs, r4.recs, strict=True)):
+        raise RuntimeError("the model runs different operators at batch 2 and 4; cannot separate per-sample work")
+    ops = [_to_op(a, b) for a, b in zip(r2.recs, r4.recs, strict=True)]
+    recompute = [replace(o, phase=Phase.RECOMPUTE) for o, a in zip(ops, r2.recs, strict=True)
+                 if a.phase is Phase.FORWARD and a.in_unit]
+    saved, _ = _diff(r2.saved, r4.saved)
+    saved_b, _ = _diff(r2.saved_bytes, r4.saved_bytes)
+    saved_ckpt, saved_b_ckpt = saved, saved_b
+    if r2.unit_saved:
+        # Checkpoint segments: each block of a ModuleList, or ~sqrt(n) runs of a Sequential's
+        # layers (torch.utils.checkpoint_sequential). What stays: everything outside the units,
+        # each segment's input, and the largest segment's own saved set while it is recomputed.
+        n = len(r2.unit_saved)
+        segs = n if r2.units_are_blocks else max(1, round(n ** 0.5))
+        bounds = [round(i * n / segs) for i in range(segs + 1)]
+        per = [_diff(a, b)[0] for a, b in zip(r2.unit_saved, r4.unit_saved, strict=True)]
+        per_b = [_diff(a, b)[0] for a, b in zip(r2.unit_saved_bytes, r4.unit_saved_bytes, strict=True)]
+        inputs = [_diff(a, b)[0] for a, b in zip(r2.unit_inputs, r4.unit_inputs, strict=True)]
+        outside, _ = _diff(r2.saved_outside, r4.saved_outside)
+        out_b, _ = _diff(r2.saved_bytes_outside, r4.saved_bytes_outside)
+        largest = max(sum(per[lo:hi]) for lo, hi in itertools.pairwise(bounds))
+        largest_b = max(sum(per_b[lo:hi]) for lo, hi in itertools.pairwise(bounds))
+        saved_ckpt = min(saved, outside + sum(inputs[lo] for lo in bounds[:-1]) + largest)
+        saved_b_ckpt = min(saved_b, out_b + largest_b)
+    in_bytes = float(torch.empty((), dtype=dtype).element_size())
+    for d in input_shape:
+        in_bytes *= d
+    plain = StepTrace(
+        ops=tuple(_fold(ops)), params=int(params), trainable_params=int(trainable),
+        input_bytes_per_sample=in_bytes + 8.0 * labels_per_sample,
+        saved_elems_per_sample=saved, saved_elems_per_sample_ckpt=saved_ckpt, checkpointing=False,
+        saved_bytes_per_sample=saved_b, saved_bytes_per_sample_ckpt=saved_b_ckpt,
+        source=source or "meta-device trace (gpuselect/workloads/trace_build/meta.py)",
+        notes=("traced in fp32: the loss ops are marked fp32_only; elements are precision-free",),
+    )
+    ckpt = replace(plain, ops=tuple(_fold(ops + recompute)), checkpointing=True)
+    if not recompute:
+        ckpt = replace(ckpt, notes=(*ckpt.notes, "no repeated blocks found: checkpointing recomputes and saves nothing here"))
+    return plain, ckpt

@@ -1,0 +1,58 @@
+"""Child process of ``--model FILE --factory NAME``: import the user's file (RUNS ITS CODE), trace
+one training step of ``NAME()`` on the meta device and write the traces as JSON to ``--out``.
+
+Run by ``gpuselect.workloads.profile.trace_user_model`` in a subprocess with a time limit, so a
+print, a crash or a ``sys.exit`` in the user's code cannot corrupt or end gpuselect's own run.
+Exit status: 0 written; 3 the file failed to import; 4 no such factory; 5 tracing failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import traceback
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(allow_abbrev=False)
+    ap.add_argument("file")
+    ap.add_argument("factory")
+    ap.add_argument("shape")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    shape = tuple(int(d) for d in args.shape.split(","))
+    p = Path(args.file)
+    spec = importlib.util.spec_from_file_location(f"gpuselect_user_model_{p.stem}", p)
+    if spec is None or spec.loader is None:
+        print(f"cannot load {p} as a Python module", file=sys.stderr)
+        return 3
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - the user's code: report it in one line
+        print(f"{p} failed to import: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 3
+    factory = getattr(module, args.factory, None)
+    if not callable(factory):
+        print(f"{p} has no function {args.factory!r}", file=sys.stderr)
+        return 4
+    from gpuselect.workloads.trace_build.meta import trace_module
+    from gpuselect.workloads.traces import trace_to_dict
+
+    try:
+        plain, ckpt = trace_module(factory, shape, loss="mse", labels_per_sample=0,
+                                   source=f"meta-device trace of {args.factory}() from {p} (one step: forward, a mean-squared "
+                                          "loss on its output, backward)")
+    except Exception as exc:  # noqa: BLE001 - the user's model: report it
+        traceback.print_exc(file=sys.stderr)
+        print(f"tracing {args.factory}() from {p} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 5
+    Path(args.out).write_text(json.dumps({"plain": trace_to_dict(plain), "ckpt": trace_to_dict(ckpt)}), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

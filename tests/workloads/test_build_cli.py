@@ -1,0 +1,118 @@
+"""Building the workload from CLI options: --mode/--lora-rank, --model in a subprocess, and no
+abbreviated options anywhere."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from gpuselect.cli import build_parser, main
+from gpuselect.errors import DataError, UsageError
+from gpuselect.estimate.trace import OpKind
+from gpuselect.workloads.build import build_workload
+from gpuselect.workloads.presets import PRESETS
+from gpuselect.workloads.traces import trace_for
+
+
+def _parsers(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    out = [p]
+    for a in p._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for sp in a.choices.values():
+                out += _parsers(sp)
+    return out
+
+
+def test_no_parser_accepts_abbreviations(capsys: pytest.CaptureFixture[str]) -> None:
+    parsers = _parsers(build_parser())
+    assert len(parsers) > 5 and all(not p.allow_abbrev for p in parsers)
+    # --mod must not be read as --mode or --model (which runs a file's code)
+    with pytest.raises(SystemExit) as e:
+        main(["estimate", "--workload", "gpt2-124m", "--mod", "lora"])
+    assert e.value.code == 2
+    assert "--mod" in capsys.readouterr().err
+
+
+def test_mode_and_rank_for_presets_and_configs(tmp_path: Path) -> None:
+    assert build_workload(workload="llama-8b-full", mode="lora") is PRESETS["llama-8b-lora"]
+    w = build_workload(workload="llama-8b-lora", lora_rank=64)
+    assert (w.mode, w.lora_rank) == ("lora", 64) and w.trainable_params == 4 * PRESETS["llama-8b-lora"].trainable_params
+    assert build_workload(workload="gpt2-124m", mode="qlora").mode == "qlora"
+    cfg = tmp_path / "config.json"
+    cfg.write_text('{"model_type": "qwen2", "hidden_size": 512, "num_hidden_layers": 2, "num_attention_heads": 8, '
+                   '"num_key_value_heads": 2, "vocab_size": 1000, "intermediate_size": 1024, "max_position_embeddings": 256}')
+    c = build_workload(config=str(cfg), mode="qlora", lora_rank=4)
+    assert any(o.kind is OpKind.DEQUANT for o in trace_for(c, checkpointing=False).ops)
+    with pytest.raises(UsageError, match="transformer"):
+        build_workload(workload="resnet50", mode="qlora")
+    with pytest.raises(UsageError, match="transformer"):
+        build_workload(params=1e6, flops_per_sample=1e6, mode="lora")
+    with pytest.raises(UsageError, match="--lora-rank needs"):
+        build_workload(workload="gpt2-124m", lora_rank=8)
+
+
+def test_cli_mode_option(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    rc = main(["estimate", "--workload", "llama-1b-full", "--mode", "qlora", "--lora-rank", "32",
+               "--gpus", "nvidia-h100-sxm5-80gb", "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 0 and doc["workload"]["mode"] == "qlora" and doc["workload"]["lora_rank"] == 32
+    assert main(["estimate", "--workload", "resnet50", "--mode", "lora"]) == 2
+    assert "resnet50 is not one" in capsys.readouterr().err
+
+
+USER_FILE = '''
+import sys
+from torch import nn
+print("noise on stdout")
+print("noise on stderr", file=sys.stderr)
+
+def build():
+    print("building")
+    return nn.Sequential(nn.Linear(100, 64), nn.ReLU(), nn.Linear(64, 10))
+
+def broken():
+    raise ValueError("no model today")
+'''
+
+
+def test_model_file_is_traced_in_a_subprocess(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    import json
+
+    f = tmp_path / "net.py"
+    f.write_text(USER_FILE)
+    w = build_workload(model=str(f), factory="build", input_shape="100")
+    assert w.params == 100 * 64 + 64 + 64 * 10 + 10
+    assert w.forward_flops_per_sample == 2 * (100 * 64 + 64 * 10)
+    t = trace_for(w, checkpointing=False)
+    assert t is w.trace and sum(o.count for o in t.ops if o.kind is OpKind.GEMM) == 5  # 2 fwd, 2 dW, 1 dX
+    assert trace_for(w, checkpointing=True).checkpointing
+    # the file's prints do not reach our stdout: --format json stays one document
+    capsys.readouterr()
+    rc = main(["estimate", "--model", str(f), "--factory", "build", "--input-shape", "100",
+               "--gpus", "nvidia-h100-sxm5-80gb", "--format", "json"])
+    out = capsys.readouterr().out
+    assert rc == 0 and json.loads(out)["workload"]["params"] == w.params and "noise" not in out
+    with pytest.raises(DataError, match="no model today"):
+        build_workload(model=str(f), factory="broken", input_shape="100")
+    with pytest.raises(UsageError, match="no function"):
+        build_workload(model=str(f), factory="missing", input_shape="100")
+    ex = tmp_path / "exits.py"
+    ex.write_text("import sys\nsys.exit(0)\n")
+    with pytest.raises(DataError, match="ended the process"):
+        build_workload(model=str(ex), factory="build", input_shape="100")
+    with pytest.raises(UsageError, match="input-shape"):
+        build_workload(model=str(f), factory="build", input_shape="100,x")
+
+
+def test_model_file_time_limit(tmp_path: Path) -> None:
+    from gpuselect.workloads.profile import trace_user_model
+
+    slow = tmp_path / "slow.py"
+    slow.write_text("import time\ntime.sleep(30)\n")
+    with pytest.raises(DataError, match="longer than 1 s"):
+        trace_user_model(slow, "build", (10,), timeout_s=1)

@@ -1,0 +1,85 @@
+"""The meta-device tracer: shipped traces are reproducible, and the analytic transformer builder
+agrees with a traced tiny GPT-2 / BERT (FLOPs within 2 %, saved activations within 10 %)."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from gpuselect.estimate.trace import OpKind, Phase, StepTrace
+from gpuselect.workloads.presets import PRESETS
+from gpuselect.workloads.reference_models import TinyTransformer
+from gpuselect.workloads.trace_build.__main__ import OUT, build
+from gpuselect.workloads.trace_build.meta import trace_module
+from gpuselect.workloads.traces import (
+    shipped_trace,
+    trace_for,
+    trace_from_dict,
+    transformer_trace,
+)
+from gpuselect.workloads.transformer import TransformerShape
+
+
+def _dense(t: StepTrace, phase: Phase | None = None) -> float:
+    return sum(o.flops_per_sample * o.count for o in t.ops
+               if o.kind in (OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION) and (phase is None or o.phase is phase))
+
+
+@pytest.mark.parametrize("preset_id", ["mnist-mlp", "simple-cnn"])
+def test_shipped_trace_is_reproduced(preset_id: str) -> None:
+    shipped = json.loads((OUT / f"{preset_id}.json").read_text())
+    fresh = build(preset_id)
+    for which in ("plain", "ckpt"):
+        a, b = shipped[which], fresh[which]
+        assert a["ops"] == b["ops"]
+        assert {k: v for k, v in a.items() if k not in ("ops", "source")} == {k: v for k, v in b.items() if k not in ("ops", "source")}
+
+
+def test_every_reference_preset_ships_a_trace_that_matches_its_flops() -> None:
+    from gpuselect.workloads.reference_models import REFERENCE
+
+    for pid in REFERENCE:
+        t = shipped_trace(pid)
+        assert t is not None, pid
+        w = PRESETS[pid]
+        # the forward's dense FLOPs are the preset's profiled forward FLOPs (causal attention halved)
+        fwd = _dense(t, Phase.FORWARD)
+        assert fwd == pytest.approx(w.forward_flops_per_sample, rel=0.25), pid
+        assert t.trainable_params == w.params or pid.startswith(("bert", "gpt2")), pid
+        ck = shipped_trace(pid, True)
+        assert ck is not None and ck.checkpointing and ck.saved_elems_per_sample_ckpt <= t.saved_elems_per_sample
+    # presets without a shape use the shipped trace
+    assert trace_for(PRESETS["resnet50"], checkpointing=False).source.startswith("meta-device trace")
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["gpt2-like", "bert-like"])
+def test_analytic_builder_matches_the_meta_tracer(causal: bool) -> None:
+    V, h, L, heads, ffn, s = 2000, 128, 3, 4, 512, 64
+    factory = functools.partial(TinyTransformer, V, h, L, heads, ffn, s, causal, causal, True)
+    meta, meta_ck = trace_module(factory, (s,), torch.long, loss="ce", labels_per_sample=s)
+    shape = TransformerShape(layers=L, hidden=h, heads=heads, vocab=V, seq_len=s, ffn=ffn, lm_head=causal)
+    ana = transformer_trace(shape)
+    ana_ck = transformer_trace(shape, checkpointing=True)
+    for phase in (Phase.FORWARD, Phase.BACKWARD):
+        assert _dense(ana, phase) == pytest.approx(_dense(meta, phase), rel=0.02)
+    # the meta trace runs in fp32: its saved set is the analytic 16-bit + fp32 tensors together
+    assert ana.saved_elems_per_sample + ana.saved_fp32_elems_per_sample == pytest.approx(meta.saved_elems_per_sample, rel=0.10)
+    assert ana_ck.saved_elems_per_sample_ckpt + ana_ck.saved_fp32_elems_per_sample_ckpt == \
+        pytest.approx(meta_ck.saved_elems_per_sample_ckpt, rel=0.10)
+    assert _dense(ana_ck, Phase.RECOMPUTE) == pytest.approx(_dense(meta_ck, Phase.RECOMPUTE), rel=0.02)
+
+
+def test_meta_trace_separates_per_sample_from_per_step() -> None:
+    t = trace_from_dict(build("mnist-mlp")["plain"])
+    fc1 = [o for o in t.ops if o.kind is OpKind.GEMM and o.phase is Phase.FORWARD and o.k == 784]
+    assert len(fc1) == 1 and fc1[0].m_per_sample == 1 and fc1[0].n == 256
+    assert fc1[0].elems_fixed == 784 * 256 + 256  # weight + bias, once a step
+    assert fc1[0].flops_per_sample == 2 * 784 * 256
+    # backward: dX of fc2 and dW of both; fc1's input needs no gradient
+    assert sum(o.count for o in t.ops if o.kind is OpKind.GEMM and o.phase is Phase.BACKWARD) == 3
+    # the input (for fc1.dW), relu's output (kept by relu and fc2: one storage), the log-probabilities
+    assert t.saved_elems_per_sample == 784 + 256 + 10
