@@ -34,10 +34,11 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpuselect.estimate import memory as M  # noqa: E402
-from gpuselect.workloads import reference_models as R  # noqa: E402
-from gpuselect.workloads.presets import PRESETS  # noqa: E402
-from gpuselect.workloads.transformer import TransformerShape  # noqa: E402
+from gpuselect.estimate import memory as M
+from gpuselect.workloads import reference_models as R
+from gpuselect.workloads.presets import PRESETS
+from gpuselect.workloads.traces import transformer_trace
+from gpuselect.workloads.transformer import TransformerShape
 
 OUT = ROOT / "docs" / "validation" / "memory-2026-11-23" / "cpu-activations.txt"
 
@@ -103,7 +104,7 @@ class Block(nn.Module):
         else:
             q, v = self.q(y), self.v(y)
         k = self.k(y)
-        split = lambda t: t.view(b, s, self.heads, h // self.heads).transpose(1, 2)  # noqa: E731
+        split = lambda t: t.view(b, s, self.heads, h // self.heads).transpose(1, 2)
         att = F.scaled_dot_product_attention(split(q), split(k), split(v), is_causal=True)
         x = x + self.o(att.transpose(1, 2).reshape(b, s, h))
         z = self.n2(x)
@@ -146,6 +147,7 @@ def main() -> int:
              "Rerun: PYTHONPATH=. python benchmarks/memory_cpu_activations.py", f"torch {torch.__version__}", "",
              f"{'model':34s} {'batch':>5s} {'measured MB':>12s} {'predicted MB':>13s} {'error':>7s} {'saved tensors':>13s} {'step s':>7s}"]
     errors: list[float] = []
+    trace_rows: list[str] = []
     fp32 = M.MemoryOptions(precision="fp32")
 
     for wid in ("mnist-mlp", "simple-cnn"):
@@ -154,7 +156,7 @@ def main() -> int:
             model = factory()
             x = torch.randn(batch, *shape)
             y = torch.randint(0, 10, (batch,))
-            sb, n, dt = step(model, lambda: F.cross_entropy(model(x), y))
+            sb, n, dt = step(model, lambda m=model, x=x, y=y: F.cross_entropy(m(x), y))
             pred = batch * M.activation_bytes_per_sample(PRESETS[wid], fp32)
             errors.append(pred / sb - 1)
             lines.append(f"{wid:34s} {batch:5d} {sb / 1e6:12.3f} {pred / 1e6:13.3f} {100 * (pred / sb - 1):+6.1f}% {n:13d} {dt:7.3f}")
@@ -169,8 +171,8 @@ def main() -> int:
             model.train()
             ids = torch.randint(0, shape.vocab, (batch, shape.seq_len))
 
-            def loss() -> torch.Tensor:
-                logits = model(ids)
+            def loss(m: nn.Module = model, ids: torch.Tensor = ids) -> torch.Tensor:
+                logits = m(ids)
                 return F.cross_entropy(logits.view(-1, shape.vocab), ids.view(-1))
 
             sb, n, dt = step(model, loss)
@@ -183,7 +185,13 @@ def main() -> int:
             errors.append(pred / sb - 1)
             lines.append(f"{'tiny decoder (4x256, SDPA) ' + mode:34s} {batch:5d} {sb / 1e6:12.3f} {pred / 1e6:13.3f} "
                          f"{100 * (pred / sb - 1):+6.1f}% {n:13d} {dt:7.3f}")
+            if mode == "full":  # the step trace's own saved counts (gpuselect.workloads.traces), for comparison
+                t = transformer_trace(replace(shape, norm="rmsnorm"), mode="full")
+                tb = batch * ((t.saved_elems_per_sample + t.saved_fp32_elems_per_sample) * 4 + t.saved_bytes_per_sample)
+                trace_rows.append(f"{'  step trace (analytic), full':34s} {batch:5d} {sb / 1e6:12.3f} {tb / 1e6:13.3f} "
+                                  f"{100 * (tb / sb - 1):+6.1f}%")
     med = sorted(abs(e) for e in errors)[len(errors) // 2]
+    lines += ["", "For comparison, not used for the transformer activations: the operator trace's saved counts", *trace_rows]
     lines += ["", f"median |error| {100 * med:.1f} %, worst {100 * max(abs(e) for e in errors):.1f} % over {len(errors)} cases",
               "The transformer rows check the per-layer count the LLM predictions build on; the app multiplies it by",
               f"ACTIVATION_FACTOR = {M.ACTIVATION_FACTOR:.2f} (fitted on LitGPT's GPU peaks: eager copies and the backward's working set).",

@@ -29,9 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpuselect.estimate import memory as M  # noqa: E402
-from gpuselect.workloads.model import Workload  # noqa: E402
-from gpuselect.workloads.transformer import TransformerShape as S  # noqa: E402
+from gpuselect.estimate import memory as M
+from gpuselect.workloads.model import Workload
+from gpuselect.workloads.transformer import TransformerShape as S
 
 DATA = Path("/work/shared/data/llm_memory_litgpt.csv")
 OUT = ROOT / "docs" / "validation" / "memory-2026-11-23" / "litgpt.txt"
@@ -188,13 +188,13 @@ def main() -> int:
         summary("all rows", cs),
         summary("all rows but the 3 inconsistent single-GPU rows and the 13 multi-GPU rows above the unsharded model",
                 [c for c in cs if not inconsistent(c) and not setup_peak(c)]),
-        f"inconsistent single-GPU rows (state alone > measured peak): {sum(inconsistent(c) for c in cs)}; "
-        f"multi-GPU rows whose peak exceeds the whole 16-bit model: {sum(setup_peak(c) for c in cs)} of {sum(c.multi for c in cs)}",
-        f"fit decision: every run in the table ran, and the model says it fits its GPU (peak incl. context and allocator "
-        f"slack <= capacity) for {sum(fits_its_gpu(c) for c in cs)} of {len(cs)}",
+        (f"inconsistent single-GPU rows (state alone > measured peak): {sum(inconsistent(c) for c in cs)}; "
+         f"multi-GPU rows whose peak exceeds the whole 16-bit model: {sum(setup_peak(c) for c in cs)} of {sum(c.multi for c in cs)}"),
+        (f"fit decision: every run in the table ran, and the model says it fits its GPU (peak incl. context and allocator "
+         f"slack <= capacity) for {sum(fits_its_gpu(c) for c in cs)} of {len(cs)}"),
         "",
-        f"{'model':24s} {'mode':6s} {'quant':7s} {'seq':>5s} {'b':>2s} {'gpus':>4s} {'ckpt':>4s} {'table':10s} "
-        f"{'meas GB':>8s} {'pred GB':>8s} {'err':>7s}  (pred = weights + grads + optimizer + activations + logits)",
+        (f"{'model':24s} {'mode':6s} {'quant':7s} {'seq':>5s} {'b':>2s} {'gpus':>4s} {'ckpt':>4s} {'table':10s} "
+         f"{'meas GB':>8s} {'pred GB':>8s} {'err':>7s}  (pred = weights + grads + optimizer + activations + logits)"),
     ]
     for c in cs:
         b = M.peak_memory(c.workload, c.batch, c.opts, c.shape)

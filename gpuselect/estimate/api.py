@@ -124,6 +124,11 @@ class LocalEstimate:
     basis: str  # how it was estimated
     error_band: float
     fits: bool = True
+    # Local GPUs: "needs X of your Y GB" and its breakdown, as the catalog rows carry them.
+    peak_memory_gb: float | None = None
+    memory_breakdown_gb: dict[str, float] = field(default_factory=dict)
+    vram_gb: float | None = None
+    max_batch: int | None = None
 
 
 @dataclass
@@ -368,7 +373,7 @@ def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel |
     if not fit.fits:
         base.suggestions = suggestions(w, e.vram_gb, fit.options, a.batch_size) if count == 1 else []
         base.note = "; ".join(notes + [f"needs {fit.peak_gb:.1f} of {e.vram_gb:g} GB" + (
-            f" at batch {fit.batch_size}; at most batch {fit.max_batch} fits" if fit.max_batch else " even at batch 1")])
+            f" at batch {fit.batch_size}; at most batch {fit.max_batch} fits" if fit.max_batch else "; not even batch 1 fits")])
         return base
     base.fits = True
     if count == 1:

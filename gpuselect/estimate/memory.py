@@ -3,11 +3,14 @@
 The peak is the sum of what lives through the step plus what the backward pass keeps
 (docs/memory.md explains each term and where its constants come from):
 
-- model state per parameter (ZeRO paper, Rajbhandari et al. 2020, section 3.1): weights in their
-  storage dtype (fp32, 16-bit, int8, NF4 with its quantisation constants), gradients of what
-  trains, optimizer state (SGD none, momentum one value, Adam two; 8-bit variants one byte each)
-  and, in mixed precision, the fp32 master copy of what trains (counted with the optimizer, as
-  ZeRO does). Pure 16-bit training (``bf16-true``) keeps neither master weights nor fp32 states;
+- model state per parameter (as in the ZeRO paper, Rajbhandari et al. 2020, section 3.1): weights
+  in their storage dtype (fp32, 16-bit, int8, NF4 with its quantisation constants), gradients of
+  what trains, optimizer state (SGD none, momentum one value, Adam two; 8-bit variants one byte
+  each) and, in mixed precision, the fp32 master copy of what trains (counted with the optimizer,
+  as ZeRO does). Mixed precision is torch.autocast's: fp32 parameters (the master copy) with fp32
+  gradients, and 16-bit copies of the weights that the backward keeps (2 + 4 + 4 + 8 = 18 bytes
+  per parameter with AdamW; ZeRO's 16 has 16-bit gradients). Pure 16-bit training
+  (``bf16-true``) keeps neither master weights nor fp32 states: 8 bytes with AdamW;
 - activations: what autograd keeps between forward and backward (fused attention keeps no score
   matrix), times the batch; with full checkpointing only the block inputs plus one block;
 - logits and loss buffers of language models: vocabulary x tokens, with the fp32 log-probabilities
@@ -25,12 +28,14 @@ is sold in ("24 GB" = 24 GiB; nvidia-smi counts MiB).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from gpuselect.errors import GpuselectError
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.transformer import TransformerShape
 
@@ -147,7 +152,7 @@ def _state_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None) 
     else:
         base = frozen * e16
     weights = base + trainable * e16
-    grads = trainable * e16
+    grads = trainable * (4 if mixed(p) else e16)  # autocast: gradients of the fp32 parameters
     state_e = 2 if true16 else 4  # Adam/momentum values: fp32, or 16-bit in pure 16-bit training
     per = {"sgd": 0.0, "sgd-momentum": state_e, "adam": 2 * state_e, "adamw": 2 * state_e,
            "adam8bit": 2.0, "paged-adamw8bit": 2.0}[o.optimizer]
@@ -193,14 +198,14 @@ def layer_saved_elems_per_token(shape: TransformerShape, mode: str, o: MemoryOpt
     kv = h * (shape.kv_heads or shape.heads) // shape.heads
     trains_base = mode == "full"
     keeps_inputs = trains_base or mode == "qlora"
-    total = norms * (h + (h if trains_base else 0))
+    total: float = norms * (h + (h if trains_base else 0))
     if keeps_inputs:
         total += h + h + f  # qkv input, MLP input, down-projection input
     total += h + 2 * kv + h  # q, k, v, attention output
     total += 3 * f if shape.gated_ffn else f
     if mode in ("lora", "qlora"):
         if o.lora_targets == "qv":
-            inputs = float(h)  # one dropout over the attention input feeds the query and value adapters
+            inputs: float = h  # one dropout over the attention input feeds the query and value adapters
         else:  # PEFT-style: a dropout per adapted linear (q, k, v, o, the MLP's inputs and its down projection)
             inputs = 3 * h + h + (2 if shape.gated_ffn else 1) * h + f
         total += inputs * (1.5 if o.lora_dropout else (0.0 if keeps_inputs else 1.0))
@@ -235,8 +240,8 @@ def _trace_saved_bytes(w: Workload, checkpointing: bool, e: int) -> float | None
         from gpuselect.workloads.traces import trace_for
 
         t: Any = trace_for(w, checkpointing=checkpointing)
-    except Exception:  # no trace for this workload: fall back to its stated activation figure
-        return None
+    except (GpuselectError, ImportError, ValueError, TypeError, KeyError, AttributeError, ZeroDivisionError):
+        return None  # no trace for this workload: fall back to its stated activation figure
     sfx = "_ckpt" if checkpointing else ""
     elems = float(getattr(t, "saved_elems_per_sample" + sfx, 0.0) or 0.0)
     fp32 = float(getattr(t, "saved_fp32_elems_per_sample" + sfx, 0.0) or 0.0)
@@ -297,20 +302,39 @@ def _needed(b: MemoryBreakdown) -> float:
     return b.total() - b.evictable * (1 + ALLOCATOR_SLACK)
 
 
-def max_batch_size(w: Workload, vram_gb: float, o: MemoryOptions, shape: TransformerShape | None = None, limit: int = 1 << 24) -> int:
-    """The largest per-GPU batch whose peak fits (0: not even one sample)."""
-    cap = capacity_bytes(vram_gb)
-    zero = _needed(peak_memory(w, 0, o, shape))
-    one = _needed(peak_memory(w, 1, o, shape))
-    per = one - zero
-    if zero + per > cap:
+def _at(zero: MemoryBreakdown, act: float, logits: float, batch: int) -> MemoryBreakdown:
+    """The peak at ``batch`` from the one at batch 0 and the per-sample terms (the peak is linear in the batch)."""
+    allocated = zero.weights + zero.gradients + zero.optimizer + batch * (act + logits)
+    return MemoryBreakdown(zero.weights, zero.gradients, zero.optimizer, batch * act, batch * logits,
+                           CONTEXT_BYTES + ALLOCATOR_SLACK * allocated, zero.evictable)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parts(w: Workload, o: MemoryOptions, shape: TransformerShape | None) -> tuple[MemoryBreakdown, float, float]:
+    """(the peak at batch 0, activations and logits per sample): what every card shares (cached:
+    an estimate asks for the same settings on 134 cards)."""
+    zero = peak_memory(w, 0, o, shape)
+    one = peak_memory(w, 1, o, shape)
+    return zero, one.activations, one.logits
+
+
+def _max_batch(zero: MemoryBreakdown, act: float, logits: float, cap: float, limit: int) -> int:
+    per = act + logits
+    if _needed(_at(zero, act, logits, 1)) > cap:
         return 0
     if per <= 0:
         return limit
-    b = min(limit, int((cap - zero) // per))
-    while b > 0 and _needed(peak_memory(w, b, o, shape)) > cap:  # guard the float edge
+    b = min(limit, int(((cap - CONTEXT_BYTES) / (1 + ALLOCATOR_SLACK) - (zero.weights + zero.gradients + zero.optimizer)
+                        + zero.evictable) // per) + 1)
+    while b > 1 and _needed(_at(zero, act, logits, b)) > cap:  # the float edge
         b -= 1
     return b
+
+
+def max_batch_size(w: Workload, vram_gb: float, o: MemoryOptions, shape: TransformerShape | None = None, limit: int = 1 << 24) -> int:
+    """The largest per-GPU batch whose peak fits (0: not even one sample)."""
+    zero, act, logits = _parts(w, o, shape)
+    return _max_batch(zero, act, logits, capacity_bytes(vram_gb), limit)
 
 
 @dataclass
@@ -333,16 +357,16 @@ class Fit:
 
 def fit_with(w: Workload, vram_gb: float, o: MemoryOptions, *, batch_size: int | None = None,
              shape: TransformerShape | None = None) -> Fit:
-    mb = max_batch_size(w, vram_gb, o, shape)
+    zero, act, logits = _parts(w, o, shape)
+    cap = capacity_bytes(vram_gb)
+    mb = _max_batch(zero, act, logits, cap, 1 << 24)
     wanted = batch_size if batch_size is not None else w.default_batch_size
     used = max(1, wanted if batch_size is not None else min(wanted, mb))
-    b = peak_memory(w, used, o, shape)
-    zero = peak_memory(w, 0, o, shape)
-    one = peak_memory(w, 1, o, shape)
+    b = _at(zero, act, logits, used)
     return Fit(
-        fits=mb >= used and _needed(b) <= capacity_bytes(vram_gb), max_batch=mb, batch_size=used,
+        fits=mb >= used and _needed(b) <= cap, max_batch=mb, batch_size=used,
         state_gb=(zero.weights + zero.gradients + zero.optimizer) / GB,
-        activation_gb_per_sample=(one.activations + one.logits) / GB, usable_gb=capacity_bytes(vram_gb) / GB,
+        activation_gb_per_sample=(act + logits) / GB, usable_gb=cap / GB,
         peak_gb=b.total() / GB, breakdown=b, options=o,
     )
 
@@ -361,7 +385,14 @@ def fit_on_gpu(
 def plan(w: Workload, vram_gb: float, o: MemoryOptions, *, checkpointing: bool | None, sharding: str | None,
          batch_size: int | None, shape: TransformerShape | None = None) -> Fit:
     """The fit an estimate row shows: ``checkpointing`` None turns it on only where the model does not
-    fit otherwise; ``sharding`` None shards (FSDP) only where several GPUs need it to fit."""
+    fit otherwise; ``sharding`` None shards (FSDP) only where several GPUs need it to fit. Cached:
+    many catalog cards share a memory size (treat the result as read-only)."""
+    return _plan(w, vram_gb, o, checkpointing, sharding, batch_size, shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan(w: Workload, vram_gb: float, o: MemoryOptions, checkpointing: bool | None, sharding: str | None,
+          batch_size: int | None, shape: TransformerShape | None) -> Fit:
     o = replace(o, checkpointing=bool(checkpointing), sharding=sharding or "none")
     fit = fit_with(w, vram_gb, o, batch_size=batch_size, shape=shape)
     if not fit.fits and checkpointing is None:
@@ -384,6 +415,12 @@ def suggestions(w: Workload, vram_gb: float, o: MemoryOptions, batch_size: int |
                 shape: TransformerShape | None = None) -> list[str]:
     """Changes that make the workload fit this card, cheapest first; each one is checked to fit
     (with the other settings as given) before it is offered."""
+    return list(_suggestions(w, vram_gb, o, batch_size, shape))
+
+
+@functools.lru_cache(maxsize=1024)
+def _suggestions(w: Workload, vram_gb: float, o: MemoryOptions, batch_size: int | None,
+                 shape: TransformerShape | None) -> tuple[str, ...]:
     tips: list[str] = []
     shape = shape or shape_of(w)
 
@@ -394,8 +431,13 @@ def suggestions(w: Workload, vram_gb: float, o: MemoryOptions, batch_size: int |
         mb = max_batch_size(w, vram_gb, o, shape)
         if mb >= 1:
             tips.append(f"a smaller batch (at most {mb} per GPU; accumulate gradients to keep the effective batch)")
-    if not o.checkpointing and ok(checkpointing=True):
-        tips.append("activation checkpointing (about a third more compute)")
+    if not o.checkpointing:
+        if ok(checkpointing=True):
+            tips.append("activation checkpointing (about a third more compute)")
+        elif batch_size is not None and batch_size > 1:
+            mb = max_batch_size(w, vram_gb, replace(o, checkpointing=True), shape)
+            if mb >= 1:
+                tips.append(f"activation checkpointing and a batch of at most {mb} per GPU (accumulate gradients)")
     if o.precision in ("fp32", "tf32") and ok(precision="bf16"):
         tips.append("mixed precision (bf16, or fp16 on cards without bf16)")
     if o.optimizer in ("adam", "adamw") and ok(optimizer="adam8bit"):
@@ -411,14 +453,19 @@ def suggestions(w: Workload, vram_gb: float, o: MemoryOptions, batch_size: int |
             if fit_with(cand, vram_gb, replace(o, checkpointing=True), batch_size=batch_size or 1, shape=shape).fits:
                 tips.append(label + " with activation checkpointing")
                 break
+    if w.kind == "transformer" and w.mode == "lora":
+        cand = replace(w, mode="qlora")
+        if fit_with(cand, vram_gb, replace(o, checkpointing=True), batch_size=batch_size or 1, shape=shape).fits:
+            tips.append("QLoRA (4-bit frozen base) with activation checkpointing")
     if o.gpus <= 1 and o.offload != "params":
         for n in (2, 4, 8, 16, 32, 64, 128, 256):
             if ok(b=batch_size or 1, sharding="fsdp", gpus=n, checkpointing=True):
                 tips.append(f"sharding the model state over {n} such GPUs (FSDP / ZeRO-3) with checkpointing")
                 break
     if o.offload != "params" and ok(b=1, sharding="fsdp", gpus=max(2, o.gpus), offload="params", checkpointing=True):
-        tips.append(f"FSDP over {max(2, o.gpus)} GPUs with the parameters offloaded to CPU memory (much slower)")
-    return tips
+        tips.append(f"FSDP over {max(2, o.gpus)} GPUs with the parameters offloaded to CPU memory, checkpointing and "
+                    "batch 1 (much slower)")
+    return tuple(tips)
 
 
 def _as_adapter(w: Workload, mode: str, shape: TransformerShape | None, rank: int = 16) -> Workload:
