@@ -284,6 +284,31 @@ def fit_step(doc: dict, train: list[Case], rounds: int = 2) -> dict:  # type: ig
     return doc
 
 
+def crossover(catalog) -> list[str]:  # type: ignore[no-untyped-def]
+    """Where a GPU starts to beat the CPU on the simple CNN: measured (the H100 machine's GPU and
+    CPU records) and predicted (the H100 catalog row against each CPU record's device)."""
+    from gpuselect.estimate.fit import steps as S
+
+    out = ["\n## GPU/CPU crossover (simple CNN, samples/s)"]
+    e = catalog.get("nvidia-h100-sxm5-80gb")
+    trace = S.simple_cnn_trace()
+    gpu = replace(A.device_for(e), h2d_gbs=S.h100_h2d_gbs())
+    gpu_meas = dict(S.h100_steps())
+    for which in ("fit", "validate"):
+        for rec, cores, label in S.cpu_records(which):
+            cpu = cpu_device(rec, cores=cores)
+            meas = {s["batch_size"]: s["samples_per_s"] for s in rec["train_steps"] if s["model"] == "simple_cnn"}
+            pred_cross = next((b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+                               if b / step_time(trace, gpu, b, "fp32", optimizer="sgd-momentum").seconds >
+                               b / step_time(trace, cpu, b, "fp32", optimizer="sgd-momentum").seconds), None)
+            both = sorted(set(meas) & set(gpu_meas))
+            meas_cross = next((b for b in both if gpu_meas[b] > meas[b]), None)
+            out.append(f"{label} ({cores} cores) vs H100: predicted, the GPU is faster from batch {pred_cross}; measured at "
+                       f"batches {both}: the GPU is faster from batch {meas_cross} "
+                       f"(batch 1: GPU {gpu_meas.get(1, float('nan')):.0f}, CPU {meas.get(1, float('nan')):.0f})")
+    return out
+
+
 def stats(cases: list[Case]) -> tuple[float, float, float]:
     """(median, p90 of |relative error|, band covering 80 % on the log scale)."""
     rel = sorted(abs(c.predicted / c.measured - 1) for c in cases)
@@ -393,6 +418,7 @@ def main() -> int:
     for c in small:
         lines.append(f"{c.source:22s} {c.workload:17s} {c.gpu[:22]:22s} batch {c.batch:4d}: measured {c.measured:10.1f} predicted {c.predicted:10.1f} "
                      f"samples/s ({100 * (c.predicted / c.measured - 1):+.0f} %, {c.bound}) {c.note}")
+    lines += crossover(catalog)
     text = "\n".join(lines) + "\n"
     (out / "summary.txt").write_text(text)
     print(text)

@@ -549,8 +549,10 @@ def local_cpu_estimate(w: Workload, a: Assumptions, *, cores: int | None, mhz: f
     hit = _measured(w, rec, batch)
     if hit is not None:
         thr, b = hit
+        # The band stays the CPU regime's: a busy machine's steps vary as much as the model errs
+        # (docs/validation/cpu-vm-2026-11-23: two runs 4-10x apart under load).
         return LocalEstimate("cpu", name, thr, samples / thr / 3600,
-                             f"measured: this CPU trained {w.name} at batch {b} in its benchmark", 0.1)
+                             f"measured: this CPU trained {w.name} at batch {b} in its benchmark", regime_band("cpu", "NVIDIA"))
     d = cpu_device(rec or None, cores=cores, name=name, mhz=mhz, features=features)
     prec = "fp32"
     if a.precision in ("auto", "bf16", "bf16-true", "fp16", "fp8"):
@@ -591,7 +593,7 @@ def local_gpu_estimate(
             thr = hit[0]
             hours = (a.dataset_size or w.default_dataset_size) * (a.epochs or w.default_epochs) / thr / 3600
             basis = f"measured: this card trained {w.name} at batch {hit[1]} in its benchmark"
-            return LocalEstimate(device, name or e.name, thr, hours, basis, 0.1, r.fits)
+            return LocalEstimate(device, name or e.name, thr, hours, basis, regime_band("overhead", e.vendor), r.fits)
     return LocalEstimate(device, name or e.name, thr, hours, basis, r.error_band, r.fits)
 
 

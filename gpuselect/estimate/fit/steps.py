@@ -20,12 +20,24 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from gpuselect.estimate.perf import simple_cnn_trace  # noqa: F401  (the hand-written trace lives with the model)
+from gpuselect.estimate.perf import simple_cnn_trace as hand_simple_cnn_trace
 from gpuselect.estimate.trace import StepTrace
 
 ROOT = Path(__file__).resolve().parents[3]
 H100_BENCH = ROOT / "docs" / "validation" / "h100-2026-11-22" / "bench-full.json"
 CPU_BENCHES = sorted((ROOT / "docs" / "validation" / "cpu-vm-2026-11-23").glob("bench-cpu-steptime-*.json"))
+
+
+def simple_cnn_trace() -> StepTrace:
+    """The simple CNN's step as the app sees it: the shipped meta-device trace where there is one,
+    else the hand-written eager trace."""
+    try:
+        from gpuselect.workloads.traces import shipped_trace
+
+        t = shipped_trace("simple-cnn")
+    except ImportError:
+        t = None
+    return t if t is not None else hand_simple_cnn_trace()
 
 
 def h100_steps(model: str = "simple_cnn") -> list[tuple[int, float]]:
