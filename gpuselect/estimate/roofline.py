@@ -216,7 +216,10 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
         name=e.name, kind="gpu", vendor=e.vendor, arch=e.architecture, peak_tflops=peaks, vector_tflops=e.fp32_tflops,
         bandwidth_gbs=e.memory_bandwidth_gbs, units=units, gemm_eff=gemm_eff, mem_eff=mem_eff,
         kernel_floor_s=p["device"]["kernel_floor_us"] * 1e-6,
-        dispatch_s=host.get("dispatch_s") or p["host"]["dispatch_us"] * 1e-6, h2d_gbs=h2d,
+        # A catalog row's host: the H100 machine's per-op cost x the factor fitted on the throughput
+        # tables' benchmark rigs (step.dispatch_factor); a benchmarked machine uses its own.
+        dispatch_s=host.get("dispatch_s") or p["host"]["dispatch_us"] * 1e-6 * p.doc.get("step", {}).get("dispatch_factor", 1.0),
+        h2d_gbs=h2d,
         h2d_latency_s=p["host"]["h2d_latency_us"] * 1e-6, notes=tuple(notes),
     )
 
