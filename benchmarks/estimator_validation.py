@@ -398,7 +398,7 @@ def main() -> int:
     lines.append("\nBelow: out-of-sample predictions (each source's rows predicted with the step factors fitted on the "
                  "other sources, when --fit ran). Lambda rows of the 'reference' regime (untraced reference models, "
                  "predicted by the per-model calibration fitted on Lambda) are left out as in-sample; their "
-                 "leave-one-GPU-out figures are in docs/accuracy.md's per-model section (benchmarks/estimator_accuracy.py).")
+                 "leave-one-GPU-out figures are in docs/accuracy-per-model.md (benchmarks/estimator_accuracy.py).")
     lines += table([c for c in oos if c.source in ("lambda", "dle", "neusight")], lambda c: f"{c.source}/{c.workload}",
                    "By workload (leave-one-workload-out: no per-workload parameter exists)")
     lines += table([c for c in oos if c.source in ("lambda", "dle", "neusight", "llm-foundry")], lambda c: c.gpu,
