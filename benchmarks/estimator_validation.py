@@ -388,7 +388,7 @@ def main() -> int:
         wr.writerow(["source", "workload", "gpu", "count", "precision", "batch", "measured", "predicted", "rel_err", "regime",
                      "bound", "mfu_rule", "note"])
         for c in cases:
-            wr.writerow([c.source, c.workload, c.gpu, c.count, c.precision, c.batch, f"{c.measured:.4g}", f"{c.predicted:.4g}",
+            wr.writerow([c.source, c.workload, c.gpu, c.count, c.precision, c.batch, f"{c.measured:.7g}", f"{c.predicted:.7g}",
                          f"{c.predicted / c.measured - 1:+.3f}", c.regime, c.bound,
                          "" if c.mfu_rule is None else f"{c.mfu_rule:.4g}", c.note])
     lines = ["# Step-time estimator validation (benchmarks/estimator_validation.py)", *fit_lines,

@@ -197,14 +197,18 @@ def test_bands_cover_80_percent_of_their_validation_cases() -> None:
     path = ROOT / "docs" / "validation" / "steptime-2026-11-23" / "cases.csv"
     with path.open() as fh:
         rows = [r for r in csv.DictReader(fh)]
-    oos = [r for r in rows if "(LOSO)" in r["source"]] + [r for r in rows if r["source"] in ("h100-simple-cnn", "cpu-vm", "cpu-fit")]
+    tables = ("lambda", "dle", "neusight", "llm-foundry")
+    # The script's out-of-sample view: leave-one-source-out predictions of the throughput tables
+    # (less Lambda's reference-regime rows, in-sample for the per-model calibration) and our records.
+    oos = [r for r in rows if "(LOSO)" in r["source"] and not (r["source"] == "lambda (LOSO)" and r["regime"] == "reference")]
+    oos += [r for r in rows if r["source"].removesuffix("-synthetic") not in tables and "(LOSO)" not in r["source"]]
     for reg, band in doc["regimes"].items():
         cases = [r for r in oos if (r["regime"] == reg or reg == "all")]
         if reg != "all":
             cases = [r for r in cases if not r["gpu"].startswith("amd-")] or cases
         else:
             cases = [r for r in cases if not r["gpu"].startswith("amd-") and r["source"] != "cpu-fit" and not r["gpu"].endswith(".json")]
-        inside = sum(1 for r in cases if abs(math.log(float(r["predicted"]) / float(r["measured"]))) <= math.log(1 + band) + 1e-9)
+        inside = sum(1 for r in cases if abs(math.log(float(r["predicted"]) / float(r["measured"]))) <= math.log(1 + band) + 5e-4)  # cases.csv keeps 4 digits (7 from now)
         assert inside >= 0.8 * len(cases) - 1e-9, (reg, inside, len(cases))
 
 
