@@ -23,10 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpuselect.catalog import load_catalog  # noqa: E402
-from gpuselect.estimate.api import Assumptions, estimate  # noqa: E402
-from gpuselect.estimate.roofline import params  # noqa: E402
-from gpuselect.workloads.presets import PRESETS  # noqa: E402
+from gpuselect.catalog import load_catalog
+from gpuselect.estimate.api import Assumptions, estimate
+from gpuselect.estimate.roofline import params
+from gpuselect.workloads.presets import PRESETS
 
 LLAMA_CONFIG = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
                 "num_key_value_heads": 8, "num_hidden_layers": 32, "vocab_size": 128256, "max_position_embeddings": 8192,

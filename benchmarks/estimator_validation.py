@@ -21,7 +21,6 @@ import argparse
 import csv
 import json
 import math
-import re
 import statistics
 import sys
 from dataclasses import dataclass, replace
@@ -30,14 +29,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gpuselect.catalog import load_catalog  # noqa: E402
-from gpuselect.catalog.schema import GpuEntry  # noqa: E402
-from gpuselect.estimate import api as A  # noqa: E402
-from gpuselect.estimate import roofline as R  # noqa: E402
-from gpuselect.estimate.perf import cpu_device, step_time  # noqa: E402
-from gpuselect.workloads.model import Workload  # noqa: E402
-from gpuselect.workloads.presets import PRESETS  # noqa: E402
-from gpuselect.workloads.transformer import TransformerShape, transformer_workload  # noqa: E402
+from gpuselect.catalog import load_catalog
+from gpuselect.catalog.schema import GpuEntry
+from gpuselect.estimate import api as A
+from gpuselect.estimate import roofline as R
+from gpuselect.estimate.perf import cpu_device, step_time
+from gpuselect.workloads.model import Workload
+from gpuselect.workloads.presets import PRESETS
+from gpuselect.workloads.transformer import TransformerShape, transformer_workload
 
 DATA = Path("/work/shared/data")
 BANDS = ROOT / "gpuselect" / "estimate" / "data" / "steptime_bands.json"
@@ -392,8 +391,8 @@ def main() -> int:
                          f"{c.predicted / c.measured - 1:+.3f}", c.regime, c.bound,
                          "" if c.mfu_rule is None else f"{c.mfu_rule:.4g}", c.note])
     lines = ["# Step-time estimator validation (benchmarks/estimator_validation.py)", *fit_lines,
-             "relative error = predicted/measured - 1; '80%band' = the +-band (log-symmetric) covering 80 % of the group; "
-             "bias = median predicted/measured - 1"]
+             ("relative error = predicted/measured - 1; '80%band' = the +-band (log-symmetric) covering 80 % of the group; "
+             "bias = median predicted/measured - 1")]
     lines += table(cases, lambda c: c.source, "By source (leave-one-source-out: no throughput source is fitted)")
     lines.append("\nBelow: out-of-sample predictions (each source's rows predicted with the step factors fitted on the "
                  "other sources, when --fit ran). Lambda rows of the 'reference' regime (untraced reference models, "

@@ -11,10 +11,22 @@ from pathlib import Path
 from gpuselect.catalog import Catalog
 from gpuselect.catalog.schema import GpuEntry
 from gpuselect.errors import UsageError
-from gpuselect.estimate.memory import OFFLOADS, OPTIMIZERS, SHARDINGS, MemoryOptions, mixed, plan, suggestions
 from gpuselect.estimate import parallel
+from gpuselect.estimate.memory import (
+    OFFLOADS,
+    OPTIMIZERS,
+    SHARDINGS,
+    Fit,
+    MemoryOptions,
+    plan,
+    suggestions,
+)
 from gpuselect.estimate.perf import PerfModel, StepTime, step_time, workload_trace
-from gpuselect.estimate.roofline import DeviceModel, catalog_device, element_bytes, resolve_precision
+from gpuselect.estimate.roofline import (
+    DeviceModel,
+    catalog_device,
+    resolve_precision,
+)
 from gpuselect.workloads.model import Workload
 
 #: ``auto``: what each card trains well in (bf16 on Ampere+/CDNA 2+, fp16 mixed on Volta/Turing,
@@ -245,7 +257,7 @@ def regime_band(reg: str, vendor: str) -> float:
 
 
 _DEVICES: dict[str, DeviceModel] = {}
-_FITS: dict[str, object] = {}  # the one-GPU memory fit, handed to the same card's multi-GPU rows
+_FITS: dict[str, Fit] = {}  # the one-GPU memory fit, handed to the same card's multi-GPU rows
 
 
 def device_for(e: GpuEntry) -> DeviceModel:
@@ -270,7 +282,7 @@ def trace_cached(w: Workload, checkpointing: bool) -> object:
 
 def predict_step(w: Workload, d: DeviceModel, e: GpuEntry | None, batch: int, precision: str, *, count: int = 1,
                  checkpointing: bool = False, sharding: str = "none", optimizer: str = "adamw", offload: str = "none",
-                 a: "Assumptions | None" = None, calibrated: bool = True) -> tuple[StepTime, str]:
+                 a: Assumptions | None = None, calibrated: bool = True) -> tuple[StepTime, str]:
     """One training step of ``w`` per GPU of a ``count``-GPU option, and its parallelism."""
     a = a or Assumptions()
     trace = trace_cached(w, checkpointing)
@@ -291,7 +303,7 @@ def predict_step(w: Workload, d: DeviceModel, e: GpuEntry | None, batch: int, pr
             def comm(compute_s: float, _backward_s: float) -> parallel.CommTime:
                 return parallel.fsdp_traffic(param_bytes, grad_bytes, compute_s, e, count, a.gpus_per_node, a.network_gbs, cp)
         else:
-            def comm(_compute_s: float, backward_s: float) -> parallel.CommTime:
+            def comm(_compute_s: float, backward_s: float) -> parallel.CommTime:  # type: ignore[misc]
                 return parallel.ddp_allreduce(grad_bytes, backward_s, e, count, a.gpus_per_node, a.network_gbs, cp)
     st = step_time(trace, d, batch, precision, optimizer=opt, full_params=w.mode == "full", comm=comm)
     legacy = _per_model_seconds(w, trace, d, e, batch, precision) if e is not None and calibrated else None
@@ -349,7 +361,7 @@ def _per_model_seconds(w: Workload, trace: object, d: DeviceModel, e: GpuEntry, 
     return batch / thr
 
 def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel | None, band: float | None,
-         device: DeviceModel | None = None, single_fit: object | None = None) -> EstimateRow:
+         device: DeviceModel | None = None, single_fit: Fit | None = None) -> EstimateRow:
     base = EstimateRow(gpu_id=e.id, name=e.name, family=e.family, count=count, fits=False, batch_size=None,
                        throughput_samples_per_s=None, epoch_time_s=None, total_time_h=None, buy_cost_usd=None,
                        cloud_cost_usd=None, energy_kwh=None, co2_kg=None, error_band=band if band is not None else 1.0,
@@ -358,7 +370,7 @@ def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel |
     base.precision_used = prec
     mem_prec = "bf16" if prec == "fp8" else prec  # fp8 training keeps bf16 weights and activations
     mo = MemoryOptions(precision=mem_prec, optimizer=a.optimizer, sharding=a.sharding or "none", offload=a.offload, gpus=count)
-    if single_fit is not None and getattr(single_fit, "fits", False) and a.sharding in (None, "none") and a.offload == "none":
+    if single_fit is not None and single_fit.fits and a.sharding in (None, "none") and a.offload == "none":
         fit = single_fit  # data parallel replicates the one-GPU state: the same fit (plan() shards only what does not fit)
     else:
         fit = plan(w, e.vram_gb, mo, checkpointing=a.checkpointing, sharding=a.sharding, batch_size=a.batch_size)
@@ -491,7 +503,7 @@ def recommend(rows: list[EstimateRow], local: list[LocalEstimate], a: Assumption
                 why = (f"No option meets both the {deadline} deadline" + (f" and the ${a.budget_usd:,.0f} budget" if a.budget_usd else "") +
                        f". The fastest option is {choice}. Relax the deadline or budget, or shrink the workload.")
             return Recommendation(stage, STAGE_NAMES[stage], choice, per_stage, why, False)
-        r = best[stage]
+        r = best[stage]  # type: ignore[assignment]
         assert r is not None
         parts = []
         if r.cloud_cost_usd is not None:

@@ -98,7 +98,7 @@ class PerfModel:
     typical_batch: dict[str, int] = field(default_factory=dict)  # model -> median measured batch
 
     @classmethod
-    def from_json(cls, path: Path = CALIBRATION) -> "PerfModel":
+    def from_json(cls, path: Path = CALIBRATION) -> PerfModel:
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
             return cls(doc["models"], doc["arch_eff"], {k: int(v) for k, v in doc.get("typical_batch", {}).items()})
@@ -280,8 +280,10 @@ def fallback_trace(w: Workload, *, checkpointing: bool) -> Any:
         ops += [Op(o.kind, Phase.RECOMPUTE, o.name, o.flops_per_sample, o.elems_per_sample, o.elems_fixed, o.m_per_sample,
                    o.n, o.k, o.count) for o in ops if o.phase is Phase.FORWARD]
     inputs = 4.0 * math.prod(w.input_shape) if w.input_shape else 0.0
-    return StepTrace(tuple(ops), w.params, w.trainable_params, inputs, w.activation_bytes_per_sample / 2,
-                     w.activation_bytes_per_sample / 2 / layers, checkpointing, "synthetic from the workload's totals")
+    return StepTrace(ops=tuple(ops), params=w.params, trainable_params=w.trainable_params, input_bytes_per_sample=inputs,
+                     saved_elems_per_sample=w.activation_bytes_per_sample / 2,
+                     saved_elems_per_sample_ckpt=w.activation_bytes_per_sample / 2 / layers, checkpointing=checkpointing,
+                     source="APPROXIMATION: synthetic trace from the workload's totals (perf.fallback_trace)")
 
 
 _LAUNCHES: dict[int, tuple[Any, int]] = {}

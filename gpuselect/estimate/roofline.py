@@ -101,7 +101,7 @@ class Params:
     doc: dict[str, Any]
 
     @classmethod
-    def load(cls, path: Path = PARAMS_FILE) -> "Params":
+    def load(cls, path: Path = PARAMS_FILE) -> Params:
         try:
             return cls(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError) as exc:
@@ -338,13 +338,13 @@ def device_time(d: DeviceModel, compiled: list[tuple[float, ...]], batch: int) -
         nbytes = b_ps * batch + b_fix
         t_m = nbytes / bw if nbytes else 0.0
         if t_c >= t_m:
-            one = t_c if t_c >= floor else floor
+            one = max(t_c, floor)
             if t_c >= floor:
                 comp += one * count
             else:
                 flo += one * count
         else:
-            one = t_m if t_m >= floor else floor
+            one = max(t_m, floor)
             if t_m >= floor:
                 mem += one * count
             else:

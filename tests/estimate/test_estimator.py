@@ -14,8 +14,15 @@ from hypothesis import strategies as st
 from gpuselect.catalog import load_catalog
 from gpuselect.cli import main
 from gpuselect.errors import UsageError
-from gpuselect.estimate.api import Assumptions, EstimateRow, LocalEstimate, _row, estimate, recommend
-from gpuselect.estimate.perf import PerfModel, default_model, load_reference_rows
+from gpuselect.estimate.api import (
+    Assumptions,
+    EstimateRow,
+    LocalEstimate,
+    _row,
+    estimate,
+    recommend,
+)
+from gpuselect.estimate.perf import default_model, load_reference_rows
 from gpuselect.workloads.presets import PRESETS
 
 GIB = 1024**3
@@ -143,8 +150,8 @@ def test_stage_rules_are_consistent(deadline: float, gpu_hours: float) -> None:
 
 @pytest.mark.parametrize(
     "changes",
-    [dict(precision="fp64"), dict(batch_size=0), dict(epochs=-1), dict(deadline_hours=float("nan")), dict(budget_usd=float("inf")),
-     dict(dataset_size=10**15), dict(optimizer="lion"), dict(electricity_usd_per_kwh=-1)],
+    [{"precision": "fp64"}, {"batch_size": 0}, {"epochs": -1}, {"deadline_hours": float("nan")}, {"budget_usd": float("inf")},
+     {"dataset_size": 10**15}, {"optimizer": "lion"}, {"electricity_usd_per_kwh": -1}],
 )
 def test_nonsense_assumptions_are_rejected(changes: dict, catalog, perf) -> None:
     with pytest.raises(UsageError):
@@ -198,7 +205,7 @@ def test_local_gpu_from_its_benchmark_record(catalog, perf) -> None:
 
     a = Assumptions(precision="bf16")
     w = PRESETS["resnet50"]
-    args = dict(name="NVIDIA H100 80GB HBM3", memory_bytes=80 * GIB, device="gpu0")
+    args = {"name": "NVIDIA H100 80GB HBM3", "memory_bytes": 80 * GIB, "device": "gpu0"}
     rec = json.loads((Path(__file__).resolve().parents[2] / "docs/validation/h100-2026-11-22/bench-full.json").read_text())["devices"][0]
     plain = local_gpu_estimate(w, a, catalog, perf, **args)
     measured = local_gpu_estimate(w, a, catalog, perf, bench=rec, **args)

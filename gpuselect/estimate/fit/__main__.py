@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from gpuselect.catalog import load_catalog
 from gpuselect.estimate.fit import kernels as K
@@ -44,7 +45,7 @@ def main() -> int:
     mem, n_mem = K.fit_memory(catalog)
     lines.append(f"memory efficiency: {n_mem} FluidX3D rows matched to the catalog")
     lines += [f"  {a}: {v}" for a, v in mem.items()]
-    doc = {
+    doc: dict[str, Any] = {
         "_source": "written by python -m gpuselect.estimate.fit from /work/shared/data/kernels and docs/validation records",
         "gemm": {"k0": g["k0"], "align_penalty": g["align_penalty"], "tile": ASSUMED["tile"], "tile_cpu": ASSUMED["tile_cpu"],
                  "eff": eff, "default_eff": {"fp32": 0.7, "tf32": 0.7, "16": 0.6, "fp8": 0.6}},
@@ -130,9 +131,9 @@ def fit_cpu(doc: dict) -> dict:  # type: ignore[type-arg]
     R._PARAMS = None
     return {"params": {"conv_factor": round(best[1], 4), "dispatch_per_launch_overhead": round(best[2], 3),
                        "gemm_factor": round(best[3], 4)},
-            "lines": [f"cpu: conv factor {best[1]:.3f}, GEMM factor {best[3]:.3f} (of the measured 2048^3 matmul rate), dispatch "
+            "lines": [(f"cpu: conv factor {best[1]:.3f}, GEMM factor {best[3]:.3f} (of the measured 2048^3 matmul rate), dispatch "
                       f"{best[2]:.2f} x launch overhead; {best[4]} simple-CNN and transformer steps of the H100 machine's CPU, "
-                      f"mean |log err| {best[0]:.3f}"]}
+                      f"mean |log err| {best[0]:.3f}")]}
 
 
 if __name__ == "__main__":

@@ -133,7 +133,8 @@ def own_h100(catalog: Catalog) -> list[GemmObs]:
 
 def align_penalty() -> float:
     """Unaligned against aligned reduction length, same shapes (ml-engineering's SwiGLU d_ff search on H100)."""
-    aligned, odd = [], []
+    aligned: list[float] = []
+    odd: list[float] = []
     with (KERNELS / "gemm.csv").open(newline="", encoding="utf-8") as fh:
         for r in csv.DictReader(fh):
             if r["gpu"] == "NVIDIA H100 (variant not stated)" and "fp16" in r["precision"] and r["k"]:
