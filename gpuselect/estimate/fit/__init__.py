@@ -1,5 +1,7 @@
-"""Calibration of the step-time model (scripts only: numpy allowed, never imported by the app).
+"""Calibration of the step-time model (scripts only: never imported by the app).
 
-``python -m gpuselect.estimate.fit`` reads /work/shared/data (kernels/, the throughput tables) and
-our own benchmark records, fits the few parameters and writes ``data/steptime.json`` plus a log
-under docs/validation/."""
+1. ``python -m gpuselect.estimate.fit`` (``__main__.py``, ``kernels.py``, ``steps.py``): the kernel
+   and host parameters from /work/shared/data/kernels and our own bench records.
+2. ``python benchmarks/estimator_validation.py --fit`` (``throughput.py``): the step factors on
+   measured training throughput, leave-one-source-out validation and the app's error bands.
+Both write ``gpuselect/estimate/data/`` (read by the app) and logs under docs/validation/."""
