@@ -413,7 +413,8 @@ class TransformerXL(nn.Module):
             h = layer(h, mem, r, self.r_w_bias, self.r_r_bias)
         hidden = h.reshape(n, self.d)
         # Projected adaptive softmax, weights tied to the input embedding.
-        head_w = torch.cat((self.emb[0].weight, self.cluster_weight), 0)
+        emb: list[nn.Embedding] = list(self.emb)  # type: ignore[arg-type]
+        head_w = torch.cat((emb[0].weight, self.cluster_weight), 0)
         head_in = hidden if self.head_proj is None else torch.nn.functional.linear(hidden, self.head_proj.t())
         logprob = torch.log_softmax(torch.nn.functional.linear(head_in, head_w, torch.cat((self.out_bias[0], self.cluster_bias))), -1)
         nll = logprob[:, 0].sum()
@@ -421,7 +422,7 @@ class TransformerXL(nn.Module):
             hi = hidden[:self._rows(n, self.shares[i])]
             if self.emb_projs is not None:
                 hi = torch.nn.functional.linear(hi, self.emb_projs[i].t())
-            nll = nll + torch.log_softmax(torch.nn.functional.linear(hi, self.emb[i].weight, self.out_bias[i]), -1)[:, 0].sum()
+            nll = nll + torch.log_softmax(torch.nn.functional.linear(hi, emb[i].weight, self.out_bias[i]), -1)[:, 0].sum()
         return nll
 
 

@@ -182,7 +182,29 @@ def _layer(shape: TransformerShape, mode: str, rank: int) -> _Section:
     return sec
 
 
+def _patch_embedding(shape: TransformerShape, mode: str) -> _Section:
+    """ViT: the patch convolution (an implicit GEMM over the patches), class token, positions."""
+    sec = _Section()
+    s, h, c, p = float(shape.seq_len), shape.hidden, shape.channels, shape.patch
+    patches, k = s - 1, c * p * p
+    full = mode == "full"
+    pixels = patches * k
+    sec.op(OpKind.CONV, Phase.FORWARD, "patch_embed", flops=2 * patches * h * k, elems=pixels + patches * h, fixed=h * k + h,
+           m=patches, n=h, k=k)
+    if full:  # the image needs no gradient: the weight's only
+        sec.op(OpKind.CONV, Phase.BACKWARD, "patch_embed.dW", flops=2 * patches * h * k, elems=pixels + patches * h,
+               fixed=h * k + h, m=patches, n=h, k=k)
+        sec.saved["image"] = pixels
+    sec.ew("embed.cat_class_token", 2 * s * h, bwd=s * h)
+    sec.ew("embed.add_positions", 3 * s * h, bwd=s * h if full else 0.0, fixed=s * h)  # backward: the positions' gradient
+    if shape.dropout:
+        _dropout(sec, "embed.dropout", s * h)
+    return sec
+
+
 def _embedding(shape: TransformerShape, mode: str) -> _Section:
+    if shape.patch:
+        return _patch_embedding(shape, mode)
     sec = _Section()
     s, h = float(shape.seq_len), shape.hidden
     full = mode == "full"
@@ -209,7 +231,15 @@ def _head(shape: TransformerShape, mode: str) -> _Section:
     sec = _Section()
     s, h, v = float(shape.seq_len), shape.hidden, shape.vocab
     full = mode == "full"
-    if shape.lm_head:
+    if shape.patch:  # ViT: final norm over the tokens, classifier on the class token
+        c = shape.vocab
+        _norm(sec, shape, "final_norm", s, x="x_out", trainable=full)
+        sec.gemm("head", 1.0, h, c, x="cls_normed", trainable=full, bias=True)
+        sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, "loss.cross_entropy", elems=3 * c, fp32=True, kernels=2)
+        sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "loss.cross_entropy.backward", elems=4 * c, fp32=True, kernels=2)
+        sec.saved_fp32["loss.log_probs"] = c
+        sec.saved_bytes["loss.labels"] = 8
+    elif shape.lm_head:
         if shape.norm == "rmsnorm" or shape.is_causal:  # pre-norm decoders end with a norm
             _norm(sec, shape, "final_norm", s, x="x_out", trainable=full)
         sec.gemm("lm_head", s, h, v, x="final_normed", trainable=full)
@@ -234,11 +264,22 @@ def _head(shape: TransformerShape, mode: str) -> _Section:
     return sec
 
 
+def _first_layer_input_grads(bwd: list[Op]) -> set[tuple[str, OpKind]]:
+    """Backward ops of a layer that only compute the gradient of the layer's input."""
+    qkv = ("layers.attn.q", "layers.attn.k", "layers.attn.v", "layers.attn.qkv")
+    names = {f"{m}.dX" for m in qkv} | {f"{m}.lora_A.dX" for m in qkv} | {f"layers.attn.qkv.{x}.lora_A.dX" for x in "qkv"}
+    names |= {f"{m}.dequant" for m in qkv} | {"layers.attn.qkv.split_backward", "layers.norm1.backward",
+                                             "layers.norm1.fp32.backward", "layers.norm1.scale.backward"}
+    return {(o.name, o.kind) for o in bwd if o.name in names}
+
+
 def _times(ops: list[Op], n: int, phase: Phase | None = None) -> list[Op]:
     return [replace(o, count=o.count * n, phase=phase or o.phase) for o in ops]
 
 
 def _family(shape: TransformerShape) -> str:
+    if shape.patch:
+        return f"vision transformer ({shape.patch}x{shape.patch} patches, {shape.vocab} classes)"
     if shape.gated_ffn and shape.rotary:
         return "Llama-style decoder (gated FFN, RMSNorm, rotary, GQA)" if shape.kv_dim != shape.hidden else \
             "Llama-style decoder (gated FFN, RMSNorm, rotary)"
@@ -254,7 +295,15 @@ def transformer_trace(shape: TransformerShape, *, mode: str = "full", lora_rank:
     L, s = shape.layers, float(shape.seq_len)
     emb, layer, head = _embedding(shape, mode), _layer(shape, mode, lora_rank), _head(shape, mode)
     ops = emb.fwd + _times(layer.fwd, L) + head.fwd
-    ops += list(reversed(head.bwd)) + _times(list(reversed(layer.bwd)), L) + list(reversed(emb.bwd))
+    layer_bwd = _times(list(reversed(layer.bwd)), L)
+    if mode != "full" and not checkpointing:
+        # Frozen embeddings: the first layer's input needs no gradient, so autograd skips the
+        # input gradients that only lead there (its q/k/v dX, their dequantisation, norm1's
+        # backward). Checkpointing frameworks turn input gradients on (enable_input_require_grads).
+        first = _first_layer_input_grads(layer.bwd)
+        layer_bwd = [replace(o, count=o.count - 1) if (o.name, o.kind) in first else o for o in layer_bwd]
+        layer_bwd = [o for o in layer_bwd if o.count > 0]
+    ops += list(reversed(head.bwd)) + layer_bwd + list(reversed(emb.bwd))
     if checkpointing:  # every layer's forward once more, in the backward (Hugging Face / LitGPT per-block)
         ops += _times(layer.fwd, L, Phase.RECOMPUTE)
 
@@ -277,13 +326,17 @@ def transformer_trace(shape: TransformerShape, *, mode: str = "full", lora_rank:
             "lora": f"LoRA rank {lora_rank} on {LORA_TARGETS}; base weights frozen (no weight-gradient GEMMs)",
             "qlora": f"QLoRA: LoRA rank {lora_rank} on {LORA_TARGETS}, 4-bit base weights dequantised in the forward, "
                      "the backward and the recompute"}[mode]
-    input_bytes = (16.0 if shape.lm_head else 24.0) * s + (0 if shape.lm_head else 16.0)
+    if shape.patch:
+        input_bytes = 4.0 * shape.channels * shape.patch ** 2 * (s - 1) + 8.0  # fp32 image + label
+    else:
+        input_bytes = (16.0 if shape.lm_head else 24.0) * s + (0 if shape.lm_head else 16.0)
     return StepTrace(
         ops=tuple(ops), params=params, trainable_params=trainable, input_bytes_per_sample=input_bytes,
         saved_elems_per_sample=saved16, saved_elems_per_sample_ckpt=saved16_ckpt, checkpointing=checkpointing,
         saved_fp32_elems_per_sample=total("saved_fp32", L), saved_fp32_elems_per_sample_ckpt=fp32_ckpt,
         saved_bytes_per_sample=total("saved_bytes", L), saved_bytes_per_sample_ckpt=bytes_ckpt,
-        logits_elems_per_sample=s * shape.vocab if shape.lm_head else s * shape.head_outputs,
+        logits_elems_per_sample=(shape.vocab if shape.patch else s * shape.vocab if shape.lm_head
+                                 else s * shape.head_outputs),
         source=(f"analytic transformer trace (gpuselect/workloads/traces.py): {_family(shape)}, {L} layers, hidden "
                 f"{shape.hidden}, {shape.heads} heads ({shape.kv_heads or shape.heads} KV), FFN {shape.ffn}, vocabulary "
                 f"{shape.vocab}, {shape.seq_len} tokens per sample; fused attention (no score matrix; "

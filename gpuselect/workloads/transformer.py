@@ -35,6 +35,10 @@ class TransformerShape:
     fused_qkv: bool = False  # one GEMM for q, k, v (GPT-2 c_attn, NeoX query_key_value)
     head_outputs: int = 2  # encoders (no LM head): outputs of the per-token task head (SQuAD: start/end)
     bias: bool | None = None  # biases on the linear layers; None: where the norm is a LayerNorm (GPT-2, BERT)
+    # Vision transformers (ViT): images cut into patch x patch squares (0: a token model). Then
+    # ``seq_len`` = patches + 1 (class token) and ``vocab`` = classes of the head on the class token.
+    patch: int = 0
+    channels: int = 3
 
     @property
     def has_bias(self) -> bool:
@@ -54,15 +58,25 @@ class TransformerShape:
         attn = h * h * 2 + h * kv_dim * 2  # q, o and k, v
         ffn = h * self.ffn * (3 if self.gated_ffn else 2)
         per_layer = attn + ffn + 4 * h  # + norms
+        if self.norm == "rmsnorm":  # two weight-only norms per layer and a final one (Llama: exact counts)
+            per_layer -= 2 * h
+        if self.patch:
+            biases = 4 * h + self.ffn + h  # q, k, v, o, fc1, fc2
+            stem = self.channels * self.patch ** 2 * h + h + h + self.seq_len * h  # patch conv, class token, positions
+            return self.layers * (per_layer + biases) + stem + 2 * h + h * self.vocab + self.vocab
         emb = self.vocab * h
         head = 0 if self.tied_embeddings or not self.lm_head else self.vocab * h
-        return self.layers * per_layer + emb + head
+        final_norm = h if self.norm == "rmsnorm" else 0
+        return self.layers * per_layer + emb + head + final_norm
 
     def forward_flops_per_sequence(self) -> float:
         h, s, kv = self.hidden, self.seq_len, (self.kv_heads or self.heads)
         kv_dim = h * kv // self.heads
         dense = self.layers * (h * h * 2 + h * kv_dim * 2 + h * self.ffn * (3 if self.gated_ffn else 2))
         attention = self.layers * 2 * s * h  # QK^T and AV, per token
+        if self.patch:  # patch embedding on the patches, classifier on the class token
+            stem = 2.0 * (s - 1) * self.channels * self.patch ** 2 * h
+            return 2.0 * s * (dense + attention) + stem + 2.0 * h * self.vocab
         head = self.vocab * h if self.lm_head else 0
         return 2.0 * s * (dense + attention + head)
 
@@ -90,6 +104,13 @@ def lora_params(shape: TransformerShape, rank: int) -> int:
     return shape.layers * sum(rank * (i + o) for _, i, o in adapted_matrices(shape))
 
 
+def _input_shape(shape: TransformerShape) -> tuple[int, ...]:
+    if shape.patch:
+        side = round((shape.seq_len - 1) ** 0.5) * shape.patch
+        return (shape.channels, side, side)
+    return (shape.seq_len,)
+
+
 def transformer_workload(
     id: str, name: str, shape: TransformerShape, *, description: str, mode: str = "full", kind: str = "transformer",
     dataset_size: int, epochs: int, batch_size: int, source: str, lora_rank: int = 16, profiler_checked: bool = False,
@@ -102,7 +123,7 @@ def transformer_workload(
         id=id, name=name, description=description, kind=kind, params=params, trainable_params=trainable,
         forward_flops_per_sample=shape.forward_flops_per_sequence(),
         memory_traffic_bytes_per_sample=2 * act, activation_bytes_per_sample=act,
-        input_shape=(shape.seq_len,), sample_unit=sample_unit, layers=shape.layers, seq_len=shape.seq_len,
+        input_shape=_input_shape(shape), sample_unit=sample_unit, layers=shape.layers, seq_len=shape.seq_len,
         default_dataset_size=dataset_size, default_epochs=epochs, default_batch_size=batch_size, mode=mode,
         source=source, profiler_checked=profiler_checked, shape=shape, lora_rank=lora_rank,
     )
@@ -137,6 +158,9 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
         raise DataError(f"{p} is not valid JSON: {exc}") from exc
     if not isinstance(cfg, dict):
         raise DataError(f"{p}: expected a JSON object of model settings")
+    model_type = str(cfg.get("model_type", "")).lower()
+    if model_type in ("vit", "deit") or "patch_size" in cfg:
+        return _vit_shape(cfg, str(p))
     hidden = _positive_int(cfg, str(p), ("hidden_size", "n_embd", "d_model", "dim"), limit=1 << 17)
     layers = _positive_int(cfg, str(p), ("num_hidden_layers", "n_layer", "num_layers", "n_layers"), limit=1000)
     heads = _positive_int(cfg, str(p), ("num_attention_heads", "n_head", "num_heads", "n_heads"), limit=4096)
@@ -149,7 +173,6 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
     if heads % kv:
         raise DataError(f"{p}: {heads} attention heads cannot be grouped into {kv} key/value heads")
     act = str(_first(cfg, "hidden_act", "activation_function") or "").lower()
-    model_type = str(cfg.get("model_type", "")).lower()
     gated = act in ("silu", "swiglu", "swish") or model_type in ("llama", "mistral", "qwen2", "gemma", "mixtral")
     rms = "rms_norm_eps" in cfg or model_type in ("llama", "mistral", "qwen2", "gemma", "mixtral")
     rotary = any(k in cfg for k in ("rope_theta", "rotary_pct", "rotary_emb_base", "rope_scaling")) or \
@@ -169,9 +192,40 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
     )
 
 
+def _vit_shape(cfg: dict[str, Any], p: str) -> TransformerShape:
+    """A Hugging Face ViT config (image_size, patch_size, num_channels, id2label / num_labels)."""
+    hidden = _positive_int(cfg, p, ("hidden_size",), limit=1 << 17)
+    layers = _positive_int(cfg, p, ("num_hidden_layers",), limit=1000)
+    heads = _positive_int(cfg, p, ("num_attention_heads",), limit=4096)
+    ffn = _positive_int(cfg, p, ("intermediate_size",), default=4 * hidden, limit=1 << 20)
+    image = _positive_int(cfg, p, ("image_size",), default=224, limit=1 << 16)
+    patch = _positive_int(cfg, p, ("patch_size",), limit=1 << 12)
+    channels = _positive_int(cfg, p, ("num_channels",), default=3, limit=1024)
+    labels = cfg.get("id2label")
+    classes = len(labels) if isinstance(labels, dict) and labels else _positive_int(cfg, p, ("num_labels",), default=1000)
+    if hidden % heads:
+        raise DataError(f"{p}: hidden size {hidden} is not a multiple of the {heads} attention heads")
+    if image % patch:
+        raise DataError(f"{p}: image size {image} is not a multiple of the patch size {patch}")
+    drop = _first(cfg, "hidden_dropout_prob")
+    return TransformerShape(
+        layers=layers, hidden=hidden, heads=heads, vocab=classes, seq_len=(image // patch) ** 2 + 1, ffn=ffn, lm_head=False,
+        causal=False, dropout=isinstance(drop, (int, float)) and not isinstance(drop, bool) and drop > 0, patch=patch,
+        channels=channels,
+    )
+
+
 def workload_from_hf_config(path: str | Path, *, seq_len: int | None = None, mode: str = "full", lora_rank: int = 16) -> Workload:
     shape = shape_from_hf_config(path, seq_len=seq_len)
     name = Path(path).parent.name or Path(path).stem
+    if shape.patch:
+        side = round((shape.seq_len - 1) ** 0.5) * shape.patch
+        return transformer_workload(
+            f"config:{name}", f"{name} (from config.json)", shape, mode=mode, lora_rank=lora_rank, sample_unit="image",
+            description=f"vision transformer read from {path}: {shape.layers} layers, hidden {shape.hidden}, {shape.heads} "
+                        f"heads, {side}x{side} images in {shape.patch}x{shape.patch} patches, {shape.vocab} classes",
+            dataset_size=1_281_167, epochs=1, batch_size=64, source=f"computed from {path} (transformer arithmetic)",
+        )
     return transformer_workload(
         f"config:{name}", f"{name} (from config.json)", shape, mode=mode, lora_rank=lora_rank,
         description=f"transformer read from {path}: {shape.layers} layers, hidden {shape.hidden}, {shape.heads} heads, "

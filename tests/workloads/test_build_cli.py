@@ -66,16 +66,17 @@ def test_cli_mode_option(capsys: pytest.CaptureFixture[str]) -> None:
 
 USER_FILE = '''
 import sys
-from torch import nn
 print("noise on stdout")
 print("noise on stderr", file=sys.stderr)
 
 def build():
+    from torch import nn  # imported here so the failure cases below need no torch (fast)
     print("building")
     return nn.Sequential(nn.Linear(100, 64), nn.ReLU(), nn.Linear(64, 10))
 
-def broken():
-    raise ValueError("no model today")
+def tokens():
+    from torch import nn
+    return nn.Sequential(nn.Embedding(1000, 32), nn.Linear(32, 1000))
 '''
 
 
@@ -97,10 +98,14 @@ def test_model_file_is_traced_in_a_subprocess(tmp_path: Path, capsys: pytest.Cap
                "--gpus", "nvidia-h100-sxm5-80gb", "--format", "json"])
     out = capsys.readouterr().out
     assert rc == 0 and json.loads(out)["workload"]["params"] == w.params and "noise" not in out
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise ValueError('no model today')\n")
     with pytest.raises(DataError, match="no model today"):
-        build_workload(model=str(f), factory="broken", input_shape="100")
+        build_workload(model=str(broken), factory="build", input_shape="100")
     with pytest.raises(UsageError, match="no function"):
         build_workload(model=str(f), factory="missing", input_shape="100")
+    tok = build_workload(model=str(f), factory="tokens", input_shape="16")  # integer inputs, tried second
+    assert tok.forward_flops_per_sample == 2 * 16 * 32 * 1000 and "integer" in tok.source
     ex = tmp_path / "exits.py"
     ex.write_text("import sys\nsys.exit(0)\n")
     with pytest.raises(DataError, match="ended the process"):

@@ -83,3 +83,41 @@ def test_meta_trace_separates_per_sample_from_per_step() -> None:
     assert sum(o.count for o in t.ops if o.kind is OpKind.GEMM and o.phase is Phase.BACKWARD) == 3
     # the input (for fc1.dW), relu's output (kept by relu and fc2: one storage), the log-probabilities
     assert t.saved_elems_per_sample == 784 + 256 + 10
+
+
+def test_analytic_vit_matches_the_meta_tracer() -> None:
+    from gpuselect.workloads.reference_models import ViT
+
+    meta, meta_ck = trace_module(functools.partial(ViT, 64, 16, 128, 3, 4, 512, 10, True), (3, 64, 64), loss="ce")
+    shape = TransformerShape(layers=3, hidden=128, heads=4, vocab=10, seq_len=17, ffn=512, lm_head=False, causal=False,
+                             fused_qkv=True, patch=16)
+    ana, ana_ck = transformer_trace(shape), transformer_trace(shape, checkpointing=True)
+    assert ana.params == meta.params
+    for phase in (Phase.FORWARD, Phase.BACKWARD):
+        assert _dense(ana, phase) == pytest.approx(_dense(meta, phase), rel=0.02)
+    assert shape.forward_flops_per_sequence() == pytest.approx(_dense(meta, Phase.FORWARD), rel=0.02)
+    assert ana.saved_elems_per_sample + ana.saved_fp32_elems_per_sample == pytest.approx(meta.saved_elems_per_sample, rel=0.10)
+    assert ana_ck.saved_elems_per_sample_ckpt + ana_ck.saved_fp32_elems_per_sample_ckpt == \
+        pytest.approx(meta_ck.saved_elems_per_sample_ckpt, rel=0.10)
+
+
+@pytest.mark.parametrize("rank", [0, 8], ids=["full", "lora"])
+def test_analytic_llama_matches_the_meta_tracer(rank: int) -> None:
+    """Hugging Face-style eager Llama (RMSNorm upcast, rotate_half, SwiGLU), full and LoRA."""
+    from gpuselect.workloads.trace_build.llama_ref import TinyLlama
+
+    V, h, L, heads, ffn, s = 2000, 128, 3, 4, 352, 64
+    meta, meta_ck = trace_module(functools.partial(TinyLlama, V, h, L, heads, ffn, rank), (s,), torch.long, loss="ce",
+                                 labels_per_sample=s)
+    shape = TransformerShape(layers=L, hidden=h, heads=heads, vocab=V, seq_len=s, ffn=ffn, gated_ffn=True,
+                             tied_embeddings=False, norm="rmsnorm", rotary=True)
+    mode = "lora" if rank else "full"
+    ana = transformer_trace(shape, mode=mode, lora_rank=max(rank, 1))
+    ana_ck = transformer_trace(shape, mode=mode, lora_rank=max(rank, 1), checkpointing=True)
+    assert ana.trainable_params == meta.trainable_params
+    for phase in (Phase.FORWARD, Phase.BACKWARD):
+        assert _dense(ana, phase) == pytest.approx(_dense(meta, phase), rel=0.02)
+    assert _dense(ana_ck, Phase.RECOMPUTE) == pytest.approx(_dense(meta_ck, Phase.RECOMPUTE), rel=0.02)
+    assert ana.saved_elems_per_sample + ana.saved_fp32_elems_per_sample == pytest.approx(meta.saved_elems_per_sample, rel=0.10)
+    assert ana_ck.saved_elems_per_sample_ckpt + ana_ck.saved_fp32_elems_per_sample_ckpt == \
+        pytest.approx(meta_ck.saved_elems_per_sample_ckpt, rel=0.10)

@@ -89,8 +89,10 @@ def test_lora_and_qlora_change_the_trace() -> None:
     deq = [o for o in qlora.ops if o.kind is OpKind.DEQUANT]
     per_layer = sum(i * o for i, o in ((4096, 4096), (4096, 1024), (4096, 1024), (4096, 4096), (4096, 14_336), (4096, 14_336), (14_336, 4096)))
     assert sum(o.elems_fixed * o.count for o in deq if o.phase is Phase.FORWARD) == 32 * per_layer
-    assert sum(o.elems_fixed * o.count for o in deq if o.phase is Phase.BACKWARD) == 32 * per_layer
+    # backward: every matrix again for its dX, except the first layer's q, k, v (its input needs no gradient)
+    assert sum(o.elems_fixed * o.count for o in deq if o.phase is Phase.BACKWARD) == 32 * per_layer - 4096 * (4096 + 2 * 1024)
     ck = transformer_trace(LLAMA_8B, mode="qlora", checkpointing=True)
+    assert sum(o.elems_fixed * o.count for o in ck.ops if o.kind is OpKind.DEQUANT and o.phase is Phase.BACKWARD) == 32 * per_layer
     assert sum(o.elems_fixed * o.count for o in ck.ops if o.kind is OpKind.DEQUANT and o.phase is Phase.RECOMPUTE) == 32 * per_layer
     r64 = transformer_trace(LLAMA_8B, mode="lora", lora_rank=64)
     assert _flops(r64, OpKind.GEMM, name="lora_") == pytest.approx(4 * _flops(lora, OpKind.GEMM, name="lora_"))
@@ -177,3 +179,28 @@ def test_shape_defaults_keep_gpt_arithmetic() -> None:
     s = TransformerShape(layers=2, hidden=64, heads=4, vocab=100, seq_len=16, ffn=256)
     assert s.is_causal and s.kv_dim == 64
     assert not TransformerShape(layers=2, hidden=64, heads=4, vocab=100, seq_len=16, ffn=256, lm_head=False).is_causal
+
+
+def test_vit_config_builds_a_vision_trace(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"model_type": "vit", "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+                               "intermediate_size": 3072, "image_size": 224, "patch_size": 16, "num_channels": 3,
+                               "hidden_dropout_prob": 0.0}))
+    w = workload_from_hf_config(cfg)
+    assert w.input_shape == (3, 224, 224) and w.shape is not None and w.shape.seq_len == 197
+    # ViT-B/16's 86.6 M parameters and profiled forward FLOPs (the vit-b16 preset, measured on its reference model)
+    assert w.params == PRESETS["vit-b16"].params
+    assert w.forward_flops_per_sample == pytest.approx(PRESETS["vit-b16"].forward_flops_per_sample, rel=0.01)
+    t = trace_for(with_mode(w, "lora", 8), checkpointing=False)
+    conv = [o for o in t.ops if o.kind is OpKind.CONV]
+    assert [o.phase for o in conv] == [Phase.FORWARD]  # frozen patch embedding: no weight gradient
+    assert not any(o.name == "lm_head" for o in t.ops)
+    assert t.logits_elems_per_sample == 1000
+
+
+def test_llama_parameter_counts_are_exact() -> None:
+    # The released checkpoints' parameter counts (Hugging Face safetensors metadata of Llama 3.2 1B,
+    # Llama 3.1 8B and 70B): RMSNorm has a weight only, and there is a final norm.
+    assert PRESETS["llama-1b-full"].params == 1_235_814_400
+    assert PRESETS["llama-8b-full"].params == 8_030_261_248
+    assert PRESETS["llama-70b-full"].params == 70_553_706_496

@@ -6,6 +6,8 @@ and RoIAlign depend on the data): it gets the synthetic trace.
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 from torch import nn
 
@@ -21,7 +23,7 @@ class NeuMF(nn.Module):
         super().__init__()
         self.mf_user, self.mf_item = nn.Embedding(users, factors), nn.Embedding(items, factors)
         self.mlp_user, self.mlp_item = nn.Embedding(users, layers[0] // 2), nn.Embedding(items, layers[0] // 2)
-        self.mlp = nn.Sequential(*(m for a, b in zip(layers[:-1], layers[1:], strict=True) for m in (nn.Linear(a, b), nn.ReLU())))
+        self.mlp = nn.Sequential(*(m for a, b in itertools.pairwise(layers) for m in (nn.Linear(a, b), nn.ReLU())))
         self.final = nn.Linear(layers[-1] + factors, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -70,6 +72,6 @@ class SSD300(nn.Module):
 APPROX: dict[str, tuple[type[nn.Module], tuple[int, ...], torch.dtype, str, int, str]] = {
     "ncf": (NeuMF, (2,), torch.long, "bce", 1, "NeuMF with DLE's defaults (binary cross-entropy on one logit)"),
     "ssd": (SSD300, (3, 300, 300), torch.float32, "mse", 8732 * 5,
-            "SSD300 with DLE's ResNet-50 backbone; the SSD loss (box matching, hard-negative mining) is approximated by "
-            "a mean-squared loss on the heads' outputs"),
+            ("SSD300 with DLE's ResNet-50 backbone; the SSD loss (box matching, hard-negative mining) is approximated "
+             "by a mean-squared loss on the heads' outputs")),
 }

@@ -51,7 +51,8 @@ _EMBEDDING = {aten.embedding, aten.embedding_dense_backward, aten.embedding_back
 _FP32_LOSS = re.compile(r"log_softmax|nll_loss|cross_entropy|mse_loss|binary_cross_entropy|_softmax_backward_data")
 # Ops that launch no kernel (metadata, allocation without a fill, scalar reads).
 _NO_KERNEL = {aten.empty, aten.empty_like, aten.empty_strided, aten.new_empty, aten.new_empty_strided, aten.detach,
-              aten._local_scalar_dense, aten.lift_fresh, aten.alias, aten.sym_size, aten.sym_stride, aten.sym_numel}
+              aten._local_scalar_dense, aten.lift_fresh, aten.alias, aten.sym_size, aten.sym_stride, aten.sym_numel,
+              aten._unsafe_view, aten._reshape_alias}  # the last two: views the dispatcher does not tag as views
 
 
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
@@ -93,6 +94,7 @@ class _Recorder(TorchDispatchMode):
         self.phase = Phase.FORWARD
         self.scope: list[str] = []  # module path stack (forward only)
         self.unit_depth = 0
+        self.paused = False  # the harness's own ops (loss targets) are not the model's
 
     def _name(self, func: Any) -> str:
         where = self.scope[-1] if self.scope and self.phase is Phase.FORWARD else ""
@@ -104,7 +106,7 @@ class _Recorder(TorchDispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         packet = func.overloadpacket
-        if getattr(func, "is_view", False) or packet in _NO_KERNEL:
+        if self.paused or getattr(func, "is_view", False) or packet in _NO_KERNEL:
             return out
         flops = 0.0
         if packet in flop_registry:
@@ -170,7 +172,7 @@ def _units(model: nn.Module) -> tuple[list[nn.Module], bool]:
     """The checkpoint units: the children of the longest ModuleList of alike blocks (the layers),
     else a Sequential's children."""
     lists = [m for m in model.modules() if isinstance(m, nn.ModuleList) and len(m) > 1
-             and len({type(c) for c in m}) == 1 and not isinstance(m[0], nn.Embedding)]
+             and len({type(c) for c in m}) == 1 and (list(m[0].children()) or isinstance(m[0], nn.RNNBase))]
     if lists:
         best = max(lists, key=lambda m: (len(m), sum(p.numel() for p in m.parameters())))
         return list(best), True
@@ -246,14 +248,16 @@ def _step(factory: Callable[[], nn.Module], input_shape: tuple[int, ...], dtype:
             out = model(x)
             if isinstance(out, (tuple, list)):
                 out = out[0]
+            rec.paused = True  # the labels come with the batch: not part of the step's work
+            target = (torch.zeros(out.numel() // out.shape[-1], dtype=torch.long, device="meta") if loss == "ce"
+                      else torch.empty_like(out))
+            rec.paused = False
             if loss == "ce":
-                logits = out.reshape(-1, out.shape[-1])
-                target = torch.zeros(logits.shape[0], dtype=torch.long, device="meta")
-                value = torch.nn.functional.cross_entropy(logits, target)
+                value = torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), target)
             elif loss == "bce":
-                value = torch.nn.functional.binary_cross_entropy_with_logits(out, torch.empty_like(out))
+                value = torch.nn.functional.binary_cross_entropy_with_logits(out, target)
             elif loss == "mse":
-                value = torch.nn.functional.mse_loss(out, torch.empty_like(out))
+                value = torch.nn.functional.mse_loss(out, target)
             else:  # the model returns its loss
                 value = out.sum() if out.dim() else out
             rec.phase = Phase.BACKWARD
@@ -355,6 +359,8 @@ def trace_module(factory: Callable[[], nn.Module], input_shape: tuple[int, ...],
         largest_b = max(sum(per_b[lo:hi]) for lo, hi in itertools.pairwise(bounds))
         saved_ckpt = min(saved, outside + sum(inputs[lo] for lo in bounds[:-1]) + largest)
         saved_b_ckpt = min(saved_b, out_b + largest_b)
+    if saved_ckpt >= saved:
+        recompute = []  # checkpointing these units would keep no less: nothing to recompute
     in_bytes = float(torch.empty((), dtype=dtype).element_size())
     for d in input_shape:
         in_bytes *= d
@@ -368,5 +374,5 @@ def trace_module(factory: Callable[[], nn.Module], input_shape: tuple[int, ...],
     )
     ckpt = replace(plain, ops=tuple(_fold(ops + recompute)), checkpointing=True)
     if not recompute:
-        ckpt = replace(ckpt, notes=(*ckpt.notes, "no repeated blocks found: checkpointing recomputes and saves nothing here"))
+        ckpt = replace(ckpt, notes=(*ckpt.notes, "no checkpoint units that would save memory: checkpointing recomputes and saves nothing here"))
     return plain, ckpt
