@@ -9,8 +9,10 @@ the backward; the script sums the bytes of their distinct storages, leaving out 
 are weights, not activations). That sum is torch's own account of the activation memory, which
 the memory model predicts:
 
-- mnist-mlp, simple-cnn: the presets' activation figure (every leaf module's output, measured on
-  the meta device by gpuselect.workloads.profile), scaled to fp32;
+- mnist-mlp, simple-cnn: what the memory model reads for them, the saved bytes of their operator
+  trace (gpuselect.workloads.traces.trace_for: the meta-device trace shipped with the package,
+  which records saved tensors on the meta device; before it shipped, the presets' leaf-output
+  figure, which over-stated these two by 24 % and 32 %), at fp32;
 - a tiny decoder with fused attention (F.scaled_dot_product_attention), RMSNorm, rotary-free,
   gated MLP, trained fully and with LoRA adapters (query/value, dropout) on a frozen base: the
   per-layer count of gpuselect.estimate.memory.layer_saved_elems_per_token (without the calibrated

@@ -15,8 +15,9 @@ The peak is the sum of what lives through the step plus what the backward pass k
   matrix), times the batch; with full checkpointing only the block inputs plus one block;
 - logits and loss buffers of language models: vocabulary x tokens, with the fp32 log-probabilities
   the loss keeps and the logits' gradient when backward starts;
-- overhead: the CUDA context and libraries' workspaces, plus the caching allocator's slack over
-  what is allocated (nvidia-smi shows the reserved memory, not the allocated).
+- overhead: the CUDA context and libraries' workspaces, what the driver holds of the card, plus the
+  caching allocator's slack over what is allocated (nvidia-smi shows the reserved memory, not the
+  allocated). A workload fits a card when its peak is at most the card's size.
 
 Sharding divides model state by the GPU count (ZeRO-1 the optimizer, ZeRO-2 also the gradients,
 FSDP/ZeRO-3 everything, plus the gathered working set of two layers); offload moves the optimizer
@@ -57,7 +58,7 @@ QUANT_BYTES = {"nf4": 0.5 + 4 / 64, "nf4-dq": 0.5 + 1 / 64 + 4 / (64 * 256), "in
 
 def _load_constants() -> dict[str, float]:
     """Fitted constants (benchmarks/memory_calibrate.py writes them); stated defaults otherwise."""
-    defaults = {"activation_factor": 1.4, "context_gb": 0.5, "allocator_slack": 0.05, "driver_reserved_gb": 0.47}
+    defaults = {"activation_factor": 1.38, "context_gb": 0.5, "allocator_slack": 0.05, "driver_reserved_gb": 0.47}
     try:
         doc = json.loads(_FIT_FILE.read_text(encoding="utf-8"))
         return {k: float(doc.get(k, v)) for k, v in defaults.items()}
@@ -69,7 +70,7 @@ _C = _load_constants()
 #: Eager frameworks keep more than the saved tensors a transformer layer strictly needs (copies
 #: for rotary embeddings and reshapes, fp32 upcasts in norms) and the backward of the layer being
 #: differentiated holds its gradients next to the saved tensors: one factor on the analytic count,
-#: fitted on LitGPT's measured peaks (benchmarks/memory_calibrate.py).
+#: fitted on LitGPT's measured peaks (benchmarks/memory_litgpt.py).
 ACTIVATION_FACTOR = _C["activation_factor"]
 #: CUDA context, cuBLAS/cuDNN handles and workspaces of a PyTorch process (an assumption: no GPU
 #: was at hand to measure it; PyTorch processes typically show 0.3-0.6 GiB in nvidia-smi before
@@ -81,6 +82,8 @@ ALLOCATOR_SLACK = _C["allocator_slack"]
 #: What the driver keeps of a card's memory before any process runs: NVML reported 506,724,352
 #: bytes used on an idle H100 80GB (docs/validation/h100-2026-11-22/bench-full.json).
 DRIVER_RESERVED_BYTES = _C["driver_reserved_gb"] * GB
+#: Counted in every peak's overhead, so that a card fits what its size holds: peak <= size.
+FIXED_OVERHEAD_BYTES = CONTEXT_BYTES + DRIVER_RESERVED_BYTES
 
 
 def mixed(precision: str) -> bool:
@@ -193,6 +196,7 @@ def layer_saved_elems_per_token(shape: TransformerShape, mode: str, o: MemoryOpt
       already kept by the kernel); bitsandbytes' 4-bit matmul keeps them too, even when frozen;
     - fused attention keeps q, k, v and its output (plus a log-sum-exp per head and token);
     - the MLP keeps its activation function's input, and for gated MLPs both operands of the gate;
+    - residual dropout (GPT-2, BERT) keeps a 1-byte mask after the attention and after the MLP;
     - LoRA adapters keep their (dropped-out) inputs and the dropout mask (1 byte)."""
     h, f = shape.hidden, shape.ffn
     kv = h * (shape.kv_heads or shape.heads) // shape.heads
@@ -203,6 +207,8 @@ def layer_saved_elems_per_token(shape: TransformerShape, mode: str, o: MemoryOpt
         total += h + h + f  # qkv input, MLP input, down-projection input
     total += h + 2 * kv + h  # q, k, v, attention output
     total += 3 * f if shape.gated_ffn else f
+    if getattr(shape, "dropout", False):
+        total += h  # two residual dropout masks of 1 byte (attention-probability dropout runs inside the fused kernel)
     if mode in ("lora", "qlora"):
         if o.lora_targets == "qv":
             inputs: float = h  # one dropout over the attention input feeds the query and value adapters
@@ -289,13 +295,13 @@ def peak_memory(w: Workload, batch: int, o: MemoryOptions, shape: TransformerSha
     act = batch * activation_bytes_per_sample(w, o, shape)
     logits = batch * logits_bytes_per_sample(w, o, shape)
     allocated = weights + grads + opt + act + logits
-    overhead = CONTEXT_BYTES + ALLOCATOR_SLACK * allocated
+    overhead = FIXED_OVERHEAD_BYTES + ALLOCATOR_SLACK * allocated
     return MemoryBreakdown(weights, grads, opt, act, logits, overhead, evictable)
 
 
 def capacity_bytes(vram_gb: float) -> float:
-    """What a process can use of a card sold as ``vram_gb`` GB (binary), after the driver's share."""
-    return vram_gb * GB - DRIVER_RESERVED_BYTES
+    """A card sold as ``vram_gb`` GB (binary); the driver's share is in every peak's overhead."""
+    return vram_gb * GB
 
 
 def _needed(b: MemoryBreakdown) -> float:
@@ -306,7 +312,7 @@ def _at(zero: MemoryBreakdown, act: float, logits: float, batch: int) -> MemoryB
     """The peak at ``batch`` from the one at batch 0 and the per-sample terms (the peak is linear in the batch)."""
     allocated = zero.weights + zero.gradients + zero.optimizer + batch * (act + logits)
     return MemoryBreakdown(zero.weights, zero.gradients, zero.optimizer, batch * act, batch * logits,
-                           CONTEXT_BYTES + ALLOCATOR_SLACK * allocated, zero.evictable)
+                           FIXED_OVERHEAD_BYTES + ALLOCATOR_SLACK * allocated, zero.evictable)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -324,7 +330,7 @@ def _max_batch(zero: MemoryBreakdown, act: float, logits: float, cap: float, lim
         return 0
     if per <= 0:
         return limit
-    b = min(limit, int(((cap - CONTEXT_BYTES) / (1 + ALLOCATOR_SLACK) - (zero.weights + zero.gradients + zero.optimizer)
+    b = min(limit, int(((cap - FIXED_OVERHEAD_BYTES) / (1 + ALLOCATOR_SLACK) - (zero.weights + zero.gradients + zero.optimizer)
                         + zero.evictable) // per) + 1)
     while b > 1 and _needed(_at(zero, act, logits, b)) > cap:  # the float edge
         b -= 1
@@ -403,7 +409,7 @@ def _plan(w: Workload, vram_gb: float, o: MemoryOptions, checkpointing: bool | N
         fit2 = fit_with(w, vram_gb, o2, batch_size=batch_size, shape=shape)
         if not fit2.fits and checkpointing is None:
             fit2 = fit_with(w, vram_gb, replace(o2, checkpointing=True), batch_size=batch_size, shape=shape)
-        if fit2.fits:
+        if fit2.fits or fit2.peak_gb < fit.peak_gb:  # fits sharded, or at least needs less: report that
             fit = fit2
     return fit
 

@@ -322,3 +322,20 @@ def test_plan_turns_on_checkpointing_then_fsdp_only_where_needed() -> None:
     assert z1.options.sharding == "zero1"  # an explicit choice is kept
     base = peak_memory(w, 1, MemoryOptions(checkpointing=True))
     assert z1.breakdown is not None and z1.breakdown.optimizer == pytest.approx(base.optimizer / 8)
+
+
+@pytest.mark.parametrize("wid", ["llama-8b-lora", "resnet50", "gpt2-124m"])
+def test_fits_can_be_read_off_every_row(wid: str) -> None:
+    from gpuselect.catalog import load_catalog
+    from gpuselect.estimate.api import Assumptions, estimate
+    from gpuselect.estimate.perf import default_model
+
+    catalog = load_catalog(use_overlay=False)
+    result = estimate(PRESETS[wid], Assumptions(max_gpus=2), catalog, default_model(catalog))
+    checked = 0
+    for r in result.rows:
+        if r.peak_memory_gb is None or r.vram_gb is None or abs(r.peak_memory_gb - r.vram_gb) < 0.01:
+            continue
+        assert (r.peak_memory_gb <= r.vram_gb) == (r.fits or r.note == "no throughput model for this GPU and precision"), r
+        checked += 1
+    assert checked > 100
