@@ -58,7 +58,7 @@ class Assumptions:
     cluster_max_gpus: int = 1024  # stage 4: when no box meets the deadline or holds the model, up to this many
     gpus_per_node: int = 8
     network_gbs: float = 25.0  # between nodes: 200 Gb/s InfiniBand per node
-    comm_overlap: float = 0.5  # share of the all-reduce hidden behind the backward pass (DDP buckets)
+    comm_overlap: float = 0.5  # unused since the step-time model (parallel.py overlaps per bucket); kept for callers
     amortisation_years: float | None = None  # spread a purchase over its useful life (None: whole price)
 
     def validate(self) -> None:

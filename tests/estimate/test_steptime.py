@@ -238,3 +238,15 @@ def test_step_trace_contract_fallback_when_trace_is_synthetic(catalog) -> None: 
     t = StepTrace((Op(OpKind.GEMM, Phase.FORWARD, "x", 2e6, 1e3, 1e6, 1, 1000, 1000),), 10**6, 10**6, 4e3, 1e3, 1e2)
     st = step_time(t, R.catalog_device(h100(catalog)), 32, "bf16", optimizer="adamw")
     assert st.seconds > 0 and st.breakdown["optimizer"] > 0
+
+
+def test_tf32_request_leaves_no_catalog_gpu_without_a_row(catalog) -> None:  # type: ignore[no-untyped-def]
+    """The unseen-GPU check asks for tf32: cards without it fall back instead of dropping out."""
+    res = A.estimate(PRESETS["resnet50"], A.Assumptions(precision="tf32", counts=(1,)), catalog, local=[])
+    assert len(res.rows) == len(catalog.entries)
+    for r in res.rows:
+        assert r.precision_used in ("tf32", "fp32"), r.gpu_id
+        if r.fits:
+            assert r.throughput_samples_per_s and r.throughput_samples_per_s > 0, r.gpu_id
+        else:
+            assert "GB" in (r.note or ""), r.gpu_id  # only memory can rule a card out
