@@ -256,15 +256,18 @@ def regime_band(reg: str, vendor: str) -> float:
         return 1.0
 
 
-_DEVICES: dict[str, DeviceModel] = {}
-_FITS: dict[str, Fit] = {}  # the one-GPU memory fit, handed to the same card's multi-GPU rows
+_DEVICES: dict[int, tuple[GpuEntry, DeviceModel]] = {}
 
 
 def device_for(e: GpuEntry) -> DeviceModel:
-    d = _DEVICES.get(e.id)
-    if d is None:
-        d = _DEVICES[e.id] = catalog_device(e)
-    return d
+    """The card's device model, cached per entry object (an overlay may change a card's figures
+    under the same id)."""
+    hit = _DEVICES.get(id(e))
+    if hit is None or hit[0] is not e:
+        if len(_DEVICES) > 4096:
+            _DEVICES.clear()
+        hit = _DEVICES[id(e)] = (e, catalog_device(e))
+    return hit[1]
 
 
 _TRACES: dict[tuple[int, bool], object] = {}
@@ -361,7 +364,7 @@ def _per_model_seconds(w: Workload, trace: object, d: DeviceModel, e: GpuEntry, 
     return batch / thr
 
 def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel | None, band: float | None,
-         device: DeviceModel | None = None, single_fit: Fit | None = None) -> EstimateRow:
+         device: DeviceModel | None = None, single_fit: Fit | None = None, fit_out: list[Fit] | None = None) -> EstimateRow:
     base = EstimateRow(gpu_id=e.id, name=e.name, family=e.family, count=count, fits=False, batch_size=None,
                        throughput_samples_per_s=None, epoch_time_s=None, total_time_h=None, buy_cost_usd=None,
                        cloud_cost_usd=None, energy_kwh=None, co2_kg=None, error_band=band if band is not None else 1.0,
@@ -388,8 +391,8 @@ def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel |
             f" at batch {fit.batch_size}; at most batch {fit.max_batch} fits" if fit.max_batch else "; not even batch 1 fits")])
         return base
     base.fits = True
-    if count == 1:
-        _FITS[e.id] = fit
+    if fit_out is not None:
+        fit_out.append(fit)  # handed to the same card's multi-GPU rows (no shared state: the GUI estimates in threads)
     st, par = predict_step(w, device or device_for(e), e, fit.batch_size, prec, count=count, checkpointing=ckpt,
                            sharding=fit.options.sharding if count > 1 else "none", optimizer=a.optimizer,
                            offload=a.offload, a=a)
@@ -632,12 +635,10 @@ def estimate(
         entries = [e for e in entries if e.id in gpu_ids]
     rows = []
     for e in entries:
-        first = None
+        got: list[Fit] = []
         for n in option_counts(a):
-            r = _row(w, e, n, a, perf, None, single_fit=first)
-            if n == 1:
-                first = _FITS.pop(e.id, None)
-            rows.append(r)
+            first = got[0] if got else None
+            rows.append(_row(w, e, n, a, perf, None, single_fit=first, fit_out=got if n == 1 else None))
     if not a.counts and not any(r.fits and r.meets_deadline for r in rows):
         # Stage 4: no box holds the model in time; datacenter cards over nodes of gpus_per_node.
         bigger = [n for n in CLUSTER_COUNTS if option_counts(a)[-1] < n <= a.cluster_max_gpus]
