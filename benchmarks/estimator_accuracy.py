@@ -1,4 +1,4 @@
-"""Leave-one-GPU-out accuracy of the performance model; writes docs/accuracy.md and the error
+"""Leave-one-GPU-out accuracy of the performance model; writes docs/accuracy-per-model.md and the error
 band every estimate carries (gpuselect/estimate/data/error_band.json).
 
 Rerun:  PYTHONPATH=. python benchmarks/estimator_accuracy.py
@@ -160,7 +160,7 @@ def main() -> None:
         "(`gpuselect/estimate/data/error_band.json`, written by this script); AMD and multi-GPU rows compound it with "
         "the errors measured on independent data (docs/accuracy-external.md); other workloads carry the anchored band above.",
     ]
-    (ROOT / "docs/accuracy.md").write_text("\n".join(lines) + "\n")
+    (ROOT / "docs/accuracy-per-model.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

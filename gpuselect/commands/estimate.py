@@ -26,6 +26,16 @@ def _number(kind: type, lo: float, hi: float, what: str):  # type: ignore[no-unt
     return parse
 
 
+def _counts(text: str) -> tuple[int, ...]:
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdigit() or not 1 <= int(part) <= 4096:
+            raise argparse.ArgumentTypeError(f"--count takes whole numbers in 1..4096 separated by commas, not {text!r}")
+        out.append(int(part))
+    return tuple(out)
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     add_estimate_options(parser, workload_required=True)
     parser.add_argument("--top", type=_number(int, 1, 100_000, "--top"), default=15, help="text output: rows to show")
@@ -50,9 +60,11 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
     parser.add_argument("--lora-rank", type=_number(int, 1, 65_536, "--lora-rank"), metavar="R",
                         help="LoRA/QLoRA adapter rank (default 16)")
     parser.add_argument("--seq-len", type=_number(int, 1, 1_048_576, "the sequence length"), help="with --config: tokens per sample")
-    parser.add_argument("--precision", choices=("fp32", "tf32", "fp16", "bf16", "bf16-true"), default="bf16",
-                        help="fp16/bf16 mean mixed precision (fp32 master weights, default bf16); bf16-true is pure bf16 "
-                             "(bf16 weights and optimizer states, no master copy)")
+    parser.add_argument("--precision", choices=("auto", "fp32", "tf32", "fp16", "bf16", "bf16-true", "fp8"), default="auto",
+                        help="auto (default): what each card trains well in (bf16 on Ampere and newer, fp16 mixed on Volta/Turing, "
+                             "fp32 before); fp16/bf16 mean mixed precision (fp32 master weights); bf16-true is pure bf16 (no master "
+                             "copy); fp8 on Ada, Hopper, Blackwell and CDNA 3. A card that cannot run the request falls back "
+                             "(fp8->bf16->fp16->fp32, tf32->fp32) and its row says which precision it used")
     parser.add_argument("--batch-size", default="auto", help="per-GPU batch, or auto: the workload's default capped by memory")
     parser.add_argument("--dataset-size", type=_number(int, 1, 1e13, "the dataset size"), metavar="N", help="samples per epoch")
     parser.add_argument("--epochs", type=_number(int, 1, 100_000, "the number of epochs"))
@@ -69,7 +81,10 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
     parser.add_argument("--offload", choices=("none", "optimizer", "params"), default="none",
                         help="keep the optimizer state (optimizer) or also weights and gradients (params) in CPU memory")
     parser.add_argument("--gpus", default="all", help="all, or comma-separated catalog ids")
-    parser.add_argument("--max-gpus", type=_number(int, 1, 4096, "--max-gpus"), default=8, metavar="N")
+    parser.add_argument("--max-gpus", type=_number(int, 1, 4096, "--max-gpus"), default=8, metavar="N",
+                        help="the largest box considered first (default 8); when none meets the deadline or holds the model, "
+                             "datacenter cards are tried over nodes up to 1,024 GPUs")
+    parser.add_argument("--count", type=_counts, metavar="N[,N...]", help="evaluate exactly these GPU counts (e.g. 1,8,64)")
     bench = parser.add_mutually_exclusive_group()
     bench.add_argument("--bench", metavar="FILE", help="anchor this machine's estimates on a saved `gpuselect bench --format json` result")
     bench.add_argument("--bench-quick", action="store_true", help="run `gpuselect bench --quick` first (about 10 s) and anchor on it")
@@ -121,11 +136,12 @@ def _local(w, a, catalog, perf, bench):  # type: ignore[no-untyped-def]
     cpu_bench = measured.get("cpu") or {}
     cpu_tflops = (cpu_bench.get("matmul_tflops") or {}).get("fp32")
     out = [local_cpu_estimate(w, a, cores=cpu.physical_cores or cpu.logical_cores, mhz=cpu.max_mhz or cpu.current_mhz,
-                              features=cpu.features, measured_tflops=cpu_tflops, name=cpu.model or "this CPU")]
+                              features=cpu.features, measured_tflops=cpu_tflops, name=cpu.model or "this CPU",
+                              bench=cpu_bench or None)]
     for g in snap.gpus:
         dev = measured.get(f"cuda:{g.torch_index}") if g.torch_index is not None else None
         out.append(local_gpu_estimate(w, a, catalog, perf, name=g.name, memory_bytes=g.memory_total_bytes,
-                                      device=f"gpu{g.index}", spec_ratio=(dev or {}).get("spec_ratio")))
+                                      device=f"gpu{g.index}", spec_ratio=(dev or {}).get("spec_ratio"), bench=dev))
     return out
 
 
@@ -149,7 +165,7 @@ def compute(args: argparse.Namespace, bench: dict | None):  # type: ignore[no-un
     a = Assumptions(precision=args.precision, batch_size=batch, dataset_size=args.dataset_size, epochs=args.epochs,
                     deadline_hours=args.deadline_hours, budget_usd=args.budget_usd,
                     electricity_usd_per_kwh=args.electricity_usd_per_kwh, optimizer=args.optimizer,
-                    checkpointing=args.checkpointing, max_gpus=args.max_gpus, sharding=args.sharding, offload=args.offload)
+                    checkpointing=args.checkpointing, max_gpus=args.max_gpus, counts=getattr(args, "count", None), sharding=args.sharding, offload=args.offload)
     catalog = load_catalog()
     perf = default_model(catalog)
     gpu_ids = None if args.gpus == "all" else [g.strip() for g in args.gpus.split(",") if g.strip()]
@@ -196,10 +212,14 @@ def run(args: argparse.Namespace) -> int:
     for title, rows in (("Single GPUs, fastest first", [r for r in ok if r.count == 1]), ("Several GPUs", [r for r in ok if r.count > 1])):
         if not rows:
             continue
-        print(f"\n{title}:\n{'option':34s} {'batch':>6s} {'memory GB':>11s} {'samples/s':>10s} {'time':>9s} {'±':>5s} {'buy $':>9s} {'cloud $':>9s} {'kWh':>8s}")
+        rate = "tokens/s" if w.seq_len else "samples/s"
+        print(f"\n{title}:\n{'option':34s} {'batch':>6s} {'memory GB':>11s} {rate:>11s} {'prec':>9s} {'par':>5s} {'bound':>13s} "
+              f"{'time':>9s} {'±':>5s} {'buy $':>9s} {'cloud $':>9s} {'kWh':>8s}")
         for r in rows[: args.top if title.startswith("Single") else max(3, args.top // 3)]:
             mem = f"{r.peak_memory_gb:.1f}/{r.vram_gb:g}" if r.peak_memory_gb is not None and r.vram_gb else "—"
-            print(f"{r.count}x {r.name[:30]:31s} {r.batch_size or 0:6d} {mem:>11s} {r.throughput_samples_per_s or 0:10,.1f} "
+            speed = (r.tokens_per_s if w.seq_len else r.throughput_samples_per_s) or 0
+            print(f"{r.count}x {r.name[:30]:31s} {r.batch_size or 0:6d} {mem:>11s} {speed:11,.0f} {r.precision_used or '—':>9s} "
+                  f"{r.parallelism:>5s} {r.bound or '—':>13s} "
                   f"{r.total_time_h or 0:8,.1f}h {100 * r.error_band:4.0f}% {money(r.buy_cost_usd):>9s} {money(r.cloud_cost_usd):>9s} {r.energy_kwh or 0:8,.1f}"
                   + ("" if r.meets_deadline else "  (misses deadline)"))
     nofit = sum(1 for r in result.rows if r.count == 1 and not r.fits)
@@ -209,7 +229,8 @@ def run(args: argparse.Namespace) -> int:
         for r in misfits:
             tip = f"; try {r.suggestions[0]}" if r.suggestions else ""
             print(f"1x {r.name}: {r.note}{tip}")
-    print(f"\n{len(ok)} of {len(result.rows)} options fit; {nofit} single GPUs do not. ± is each row's validated "
-          "90th-percentile error (docs/accuracy.md; AMD cards and several GPUs: docs/accuracy-external.md). "
-          "`--format json` has every row, with what would make a GPU fit.")
+    print(f"\n{len(ok)} of {len(result.rows)} options fit; {nofit} single GPUs do not. ± is the error band of each row's "
+          "regime (small overhead-bound models, CNNs, transformers, LLMs on one or many GPUs, AMD), wide enough to cover "
+          "80 % of that regime's validation cases (docs/accuracy.md). Rates are for the whole option; `bound` says what "
+          "limits a step. `--format json` has every row with its per-step time breakdown and what would make a GPU fit.")
     return 0

@@ -11,26 +11,36 @@ from pathlib import Path
 from gpuselect.catalog import Catalog
 from gpuselect.catalog.schema import GpuEntry
 from gpuselect.errors import UsageError
+from gpuselect.estimate import parallel
 from gpuselect.estimate.memory import (
     OFFLOADS,
     OPTIMIZERS,
     SHARDINGS,
+    Fit,
     MemoryOptions,
-    mixed,
     plan,
     suggestions,
 )
-from gpuselect.estimate.perf import PerfModel, compute_peak
+from gpuselect.estimate.perf import PerfModel, StepTime, step_time, workload_trace
+from gpuselect.estimate.roofline import (
+    DeviceModel,
+    catalog_device,
+    resolve_precision,
+)
 from gpuselect.workloads.model import Workload
 
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "bf16-true")
+#: ``auto``: what each card trains well in (bf16 on Ampere+/CDNA 2+, fp16 mixed on Volta/Turing,
+#: else fp32); an explicit precision a card cannot run falls back (roofline.FALLBACK).
+PRECISIONS = ("auto", "fp32", "tf32", "fp16", "bf16", "bf16-true", "fp8")
+BAND_FILE = Path(__file__).resolve().parent / "data" / "steptime_bands.json"
+CLUSTER_COUNTS = (16, 32, 64, 128, 256, 512, 1024)
 ERROR_BAND_FILE = Path(__file__).resolve().parent / "data" / "error_band.json"
 EXTERNAL_BAND_FILE = Path(__file__).resolve().parent / "data" / "external_band.json"
 
 
 @dataclass(frozen=True)
 class Assumptions:
-    precision: str = "bf16"
+    precision: str = "auto"
     batch_size: int | None = None  # None: the workload's default, capped by memory ("auto")
     dataset_size: int | None = None  # samples per epoch; None: the workload's default
     epochs: int | None = None
@@ -43,10 +53,12 @@ class Assumptions:
     checkpointing: bool | None = None  # None: only where the model does not fit otherwise (common practice)
     sharding: str | None = None  # none, zero1, zero2, fsdp; None: FSDP only where several GPUs need it to fit
     offload: str = "none"  # none, optimizer, params (to CPU memory)
-    max_gpus: int = 8
+    max_gpus: int = 8  # the largest single box considered first
+    counts: tuple[int, ...] | None = None  # evaluate exactly these GPU counts (--count)
+    cluster_max_gpus: int = 1024  # stage 4: when no box meets the deadline or holds the model, up to this many
     gpus_per_node: int = 8
     network_gbs: float = 25.0  # between nodes: 200 Gb/s InfiniBand per node
-    comm_overlap: float = 0.5  # share of the all-reduce hidden behind the backward pass (DDP buckets)
+    comm_overlap: float = 0.5  # unused since the step-time model (parallel.py overlaps per bucket); kept for callers
     amortisation_years: float | None = None  # spread a purchase over its useful life (None: whole price)
 
     def validate(self) -> None:
@@ -58,6 +70,9 @@ class Assumptions:
             raise UsageError(f"sharding must be one of {', '.join(SHARDINGS)}, not {self.sharding!r}")
         if self.offload not in OFFLOADS:
             raise UsageError(f"offload must be one of {', '.join(OFFLOADS)}, not {self.offload!r}")
+        for n in self.counts or ():
+            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 4096:
+                raise UsageError(f"a GPU count must be a whole number in 1..4096, not {n!r}")
         checks = [
             ("batch size", self.batch_size, 1, 1_000_000),
             ("dataset size", self.dataset_size, 1, 1e13),
@@ -68,6 +83,7 @@ class Assumptions:
             ("grid carbon intensity", self.grid_kg_co2_per_kwh, 0, 5),
             ("utilisation", self.utilisation, 0.01, 1),
             ("max GPUs", self.max_gpus, 1, 4096),
+            ("cluster size", self.cluster_max_gpus, 1, 4096),
         ]
         for label, value, lo, hi in checks:
             if value is None:
@@ -104,6 +120,11 @@ class EstimateRow:
     peak_memory_gb: float | None = None  # per GPU, what nvidia-smi would show (GiB, as cards are sized)
     memory_breakdown_gb: dict[str, float] = field(default_factory=dict)  # weights ... overhead; adds up to the peak
     max_batch: int | None = None  # the largest per-GPU batch that fits with these settings
+    tokens_per_s: float | None = None  # the whole option, for token workloads (samples/s x tokens per sample)
+    precision_used: str | None = None  # after auto / fallback
+    parallelism: str = "single"  # single | ddp | fsdp
+    bound: str | None = None  # compute | memory | overhead | communication
+    time_breakdown_s: dict[str, float] = field(default_factory=dict)  # one step, per GPU
 
 
 @dataclass
@@ -190,24 +211,172 @@ def _price(e: GpuEntry) -> tuple[float | None, str | None]:
     return None, None
 
 
-def _link_gbs(e: GpuEntry, count: int, a: Assumptions) -> float:
-    """Per-direction bandwidth each GPU gets for the all-reduce."""
-    if count > a.gpus_per_node:
-        return a.network_gbs / a.gpus_per_node * 2  # ring across nodes, hierarchical: node link shared
-    if e.gpu_link_gbs:
-        return e.gpu_link_gbs / 2
-    per_direction = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}.get(e.pcie_gen or 3, 16.0)
-    return per_direction * 0.7  # PCIe protocol and peer-to-peer efficiency
+def regime(w: Workload, count: int, bound: str | None, *, traced: bool = True) -> str:
+    """The validation regime a row belongs to (its error band comes from that regime's cases)."""
+    if bound == "overhead":
+        return "overhead"
+    if not traced:
+        # A synthetic trace from the workload's totals: reference models use their per-model
+        # calibration instead ("reference"), the rest the approximation.
+        from gpuselect.estimate.perf import default_model
+
+        return "reference" if w.id in default_model().models else "approximate"
+    llm = w.kind == "transformer" and w.params >= 5e8
+    if llm:
+        return "llm_multi" if count > 1 else "llm"
+    if w.kind in ("cnn", "detection"):
+        return "cnn"
+    if w.kind == "transformer":
+        return "transformer"
+    return "other"
 
 
-def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel, band: float) -> EstimateRow:
-    base = EstimateRow(e.id, e.name, e.family, count, False, None, None, None, None, None, None, None, None, band, vram_gb=e.vram_gb)
-    speed_precision = "bf16" if a.precision == "bf16-true" else a.precision  # pure bf16 trains at bf16 speed
-    if compute_peak(e, speed_precision) is None:
-        base.note = f"{a.precision} is not supported on this GPU"
-        return base
-    mo = MemoryOptions(precision=a.precision, optimizer=a.optimizer, sharding=a.sharding or "none", offload=a.offload, gpus=count)
-    fit = plan(w, e.vram_gb, mo, checkpointing=a.checkpointing, sharding=a.sharding, batch_size=a.batch_size)
+_BANDS: dict[str, object] = {}
+
+
+def _bands() -> dict:  # type: ignore[type-arg]
+    if "doc" not in _BANDS:
+        try:
+            _BANDS["doc"] = json.loads(BAND_FILE.read_text())
+        except (OSError, ValueError):
+            _BANDS["doc"] = {}
+    return _BANDS["doc"]  # type: ignore[return-value]
+
+
+def regime_band(reg: str, vendor: str) -> float:
+    """The regime's validated error (p90 widened to cover >= 80 % of its cases,
+    benchmarks/estimator_validation.py), compounded with the AMD band for AMD cards."""
+    try:
+        doc = _bands()
+        band = float(doc["regimes"].get(reg, doc["regimes"]["all"]))
+        if vendor != "NVIDIA":
+            band = (1 + band) * (1 + float(doc.get("amd_extra", 1.0))) - 1
+        return round(band, 4)
+    except (OSError, KeyError, ValueError, TypeError):
+        return 1.0
+
+
+_DEVICES: dict[int, tuple[GpuEntry, DeviceModel]] = {}
+
+
+def device_for(e: GpuEntry) -> DeviceModel:
+    """The card's device model, cached per entry object (an overlay may change a card's figures
+    under the same id)."""
+    hit = _DEVICES.get(id(e))
+    if hit is None or hit[0] is not e:
+        if len(_DEVICES) > 4096:
+            _DEVICES.clear()
+        hit = _DEVICES[id(e)] = (e, catalog_device(e))
+    return hit[1]
+
+
+_TRACES: dict[tuple[int, bool], object] = {}
+
+
+def trace_cached(w: Workload, checkpointing: bool) -> object:
+    key = (id(w), checkpointing)
+    t = _TRACES.get(key)
+    if t is None or len(_TRACES) > 256:
+        if len(_TRACES) > 256:
+            _TRACES.clear()
+        t = _TRACES[key] = (w, workload_trace(w, checkpointing=checkpointing))
+    return t[1]  # type: ignore[index]
+
+
+def predict_step(w: Workload, d: DeviceModel, e: GpuEntry | None, batch: int, precision: str, *, count: int = 1,
+                 checkpointing: bool = False, sharding: str = "none", optimizer: str = "adamw", offload: str = "none",
+                 a: Assumptions | None = None, calibrated: bool = True) -> tuple[StepTime, str]:
+    """One training step of ``w`` per GPU of a ``count``-GPU option, and its parallelism."""
+    a = a or Assumptions()
+    trace = trace_cached(w, checkpointing)
+    opt = "adam8bit" if optimizer == "paged-adamw8bit" else optimizer
+    mixed_p = precision in ("fp16", "bf16", "fp8")
+    par = "single" if count == 1 else ("fsdp" if sharding == "fsdp" else "ddp")
+    comm = None
+    if count > 1 and e is not None:
+        from gpuselect.estimate.roofline import params
+
+        cp = parallel.CommParams(**params().doc.get("comm", {}))
+        grad_bytes = w.trainable_params * (2.0 if precision == "bf16-true" or (par == "fsdp" and mixed_p) else 4.0)
+        if par == "fsdp":
+            param_bytes = w.params * (2.0 if mixed_p or precision == "bf16-true" else 4.0)
+            if w.mode == "qlora":
+                param_bytes = w.params * 0.55
+
+            def comm(compute_s: float, _backward_s: float) -> parallel.CommTime:
+                return parallel.fsdp_traffic(param_bytes, grad_bytes, compute_s, e, count, a.gpus_per_node, a.network_gbs, cp)
+        else:
+            def comm(_compute_s: float, backward_s: float) -> parallel.CommTime:  # type: ignore[misc]
+                return parallel.ddp_allreduce(grad_bytes, backward_s, e, count, a.gpus_per_node, a.network_gbs, cp)
+    st = step_time(trace, d, batch, precision, optimizer=opt, full_params=w.mode == "full", comm=comm)
+    legacy = _per_model_seconds(w, trace, d, e, batch, precision) if e is not None and calibrated else None
+    if legacy is not None:
+        # A reference model whose operators are not traced (a synthetic trace from its totals is
+        # far worse: docs/accuracy.md): its per-model calibration on measured throughput gives the
+        # GPU's compute time; communication and the host side stay the step model's.
+        bd = {"per_model_calibration": legacy, "host": max(0.0, st.host_s - legacy)}
+        seconds = max(legacy, st.host_s) if d.kind != "cpu" else legacy
+        if comm is not None:
+            c = comm(legacy, legacy * 2 / 3)
+            bd["communication"] = c.exposed_s
+            seconds += c.exposed_s
+        bound = "communication" if bd.get("communication", 0) > legacy else ("overhead" if st.host_s > legacy else "compute")
+        st = StepTime(seconds, bd, bound, legacy, st.host_s, st.launches)
+    if offload != "none" and d.h2d_gbs:
+        # The optimizer runs on the host: gradients down and weights up over PCIe each step, and the
+        # CPU's update (~20 GB/s of state traffic on a server CPU) instead of the GPU's.
+        moved = w.trainable_params * (2.0 + 2.0) + (w.params * 2.0 if offload == "params" else 0.0)
+        extra = moved / (d.h2d_gbs * 1e9 * 2.5) + w.trainable_params * 16.0 / 20e9 - st.breakdown["optimizer"]
+        bd = dict(st.breakdown)
+        bd["offload"] = max(0.0, extra)
+        st = StepTime(st.seconds + max(0.0, extra), bd, st.bound, st.device_s, st.host_s, st.launches)
+    return st, par
+
+
+def default_model_ids() -> set[str]:
+    """The reference models the per-model calibration covers."""
+    from gpuselect.estimate.perf import default_model
+
+    return set(default_model().models)
+
+
+def is_traced(trace: object) -> bool:
+    return not str(getattr(trace, "source", "")).startswith("APPROXIMATION")
+
+
+def _per_model_seconds(w: Workload, trace: object, d: DeviceModel, e: GpuEntry, batch: int, precision: str) -> float | None:
+    """Seconds of the GPU's part of one step from the per-model calibration (``perf.PerfModel``),
+    for the reference models that have no traced operators; None otherwise."""
+    if is_traced(trace) or d.kind == "cpu" or "measured by gpuselect bench" in d.notes:
+        return None
+    from gpuselect.estimate.perf import default_model
+
+    pm = default_model()
+    if w.id not in pm.models:
+        return None
+    prec = {"fp8": "bf16", "bf16-true": "bf16"}.get(precision, precision)
+    try:
+        thr = pm.predict(w, prec, e, batch=batch)
+    except (KeyError, ValueError):
+        return None
+    if not thr:
+        return None
+    return batch / thr
+
+def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel | None, band: float | None,
+         device: DeviceModel | None = None, single_fit: Fit | None = None, fit_out: list[Fit] | None = None) -> EstimateRow:
+    base = EstimateRow(gpu_id=e.id, name=e.name, family=e.family, count=count, fits=False, batch_size=None,
+                       throughput_samples_per_s=None, epoch_time_s=None, total_time_h=None, buy_cost_usd=None,
+                       cloud_cost_usd=None, energy_kwh=None, co2_kg=None, error_band=band if band is not None else 1.0,
+                       vram_gb=e.vram_gb)
+    prec = resolve_precision(e, a.precision)
+    base.precision_used = prec
+    mem_prec = "bf16" if prec == "fp8" else prec  # fp8 training keeps bf16 weights and activations
+    mo = MemoryOptions(precision=mem_prec, optimizer=a.optimizer, sharding=a.sharding or "none", offload=a.offload, gpus=count)
+    if single_fit is not None and single_fit.fits and a.sharding in (None, "none") and a.offload == "none":
+        fit = single_fit  # data parallel replicates the one-GPU state: the same fit (plan() shards only what does not fit)
+    else:
+        fit = plan(w, e.vram_gb, mo, checkpointing=a.checkpointing, sharding=a.sharding, batch_size=a.batch_size)
     ckpt = fit.options.checkpointing
     sharded = fit.options.sharding != "none" and count > 1
     base.batch_size = fit.batch_size
@@ -215,30 +384,32 @@ def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel, 
     base.peak_memory_gb = round(fit.peak_gb, 2)
     base.memory_breakdown_gb = fit.breakdown_gb
     base.max_batch = fit.max_batch
+    notes = [f"{a.precision} is not supported here: runs {prec}"] if a.precision not in ("auto", prec) else []
     if not fit.fits:
         base.suggestions = suggestions(w, e.vram_gb, fit.options, a.batch_size) if count == 1 else []
-        base.note = f"needs {fit.peak_gb:.1f} of {e.vram_gb:g} GB at batch {fit.batch_size}" + (
-            f"; at most batch {fit.max_batch} fits" if fit.max_batch else "; not even batch 1 fits")
+        base.note = "; ".join(notes + [f"needs {fit.peak_gb:.1f} of {e.vram_gb:g} GB" + (
+            f" at batch {fit.batch_size}; at most batch {fit.max_batch} fits" if fit.max_batch else "; not even batch 1 fits")])
         return base
     base.fits = True
-    one = perf.predict(w, speed_precision, e, batch=fit.batch_size)
-    if one is None:
-        base.note = "no throughput model for this GPU and precision"
-        return base
-    if ckpt or sharded:
-        one *= 0.75  # recomputing the forward pass: ~4/3 of the work
-        base.note = "with gradient checkpointing" + (f" and the model state sharded ({fit.options.sharding})" if sharded else "")
-    # Mixed precision (torch.autocast) keeps FP32 parameters, so DDP all-reduces FP32 gradients;
-    # sharded training (FSDP mixed precision) typically reduces in 16 bits.
-    grad_bytes = w.trainable_params * (2 if (sharded and mixed(a.precision)) or a.precision == "bf16-true" else 4)
-    step_compute = fit.batch_size / one
-    comm = 0.0
-    if count > 1:
-        comm = 2 * (count - 1) / count * grad_bytes / (_link_gbs(e, count, a) * 1e9)
-        if sharded:
-            comm *= 1.5  # FSDP: all-gather weights twice and reduce-scatter gradients
-    step = step_compute + max(0.0, comm - a.comm_overlap * step_compute)
-    thr = count * fit.batch_size / step
+    if fit_out is not None:
+        fit_out.append(fit)  # handed to the same card's multi-GPU rows (no shared state: the GUI estimates in threads)
+    st, par = predict_step(w, device or device_for(e), e, fit.batch_size, prec, count=count, checkpointing=ckpt,
+                           sharding=fit.options.sharding if count > 1 else "none", optimizer=a.optimizer,
+                           offload=a.offload, a=a)
+    base.parallelism = par
+    base.bound = st.bound
+    base.time_breakdown_s = {k: round(v, 6) for k, v in st.breakdown.items() if v > 0}
+    if band is None:
+        traced = is_traced(trace_cached(w, ckpt))
+        base.error_band = regime_band(regime(w, count, st.bound, traced=traced), e.vendor)
+    if ckpt:
+        notes.append("with activation checkpointing")
+    if sharded:
+        notes.append(f"model state sharded ({fit.options.sharding})")
+    base.note = "; ".join(notes) or None
+    thr = count * fit.batch_size / st.seconds
+    if w.seq_len:
+        base.tokens_per_s = thr * w.seq_len
     samples = (a.dataset_size or w.default_dataset_size) * (a.epochs or w.default_epochs)
     base.throughput_samples_per_s = thr
     base.epoch_time_s = (a.dataset_size or w.default_dataset_size) / thr
@@ -335,7 +506,7 @@ def recommend(rows: list[EstimateRow], local: list[LocalEstimate], a: Assumption
                 why = (f"No option meets both the {deadline} deadline" + (f" and the ${a.budget_usd:,.0f} budget" if a.budget_usd else "") +
                        f". The fastest option is {choice}. Relax the deadline or budget, or shrink the workload.")
             return Recommendation(stage, STAGE_NAMES[stage], choice, per_stage, why, False)
-        r = best[stage]
+        r = best[stage]  # type: ignore[assignment]
         assert r is not None
         parts = []
         if r.cloud_cost_usd is not None:
@@ -353,55 +524,106 @@ def recommend(rows: list[EstimateRow], local: list[LocalEstimate], a: Assumption
     return Recommendation(stage, STAGE_NAMES[stage], choice, per_stage, why[:1].upper() + why[1:], True)
 
 
+#: Benchmark models (gpuselect bench's train_steps) that are presets: their measured steps are
+#: reported as measured for that workload.
+BENCH_MODELS = {"simple-cnn": "simple_cnn"}
+
+
+def _measured(w: Workload, rec: dict | None, batch: int) -> tuple[float, int] | None:  # type: ignore[type-arg]
+    """(samples/s, batch) the benchmark measured for this workload at this batch (or the nearest
+    measured batch within 2x), or None."""
+    from gpuselect.estimate.perf import _bench_steps
+
+    name = BENCH_MODELS.get(w.id)
+    if not rec or not name:
+        return None
+    steps = [s for s in _bench_steps(rec) if s.get("model") == name and s.get("samples_per_s")]
+    if not steps:
+        return None
+    best = min(steps, key=lambda s: abs(math.log(s["batch_size"] / batch)))
+    if abs(math.log(best["batch_size"] / batch)) > math.log(2):
+        return None
+    return float(best["samples_per_s"]), int(best["batch_size"])
+
+
 def local_cpu_estimate(w: Workload, a: Assumptions, *, cores: int | None, mhz: float | None, features: list[str],
-                       measured_tflops: float | None = None, name: str = "this CPU") -> LocalEstimate:
-    """The CPU's own estimate: from its benchmark when given, else a rough peak (stated)."""
+                       measured_tflops: float | None = None, name: str = "this CPU",
+                       bench: dict | None = None) -> LocalEstimate:  # type: ignore[type-arg]
+    """The CPU as a device: the step-time model with the CPU's measured matmul rate, bandwidth and
+    per-op cost (``bench``: its `gpuselect bench` record), or rough figures when unmeasured
+    (stated). A workload the benchmark trained itself is reported as measured."""
+    from gpuselect.estimate.perf import cpu_device
+
     samples = (a.dataset_size or w.default_dataset_size) * (a.epochs or w.default_epochs)
-    if measured_tflops:
-        eff, basis, band = measured_tflops * 0.5, "measured matmul rate x 0.5 (training is not all matmul)", 0.5
-    elif cores and mhz:
-        per_cycle = 32 if "avx512f" in features else 16 if "avx2" in features else 8
-        eff = cores * mhz * 1e6 * per_cycle / 1e12 * 0.25
-        basis = f"unmeasured: {cores} cores x {mhz:.0f} MHz x {per_cycle} FP32 FLOP/cycle x 25 % efficiency (run `gpuselect bench` for a measured figure)"
-        band = 1.0
-    else:
+    rec = dict(bench or {})
+    if measured_tflops and not (rec.get("matmul_tflops") or {}).get("fp32"):
+        rec["matmul_tflops"] = {**(rec.get("matmul_tflops") or {}), "fp32": measured_tflops}
+    if not rec and not (cores and mhz):
         return LocalEstimate("cpu", name, None, None, "no CPU figures available", 1.0)
-    thr = eff * 1e12 / w.training_flops_per_sample
+    batch = a.batch_size or w.default_batch_size
+    hit = _measured(w, rec, batch)
+    if hit is not None:
+        thr, b = hit
+        # The band stays the CPU regime's: a busy machine's steps vary as much as the model errs
+        # (docs/validation/cpu-vm-2026-11-23: two runs 4-10x apart under load).
+        return LocalEstimate("cpu", name, thr, samples / thr / 3600,
+                             f"measured: this CPU trained {w.name} at batch {b} in its benchmark", regime_band("cpu", "NVIDIA"))
+    d = cpu_device(rec or None, cores=cores, name=name, mhz=mhz, features=features)
+    prec = "fp32"
+    if a.precision in ("auto", "bf16", "bf16-true", "fp16", "fp8"):
+        # The fastest precision the benchmark found (CPUs without AMX run 16-bit slower than fp32).
+        fastest = max(d.peak_tflops, key=lambda k: d.peak_tflops[k])
+        prec = fastest if a.precision == "auto" else ("fp32" if d.peak_tflops.get(fastest, 0) <= d.peak_tflops["fp32"] else fastest)
+    st, _ = predict_step(w, d, None, batch, prec, optimizer=a.optimizer, checkpointing=bool(a.checkpointing), a=a)
+    thr = batch / st.seconds
+    measured = bool((rec.get("matmul_tflops") or {}).get("fp32"))
+    basis = (f"step-time model with this CPU's measured matmul ({d.peak_tflops['fp32'] * 1e3:.0f} GFLOP/s fp32), bandwidth "
+             f"and per-op cost, {prec}, batch {batch}" if measured else
+             "unmeasured: " + "; ".join(d.notes) + " (run `gpuselect bench` for a measured figure)")
+    band = regime_band("cpu", "NVIDIA") if measured else 1.0
     return LocalEstimate("cpu", name, thr, samples / thr / 3600, basis, band)
 
 
-#: A healthy H100 SXM5 sustained 69-70 % of its dense BF16/FP16 spec in gpuselect's benchmark
-#: (docs/validation/h100-2026-11-22) - the one card measured so far; the estimator's predictions
-#: describe cards in that state. A measured ratio below it scales the local card's estimate down.
-HEALTHY_MATMUL_SPEC_RATIO = 0.69
-
-
 def local_gpu_estimate(
-    w: Workload, a: Assumptions, catalog: Catalog, perf: PerfModel, *, name: str | None, memory_bytes: int | None,
-    device: str, spec_ratio: dict[str, float] | None = None,
+    w: Workload, a: Assumptions, catalog: Catalog, perf: PerfModel | None, *, name: str | None, memory_bytes: int | None,
+    device: str, spec_ratio: dict[str, float] | None = None, bench: dict | None = None,  # type: ignore[type-arg]
 ) -> LocalEstimate:
-    """This machine's GPU: its catalog prediction, scaled down when its own benchmark shows it
-    falling short of what a healthy card of its kind reaches."""
+    """This machine's GPU: its catalog entry's row, with the benchmark's measured matmul rates,
+    bandwidth, dispatch cost and copy rate replacing the defaults where ``bench`` (its record) is
+    given; a workload the benchmark trained is reported as measured."""
+    from gpuselect.estimate.perf import benchmarked_gpu_device
+
     match = catalog.match(name or "", memory_bytes) if name else None
     if match is None:
         return LocalEstimate(device, name or "unknown GPU", None, None, "not in the catalog: no estimate", 1.0, fits=False)
-    r = _row(w, match.entry, 1, a, perf, error_band(a.precision, anchored_kind=None if w.id in perf.models else w.kind, model=w.id))
-    basis = f"catalog entry {match.entry.id}; unmeasured (`gpuselect bench` measures it)"
+    e = match.entry
+    d = benchmarked_gpu_device(e, bench) if bench else None
+    r = _row(w, e, 1, a, perf, None, device=d)
+    basis = f"catalog entry {e.id}; " + ("step-time model with this card's benchmark (matmul, bandwidth, launch overhead)"
+                                         if bench else "unmeasured (`gpuselect bench` measures it)")
     thr, hours = r.throughput_samples_per_s, r.total_time_h
-    key = "matmul_" + ("fp16" if a.precision == "fp16" else "bf16" if a.precision in ("bf16", "bf16-true") else "tf32" if a.precision == "tf32" else "fp32")
-    if spec_ratio and key in spec_ratio and thr:
-        measured = spec_ratio[key]
-        scale = min(1.0, measured / HEALTHY_MATMUL_SPEC_RATIO)
-        thr, hours = thr * scale, (hours / scale if hours else hours)
-        basis = (f"catalog entry {match.entry.id}, anchored on this card's benchmark: {100 * measured:.0f} % of its "
-                 f"{key.split('_')[1].upper()} spec" + (f", so times are scaled by 1/{scale:.2f}" if scale < 1 else " (healthy)"))
-    return LocalEstimate(device, name or match.entry.name, thr, hours, basis, r.error_band, r.fits,
-                         peak_memory_gb=r.peak_memory_gb, memory_breakdown_gb=r.memory_breakdown_gb, vram_gb=r.vram_gb,
-                         max_batch=r.max_batch)
+    if bench and r.batch_size:
+        hit = _measured(w, bench, r.batch_size)
+        if hit is not None:
+            thr = hit[0]
+            hours = (a.dataset_size or w.default_dataset_size) * (a.epochs or w.default_epochs) / thr / 3600
+            basis = f"measured: this card trained {w.name} at batch {hit[1]} in its benchmark"
+            return LocalEstimate(device, name or e.name, thr, hours, basis, regime_band("overhead", e.vendor), r.fits)
+    return LocalEstimate(device, name or e.name, thr, hours, basis, r.error_band, r.fits)
+
+
+def option_counts(a: Assumptions) -> list[int]:
+    """The GPU counts of a box: 1, 2, 4 ... up to ``max_gpus`` (or exactly ``counts``)."""
+    if a.counts:
+        return sorted(set(a.counts))
+    counts = [1]
+    while counts[-1] * 2 <= a.max_gpus:
+        counts.append(counts[-1] * 2)
+    return counts
 
 
 def estimate(
-    w: Workload, a: Assumptions, catalog: Catalog, perf: PerfModel, *, gpu_ids: list[str] | None = None,
+    w: Workload, a: Assumptions, catalog: Catalog, perf: PerfModel | None = None, *, gpu_ids: list[str] | None = None,
     local: list[LocalEstimate] | None = None,
 ) -> EstimateResult:
     a.validate()
@@ -411,14 +633,22 @@ def estimate(
         if unknown:
             raise UsageError(f"unknown GPU id(s): {', '.join(unknown)}; `gpuselect catalog` lists them")
         entries = [e for e in entries if e.id in gpu_ids]
-    band = error_band("bf16" if a.precision == "bf16-true" else a.precision, anchored_kind=None if w.id in perf.models else w.kind, model=w.id)
-    counts = [1]
-    while counts[-1] * 2 <= a.max_gpus:
-        counts.append(counts[-1] * 2)
     rows = []
-    external = external_bands()
     for e in entries:
-        for n in counts:
-            rows.append(_row(w, e, n, a, perf, combined_band(band, e, n, external)))
+        got: list[Fit] = []
+        for n in option_counts(a):
+            first = got[0] if got else None
+            rows.append(_row(w, e, n, a, perf, None, single_fit=first, fit_out=got if n == 1 else None))
+    if not a.counts and not any(r.fits and r.meets_deadline for r in rows):
+        # Stage 4: no box holds the model in time; datacenter cards over nodes of gpus_per_node.
+        bigger = [n for n in CLUSTER_COUNTS if option_counts(a)[-1] < n <= a.cluster_max_gpus]
+        for e in entries:
+            if e.family not in ("datacenter", "instinct") or e.form_factor not in ("sxm", "oam", "pcie"):
+                continue
+            for n in bigger:
+                r = _row(w, e, n, a, perf, None)
+                rows.append(r)
+                if r.fits and r.meets_deadline:
+                    break  # more GPUs of this kind only cost more
     local = local or []
     return EstimateResult(w, a, rows, local, recommend(rows, local, a, w))

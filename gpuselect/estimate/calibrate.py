@@ -223,7 +223,7 @@ def _fit_group(obs: list[Obs], fit: Fit, exhaustive: bool = False) -> tuple[floa
         # Coarse: every other grid point (and the last) in each dimension.
         idx, z = z_product([np.array(sorted(set(range(0, len(g), 2)) | {len(g) - 1})) for g in grids], _COARSE_DTYPE)
         _, loss = _offsets_and_loss(z, onehot.astype(z.dtype), counts.astype(z.dtype), HUBER_DELTA, HUBER_LOCATION_STEPS)
-        near = set()
+        near: set[tuple[int, ...]] = set()
         for b in idx[np.argsort(loss, kind="stable")[:_REFINE_TOP]]:
             near.update(itertools.product(*[range(max(0, b[d] - 2), min(len(grids[d]), b[d] + 3)) for d in range(4)]))
         idx = np.array(sorted(near), dtype=np.intp)

@@ -98,7 +98,7 @@ class PerfModel:
     typical_batch: dict[str, int] = field(default_factory=dict)  # model -> median measured batch
 
     @classmethod
-    def from_json(cls, path: Path = CALIBRATION) -> "PerfModel":
+    def from_json(cls, path: Path = CALIBRATION) -> PerfModel:
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
             return cls(doc["models"], doc["arch_eff"], {k: int(v) for k, v in doc.get("typical_batch", {}).items()})
@@ -184,3 +184,243 @@ def fit_model(catalog: Catalog, exclude_gpu: str | None = None, iterations: int 
     for model in {o.model for o in obs}:
         pm.typical_batch[model] = int(statistics.median(o.batch for o in obs if o.model == model))
     return pm
+
+
+# ==============================================================================================
+# The step-time model (issue 12): one training step from its operator trace.
+# ==============================================================================================
+
+#: Bytes the optimizer reads and writes per trainable parameter and step (fp32 state; mixed
+#: precision keeps fp32 master weights): SGD p r/w + g r; momentum + buf r/w; Adam(W) + m, v r/w;
+#: 8-bit Adam's states are 1 byte each.
+OPTIMIZER_BYTES = {"none": 0.0, "sgd": 12.0, "sgd-momentum": 20.0, "adam": 28.0, "adamw": 28.0, "adam8bit": 16.0}
+#: torch's foreach optimizers: fused multi-tensor kernels per step (a handful per op, per 100s of tensors).
+OPTIMIZER_LAUNCHES = {"none": 0, "sgd": 2, "sgd-momentum": 3, "adam": 12, "adamw": 13, "adam8bit": 4}
+
+
+@dataclass(frozen=True)
+class StepTime:
+    seconds: float
+    breakdown: dict[str, float]  # seconds per step: compute, memory, kernel_floor, optimizer, host, copy, communication
+    bound: str  # compute | memory | overhead | communication
+    device_s: float
+    host_s: float
+    launches: int
+
+
+def simple_cnn_trace() -> Any:
+    """The benchmark's simple CNN (conv 1->32, pool, conv 32->64, pool, linear 3136->128->10),
+    one eager step with cross-entropy, per sample."""
+    from gpuselect.estimate.trace import Op, OpKind, Phase, StepTrace
+
+    E, G, C, F, B = OpKind.ELEMENTWISE, OpKind.GEMM, OpKind.CONV, Phase.FORWARD, Phase.BACKWARD
+    a1, p1, a2, p2 = 32 * 28 * 28, 32 * 14 * 14, 64 * 14 * 14, 64 * 7 * 7
+    ops = [
+        Op(C, F, "conv1", 2 * 784 * 32 * 9, 784 + a1, 320, 784, 32, 9),
+        Op(E, F, "relu1", 0, 2 * a1), Op(E, F, "pool1", 0, a1 + p1),
+        Op(C, F, "conv2", 2 * 196 * 64 * 288, p1 + a2, 18496, 196, 64, 288),
+        Op(E, F, "relu2", 0, 2 * a2), Op(E, F, "pool2", 0, a2 + p2),
+        Op(G, F, "fc1", 2 * 3136 * 128, 3136 + 128, 401536, 1, 128, 3136),
+        Op(E, F, "relu3", 0, 256), Op(G, F, "fc2", 2 * 128 * 10, 138, 1290, 1, 10, 128),
+        Op(E, F, "loss", 0, 30, count=2, fp32_only=True),
+        Op(E, B, "loss.backward", 0, 30, count=2, fp32_only=True),
+        Op(G, B, "fc2.dX", 2 * 128 * 10, 138, 1280, 1, 128, 10), Op(G, B, "fc2.dW", 2 * 128 * 10, 138, 1280, 1, 10, 128),
+        Op(E, B, "fc2.db", 0, 20), Op(E, B, "relu3.backward", 0, 384),
+        Op(G, B, "fc1.dX", 2 * 3136 * 128, 3264, 401408, 1, 3136, 128), Op(G, B, "fc1.dW", 2 * 3136 * 128, 3264, 401408, 1, 128, 3136),
+        Op(E, B, "fc1.db", 0, 256),
+        Op(E, B, "pool2.backward", 0, p2 + a2), Op(E, B, "relu2.backward", 0, 3 * a2),
+        Op(C, B, "conv2.dX", 2 * 196 * 64 * 288, a2 + p1, 18432, 784 // 4, 32, 576),
+        Op(C, B, "conv2.dW", 2 * 196 * 64 * 288, a2 + p1, 18432, 196, 64, 288), Op(E, B, "conv2.db", 0, a2),
+        Op(E, B, "pool1.backward", 0, p1 + a1), Op(E, B, "relu1.backward", 0, 3 * a1),
+        Op(C, B, "conv1.dW", 2 * 784 * 32 * 9, a1 + 784, 288, 784, 32, 9), Op(E, B, "conv1.db", 0, a1),
+    ]
+    params = 320 + 18496 + 401536 + 1290
+    return StepTrace(tuple(ops), params, params, 784 * 4 + 8, a1 * 3 + a2 * 3 + p2, 0.0, source="hand-written eager trace")
+
+
+
+#: Hand-written eager traces for presets the trace builders only approximate (validated against
+#: our H100 record: docs/accuracy.md).
+HAND_TRACES = {"simple-cnn": simple_cnn_trace}
+
+
+def workload_trace(w: Workload, *, checkpointing: bool) -> Any:
+    """The workload's operator trace (the trace builders' ``trace_for``); a coarse synthetic one
+    (``fallback_trace``) where that module is not available."""
+    try:
+        from gpuselect.workloads.traces import trace_for
+    except ImportError:
+        t = fallback_trace(w, checkpointing=checkpointing)
+    else:
+        t = trace_for(w, checkpointing=checkpointing)
+    if t.source.startswith("APPROXIMATION") and w.id in HAND_TRACES and not checkpointing and w.mode == "full":
+        return HAND_TRACES[w.id]()
+    return t
+
+
+def fallback_trace(w: Workload, *, checkpointing: bool) -> Any:
+    """A GEMM-per-layer trace from the workload's totals: each layer one forward GEMM of its
+    share of the FLOPs, its two backward GEMMs (one for frozen weights) and three memory-bound
+    kernels moving its share of the activation traffic."""
+    from gpuselect.estimate.trace import Op, OpKind, Phase, StepTrace
+
+    layers = max(1, w.layers)
+    seq = w.seq_len or 1
+    f = w.forward_flops_per_sample / layers
+    width = max(64, int(math.sqrt(max(1.0, w.params / layers / 12))) // 64 * 64) if w.kind == "transformer" else 512
+    ew = w.memory_traffic_bytes_per_sample / 2.0 / layers / 3  # elements (16-bit) per kernel
+    wts = w.params / layers
+    ops = [Op(OpKind.GEMM, Phase.FORWARD, "layer.gemm", f, 0.0, wts, seq, width, width, layers),
+           Op(OpKind.ELEMENTWISE, Phase.FORWARD, "layer.ew", 0.0, ew, 0.0, count=3 * layers),
+           Op(OpKind.GEMM, Phase.BACKWARD, "layer.gemm.dX", f, 0.0, wts, seq, width, width, layers),
+           Op(OpKind.ELEMENTWISE, Phase.BACKWARD, "layer.ew.backward", 0.0, 1.5 * ew, 0.0, count=3 * layers)]
+    if w.mode == "full":
+        ops.append(Op(OpKind.GEMM, Phase.BACKWARD, "layer.gemm.dW", f, 0.0, wts, seq, width, width, layers))
+    if checkpointing:
+        ops += [Op(o.kind, Phase.RECOMPUTE, o.name, o.flops_per_sample, o.elems_per_sample, o.elems_fixed, o.m_per_sample,
+                   o.n, o.k, o.count) for o in ops if o.phase is Phase.FORWARD]
+    inputs = 4.0 * math.prod(w.input_shape) if w.input_shape else 0.0
+    return StepTrace(ops=tuple(ops), params=w.params, trainable_params=w.trainable_params, input_bytes_per_sample=inputs,
+                     saved_elems_per_sample=w.activation_bytes_per_sample / 2,
+                     saved_elems_per_sample_ckpt=w.activation_bytes_per_sample / 2 / layers, checkpointing=checkpointing,
+                     source="APPROXIMATION: synthetic trace from the workload's totals (perf.fallback_trace)")
+
+
+_LAUNCHES: dict[int, tuple[Any, int]] = {}
+_DEVICE_TIMES: dict[tuple[int, int], tuple[Any, tuple[float, float, float, float, float]]] = {}
+
+
+def _launches(trace: Any) -> int:
+    hit = _LAUNCHES.get(id(trace))
+    if hit is None or hit[0] is not trace:
+        if len(_LAUNCHES) > 1024:
+            _LAUNCHES.clear()
+        hit = _LAUNCHES[id(trace)] = (trace, trace.launches_per_step())
+    return hit[1]
+
+
+def step_time(trace: Any, d: Any, batch: int, precision: str, *, optimizer: str = "adamw", full_params: bool = True,
+              comm: Any = None) -> StepTime:
+    """Seconds of one training step of ``trace`` at per-device ``batch`` on device model ``d``
+    (``roofline.DeviceModel``). ``comm``: a callable (compute seconds, backward seconds) ->
+    ``parallel.CommTime`` for multi-GPU steps."""
+    from gpuselect.estimate.roofline import compile_ops, device_time, params
+
+    p = params()
+    bd = {"compute": 0.0, "memory": 0.0, "kernel_floor": 0.0, "optimizer": 0.0, "host": 0.0, "copy": 0.0, "communication": 0.0}
+    compiled = compile_ops(d, trace.ops, precision)
+    hit = _DEVICE_TIMES.get((id(compiled), batch))
+    if hit is None or hit[0] is not compiled:  # the same step at other GPU counts: computed once
+        if len(_DEVICE_TIMES) > 8192:
+            _DEVICE_TIMES.clear()
+        hit = _DEVICE_TIMES[(id(compiled), batch)] = (compiled, device_time(d, compiled, batch))
+    device, bd["compute"], bd["memory"], bd["kernel_floor"], backward = hit[1]
+    # Optimizer: its state traffic at the memory roofline; mixed precision adds the per-step casts
+    # of the fp32 master weights to 16 bits (read 4, write 2 bytes each).
+    trainable = float(trace.trainable_params)
+    opt_bytes = trainable * OPTIMIZER_BYTES[optimizer]
+    if precision in ("fp16", "bf16", "fp8") and full_params:
+        opt_bytes += trainable * 6.0
+    if precision == "bf16-true":
+        opt_bytes /= 2.0  # states and weights kept in bf16
+    opt_launches = OPTIMIZER_LAUNCHES[optimizer]
+    t_opt = opt_bytes / (d.bandwidth_gbs * 1e9 * d.mem_eff) + opt_launches * d.kernel_floor_s if trainable else 0.0
+    bd["optimizer"] = t_opt
+    device += t_opt
+    launches = _launches(trace) + opt_launches
+    host = launches * d.dispatch_s + p["host"]["step_fixed_us"] * 1e-6
+    if d.kind == "cpu":
+        # The CPU runs each op on the thread that dispatched it: no overlap.
+        step = device + host
+        bd["host"] = host
+    else:
+        step = max(device, host)
+        bd["host"] = max(0.0, host - device)
+        copy = trace.input_bytes_per_sample * batch / ((d.h2d_gbs or 1.0) * 1e9) + 2 * d.h2d_latency_s
+        bd["copy"] = copy
+        step += copy
+    if comm is not None:
+        c = comm(device, backward)
+        bd["communication"] = c.exposed_s
+        step += c.exposed_s
+    share = {"compute": bd["compute"], "memory": bd["memory"] + bd["optimizer"],
+             "overhead": bd["kernel_floor"] + bd["host"] + bd["copy"], "communication": bd["communication"]}
+    bound = max(share, key=lambda k: share[k])
+    return StepTime(step, {k: v for k, v in bd.items()}, bound, device, host, launches)
+
+
+def _bench_steps(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    steps = rec.get("train_steps") or []
+    if isinstance(steps, str):  # early records stored the list as its repr
+        import ast
+
+        try:
+            steps = ast.literal_eval(steps)
+        except (ValueError, SyntaxError):
+            return []
+    return [s for s in steps if isinstance(s, dict)]
+
+
+def cpu_device(rec: dict[str, Any] | None, *, cores: int | None, name: str = "this CPU", mhz: float | None = None,
+               features: list[str] | tuple[str, ...] = ()) -> Any:
+    """A CPU as a device: its peak is its measured matmul rate, its bandwidth the measured copy
+    rate, its per-op cost its measured launch overhead x the fitted ratio. Without a benchmark:
+    cores x clock x FLOP/cycle at 25 % (stated in the basis), 10 GB/s, 20 µs per op."""
+    from gpuselect.estimate.roofline import DeviceModel, params
+
+    p = params()
+    rec = rec or {}
+    mm = rec.get("matmul_tflops") or {}
+    fp32 = mm.get("fp32")
+    notes: list[str] = []
+    if not fp32:
+        per_cycle = 32 if "avx512f" in features else 16 if "avx2" in features else 8
+        fp32 = (cores or 2) * (mhz or 2500.0) * 1e6 * per_cycle / 1e12 * 0.25
+        notes.append("unmeasured CPU: cores x clock x FLOP/cycle x 25 %")
+    peaks = {"fp32": float(fp32)}
+    for prec in ("bf16", "fp16"):
+        if mm.get(prec):
+            peaks[prec] = float(mm[prec])
+            if prec == "bf16":
+                peaks["bf16-true"] = float(mm[prec])
+    launch = rec.get("launch_overhead_us") or 5.0
+    return DeviceModel(
+        name=name, kind="cpu", vendor="cpu", arch="cpu", peak_tflops=peaks, vector_tflops=float(fp32),
+        bandwidth_gbs=float(rec.get("memory_bandwidth_gbs") or 10.0), units=max(1, cores or 1),
+        gemm_eff={"fp32": 1.0, "16": 1.0, "tf32": 1.0, "fp8": 1.0}, mem_eff=1.0, kernel_floor_s=0.0,
+        dispatch_s=float(launch) * 1e-6 * p["cpu"]["dispatch_per_launch_overhead"], h2d_gbs=None, notes=tuple(notes))
+
+
+def benchmarked_gpu_device(e: GpuEntry, rec: dict[str, Any]) -> Any:
+    """A catalog GPU whose own benchmark replaces the defaults: measured large-GEMM rates per
+    precision (efficiency 1 against them), measured copy bandwidth, dispatch from its launch
+    overhead, its pageable host-to-device rate."""
+    from dataclasses import replace
+
+    from gpuselect.estimate.roofline import catalog_device, params
+
+    p = params()
+    d = catalog_device(e)
+    peaks = dict(d.peak_tflops)
+    eff = dict(d.gemm_eff)
+    for prec, v in (rec.get("matmul_tflops") or {}).items():
+        if v and prec in peaks:
+            peaks[prec] = float(v)
+            eff[{"fp16": "16", "bf16": "16"}.get(prec, prec)] = 1.0
+    if "bf16" in peaks:
+        peaks["bf16-true"] = peaks["bf16"]
+    bw = rec.get("memory_bandwidth_gbs")
+    launch = rec.get("launch_overhead_us")
+    detail = rec.get("transfer_detail")
+    h2d = None
+    if isinstance(detail, dict):
+        h2d = (detail.get("host_to_device_pageable") or {}).get("value")
+    elif isinstance(detail, str) and "host_to_device_pageable" in detail:
+        import re
+
+        m = re.search(r"'host_to_device_pageable': \{'value': ([0-9.]+)", detail)
+        h2d = float(m.group(1)) if m else None
+    return replace(d, peak_tflops=peaks, gemm_eff=eff, bandwidth_gbs=float(bw) if bw else d.bandwidth_gbs,
+                   mem_eff=1.0 if bw else d.mem_eff,
+                   dispatch_s=float(launch) * 1e-6 * p["host"]["dispatch_per_launch_overhead"] if launch else d.dispatch_s,
+                   h2d_gbs=float(h2d) if h2d else d.h2d_gbs, notes=d.notes + ("measured by gpuselect bench",))

@@ -1,0 +1,76 @@
+"""Communication of data-parallel training: DDP's gradient all-reduce and FSDP/ZeRO-3's
+all-gathers and reduce-scatter, over NVLink/NVSwitch, PCIe or the network between nodes.
+
+Ring algorithms (NCCL/RCCL): an all-reduce of S bytes over N GPUs moves 2(N-1)/N x S per GPU, an
+all-gather or reduce-scatter (N-1)/N x S, at the slowest link's bandwidth per direction.
+Between nodes NCCL runs one ring per NIC (or a tree), so the node's network bandwidth carries the
+whole stream: per-GPU ring bandwidth = min(intra-node link, network_gbs per node).
+DDP buckets gradients (25 MB) and reduces them while the backward pass runs: only what does not
+fit under the backward, plus the last bucket, is exposed. FSDP prefetches the next layer's
+weights while the current one computes: what exceeds ``fsdp_overlap`` x compute is exposed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuselect.catalog.schema import GpuEntry
+
+PCIE_PER_DIRECTION_GBS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
+DDP_BUCKET_BYTES = 25e6  # torch DDP's default bucket_cap_mb
+
+
+@dataclass(frozen=True)
+class CommParams:
+    efficiency: float = 0.8  # achieved share of the link's bandwidth (NCCL bus bandwidth on large messages)
+    pcie_p2p_efficiency: float = 0.7  # PCIe protocol and peer-to-peer through the host bridge
+    latency_s: float = 10e-6  # per ring step
+    fsdp_overlap: float = 0.9  # share of FSDP's traffic that prefetching can hide behind compute
+
+
+@dataclass(frozen=True)
+class CommTime:
+    total_s: float  # all traffic of one step at the link's rate
+    exposed_s: float  # what the step waits for
+    link: str  # "NVLink 900 GB/s", "PCIe 4.0", "network 25 GB/s per node"
+    bandwidth_gbs: float  # per GPU per direction, after efficiency
+
+
+def link_bandwidth(e: GpuEntry, count: int, gpus_per_node: int, network_gbs: float, p: CommParams) -> tuple[float, str]:
+    """Per-direction bandwidth each GPU's ring gets, after efficiency, and what carries it."""
+    bridged_pairs = e.form_factor in ("pcie", "desktop", "laptop")  # an NVLink bridge joins two cards, not eight
+    if e.gpu_link_gbs and (not bridged_pairs or count <= 2):
+        intra, name = e.gpu_link_gbs / 2 * p.efficiency, f"GPU link {e.gpu_link_gbs:g} GB/s"
+    else:
+        gen = e.pcie_gen or 3
+        intra = PCIE_PER_DIRECTION_GBS.get(gen, 16.0) * p.pcie_p2p_efficiency * p.efficiency
+        name = f"PCIe {gen}.0"
+    if count > gpus_per_node:
+        inter = network_gbs * p.efficiency
+        if inter < intra:
+            return inter, f"network {network_gbs:g} GB/s per node"
+    return intra, name
+
+
+def ddp_allreduce(grad_bytes: float, backward_s: float, e: GpuEntry, count: int, gpus_per_node: int, network_gbs: float,
+                  p: CommParams = CommParams()) -> CommTime:
+    if count <= 1:
+        return CommTime(0.0, 0.0, "", 0.0)
+    bw, name = link_bandwidth(e, count, gpus_per_node, network_gbs, p)
+    steps = 2 * (count - 1)
+    total = 2 * (count - 1) / count * grad_bytes / (bw * 1e9) + steps * p.latency_s
+    last = 2 * (count - 1) / count * min(grad_bytes, DDP_BUCKET_BYTES) / (bw * 1e9) + steps * p.latency_s
+    return CommTime(total, max(total - backward_s, last), name, bw)
+
+
+def fsdp_traffic(param_bytes_16: float, grad_bytes: float, compute_s: float, e: GpuEntry, count: int, gpus_per_node: int,
+                 network_gbs: float, p: CommParams = CommParams(), *, reshard_after_forward: bool = True) -> CommTime:
+    """ZeRO-3 / FSDP FULL_SHARD: all-gather the weights for the forward and again for the backward,
+    reduce-scatter the gradients."""
+    if count <= 1:
+        return CommTime(0.0, 0.0, "", 0.0)
+    bw, name = link_bandwidth(e, count, gpus_per_node, network_gbs, p)
+    gathers = 2 if reshard_after_forward else 1
+    moved = (count - 1) / count * (gathers * param_bytes_16 + grad_bytes)
+    total = moved / (bw * 1e9) + 3 * (count - 1) * p.latency_s
+    return CommTime(total, max(0.0, total - p.fsdp_overlap * compute_s), name, bw)

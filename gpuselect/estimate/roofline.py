@@ -1,0 +1,355 @@
+"""Time of one operator on one device: a roofline with fitted, physically meaningful efficiencies.
+
+    t(op) = max( FLOPs / (peak[precision] x eff(kind, shape, arch)),
+                 bytes / (bandwidth x mem_eff[arch]),
+                 kernel floor )
+
+GEMM efficiency (fitted in ``fit/kernels.py`` on ``/work/shared/data/kernels/gemm.csv``)::
+
+    eff(m, n, k) = E[arch, precision class] x waves(m, n) x k / (k + k0) x (align if misaligned)
+
+- ``E``: what the architecture reaches on large GEMMs at that precision (MAMF / DeepBench);
+- ``waves``: wave quantisation of 128x128 output tiles over the SMs (a GEMM with fewer tiles
+  than SMs leaves SMs idle; 1.1 waves wastes most of the second);
+- ``k0``: the per-tile prologue/epilogue cost in units of the reduction length;
+- ``align``: the penalty for a dimension that is not a multiple of 8 (tensor-core paths pad).
+
+Convolutions run as implicit GEMMs at ``conv`` x the GEMM efficiency; fused attention at
+``attention`` x E with its own sequence-length saturation. Memory-bound kernels reach
+``mem_eff[arch]`` of the data-sheet bandwidth (FluidX3D rows). An architecture with no data
+borrows the nearest one of its vendor, times ``borrow_penalty`` (stated in ``DeviceModel.notes``).
+Parameters live in ``data/steptime.json`` (written by ``fit/``); this module only reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuselect.catalog.schema import GpuEntry
+from gpuselect.errors import DataError
+from gpuselect.estimate.trace import Op, OpKind
+
+PARAMS_FILE = Path(__file__).resolve().parent / "data" / "steptime.json"
+
+#: Per vendor, architectures oldest first: "nearest" for borrowing efficiencies.
+ARCH_ORDER: dict[str, tuple[str, ...]] = {
+    "NVIDIA": ("Kepler", "Maxwell", "Pascal", "Volta", "Turing", "Ampere", "Ada Lovelace", "Hopper", "Blackwell",
+               "Blackwell Ultra"),
+    "AMD": ("GCN 5.0 (Vega 10)", "GCN 5.1 (Vega 20)", "CDNA 1", "RDNA 2", "CDNA 2", "RDNA 3", "CDNA 3", "RDNA 4", "CDNA 4"),
+    "Intel": ("Xe-HPG", "Xe-HPC", "Gaudi"),
+}
+TF32_ARCHS = frozenset({"Ampere", "Ada Lovelace", "Hopper", "Blackwell", "Blackwell Ultra", "CDNA 3", "CDNA 4"})
+#: CDNA 1/2 run FP32 GEMMs on their matrix cores (the catalog's tf32 field holds that FP32-matrix rate).
+FP32_MATRIX_ARCHS = frozenset({"CDNA 1", "CDNA 2"})
+BF16_ARCHS = frozenset({"Ampere", "Ada Lovelace", "Hopper", "Blackwell", "Blackwell Ultra", "CDNA 2", "CDNA 3", "CDNA 4",
+                        "RDNA 3", "RDNA 4"})
+FP16_ARCHS = frozenset({"Volta", "Turing", "CDNA 1", "RDNA 2", "GCN 5.1 (Vega 20)"}) | BF16_ARCHS
+FP8_ARCHS = frozenset({"Ada Lovelace", "Hopper", "Blackwell", "Blackwell Ultra", "CDNA 3", "CDNA 4"})
+
+#: The precision each card trains well in (``auto``), and what an explicit request falls back to.
+FALLBACK: dict[str, tuple[str, ...]] = {
+    "fp8": ("fp8", "bf16", "fp16", "fp32"),
+    "bf16": ("bf16", "fp16", "fp32"),
+    "bf16-true": ("bf16-true", "fp16", "fp32"),
+    "fp16": ("fp16", "fp32"),
+    "tf32": ("tf32", "fp32"),
+    "fp32": ("fp32",),
+}
+
+
+def precision_class(precision: str) -> str:
+    """The GEMM efficiency class: ``fp32`` (vector units), ``tf32``, ``16`` (fp16/bf16 tensor), ``fp8``."""
+    return {"fp16": "16", "bf16": "16", "bf16-true": "16"}.get(precision, precision)
+
+
+def supports(e: GpuEntry, precision: str) -> bool:
+    """Whether a card runs a training precision in hardware (tensor/matrix units for the 16-bit ones)."""
+    if precision == "fp32":
+        return True
+    if precision == "tf32":
+        return e.architecture in TF32_ARCHS and bool(e.tf32_tflops)
+    if precision in ("bf16", "bf16-true"):
+        return e.architecture in BF16_ARCHS and bool(e.bf16_tflops)
+    if precision == "fp16":
+        return e.architecture in FP16_ARCHS and bool(e.fp16_tflops)
+    if precision == "fp8":
+        return e.architecture in FP8_ARCHS and bool(e.fp8_tflops)
+    return False
+
+
+def resolve_precision(e: GpuEntry, requested: str) -> str:
+    """``auto``: bf16 on Ampere and newer (CDNA 2+), fp16 mixed on Volta/Turing, else fp32.
+    An explicit request the card cannot run falls back along ``FALLBACK``; fp32 always runs."""
+    chain = ("bf16", "fp16", "fp32") if requested == "auto" else FALLBACK[requested]
+    return next(p for p in chain if supports(e, p))
+
+
+def element_bytes(precision: str) -> float:
+    """Bytes per activation element: 16-bit under mixed precision (fp8 training keeps 16-bit
+    activations between its fp8 GEMMs), 4 otherwise."""
+    return 2.0 if precision in ("fp16", "bf16", "bf16-true", "fp8") else 4.0
+
+
+@dataclass(frozen=True)
+class Params:
+    """The fitted parameters (``data/steptime.json``)."""
+
+    doc: dict[str, Any]
+
+    @classmethod
+    def load(cls, path: Path = PARAMS_FILE) -> Params:
+        try:
+            return cls(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            raise DataError(f"the step-time model's parameters {path.name} are missing or corrupt ({exc}); "
+                            "rerun python -m gpuselect.estimate.fit") from exc
+
+    def __getitem__(self, key: str) -> Any:
+        return self.doc[key]
+
+
+_PARAMS: Params | None = None
+
+
+def params() -> Params:
+    global _PARAMS
+    if _PARAMS is None:
+        _PARAMS = Params.load()
+    return _PARAMS
+
+
+@dataclass(frozen=True)
+class DeviceModel:
+    """Everything the step-time model needs about one device (a catalog GPU, or a benchmarked
+    CPU/GPU whose measurements replace the defaults)."""
+
+    name: str
+    kind: str  # "gpu" or "cpu"
+    vendor: str
+    arch: str
+    peak_tflops: dict[str, float]  # training precision -> dense GEMM peak
+    vector_tflops: float  # FP32 on the vector units (elementwise FLOPs)
+    bandwidth_gbs: float
+    units: int  # SMs / compute units / CPU cores: how many tiles run at once
+    gemm_eff: dict[str, float]  # precision class -> E
+    mem_eff: float
+    kernel_floor_s: float
+    dispatch_s: float  # host time per eager op (Python + dispatcher + autograd + launch)
+    h2d_gbs: float | None  # batch copy host -> device (None: the CPU itself, no copy)
+    h2d_latency_s: float = 0.0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def gemm_efficiency(self, pc: str, m: float, n: int, k: int) -> float:
+        p = params()["gemm"]
+        e = self.gemm_eff.get(pc, self.gemm_eff.get("fp32", 0.5))
+        if m <= 0 or n <= 0 or k <= 0:
+            return e
+        tile = p["tile_cpu"] if self.kind == "cpu" else p["tile"]
+        tiles = math.ceil(m / tile) * math.ceil(n / tile)
+        waves = math.ceil(tiles / self.units)
+        fill = tiles / (waves * self.units)
+        eff = e * fill * k / (k + (0.0 if self.kind == "cpu" else p["k0"]))  # CPU GEMMs have no tile prologue worth modelling
+        if pc != "fp32" and (k % 64 or n % 8):
+            eff *= p["align_penalty"]
+        return max(eff, 1e-4)
+
+
+def _nearest(vendor: str, arch: str, available: dict[str, Any]) -> tuple[str | None, int]:
+    """The nearest architecture of the same vendor with data, and how many generations away."""
+    order = ARCH_ORDER.get(vendor, ())
+    key = f"{vendor}/{arch}"
+    if key in available:
+        return key, 0
+    if arch not in order:
+        cands = [a for a in available if a.startswith(vendor + "/")]
+        return (cands[-1], 99) if cands else (None, 99)
+    i = order.index(arch)
+    for d in range(1, len(order)):
+        for j in (i + d, i - d):  # prefer the newer neighbour on ties: its software is what users run
+            if 0 <= j < len(order) and f"{vendor}/{order[j]}" in available:
+                return f"{vendor}/{order[j]}", d
+    return None, 99
+
+
+def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceModel:
+    """A catalog GPU with the fitted efficiencies of its architecture (or the nearest one's).
+    ``host``: the host side (``dispatch_s``, ``h2d_gbs``) where a benchmark measured it."""
+    p = params()
+    notes: list[str] = []
+    eff_table: dict[str, dict[str, float]] = p["gemm"]["eff"]
+    gemm_eff: dict[str, float] = {}
+    for pc in ("fp32", "tf32", "16", "fp8"):
+        have = {a: v for a, v in eff_table.items() if pc in v}
+        key, dist = _nearest(e.vendor, e.architecture, have)
+        if key is None:
+            gemm_eff[pc] = p["gemm"]["default_eff"][pc] * p["borrow_penalty"]
+            notes.append(f"{pc}: no GEMM data for {e.vendor}; default efficiency x{p['borrow_penalty']}")
+        elif dist == 0:
+            gemm_eff[pc] = have[key][pc]
+        else:
+            gemm_eff[pc] = have[key][pc] * p["borrow_penalty"]
+            notes.append(f"{pc} GEMM efficiency borrowed from {key.split('/', 1)[1]} x{p['borrow_penalty']}")
+    mem_table: dict[str, float] = p["memory"]["eff"]
+    mkey, mdist = _nearest(e.vendor, e.architecture, mem_table)
+    mem_eff = mem_table[mkey] if mkey is not None else p["memory"]["default_eff"]
+    if mdist:
+        notes.append(f"memory efficiency borrowed from {mkey.split('/', 1)[1] if mkey else 'the default'}")
+    peaks = {"fp32": e.fp32_tflops}
+    if e.architecture in FP32_MATRIX_ARCHS and e.tf32_tflops:
+        peaks["fp32"] = e.tf32_tflops
+    for prec in ("tf32", "fp16", "bf16", "fp8"):
+        v = e.tflops(prec)
+        if v and supports(e, prec):
+            peaks[prec] = v
+    if "bf16" in peaks:
+        peaks["bf16-true"] = peaks["bf16"]
+    units = e.sm_count or max(1, e.shader_cores // (64 if e.vendor == "AMD" else 128))
+    host = host or {}
+    gen = e.pcie_gen or 3
+    pcie = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}.get(gen, 16.0)
+    h2d = host.get("h2d_gbs") or pcie * p["host"]["h2d_fraction_of_pcie"]
+    return DeviceModel(
+        name=e.name, kind="gpu", vendor=e.vendor, arch=e.architecture, peak_tflops=peaks, vector_tflops=e.fp32_tflops,
+        bandwidth_gbs=e.memory_bandwidth_gbs, units=units, gemm_eff=gemm_eff, mem_eff=mem_eff,
+        kernel_floor_s=p["device"]["kernel_floor_us"] * 1e-6,
+        # A catalog row's host: the H100 machine's per-op cost x the factor fitted on the throughput
+        # tables' benchmark rigs (step.dispatch_factor); a benchmarked machine uses its own.
+        dispatch_s=host.get("dispatch_s") or p["host"]["dispatch_us"] * 1e-6 * p.doc.get("step", {}).get("dispatch_factor", 1.0),
+        h2d_gbs=h2d,
+        h2d_latency_s=p["host"]["h2d_latency_us"] * 1e-6, notes=tuple(notes),
+    )
+
+
+def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, float, float]:
+    """(seconds for all ``op.count`` instances at this batch, compute part, memory part)."""
+    p = params()
+    step = p.doc.get("step", {}) if d.kind != "cpu" else {"gemm_factor": p.doc.get("cpu", {}).get("gemm_factor", 1.0)}
+    elem = 4.0 if op.fp32_only else element_bytes(precision)
+    if op.kind is OpKind.DEQUANT:
+        nbytes = (op.elems_fixed + op.elems_per_sample * batch) * 2.5  # 0.5 B read, 2 B written
+    else:
+        nbytes = (op.elems_per_sample * batch + op.elems_fixed) * elem
+    flops = op.flops_per_sample * batch
+    if op.kind in (OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION) and not op.fp32_only:
+        pc = precision_class(precision)
+        peak = d.peak_tflops.get(precision, d.peak_tflops["fp32"]) * 1e12 * (
+            step.get("gemm_factor", 1.0) if pc != "fp32" or d.kind == "cpu" else 1.0)
+        m = op.m_per_sample * batch
+        if op.kind is OpKind.ATTENTION:
+            att = p["attention"]
+            e = d.gemm_eff.get(pc, d.gemm_eff["fp32"]) * att.get("factor_by_arch", {}).get(f"{d.vendor}/{d.arch}", att["factor"])
+            e *= op.n / (op.n + p["attention"]["s0"])  # short sequences do not fill the kernel
+            e *= min(1.0, m / (d.units * p["attention"]["rows_per_unit"]))
+        else:
+            e = d.gemm_efficiency(pc, m, op.n, op.k)
+            if op.kind is OpKind.CONV:
+                e *= p["cpu"]["conv_factor"] if d.kind == "cpu" else p["conv"]["factor"]
+        t_c = flops / (peak * e) if flops else 0.0
+    else:
+        t_c = flops / (d.vector_tflops * 1e12 * p["device"]["vector_eff"]) if flops else 0.0
+    stream = op.kind in (OpKind.DEQUANT, OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION)
+    t_m = nbytes / (d.bandwidth_gbs * 1e9 * d.mem_eff * (1.0 if stream else step.get("mem_factor", 1.0))) if nbytes else 0.0
+    one = max(t_c, t_m, d.kernel_floor_s)
+    return one * op.count, t_c * op.count, t_m * op.count
+
+
+# Compiled form of op_time for the estimate loop (134 GPUs x several counts x ~100 ops must take
+# milliseconds): per (trace, device, precision) the constants of every op, so that each batch
+# size costs only arithmetic. Same formulas as op_time (tests check they agree).
+_COMPILED: dict[tuple[int, int, int, str], tuple[object, object, object, list[tuple[float, ...]]]] = {}
+
+
+def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tuple[float, ...]]:
+    p = params()
+    key = (id(ops), id(d), id(p), precision)
+    hit = _COMPILED.get(key)
+    if hit is not None and hit[0] is ops and hit[1] is d and hit[2] is p:  # ids of dead objects can be reused
+        return hit[3]
+    pc = precision_class(precision)
+    g = p["gemm"]
+    tile = g["tile_cpu"] if d.kind == "cpu" else g["tile"]
+    k0 = 0.0 if d.kind == "cpu" else g["k0"]
+    # In a training step kernels reach less than in isolation (sustained clocks, caches shared
+    # with the step's other kernels): the step factors, fitted on measured training throughput.
+    step = p.doc.get("step", {}) if d.kind != "cpu" else {"gemm_factor": p.doc.get("cpu", {}).get("gemm_factor", 1.0)}
+    bw_stream = d.bandwidth_gbs * 1e9 * d.mem_eff  # GEMM/conv/attention/dequant operands: streaming kernels
+    bw = bw_stream * step.get("mem_factor", 1.0)  # eager elementwise/norm/embedding kernels reach less
+    vec = d.vector_tflops * 1e12 * p["device"]["vector_eff"]
+    e_pc = d.gemm_eff.get(pc, d.gemm_eff.get("fp32", 0.5))
+    # Tensor-core GEMMs run at the power limit in a long step (clocks drop); vector FP32 does not.
+    peak = d.peak_tflops.get(precision, d.peak_tflops["fp32"]) * 1e12 * (
+        step.get("gemm_factor", 1.0) if pc != "fp32" or d.kind == "cpu" else 1.0)
+    conv = p["cpu"]["conv_factor"] if d.kind == "cpu" else p["conv"]["factor"]
+    att = p["attention"]
+    att_f = att.get("factor_by_arch", {}).get(f"{d.vendor}/{d.arch}", att["factor"])
+    elem16 = element_bytes(precision)
+    out: list[tuple[float, ...]] = []
+    for op in ops:
+        elem = 4.0 if op.fp32_only else elem16
+        if op.kind is OpKind.DEQUANT:
+            b_ps, b_fix = op.elems_per_sample * 2.5, op.elems_fixed * 2.5
+        else:
+            b_ps, b_fix = op.elems_per_sample * elem, op.elems_fixed * elem
+        backward = 1.0 if op.phase.value == "backward" else 0.0
+        if op.kind in (OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION) and not op.fp32_only:
+            if op.kind is OpKind.ATTENTION:
+                e = e_pc * att_f * op.n / (op.n + att["s0"])
+                # kind 2: attention; m saturation at units x rows_per_unit
+                out.append((2.0, op.count, op.flops_per_sample, b_ps, b_fix, op.m_per_sample, d.units * att["rows_per_unit"],
+                            peak * e, bw_stream, backward))
+            else:
+                e = e_pc * (op.k / (op.k + k0) if op.k > 0 else 1.0)
+                if pc != "fp32" and (op.k % 64 or op.n % 8):
+                    e *= g["align_penalty"]
+                if op.kind is OpKind.CONV:
+                    e *= conv
+                ntiles = math.ceil(op.n / tile) if op.n > 0 else 0
+                out.append((1.0, op.count, op.flops_per_sample, b_ps, b_fix, op.m_per_sample, float(ntiles), peak * e, bw_stream,
+                            backward))
+        else:
+            stream = op.kind in (OpKind.DEQUANT, OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION)  # fp32-only GEMMs stay streaming
+            out.append((0.0, op.count, op.flops_per_sample, b_ps, b_fix, 0.0, 0.0, vec, bw_stream if stream else bw, backward))
+    if len(_COMPILED) > 4096:
+        _COMPILED.clear()
+    _COMPILED[key] = (ops, d, p, out)
+    return out
+
+
+def device_time(d: DeviceModel, compiled: list[tuple[float, ...]], batch: int) -> tuple[float, float, float, float, float]:
+    """(total, compute-bound, memory-bound, floor-bound, backward) seconds of the compiled ops at ``batch``."""
+    floor = d.kernel_floor_s
+    units = d.units
+    tile = params()["gemm"]["tile_cpu" if d.kind == "cpu" else "tile"]
+    tot = comp = mem = flo = bwd = 0.0
+    for kind, count, f_ps, b_ps, b_fix, m_ps, aux, rate, bw, backward in compiled:
+        flops = f_ps * batch
+        if kind == 1.0 and aux > 0 and m_ps > 0:
+            tiles = math.ceil(m_ps * batch / tile) * aux
+            waves = math.ceil(tiles / units)
+            t_c = flops / (rate * max(tiles / (waves * units), 1e-4)) if flops else 0.0
+        elif kind == 2.0:
+            t_c = flops / (rate * min(1.0, m_ps * batch / aux)) if flops else 0.0
+        else:
+            t_c = flops / rate if flops else 0.0
+        nbytes = b_ps * batch + b_fix
+        t_m = nbytes / bw if nbytes else 0.0
+        if t_c >= t_m:
+            one = max(t_c, floor)
+            if t_c >= floor:
+                comp += one * count
+            else:
+                flo += one * count
+        else:
+            one = max(t_m, floor)
+            if t_m >= floor:
+                mem += one * count
+            else:
+                flo += one * count
+        tot += one * count
+        if backward:
+            bwd += one * count
+    return tot, comp, mem, flo, bwd
