@@ -31,7 +31,7 @@ STAGE_NAMES = {
     4: "a GPU cluster",
 }
 #: The stages' short names, the same in the CLI, the GUI and the report.
-STAGE_SHORT = {1: "no GPU (this CPU)", 2: "one consumer GPU", 3: "workstation / rented datacenter", 4: "cluster (several machines)"}
+STAGE_SHORT = {1: "no GPU (this CPU)", 2: "one consumer GPU", 3: "workstation / rented GPUs", 4: "cluster (several machines)"}
 
 CONSUMER_MAX_PER_BOX = 4
 
@@ -238,8 +238,14 @@ def recommend(rows: list[EstimateRow], local: list[LocalEstimate], a: Assumption
 def option_name(o: dict[str, object]) -> str:
     if o.get("kind") == "cpu":
         return f"this machine's CPU ({o.get('name')})"
-    prefix = "your " if o.get("kind") == "have" else ""
-    return f"{prefix}{o.get('count', 1)}x {o.get('name')}"
+    if o.get("kind") == "have":
+        n = int(o.get("count") or 1)  # type: ignore[call-overload]
+        return f"your {o.get('name')}" if n == 1 else f"your {n}x {o.get('name')}"
+    return f"{o.get('count', 1)}x {o.get('name')}"
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def fmt_hours(h: float | None) -> str:
@@ -253,16 +259,18 @@ def fmt_hours(h: float | None) -> str:
         return f"{s:.0f} s"
     if h < 1.5:
         return f"{s / 60:.0f} min"
-    if h < 48:
-        return f"{h:.1f} h"
-    return f"{h / 24:,.1f} days"
+    if h < 100:
+        return f"{h:.0f} h" if abs(h - round(h)) < 1e-9 else f"{h:.1f} h"
+    if h < 1000:
+        return f"{h:.0f} h"
+    return f"{h / 24:,.0f} days"
 
 
 def _range(o: dict[str, object]) -> str:
     lo, hi = o.get("time_low_h"), o.get("time_high_h")
     if lo is None or hi is None:
         return ""
-    return f" ({fmt_hours(float(lo))} to {fmt_hours(float(hi))})"  # type: ignore[arg-type]
+    return f" (range {fmt_hours(float(lo))} to {fmt_hours(float(hi))})"  # type: ignore[arg-type]
 
 
 def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
@@ -282,11 +290,12 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             parts.append(f"{rec.workload} is small enough that the CPU finishes in about {t}{_range(o)}, inside your {deadline} deadline. "
                          "A GPU would be faster, but you do not need one.")
             if rec.own:
-                parts.append(f"{option_name(rec.own).capitalize()} would take about {fmt_hours(rec.own.get('total_time_h'))}.")  # type: ignore[arg-type]
+                parts.append(f"{_cap(option_name(rec.own))} would take about {fmt_hours(rec.own.get('total_time_h'))}.")  # type: ignore[arg-type]
         elif rec.action == "have":
-            choice = f"{name}: ~{t}"
-            energy = f" (electricity about {money(float(cost))})" if isinstance(cost, (int, float)) else ""  # type: ignore[arg-type]
-            parts.append(f"You already have what you need: {name} finish in about {t}{_range(o)}{energy}, inside your {deadline} deadline.")
+            choice = f"Use {name} (~{t})"
+            energy = f"; electricity about {money(float(cost))}" if isinstance(cost, (int, float)) else ""
+            verb = "finish" if int(o.get("count") or 1) > 1 else "finishes"  # type: ignore[call-overload]
+            parts.append(f"You already have what you need: {name} {verb} in about {t}{_range(o)}, inside your {deadline} deadline{energy}.")
         elif rec.action in ("buy", "rent"):
             verb = "rent" if rec.action == "rent" else "buy"
             owned = int(o.get("owned") or 0)  # type: ignore[arg-type]
@@ -298,19 +307,19 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 choice = f"{verb} {name}"
             costs = []
             if o.get("cloud_cost_usd") is not None:
-                costs.append(f"about {money(float(o['cloud_cost_usd']))} rented")  # type: ignore[arg-type]
+                costs.append(f"{money(float(o['cloud_cost_usd']))} rented")  # type: ignore[arg-type]
             if o.get("buy_cost_usd") is not None:
-                costs.append(f"about {money(float(o['buy_cost_usd']))} to buy and run")  # type: ignore[arg-type]
-            cost_txt = (" (" + ", or ".join(costs) + ")") if costs else ""
+                costs.append(f"{money(float(o['buy_cost_usd']))} to buy and run")  # type: ignore[arg-type]
+            cost_txt = (" for about " + " or ".join(costs)) if costs else ""
             lead = ""
             if rec.own:
-                lead = f"{option_name(rec.own).capitalize()} would need ~{fmt_hours(rec.own.get('total_time_h'))}, beyond your {deadline} deadline. "  # type: ignore[arg-type]
+                lead = f"{_cap(option_name(rec.own))} would need ~{fmt_hours(rec.own.get('total_time_h'))}, beyond your {deadline} deadline. "  # type: ignore[arg-type]
             elif rec.per_stage.get("1") and rec.per_stage["1"].get("total_time_h"):  # type: ignore[union-attr]
                 lead = f"The CPU would need ~{fmt_hours(rec.per_stage['1']['total_time_h'])}, beyond your {deadline} deadline. "  # type: ignore[index, arg-type]
             where = {2: "one consumer card is enough", 3: "a workstation with these cards or rented datacenter GPUs",
                      4: "more than one machine"}[rec.stage]
-            parts.append(f"{lead}{name[:1].upper() + name[1:]} finishes in about {t}{_range(o)}{cost_txt}: {where}.")
-            choice = choice[:1].upper() + choice[1:] + f" (~{t})"
+            parts.append(f"{lead}{_cap(name)} finishes in about {t}{_range(o)}{cost_txt}: {where}.")
+            choice = _cap(choice) + f" (~{t})"
         else:  # miss
             choice = f"{name} (~{t})"
             budget = f" and the {money(rec.budget_usd)} budget" if rec.budget_usd else ""
@@ -327,4 +336,4 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
 def verdict_line(rec: Recommendation, money: Money = usd) -> str:
     """One line: the stage and the choice, as the CLI, the GUI and the report's cover print it."""
     choice, _ = explain(rec, money)
-    return f"Stage {rec.stage} ({STAGE_SHORT[rec.stage]}): {choice}"
+    return f"Stage {rec.stage} — {STAGE_SHORT[rec.stage]}: {choice}"
