@@ -62,7 +62,7 @@ def test_two_a100_form_one_option() -> None:
 
 def test_a_critical_ecc_fault_keeps_the_card_out_and_is_said() -> None:
     m = this_machine(nvml=a100x2(ecc_on_gpu1=True))
-    assert critical_problems(m) == {"gpu1": "5 uncorrectable ECC error(s) since the driver loaded"}
+    assert critical_problems(m) == {"gpu1": "3 uncorrectable ECC error(s) since the driver loaded"}
     rec = _estimate(m, "resnet50", 72).recommendation
     assert rec.own is not None and rec.own["count"] == 1
     assert rec.excluded and rec.excluded[0].startswith("gpu1 (NVIDIA A100-SXM4-80GB)")
@@ -163,3 +163,12 @@ def test_cli_estimate_follows_the_settings(capsys: pytest.CaptureFixture[str]) -
     assert "€0.270/kWh" in out and "deadline 24 h" in out and "buy €" in out
     verdict = out.split("\n\n")[1]
     assert "$" not in verdict
+
+
+def test_eight_busy_h100_stay_in_the_plan() -> None:
+    from tests.fakes import fake_nvml as F
+
+    m = this_machine(nvml=F.h100x8())
+    assert critical_problems(m) == {}  # busy is an availability warning, not a fault
+    rec = _estimate(m, "resnet50", 72).recommendation
+    assert rec.own is not None and rec.own["count"] == 8 and rec.action == "have" and rec.stage == 3
