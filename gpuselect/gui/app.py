@@ -66,26 +66,19 @@ class MainWindow(QMainWindow):
         from gpuselect.gui.workers import GeneratorWorker, call_in_generator
 
         snapshot, bench, result = self.snapshot, self.bench.report, self.estimate.result
-        redact = self.settings_page.settings.redact_reports
+        settings = self.settings_page.settings
 
         def work() -> str:
-            from gpuselect.catalog import load_catalog
-            from gpuselect.hardware.snapshot import detect
-            from gpuselect.health.rules import evaluate
-            from gpuselect.report.model import build_report
-            from gpuselect.report.writers import write
-
-            snap = snapshot if snapshot is not None else detect(probe=False)
-            extra = []
-            if bench is not None:
-                from gpuselect.bench.findings import bench_findings
-
-                extra = bench_findings(bench)
+            # The same workflow as `gpuselect report` (gpuselect.app): settings decide redaction and currency.
             from pathlib import Path
 
+            from gpuselect.app.machine import this_machine
+            from gpuselect.app.workflows import build_machine_report
+            from gpuselect.report.writers import write
+
+            machine = this_machine(snapshot=snapshot, bench=bench)
             fmt = {".md": "md", ".json": "json"}.get(Path(path).suffix.lower(), "pdf")
-            report = build_report(snap, evaluate(snap, extra), bench=bench, estimate=result, redact=redact, catalog=load_catalog())
-            return str(write(report, path, fmt))
+            return str(write(build_machine_report(machine, result, settings=settings), path, fmt))
 
         worker = GeneratorWorker(call_in_generator(work), self)
         worker.finished.connect(lambda p: self.statusBar().showMessage(f"Report written to {p}", 10_000))
@@ -99,6 +92,7 @@ class MainWindow(QMainWindow):
     def _on_detected(self, snapshot: object) -> None:
         self.snapshot = snapshot
         self.estimate.local_snapshot = snapshot
+        self.estimate.local_bench = self.bench.report  # the last benchmark anchors this machine's figures
         self.estimate.recompute()
 
     def _restore(self) -> None:
