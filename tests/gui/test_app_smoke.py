@@ -176,7 +176,7 @@ def test_settings_persist_between_runs(qtbot) -> None:
     assert again.settings_page.symbol.text() == "€"
     assert again.estimate.precision.currentText() == "fp16"
     assert again.tabs.currentIndex() == 2
-    assert again.estimate._money(100.0) == "€50"
+    assert again.estimate.money(100.0) == "€50"
     _close(qtbot, again)
 
 

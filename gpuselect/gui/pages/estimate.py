@@ -374,19 +374,14 @@ class EstimatePage(QWidget):
 
     def apply_settings(self, settings: Any) -> None:
         """Defaults from the settings page; every cost, input and axis in the user's currency."""
-        usd_kwh, usd_budget = self.electricity_usd(), self.budget_usd()
-        first = not hasattr(self, "_settings_seen")
-        self._settings_seen = True
         self.money = MoneyFormat.from_settings(settings)
         self.grid = settings.grid_kg_co2_per_kwh
         sym = self.money.symbol
         self.electricity.setPrefix(sym)
         self.budget.setPrefix(sym)
-        self.electricity.setValue(self.money.value(settings.electricity_usd_per_kwh if first else usd_kwh))
-        budget = settings.default_budget_usd if first else usd_budget
-        self.budget.setValue(self.money.value(budget) if budget else 0)
-        if first:
-            self.deadline.setValue(settings.default_deadline_hours)
+        self.electricity.setValue(self.money.value(settings.electricity_usd_per_kwh))
+        self.budget.setValue(self.money.value(settings.default_budget_usd) if settings.default_budget_usd else 0)
+        self.deadline.setValue(settings.default_deadline_hours)
         self.model.set_rows(self.model.rows)  # re-format the cost columns
         if self.result is not None:
             self._show(self.result)
