@@ -211,7 +211,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
             points.append((r.total_time_h, money.value(r.buy_cost_usd), f"{r.count}x {r.name}", "buy"))
         if r.cloud_cost_usd is not None:
             points.append((r.total_time_h, money.value(r.cloud_cost_usd), f"{r.count}x {r.name}", "rent"))
-    local = [(l.total_time_h, l.device) for l in result.local if l.total_time_h]
+    local = [(l.total_time_h, l.device) for l in result.local if l.total_time_h and l.device not in left_out]
     s.chart = {"kind": "estimate", "per_stage": per_stage, "points": points, "deadline_h": result.assumptions.deadline_hours,
                "budget": money.value(result.assumptions.budget_usd) if result.assumptions.budget_usd else None, "local": local,
                "stage": rec.stage, "currency": sym, "stage_names": {str(k): f"{k}  {v}" for k, v in STAGE_SHORT.items()}}

@@ -144,7 +144,9 @@ def hours_tick(h: float) -> str:
         return f"{h * 3600:g} s"
     if h < 1:
         return f"{h * 60:g} min"
-    return f"{h:,.0f} h"
+    if h < 10_000:
+        return f"{h:,.0f} h"
+    return f"1e{round(math.log10(h))} h"
 
 
 def _label_box(x: float, y: float, text: str, font: str, size: float) -> tuple[float, float, float, float]:
@@ -186,6 +188,7 @@ def _stage_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     time and cost written beside it, the recommended one highlighted, the deadline drawn in."""
     from reportlab.graphics.shapes import Drawing, Line, Rect, String
     from reportlab.lib import colors
+    from reportlab.pdfbase.pdfmetrics import stringWidth
 
     per = chart["per_stage"]
     names = chart.get("stage_names") or STAGE_NAMES_PDF
@@ -202,11 +205,14 @@ def _stage_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     base = 28
     row_h = 34
     top = base + 4 * row_h
-    for t in ax.ticks():  # grid and tick labels at the bottom
+    last = -math.inf
+    for t in ax.ticks():  # grid and tick labels at the bottom, a label only where it has room
         x = ax.pos(t)
         d.add(Line(x, base, x, top, strokeColor=colors.HexColor("#e2e8f0"), strokeWidth=0.5))
-        if math.log10(t).is_integer() or ax.hi - ax.lo <= 2:
+        w = stringWidth(hours_tick(t), font, 6.5)
+        if x - w / 2 > last + 3:
             d.add(String(x, base - 10, hours_tick(t), fontName=font, fontSize=6.5, textAnchor="middle"))
+            last = x + w / 2
     d.add(String(x0 + (width - x0) / 2, 2, "training time (log scale)", fontName=font, fontSize=7, textAnchor="middle"))
     for i, key in enumerate(("1", "2", "3", "4")):
         y = top - (i + 1) * row_h + 8
@@ -229,7 +235,7 @@ def _stage_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         who = v.get("name") if kind == "cpu" else (f"your {v.get('count', 1)}x {v.get('name')}" if kind == "have" else f"{v.get('count', 1)}x {v.get('name')}")
         cost = v.get("cost_usd")
         how = {"cpu": "owned", "have": "owned, power", "rent": "rented", "buy": "to buy"}.get(str(kind), "")
-        money = "" if cost is None else f", {sym}{float(cost):,.0f} {how}".rstrip()
+        money = "" if cost is None or kind == "cpu" else f", {sym}{float(cost):,.0f} {how}".rstrip()
         rng = f" ({hours_tick_short(float(lo))}–{hours_tick_short(float(hi))})" if lo and hi else ""
         label = f"{who}: {hours_tick_short(t)}{rng}{money}" + ("  — recommended" if chosen else "")
         d.add(String(x0 + 2, y - 8, label, fontName=font, fontSize=6.5))
@@ -274,6 +280,7 @@ def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         String,
     )
     from reportlab.lib import colors
+    from reportlab.pdfbase.pdfmetrics import stringWidth
 
     pts = [(t, c, n, k) for t, c, n, k in chart["points"] if t > 0 and c > 0]
     sym = chart.get("currency", "$")
@@ -288,10 +295,14 @@ def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     ax = LogAxis.covering([t for t, *_ in pts] + [chart["deadline_h"]], px0, pw)
     ay = LogAxis.covering([c for _, c, *_ in pts] + ([chart["budget"]] if chart.get("budget") else []), py0, ph)
     d.add(Rect(px0, py0, pw, ph, fillColor=None, strokeColor=colors.HexColor("#718096"), strokeWidth=0.6))
+    last = -math.inf
     for t in ax.ticks():
         x = ax.pos(t)
         d.add(Line(x, py0, x, py0 + ph, strokeColor=colors.HexColor("#e2e8f0"), strokeWidth=0.5))
-        d.add(String(x, py0 - 10, hours_tick(t), fontName=font, fontSize=6.5, textAnchor="middle"))
+        w = stringWidth(hours_tick(t), font, 6.5)
+        if x - w / 2 > last + 3:
+            d.add(String(x, py0 - 10, hours_tick(t), fontName=font, fontSize=6.5, textAnchor="middle"))
+            last = x + w / 2
     for c in ay.ticks():
         y = ay.pos(c)
         d.add(Line(px0, y, px0 + pw, y, strokeColor=colors.HexColor("#e2e8f0"), strokeWidth=0.5))
@@ -394,7 +405,10 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
         if s.table:
             ncol = len(s.table[0])
             data = [[Paragraph(escape(c), small) for c in row] for row in s.table]
-            t = Table(data, repeatRows=1, colWidths=[width / ncol] * ncol, splitByRow=1)
+            # The options table's first column names the option (and marks the recommended one): give it room.
+            first = min(0.3, 2.0 / (ncol + 1)) * width if s.title == "Estimates" else width / ncol
+            t = Table(data, repeatRows=1, colWidths=[first] + [(width - first) / (ncol - 1)] * (ncol - 1) if ncol > 1 else [width],
+                      splitByRow=1)
             t.setStyle(TableStyle([
                 ("FONTNAME", (0, 0), (-1, -1), font),
                 ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#e2e8f0")),
