@@ -63,8 +63,14 @@ def run(args: argparse.Namespace) -> int:
           f"{a.precision}, {a.optimizer}, deadline {fmt_hours(a.deadline_hours)}" + (f", budget {money(a.budget_usd)}" if a.budget_usd else "")
           + f", electricity {money.per_kwh(a.electricity_usd_per_kwh)}")
     print(f"\nStage {rec.stage} — {STAGE_SHORT[rec.stage]}: {choice}\n{why}\n")
+    left_out = {x.split(" ", 1)[0] for x in rec.excluded}
     for l in result.local:
-        print(f"Your machine, {l.device} ({l.name}): {fmt_hours(l.total_time_h)} (±{100 * l.error_band:.0f} %; {l.basis})")
+        state = "left out of the plan (critical health finding)" if l.device in left_out else \
+            f"{fmt_hours(l.total_time_h)} (±{100 * l.error_band:.0f} %; {l.basis})"
+        print(f"Your machine, {l.device} ({l.name}): {state}")
+    if rec.own and int(rec.own["count"]) > 1:  # type: ignore[call-overload]
+        print(f"Your {rec.own['count']}x {rec.own['name']} together: {fmt_hours(rec.own['total_time_h'])}"  # type: ignore[arg-type]
+              f" (±{100 * float(rec.own['error_band']):.0f} %; electricity {money(rec.own['cost_usd'])})")  # type: ignore[arg-type]
     ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)  # type: ignore[arg-type, return-value]
     sym = money.symbol
     for title, rows in (("Single GPUs, fastest first", [r for r in ok if r.count == 1]), ("Several GPUs", [r for r in ok if r.count > 1])):

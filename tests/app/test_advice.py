@@ -172,3 +172,24 @@ def test_eight_busy_h100_stay_in_the_plan() -> None:
     assert critical_problems(m) == {}  # busy is an availability warning, not a fault
     rec = _estimate(m, "resnet50", 72).recommendation
     assert rec.own is not None and rec.own["count"] == 8 and rec.action == "have" and rec.stage == 3
+
+
+def test_cli_estimate_on_a_two_a100_machine(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.fakes import fake_nvml as F
+
+    fake = F.a100x2_ecc()
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: fake)
+    assert main(["estimate", "--workload", "resnet50", "--top", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "You already have what you need: your A100 SXM4 80GB" in out
+    assert "Left out of the plan: gpu1" in out and "gpu1 (NVIDIA A100-SXM4-80GB): left out of the plan" in out
+
+
+def test_cli_estimate_on_eight_h100(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.fakes import fake_nvml as F
+
+    fake = F.h100x8()
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: fake)
+    assert main(["estimate", "--workload", "resnet50", "--top", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "Your 8x H100" in out and "together:" in out and "your 8x H100" in out

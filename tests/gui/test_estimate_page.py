@@ -182,3 +182,26 @@ def test_memory_bar_shows_a_breakdown_when_the_row_has_one(qtbot) -> None:
     assert page.memory_bar.isVisible() and "needs 16.2 of 24 GB" in page.memory_text.text()
     assert "activations: 8.0 GB" in page.memory_bar.toolTip()
     page.shutdown()
+
+
+def test_a_palette_switch_redraws_the_charts_labels(qtbot) -> None:
+    from PySide6.QtGui import QColor, QPalette
+    from PySide6.QtWidgets import QApplication
+
+    page = _page(qtbot)
+    _run(qtbot, page)
+    app = QApplication.instance()
+    old = app.palette()
+    dark = QPalette(old)
+    dark.setColor(QPalette.ColorRole.Text, QColor(230, 230, 230))
+    try:
+        app.setPalette(dark)
+
+        def relabelled() -> bool:
+            texts = [i for i in page.stage_plot.getPlotItem().items if hasattr(i, "toPlainText")]
+            return bool(texts) and all(t.color == QColor(230, 230, 230) for t in texts)
+
+        qtbot.waitUntil(relabelled, timeout=5_000)
+    finally:
+        app.setPalette(old)
+    page.shutdown()

@@ -663,6 +663,14 @@ class EstimatePage(QWidget):
         self.hover.setText(f"{self.result.workload.name} on {r.count}x {r.name}: {fmt_hours(r.total_time_h)} "
                            f"(±{100 * r.error_band:.0f} %), {self.money(cost)} to {kind}; batch {r.batch_size} per GPU")
 
+    def changeEvent(self, event: Any) -> None:  # noqa: N802 - Qt naming
+        # Light/dark switched at run time: redraw the charts so labels, whiskers and the front take the new colours.
+        from PySide6.QtCore import QEvent
+
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange) and self.result is not None:
+            QTimer.singleShot(0, lambda: self._show(self.result) if self.result is not None else None)
+        super().changeEvent(event)
+
     def shutdown(self) -> None:
         if self.worker is not None:
             self.worker.shutdown()
