@@ -215,8 +215,8 @@ def recommend(rows: list[EstimateRow], local: list[LocalEstimate], a: Assumption
     else:
         stage = next((s for s in (2, 3, 4) if good(best[s])), 0)
         if stage:
-            r = best[stage]
-            rec.stage, rec.option = stage, per_stage[str(stage)] if per_stage[str(stage)] is not own_d else describe(r)
+            chosen = best[stage]
+            rec.stage, rec.option = stage, per_stage[str(stage)] if per_stage[str(stage)] is not own_d else describe(chosen)
             rec.action = str(rec.option["kind"])  # type: ignore[index]
         else:
             cands = [b for b in best.values() if b is not None] + ([own] if own_d is not None else [])
@@ -239,9 +239,13 @@ def option_name(o: dict[str, object]) -> str:
     if o.get("kind") == "cpu":
         return f"this machine's CPU ({o.get('name')})"
     if o.get("kind") == "have":
-        n = int(o.get("count") or 1)  # type: ignore[call-overload]
+        n = _int(o.get("count"), 1)
         return f"your {o.get('name')}" if n == 1 else f"your {n}x {o.get('name')}"
     return f"{o.get('count', 1)}x {o.get('name')}"
+
+
+def _int(v: object, default: int) -> int:
+    return int(v) if isinstance(v, (int, float)) else default
 
 
 def _cap(text: str) -> str:
@@ -294,14 +298,12 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
         elif rec.action == "have":
             choice = f"Use {name} (~{t})"
             energy = f"; electricity about {money(float(cost))}" if isinstance(cost, (int, float)) else ""
-            verb = "finish" if int(o.get("count") or 1) > 1 else "finishes"  # type: ignore[call-overload]
+            verb = "finish" if _int(o.get("count"), 1) > 1 else "finishes"
             parts.append(f"You already have what you need: {name} {verb} in about {t}{_range(o)}, inside your {deadline} deadline{energy}.")
         elif rec.action in ("buy", "rent"):
             verb = "rent" if rec.action == "rent" else "buy"
-            owned = int(o.get("owned") or 0)  # type: ignore[arg-type]
             if verb == "buy" and rec.own and rec.own.get("gpu_id") == o.get("gpu_id"):
-                owned = int(rec.own.get("count") or 0)  # type: ignore[arg-type]
-                extra = int(o.get("count") or 1) - owned  # type: ignore[arg-type]
+                extra = _int(o.get("count"), 1) - _int(rec.own.get("count"), 0)
                 choice = f"buy {extra} more {o.get('name')} ({o.get('count')} in all)"
             else:
                 choice = f"{verb} {name}"

@@ -14,13 +14,13 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import QPoint  # noqa: E402
+from PySide6.QtCore import QPoint
 
-from gpuselect.gui.pages.estimate import EstimatePage  # noqa: E402
-from gpuselect.hardware.snapshot import detect  # noqa: E402
-from gpuselect.settings import Settings  # noqa: E402
-from gpuselect.workloads.presets import PRESETS  # noqa: E402
-from tests.fakes import fake_nvml as F  # noqa: E402
+from gpuselect.gui.pages.estimate import EstimatePage
+from gpuselect.hardware.snapshot import detect
+from gpuselect.settings import Settings
+from gpuselect.workloads.presets import PRESETS
+from tests.fakes import fake_nvml as F
 
 
 def _page(qtbot, scenario: str | None = None, preset: str = "resnet50") -> EstimatePage:  # type: ignore[no-untyped-def]

@@ -85,7 +85,7 @@ class MemoryBar(QWidget):
         self.setToolTip("\n".join(f"{k}: {v:,.1f} GB" for k, v in parts.items()) + f"\nVRAM: {vram:,.0f} GB")
         self.update()
 
-    def paintEvent(self, _event: Any) -> None:  # noqa: N802 - Qt naming
+    def paintEvent(self, _event: Any) -> None:
         total = sum(self.parts.values())
         if total <= 0 or self.vram <= 0:
             return
@@ -113,7 +113,7 @@ class RowFilter(QSortFilterProxyModel):
         self.fits_only = True
         self.setSortRole(SORT_ROLE)
 
-    def filterAcceptsRow(self, source_row: int, source_parent: Any) -> bool:  # noqa: N802 - Qt naming
+    def filterAcceptsRow(self, source_row: int, source_parent: Any) -> bool:
         r = self.sourceModel().rows[source_row]  # type: ignore[attr-defined]
         if self.family and r.family != self.family:
             return False
@@ -220,13 +220,14 @@ class EstimatePage(QWidget):
         self.max_gpus.setCurrentText("8")
         self.max_gpus.setToolTip("More than 8 GPUs means several machines: stage 4, a cluster")
         form = QFormLayout()
-        for label, w in (("&Precision:", self.precision), ("&Batch size:", self.batch), ("&Dataset (samples):", self.dataset),
+        widget: QWidget
+        for label, widget in (("&Precision:", self.precision), ("&Batch size:", self.batch), ("&Dataset (samples):", self.dataset),
                          ("&Epochs:", self.epochs), ("Dead&line:", self.deadline), ("B&udget:", self.budget),
                          ("&Electricity:", self.electricity), ("&Max GPUs:", self.max_gpus)):
             lab = QLabel(label)
-            lab.setBuddy(w)
-            w.setAccessibleName(label.replace("&", "").rstrip(":"))
-            form.addRow(lab, w)
+            lab.setBuddy(widget)
+            widget.setAccessibleName(label.replace("&", "").rstrip(":"))
+            form.addRow(lab, widget)
         src_label = QLabel("&Workload:")
         src_label.setBuddy(self.source)
         left = QVBoxLayout()
@@ -250,8 +251,8 @@ class EstimatePage(QWidget):
         self.memory_bar = MemoryBar()
         self.memory_legend = QLabel(" ".join(f"<span style='color:{c}'>■</span> {n}" for n, c in zip(MEMORY_PARTS, MEMORY_COLOURS)))
         self.memory_legend.setTextFormat(Qt.TextFormat.RichText)
-        for w in (self.memory_text, self.memory_bar, self.memory_legend):
-            w.setVisible(False)
+        for part in (self.memory_text, self.memory_bar, self.memory_legend):
+            part.setVisible(False)
         self.family = QComboBox()
         self.family.addItems(["all families", "geforce", "workstation", "datacenter", "radeon", "instinct"])
         self.fits_only = QCheckBox("&Fitting options only")
@@ -617,7 +618,8 @@ class EstimatePage(QWidget):
         fg = self._text_colour().name()
         p.setTitle(f"Time vs cost &nbsp;<span style='color:rgb{BUY_COLOUR}'>● buy</span> "
                    f"<span style='color:rgb{RENT_COLOUR}'>▲ rent</span> <span style='color:{fg}'>— Pareto front</span>", size="10pt")
-        buy, rent = [], []
+        buy: list[dict[str, Any]] = []
+        rent: list[dict[str, Any]] = []
         for r in result.rows:
             if not (r.fits and r.total_time_h):
                 continue
@@ -663,7 +665,7 @@ class EstimatePage(QWidget):
         self.hover.setText(f"{self.result.workload.name} on {r.count}x {r.name}: {fmt_hours(r.total_time_h)} "
                            f"(±{100 * r.error_band:.0f} %), {self.money(cost)} to {kind}; batch {r.batch_size} per GPU")
 
-    def changeEvent(self, event: Any) -> None:  # noqa: N802 - Qt naming
+    def changeEvent(self, event: Any) -> None:
         # Light/dark switched at run time: redraw the charts so labels, whiskers and the front take the new colours.
         from PySide6.QtCore import QEvent
 
