@@ -77,6 +77,7 @@ def _log_ticks(lo: float, hi: float) -> list[float]:
 def _batch_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     from reportlab.graphics.charts.legends import Legend
     from reportlab.graphics.charts.lineplots import LinePlot
+    from reportlab.graphics.widgets.markers import makeMarker
     from reportlab.graphics.shapes import Drawing, String
     from reportlab.lib import colors
 
@@ -93,6 +94,8 @@ def _batch_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         lp.lines[i].strokeColor = palette[i % len(palette)]
         lp.lines[i].strokeWidth = 1.5
         lp.lines[i].strokeDashArray = None if name.startswith("cpu") else [4, 2]
+        lp.lines[i].symbol = makeMarker("FilledCircle", size=3)  # a series of one batch size is a point, not a line
+        lp.lines[i].symbol.fillColor = palette[i % len(palette)]
     xs = [x for _, pts in series for x, _ in pts]
     ys = [y for _, pts in series for _, y in pts]
     for axis, vals in ((lp.xValueAxis, xs), (lp.yValueAxis, ys)):
