@@ -389,7 +389,7 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
     body = ParagraphStyle("body", fontName=font, fontSize=9, leading=12)
     small = ParagraphStyle("small", fontName=font, fontSize=7, leading=9)
     h1 = ParagraphStyle("h1", fontName=bold, fontSize=18, leading=22, spaceAfter=6)
-    h2 = ParagraphStyle("h2", fontName=bold, fontSize=13, leading=16, spaceBefore=10, spaceAfter=4)
+    h2 = ParagraphStyle("h2", fontName=bold, fontSize=13, leading=16, spaceBefore=10, spaceAfter=4, keepWithNext=1)
     verdict = ParagraphStyle("verdict", fontName=bold, fontSize=11, leading=14, spaceBefore=6, spaceAfter=6)
     width = size[0] - 32 * mm
     story: list[Any] = [
