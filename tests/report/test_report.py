@@ -62,7 +62,9 @@ def test_benchmark_section_from_a_saved_result(tmp_path: Path, capsys: pytest.Ca
     out = tmp_path / "b.pdf"
     assert main(["report", "-o", str(out), "--bench", str(bench)]) == 0
     text, _ = _text(out)
-    assert "Benchmark" in text and "matmul fp32" in text and "Training samples/s by batch size" in text
+    assert "Benchmark" in text and "matmul fp32" in text
+    # the chart when training steps were measured; a sentence when a loaded machine's budget ran out first
+    assert "Training samples/s by batch size" in text or "No training step was measured" in text
 
 
 def test_redaction_removes_host_and_serials(tmp_path: Path) -> None:
