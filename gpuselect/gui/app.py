@@ -39,6 +39,7 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.catalog, "&Catalog")
         self.tabs.addTab(self.settings_page, "&Settings")
         self.settings_page.changed.connect(self.estimate.apply_settings)
+        self.estimate.bench_source = lambda: self.bench.report  # the last benchmark anchors this machine's figures
         self.estimate.apply_settings(self.settings_page.settings)
         self.setCentralWidget(self.tabs)
         self.hardware.detected.connect(self._on_detected)
@@ -92,7 +93,6 @@ class MainWindow(QMainWindow):
     def _on_detected(self, snapshot: object) -> None:
         self.snapshot = snapshot
         self.estimate.local_snapshot = snapshot
-        self.estimate.local_bench = self.bench.report  # the last benchmark anchors this machine's figures
         self.estimate.recompute()
 
     def _restore(self) -> None:

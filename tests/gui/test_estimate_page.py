@@ -205,3 +205,18 @@ def test_a_palette_switch_redraws_the_charts_labels(qtbot) -> None:
     finally:
         app.setPalette(old)
     page.shutdown()
+
+
+def test_the_windows_last_benchmark_anchors_this_machine(qtbot) -> None:
+    from gpuselect.bench.model import BenchReport, DeviceResult
+    from gpuselect.gui.app import MainWindow
+
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.estimate.local_snapshot = detect(nvml=F.rtx3090(), probe=False)
+    w.bench.report = BenchReport([DeviceResult("cpu", "this CPU", "cpu", matmul_tflops={"fp32": 1.0})], True, "2.13")
+    _run(qtbot, w.estimate)
+    cpu = next(l for l in w.estimate.result.local if l.device == "cpu")
+    assert cpu.basis.startswith("measured")
+    w.close()
+    qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=10_000)

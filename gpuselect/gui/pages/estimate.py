@@ -368,7 +368,8 @@ class EstimatePage(QWidget):
         self._dirty = False
         self.result: Any = None
         self.local_snapshot: Any = None  # set by the window when the Hardware page has detected the machine
-        self.local_bench: Any = None  # set by the window after a benchmark: anchors this machine's estimates
+        self.local_bench: Any = None  # a benchmark report that anchors this machine's estimates
+        self.bench_source: Any = None  # or a callable the window sets: the Benchmark page's last report
         self._workload_changed()
 
     # --- settings and inputs -----------------------------------------------------------------------
@@ -483,7 +484,8 @@ class EstimatePage(QWidget):
                 self.source.currentIndex(), ""))
             return
         a = self.assumptions()
-        snap, bench = self.local_snapshot, self.local_bench
+        snap = self.local_snapshot
+        bench = self.bench_source() if self.bench_source is not None else self.local_bench
 
         def work() -> Any:
             from gpuselect.app.machine import this_machine
