@@ -220,3 +220,19 @@ def test_the_windows_last_benchmark_anchors_this_machine(qtbot) -> None:
     assert cpu.basis.startswith("measured")
     w.close()
     qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=10_000)
+
+
+def test_settings_page_takes_prices_in_the_currency(qtbot) -> None:
+    from gpuselect.gui.pages.settings import SettingsPage
+
+    page = SettingsPage()
+    qtbot.addWidget(page)
+    page.symbol.setText("€")
+    page.rate.setValue(0.5)
+    page.electricity.setValue(0.2)
+    page.budget.setValue(1000)
+    assert page.electricity.prefix() == "€" and page.budget.prefix() == "€"
+    s = page.current()
+    assert s.electricity_usd_per_kwh == pytest.approx(0.4) and s.default_budget_usd == pytest.approx(2000)
+    page._show(s)
+    assert page.electricity.value() == pytest.approx(0.2) and page.budget.value() == pytest.approx(1000)
