@@ -206,8 +206,9 @@ def recommend(rows: list[EstimateRow], local: list[LocalEstimate], a: Assumption
     def good(r: EstimateRow | None) -> bool:
         return bool(r and r.meets_deadline and (a.budget_usd is None or (row_cost(r) or math.inf) <= a.budget_usd))
 
+    measured = bool(cpu and "measured" in cpu.basis and "unmeasured" not in cpu.basis)  # from its own benchmark
     cpu_ok = bool(cpu and cpu.total_time_h is not None and cpu.total_time_h <= a.deadline_hours and (
-        cpu.total_time_h * (1 + cpu.error_band) <= a.deadline_hours or cpu.basis.startswith("measured")))
+        cpu.total_time_h * (1 + cpu.error_band) <= a.deadline_hours or measured))
     if cpu_ok:
         rec.stage, rec.action, rec.option = 1, "cpu", cpu_entry
     elif own_d is not None and own_d["meets_deadline"]:

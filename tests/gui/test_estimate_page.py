@@ -32,10 +32,10 @@ def _page(qtbot, scenario: str | None = None, preset: str = "resnet50") -> Estim
     return page
 
 
-def _run(qtbot, page: EstimatePage) -> None:  # type: ignore[no-untyped-def]
+def _run(qtbot, page: EstimatePage, timeout_ms: int = 30_000) -> None:  # type: ignore[no-untyped-def]
     before = page.result
     page.recompute()
-    qtbot.waitUntil(lambda: page.result is not before and page.worker is None, timeout=30_000)
+    qtbot.waitUntil(lambda: page.result is not before and page.worker is None, timeout=timeout_ms)
 
 
 def test_one_rtx3090_that_is_enough(qtbot) -> None:
@@ -132,8 +132,8 @@ def test_a_model_file_is_profiled_in_the_worker(qtbot, tmp_path: Path) -> None:
     page.model_path.setText(str(model))
     page.factory.setText("build")
     page.input_shape.setText("64")
-    _run(qtbot, page)
-    assert page.result.workload.name == "build from net.py" and page.result.workload.params == 64 * 32 + 32 + 32 * 10 + 10
+    _run(qtbot, page, 120_000)  # imports torch to measure the model (in a subprocess once traced), slow on a loaded VM
+    assert page.result.workload.name.startswith("build from") and "net.py" in page.result.workload.name and page.result.workload.params == 64 * 32 + 32 + 32 * 10 + 10
     page.input_shape.setText("sixty")
     page.recompute()
     assert "input shape" in page.error.text()
@@ -217,7 +217,7 @@ def test_the_windows_last_benchmark_anchors_this_machine(qtbot) -> None:
     w.bench.report = BenchReport([DeviceResult("cpu", "this CPU", "cpu", matmul_tflops={"fp32": 1.0})], True, "2.13")
     _run(qtbot, w.estimate)
     cpu = next(l for l in w.estimate.result.local if l.device == "cpu")
-    assert cpu.basis.startswith("measured")
+    assert "measured" in cpu.basis and "unmeasured" not in cpu.basis
     w.close()
     qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=10_000)
 
