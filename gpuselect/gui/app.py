@@ -102,7 +102,8 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         self.tabs.setCurrentIndex(int(s.value("window/tab", 0) or 0))
         e = self.estimate
-        e.precision.setCurrentText(str(s.value("estimate/precision", "bf16")))
+        if s.value("estimate/precision"):  # else the page's own default (the estimator's first choice)
+            e.precision.setCurrentText(str(s.value("estimate/precision")))
 
     def save_settings(self) -> None:
         s = self.settings

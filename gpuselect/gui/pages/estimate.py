@@ -202,8 +202,11 @@ class EstimatePage(QWidget):
         for box in (preset_box, config_box, model_box, figures_box):
             self.source_stack.addWidget(box)
         # --- the assumptions -------------------------------------------------------------------
+        from gpuselect.estimate.api import PRECISIONS
+
         self.precision = QComboBox()
-        self.precision.addItems(["bf16", "fp16", "tf32", "fp32"])
+        self.precision.addItems(list(PRECISIONS))  # what the estimator accepts (auto first where it offers it)
+        self.precision.setCurrentText("auto" if "auto" in PRECISIONS else "bf16")
         self.precision.setToolTip("bf16/fp16: mixed precision on tensor cores; TF32: NVIDIA's 19-bit tensor format for FP32 math (Ampere+)")
         self.batch = QSpinBox(minimum=0, maximum=1_000_000, specialValueText="auto")
         self.batch.setToolTip("Per-GPU batch; auto = the workload's default, capped by the GPU's memory (VRAM)")
