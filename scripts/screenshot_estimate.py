@@ -33,7 +33,7 @@ def dark_palette() -> QPalette:
 
 
 def main() -> int:
-    import gpuselect.hardware.nvidia as nvidia
+    from gpuselect.hardware import nvidia
     from tests.fakes import fake_nvml as F
 
     fake = F.SCENARIOS[SCENARIO]()

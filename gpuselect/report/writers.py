@@ -77,8 +77,8 @@ def _log_ticks(lo: float, hi: float) -> list[float]:
 def _batch_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     from reportlab.graphics.charts.legends import Legend
     from reportlab.graphics.charts.lineplots import LinePlot
-    from reportlab.graphics.widgets.markers import makeMarker
     from reportlab.graphics.shapes import Drawing, String
+    from reportlab.graphics.widgets.markers import makeMarker
     from reportlab.lib import colors
 
     series = [(name, [(math.log10(b), math.log10(v)) for b, v in pts if b > 0 and v > 0]) for name, pts in chart["series"].items()]
