@@ -3,37 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import math
 
 from gpuselect.commands import add_format_option
+from gpuselect.commands.estimate_options import _number, add_estimate_options
 
 HELP = "estimate training time, memory fit and cost on every catalog GPU, and recommend one of four stages"
-
-
-def _number(kind: type, lo: float, hi: float, what: str):  # type: ignore[no-untyped-def]
-    def parse(text: str) -> float:
-        try:
-            value = kind(float(text)) if kind is int and float(text).is_integer() else kind(text)
-        except (ValueError, OverflowError):
-            whole = "a whole number" if kind is int else "a number"
-            raise argparse.ArgumentTypeError(f"{what} must be {whole}, not {text!r}") from None
-        if isinstance(value, float) and not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{what} must be a finite number, not {text!r}")
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"{what} {text} is outside {lo:g}..{hi:g}")
-        return value
-
-    return parse
-
-
-def _counts(text: str) -> tuple[int, ...]:
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part.isdigit() or not 1 <= int(part) <= 4096:
-            raise argparse.ArgumentTypeError(f"--count takes whole numbers in 1..4096 separated by commas, not {text!r}")
-        out.append(int(part))
-    return tuple(out)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -42,135 +16,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_format_option(parser, ("text", "json", "csv"))
 
 
-def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: bool) -> None:
-    """The workload and assumption options, shared by ``estimate`` and ``report``."""
-    src = parser.add_mutually_exclusive_group(required=workload_required)
-    src.add_argument("--workload", metavar="ID", help="a preset (see `gpuselect workloads`)")
-    src.add_argument("--config", metavar="FILE", help="a Hugging Face style config.json (read as data, no code runs)")
-    src.add_argument("--params", type=_number(float, 1, 1e13, "the parameter count"), metavar="N", help="your own model: parameter count (with --flops-per-sample)")
-    src.add_argument("--model", metavar="FILE.py",
-                     help="trace a PyTorch model file with --factory and --input-shape: this RUNS THE FILE'S CODE (in a "
-                          "separate process, 60 s at most); only use files you trust")
-    parser.add_argument("--flops-per-sample", type=_number(float, 1, 1e18, "FLOPs per sample"), metavar="F", help="forward FLOPs per sample (with --params)")
-    parser.add_argument("--factory", metavar="NAME", help="with --model: the function that builds the model")
-    parser.add_argument("--input-shape", metavar="D,D,...", help="with --model: one sample's shape, e.g. 3,224,224")
-    parser.add_argument("--mode", choices=("full", "lora", "qlora"),
-                        help="train every weight (full), LoRA adapters on frozen 16-bit weights, or QLoRA on 4-bit weights "
-                             "(transformer presets and --config; default: the preset's own)")
-    parser.add_argument("--lora-rank", type=_number(int, 1, 65_536, "--lora-rank"), metavar="R",
-                        help="LoRA/QLoRA adapter rank (default 16)")
-    parser.add_argument("--seq-len", type=_number(int, 1, 1_048_576, "the sequence length"), help="with --config: tokens per sample")
-    parser.add_argument("--precision", choices=("auto", "fp32", "tf32", "fp16", "bf16", "bf16-true", "fp8"), default="auto",
-                        help="auto (default): what each card trains well in (bf16 on Ampere and newer, fp16 mixed on Volta/Turing, "
-                             "fp32 before); fp16/bf16 mean mixed precision (fp32 master weights); bf16-true is pure bf16 (no master "
-                             "copy); fp8 on Ada, Hopper, Blackwell and CDNA 3. A card that cannot run the request falls back "
-                             "(fp8->bf16->fp16->fp32, tf32->fp32) and its row says which precision it used")
-    parser.add_argument("--batch-size", default="auto", help="per-GPU batch, or auto: the workload's default capped by memory")
-    parser.add_argument("--dataset-size", type=_number(int, 1, 1e13, "the dataset size"), metavar="N", help="samples per epoch")
-    parser.add_argument("--epochs", type=_number(int, 1, 100_000, "the number of epochs"))
-    parser.add_argument("--deadline-hours", type=_number(float, 1e-3, 1e6, "the deadline"), default=72.0, metavar="H")
-    parser.add_argument("--budget-usd", type=_number(float, 1e-3, 1e10, "the budget"), metavar="B")
-    parser.add_argument("--electricity-usd-per-kwh", type=_number(float, 0, 100, "the electricity price"), default=0.15, metavar="X")
-    parser.add_argument("--optimizer", choices=("sgd", "sgd-momentum", "adam", "adamw", "adam8bit", "paged-adamw8bit"), default="adamw",
-                        help="sets the optimizer state held per trainable parameter (default adamw: two fp32 values)")
-    parser.add_argument("--checkpointing", action=argparse.BooleanOptionalAction, default=None,
-                        help="gradient checkpointing (less memory, ~4/3 the compute); default: only where the model does not fit otherwise")
-    parser.add_argument("--sharding", choices=("none", "zero1", "zero2", "fsdp"), default=None,
-                        help="split optimizer state (zero1), also gradients (zero2), or everything (fsdp) over the GPUs of an "
-                             "option; default: FSDP only where several GPUs need it to fit")
-    parser.add_argument("--offload", choices=("none", "optimizer", "params"), default="none",
-                        help="keep the optimizer state (optimizer) or also weights and gradients (params) in CPU memory")
-    parser.add_argument("--gpus", default="all", help="all, or comma-separated catalog ids")
-    parser.add_argument("--max-gpus", type=_number(int, 1, 4096, "--max-gpus"), default=8, metavar="N",
-                        help="the largest box considered first (default 8); when none meets the deadline or holds the model, "
-                             "datacenter cards are tried over nodes up to 1,024 GPUs")
-    parser.add_argument("--count", type=_counts, metavar="N[,N...]", help="evaluate exactly these GPU counts (e.g. 1,8,64)")
-    bench = parser.add_mutually_exclusive_group()
-    bench.add_argument("--bench", metavar="FILE", help="anchor this machine's estimates on a saved `gpuselect bench --format json` result")
-    bench.add_argument("--bench-quick", action="store_true", help="run `gpuselect bench --quick` first (about 10 s) and anchor on it")
+def compute(args: argparse.Namespace, bench: object = None, settings: object = None):  # type: ignore[no-untyped-def]
+    """The estimate the options describe, for this machine (the app layer's one workflow)."""
+    from gpuselect.app.machine import this_machine
+    from gpuselect.app.workflows import estimate_for_machine, load_workload
+    from gpuselect.commands import estimate_options as opts
 
-
-def _workload(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from gpuselect.workloads.build import build_workload
-
-    return build_workload(workload=args.workload, config=args.config, params=args.params,
-                          flops_per_sample=args.flops_per_sample, model=args.model, factory=args.factory,
-                          input_shape=args.input_shape, seq_len=args.seq_len, mode=args.mode, lora_rank=args.lora_rank)
-
-
-def _load_bench(args: argparse.Namespace) -> dict | None:  # type: ignore[type-arg]
-    import json
-    import sys
-    from pathlib import Path
-
-    from gpuselect.errors import DataError
-
-    if args.bench_quick:
-        from gpuselect.bench.engine import run_to_completion
-        from gpuselect.bench.model import BenchConfig
-        from gpuselect.output import to_jsonable
-
-        print("running gpuselect bench --quick ...", file=sys.stderr)
-        rep = run_to_completion(BenchConfig(quick=True))
-        return {"kind": "bench", "report": to_jsonable(rep), "devices": to_jsonable(rep.devices)}
-    if not args.bench:
-        return None
-    try:
-        doc = json.loads(Path(args.bench).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DataError(f"cannot read {args.bench}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{args.bench} is not JSON: {exc}") from exc
-    if not isinstance(doc, dict) or doc.get("kind") != "bench" or not isinstance(doc.get("devices"), list):
-        raise DataError(f"{args.bench} is not a `gpuselect bench --format json` result")
-    return doc
-
-
-def _local(w, a, catalog, perf, bench):  # type: ignore[no-untyped-def]
-    from gpuselect.estimate.api import local_cpu_estimate, local_gpu_estimate
-    from gpuselect.hardware.snapshot import detect
-
-    snap = detect(probe=False)
-    cpu = snap.cpu
-    measured = {d.get("device"): d for d in (bench or {}).get("devices", []) if isinstance(d, dict)}
-    cpu_bench = measured.get("cpu") or {}
-    cpu_tflops = (cpu_bench.get("matmul_tflops") or {}).get("fp32")
-    out = [local_cpu_estimate(w, a, cores=cpu.physical_cores or cpu.logical_cores, mhz=cpu.max_mhz or cpu.current_mhz,
-                              features=cpu.features, measured_tflops=cpu_tflops, name=cpu.model or "this CPU",
-                              bench=cpu_bench or None)]
-    for g in snap.gpus:
-        dev = measured.get(f"cuda:{g.torch_index}") if g.torch_index is not None else None
-        out.append(local_gpu_estimate(w, a, catalog, perf, name=g.name, memory_bytes=g.memory_total_bytes,
-                                      device=f"gpu{g.index}", spec_ratio=(dev or {}).get("spec_ratio"), bench=dev))
-    return out
-
-
-def compute(args: argparse.Namespace, bench: dict | None):  # type: ignore[no-untyped-def, type-arg]
-    """The estimate the options describe (used by ``estimate`` and ``report``)."""
-    from gpuselect.catalog import load_catalog
-    from gpuselect.errors import UsageError
-    from gpuselect.estimate.api import Assumptions, estimate
-    from gpuselect.estimate.perf import default_model
-
-    if args.batch_size == "auto":
-        batch = None
-    else:
-        try:
-            batch = int(args.batch_size)
-        except ValueError:
-            raise UsageError(f"--batch-size must be a whole number or auto, not {args.batch_size!r}") from None
-        if not 1 <= batch <= 1_000_000:
-            raise UsageError(f"--batch-size {batch} is outside 1..1000000")
-    w = _workload(args)
-    a = Assumptions(precision=args.precision, batch_size=batch, dataset_size=args.dataset_size, epochs=args.epochs,
-                    deadline_hours=args.deadline_hours, budget_usd=args.budget_usd,
-                    electricity_usd_per_kwh=args.electricity_usd_per_kwh, optimizer=args.optimizer,
-                    checkpointing=args.checkpointing, max_gpus=args.max_gpus, counts=getattr(args, "count", None), sharding=args.sharding, offload=args.offload)
-    catalog = load_catalog()
-    perf = default_model(catalog)
-    gpu_ids = None if args.gpus == "all" else [g.strip() for g in args.gpus.split(",") if g.strip()]
-    local = _local(w, a, catalog, perf, bench)
-    return estimate(w, a, catalog, perf, gpu_ids=gpu_ids, local=local)
+    settings = settings or opts.user_settings()
+    w = load_workload(opts.workload_spec(args))
+    a = opts.assumptions(args, settings)
+    return estimate_for_machine(w, a, this_machine(bench=bench), gpu_ids=opts.gpu_ids(args))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -178,11 +33,15 @@ def run(args: argparse.Namespace) -> int:
     import dataclasses
     import io
 
+    from gpuselect.app.money import MoneyFormat
+    from gpuselect.commands import estimate_options as opts
+    from gpuselect.estimate.recommend import STAGE_SHORT, explain, fmt_hours
     from gpuselect.output import json_document
 
-    result = compute(args, _load_bench(args))
+    settings = opts.user_settings()
+    result = compute(args, opts.load_bench(args), settings)
     w, a = result.workload, result.assumptions
-    if args.format == "json":
+    if args.format == "json":  # numbers in US dollars, as the core returns them
         print(json_document({"workload": result.workload, "assumptions": result.assumptions, "rows": result.rows,
                              "local": result.local, "recommendation": result.recommendation}, kind="estimate"))
         return 0
@@ -197,30 +56,35 @@ def run(args: argparse.Namespace) -> int:
             wr.writerow(row)
         print(buf.getvalue(), end="")
         return 0
+    money = MoneyFormat.from_settings(settings)
     rec = result.recommendation
+    choice, why = explain(rec, money)
     print(f"{w.name}: {w.params / 1e6:,.1f} M parameters, {w.training_flops_per_sample / 1e9:,.2f} GFLOP per sample to train; "
-          f"{a.precision}, {a.optimizer}, deadline {a.deadline_hours:g} h" + (f", budget ${a.budget_usd:,.0f}" if a.budget_usd else ""))
-    print(f"\nStage {rec.stage} — {rec.stage_name}: {rec.choice}\n{rec.rationale}\n")
+          f"{a.precision}, {a.optimizer}, deadline {fmt_hours(a.deadline_hours)}" + (f", budget {money(a.budget_usd)}" if a.budget_usd else "")
+          + f", electricity {money.per_kwh(a.electricity_usd_per_kwh)}")
+    print(f"\nStage {rec.stage} — {STAGE_SHORT[rec.stage]}: {choice}\n{why}\n")
+    left_out = {x.split(" ", 1)[0] for x in rec.excluded}
     for l in result.local:
-        t = f"~{l.total_time_h:,.1f} h" if l.total_time_h is not None else "n/a"
-        print(f"Your machine, {l.device} ({l.name}): {t} (±{100 * l.error_band:.0f} %; {l.basis})")
+        state = "left out of the plan (critical health finding)" if l.device in left_out else \
+            f"{fmt_hours(l.total_time_h)} (±{100 * l.error_band:.0f} %; {l.basis})"
+        print(f"Your machine, {l.device} ({l.name}): {state}")
+    if rec.own and int(rec.own["count"]) > 1:  # type: ignore[call-overload]
+        print(f"Your {rec.own['count']}x {rec.own['name']} together: {fmt_hours(rec.own['total_time_h'])}"  # type: ignore[arg-type]
+              f" (±{100 * float(rec.own['error_band']):.0f} %; electricity {money(rec.own['cost_usd'])})")  # type: ignore[arg-type]
     ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)  # type: ignore[arg-type, return-value]
-
-    def money(v: float | None) -> str:
-        return "—" if v is None else f"{v:,.0f}"
-
+    sym = money.symbol
     for title, rows in (("Single GPUs, fastest first", [r for r in ok if r.count == 1]), ("Several GPUs", [r for r in ok if r.count > 1])):
         if not rows:
             continue
         rate = "tokens/s" if w.seq_len else "samples/s"
         print(f"\n{title}:\n{'option':34s} {'batch':>6s} {'memory GB':>11s} {rate:>11s} {'prec':>9s} {'par':>5s} {'bound':>13s} "
-              f"{'time':>9s} {'±':>5s} {'buy $':>9s} {'cloud $':>9s} {'kWh':>8s}")
+              f"{'time':>9s} {'±':>5s} {'buy ' + sym:>9s} {'cloud ' + sym:>9s} {'kWh':>8s}")
         for r in rows[: args.top if title.startswith("Single") else max(3, args.top // 3)]:
             mem = f"{r.peak_memory_gb:.1f}/{r.vram_gb:g}" if r.peak_memory_gb is not None and r.vram_gb else "—"
             speed = (r.tokens_per_s if w.seq_len else r.throughput_samples_per_s) or 0
             print(f"{r.count}x {r.name[:30]:31s} {r.batch_size or 0:6d} {mem:>11s} {speed:11,.0f} {r.precision_used or '—':>9s} "
                   f"{r.parallelism:>5s} {r.bound or '—':>13s} "
-                  f"{r.total_time_h or 0:8,.1f}h {100 * r.error_band:4.0f}% {money(r.buy_cost_usd):>9s} {money(r.cloud_cost_usd):>9s} {r.energy_kwh or 0:8,.1f}"
+                  f"{fmt_hours(r.total_time_h):>9s} {100 * r.error_band:4.0f}% {money(r.buy_cost_usd):>9s} {money(r.cloud_cost_usd):>9s} {r.energy_kwh or 0:8,.1f}"
                   + ("" if r.meets_deadline else "  (misses deadline)"))
     nofit = sum(1 for r in result.rows if r.count == 1 and not r.fits)
     misfits = [r for r in result.rows if r.count == 1 and not r.fits and r.peak_memory_gb is not None]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,16 +142,6 @@ class LocalEstimate:
     memory_breakdown_gb: dict[str, float] = field(default_factory=dict)
     vram_gb: float | None = None
     max_batch: int | None = None
-
-
-@dataclass
-class Recommendation:
-    stage: int  # 1 no GPU, 2 one reasonable GPU, 3 workstation / rented datacenter GPUs, 4 cluster
-    stage_name: str
-    choice: str  # the recommended option, in words
-    per_stage: dict[str, dict[str, object] | None]
-    rationale: str
-    deadline_met: bool
 
 
 @dataclass
@@ -435,95 +426,6 @@ def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel |
     return base
 
 
-def _cost(r: EstimateRow) -> float | None:
-    costs = [c for c in (r.buy_cost_usd, r.cloud_cost_usd) if c is not None]
-    return min(costs) if costs else None
-
-
-STAGE_NAMES = {
-    1: "no GPU needed",
-    2: "one reasonable GPU",
-    3: "a deep-learning workstation or rented datacenter GPUs",
-    4: "a GPU cluster",
-}
-
-
-def _stage_of(r: EstimateRow, a: Assumptions) -> int:
-    if r.count > a.gpus_per_node:
-        return 4
-    if r.count == 1 and r.family in ("geforce", "radeon"):
-        return 2
-    return 3
-
-
-def _best(rows: list[EstimateRow], a: Assumptions) -> EstimateRow | None:
-    ok = [r for r in rows if r.fits and r.total_time_h is not None]
-    within = [r for r in ok if r.meets_deadline and (a.budget_usd is None or (_cost(r) or math.inf) <= a.budget_usd)]
-    if within:  # cheapest that meets deadline and budget; ties -> faster
-        return min(within, key=lambda r: ((_cost(r) if _cost(r) is not None else math.inf), r.total_time_h))
-    return min(ok, key=lambda r: r.total_time_h) if ok else None  # type: ignore[arg-type, return-value]
-
-
-def _describe(r: EstimateRow | None) -> dict[str, object] | None:
-    if r is None:
-        return None
-    return {"gpu_id": r.gpu_id, "name": r.name, "count": r.count, "total_time_h": r.total_time_h,
-            "cost_usd": _cost(r), "meets_deadline": r.meets_deadline}
-
-
-def recommend(rows: list[EstimateRow], local: list[LocalEstimate], a: Assumptions, w: Workload) -> Recommendation:
-    cpu = next((l for l in local if l.device == "cpu"), None)
-    by_stage: dict[int, list[EstimateRow]] = {2: [], 3: [], 4: []}
-    for r in rows:
-        by_stage[_stage_of(r, a)].append(r)
-    best = {s: _best(rs, a) for s, rs in by_stage.items()}
-    per_stage: dict[str, dict[str, object] | None] = {
-        "1": ({"device": "cpu", "name": cpu.name, "total_time_h": cpu.total_time_h, "cost_usd": 0.0,
-               "meets_deadline": bool(cpu.total_time_h is not None and cpu.total_time_h <= a.deadline_hours)} if cpu else None),
-        **{str(s): _describe(b) for s, b in best.items()},
-    }
-
-    def good(r: EstimateRow | None) -> bool:
-        return bool(r and r.meets_deadline and (a.budget_usd is None or (_cost(r) or math.inf) <= a.budget_usd))
-
-    deadline = f"{a.deadline_hours:g} h"
-    if cpu and cpu.total_time_h is not None and cpu.total_time_h <= a.deadline_hours and (
-        cpu.total_time_h * (1 + cpu.error_band) <= a.deadline_hours or cpu.basis.startswith("measured")
-    ):
-        stage, choice = 1, f"train on this machine's CPU (~{cpu.total_time_h:.1f} h)"
-        why = (f"{w.name} is small enough that the CPU finishes in about {cpu.total_time_h:.1f} h, inside your {deadline} deadline. "
-               "A GPU would be faster, but you do not need one.")
-    else:
-        stage = next((s for s in (2, 3, 4) if good(best[s])), 0)
-        if stage == 0:
-            fastest = min((b for b in best.values() if b and b.total_time_h is not None), key=lambda r: r.total_time_h, default=None)  # type: ignore[arg-type, return-value]
-            stage = _stage_of(fastest, a) if fastest else 4
-            if fastest is None:
-                choice = "no option in the catalog fits this workload"
-                why = f"{w.name} does not fit any catalog GPU with these settings, even sharded over {a.max_gpus} GPUs; raise --max-gpus or use LoRA/QLoRA."
-            else:
-                choice = f"{fastest.count}x {fastest.name} (~{fastest.total_time_h:.1f} h)"
-                why = (f"No option meets both the {deadline} deadline" + (f" and the ${a.budget_usd:,.0f} budget" if a.budget_usd else "") +
-                       f". The fastest option is {choice}. Relax the deadline or budget, or shrink the workload.")
-            return Recommendation(stage, STAGE_NAMES[stage], choice, per_stage, why, False)
-        r = best[stage]  # type: ignore[assignment]
-        assert r is not None
-        parts = []
-        if r.cloud_cost_usd is not None:
-            parts.append(f"about ${r.cloud_cost_usd:,.0f} rented")
-        if r.buy_cost_usd is not None:
-            parts.append(f"about ${r.buy_cost_usd:,.0f} to buy and run")
-        cost_txt = (" (" + ", or ".join(parts) + ")") if parts else ""
-        choice = f"{r.count}x {r.name}" + (" (sharded)" if r.sharded else "")
-        cpu_txt = f"the CPU would need ~{cpu.total_time_h:,.0f} h" if cpu and cpu.total_time_h else "the CPU is too slow"
-        why = {
-            2: f"{cpu_txt}, beyond your {deadline} deadline, but one {r.name} fits {w.name} and finishes in ~{r.total_time_h:.1f} h{cost_txt}.",
-            3: f"{cpu_txt} and no single consumer GPU meets the {deadline} deadline within budget; {choice} does it in ~{r.total_time_h:.1f} h{cost_txt} — a workstation with these cards or rented datacenter GPUs.",
-            4: f"{w.name} needs more than one box: {choice} finishes in ~{r.total_time_h:.1f} h{cost_txt}; fewer GPUs either do not fit the model or miss the {deadline} deadline.",
-        }[stage]
-    return Recommendation(stage, STAGE_NAMES[stage], choice, per_stage, why[:1].upper() + why[1:], True)
-
-
 #: Benchmark models (gpuselect bench's train_steps) that are presets: their measured steps are
 #: reported as measured for that workload.
 BENCH_MODELS = {"simple-cnn": "simple_cnn"}
@@ -624,8 +526,11 @@ def option_counts(a: Assumptions) -> list[int]:
 
 def estimate(
     w: Workload, a: Assumptions, catalog: Catalog, perf: PerfModel | None = None, *, gpu_ids: list[str] | None = None,
-    local: list[LocalEstimate] | None = None,
+    local: list[LocalEstimate] | None = None, owned: Sequence[OwnedGpu] = (),
 ) -> EstimateResult:
+    """Every plausible catalog option (``recommend.plausible_count``), this machine's CPU and GPUs
+    (``local``), and the recommendation. ``owned``: the user's GPUs, which form one option together
+    and reduce what a purchase of the same card costs."""
     a.validate()
     entries = catalog.entries
     if gpu_ids:
@@ -637,6 +542,8 @@ def estimate(
     for e in entries:
         got: list[Fit] = []
         for n in option_counts(a):
+            if not a.counts and not plausible_count(e, n, a.gpus_per_node):
+                continue  # nobody builds it (an explicit --count is evaluated as asked)
             first = got[0] if got else None
             rows.append(_row(w, e, n, a, perf, None, single_fit=first, fit_out=got if n == 1 else None))
     if not a.counts and not any(r.fits and r.meets_deadline for r in rows):
@@ -650,5 +557,26 @@ def estimate(
                 rows.append(r)
                 if r.fits and r.meets_deadline:
                     break  # more GPUs of this kind only cost more
+    by_id = {e.id: e for e in catalog.entries}
+    own = own_option(owned, by_id, lambda e, n: _row(w, e, n, a, perf, None), a)
+    owned_n = own.count if own is not None else 0
+    if own is not None:
+        rows = account_for_owned(rows, own.gpu_id, owned_n, _price(by_id[own.gpu_id])[0])
+    excluded = [f"{g.device} ({g.name}): {g.problem}" for g in owned if g.problem]
     local = local or []
-    return EstimateResult(w, a, rows, local, recommend(rows, local, a, w))
+    return EstimateResult(w, a, rows, local, recommend(rows, local, a, w, own=own, owned_n=owned_n, excluded=excluded))
+
+
+# The recommendation lives in recommend.py; these names stay importable from here.
+from gpuselect.estimate.recommend import (  # noqa: E402
+    STAGE_NAMES,
+    OwnedGpu,
+    Recommendation,
+    account_for_owned,
+    own_option,
+    plausible_count,
+    recommend,
+)
+
+__all__ = ["STAGE_NAMES", "Assumptions", "EstimateResult", "EstimateRow", "LocalEstimate", "OwnedGpu", "Recommendation",
+           "estimate", "recommend"]

@@ -39,6 +39,7 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.catalog, "&Catalog")
         self.tabs.addTab(self.settings_page, "&Settings")
         self.settings_page.changed.connect(self.estimate.apply_settings)
+        self.estimate.bench_source = lambda: self.bench.report  # the last benchmark anchors this machine's figures
         self.estimate.apply_settings(self.settings_page.settings)
         self.setCentralWidget(self.tabs)
         self.hardware.detected.connect(self._on_detected)
@@ -66,26 +67,19 @@ class MainWindow(QMainWindow):
         from gpuselect.gui.workers import GeneratorWorker, call_in_generator
 
         snapshot, bench, result = self.snapshot, self.bench.report, self.estimate.result
-        redact = self.settings_page.settings.redact_reports
+        settings = self.settings_page.settings
 
         def work() -> str:
-            from gpuselect.catalog import load_catalog
-            from gpuselect.hardware.snapshot import detect
-            from gpuselect.health.rules import evaluate
-            from gpuselect.report.model import build_report
-            from gpuselect.report.writers import write
-
-            snap = snapshot if snapshot is not None else detect(probe=False)
-            extra = []
-            if bench is not None:
-                from gpuselect.bench.findings import bench_findings
-
-                extra = bench_findings(bench)
+            # The same workflow as `gpuselect report` (gpuselect.app): settings decide redaction and currency.
             from pathlib import Path
 
+            from gpuselect.app.machine import this_machine
+            from gpuselect.app.workflows import build_machine_report
+            from gpuselect.report.writers import write
+
+            machine = this_machine(snapshot=snapshot, bench=bench)
             fmt = {".md": "md", ".json": "json"}.get(Path(path).suffix.lower(), "pdf")
-            report = build_report(snap, evaluate(snap, extra), bench=bench, estimate=result, redact=redact, catalog=load_catalog())
-            return str(write(report, path, fmt))
+            return str(write(build_machine_report(machine, result, settings=settings), path, fmt))
 
         worker = GeneratorWorker(call_in_generator(work), self)
         worker.finished.connect(lambda p: self.statusBar().showMessage(f"Report written to {p}", 10_000))
@@ -108,7 +102,8 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         self.tabs.setCurrentIndex(int(s.value("window/tab", 0) or 0))
         e = self.estimate
-        e.precision.setCurrentText(str(s.value("estimate/precision", "bf16")))
+        if s.value("estimate/precision"):  # else the page's own default (the estimator's first choice)
+            e.precision.setCurrentText(str(s.value("estimate/precision")))
 
     def save_settings(self) -> None:
         s = self.settings

@@ -6,12 +6,29 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import platform
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpuselect import __version__
+from gpuselect.app.money import MoneyFormat
+from gpuselect.estimate.recommend import (
+    STAGE_SHORT,
+    explain,
+    fmt_hours,
+    option_name,
+    verdict_line,
+)
 
 REDACTED = "[redacted]"
+
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[~.]?[/\\])?(?:[^\s/\\:,;()'\"]+[/\\])+([^\s/\\:,;()'\"]+)")
+
+
+def scrub_paths(text: str) -> str:
+    """Folders out of any file path in ``text`` (a redacted report keeps only file names)."""
+    return _PATH.sub(lambda m: m.group(1), text)
+
 
 METHOD_TEXT = (
     "Detection reads the CPU through the operating system and psutil, NVIDIA GPUs through NVML "
@@ -46,6 +63,7 @@ class Report:
     verdict: str
     redacted: bool
     sections: list[Section]
+    summary: str = ""  # page 1: the verdict, the machine's health, the recommended option with time, cost and range
     accuracy: dict[str, Any] | None = None
     sources: list[str] = field(default_factory=list)
 
@@ -126,6 +144,9 @@ def _bench_section(bench: Any) -> Section:
         for st in d.train_steps:
             chart.setdefault(f"{d.device} {st.model}", []).append((st.batch_size, st.samples_per_s))
     s.table = rows
+    if not chart:  # a chart with nothing to show is left out; say why instead
+        why = "; ".join(f"{d.device}: {v}" for d in bench.devices for k, v in d.skipped.items() if "train" in k.lower())
+        s.lines.append("No training step was measured in this run" + (f" ({why})." if why else "."))
     s.chart = {"kind": "batch", "title": "Training samples/s by batch size (CPU vs GPU)", "series": chart}
     return s
 
@@ -134,74 +155,124 @@ def _pct(v: float | None) -> str:
     return "" if v is None else f"{100 * v:.0f} %"
 
 
-def _workload_section(result: Any) -> Section:
+def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
     w, a = result.workload, result.assumptions
     s = Section("Workload and assumptions")
-    s.lines.append(f"{w.name}: {w.description}. {w.params / 1e6:,.1f} M parameters ({w.trainable_params / 1e6:,.2f} M trained), "
-                   f"{w.forward_flops_per_sample / 1e9:,.3g} GFLOP per sample forward. Figures: {w.source}.")
+    text = (f"{w.name}: {w.description}. {w.params / 1e6:,.1f} M parameters ({w.trainable_params / 1e6:,.2f} M trained), "
+            f"{w.forward_flops_per_sample / 1e9:,.3g} GFLOP per sample forward. Figures: {w.source}.")
+    s.lines.append(scrub_paths(text) if redact else text)
     dataset = a.dataset_size or w.default_dataset_size
     epochs = a.epochs or w.default_epochs
     s.lines.append(f"Precision {a.precision}, optimizer {a.optimizer}, batch {a.batch_size or 'auto'}, {dataset:,} samples x {epochs} epochs, "
-                   f"deadline {a.deadline_hours:g} h, budget {'$%s' % format(a.budget_usd, ',.0f') if a.budget_usd else 'none'}, "
-                   f"electricity ${a.electricity_usd_per_kwh:.3f}/kWh, grid {a.grid_kg_co2_per_kwh} kg CO2/kWh, up to {a.max_gpus} GPUs.")
+                   f"deadline {fmt_hours(a.deadline_hours)}, budget {money(a.budget_usd) if a.budget_usd else 'none'}, "
+                   f"electricity {money.per_kwh(a.electricity_usd_per_kwh)}, grid {a.grid_kg_co2_per_kwh} kg CO2/kWh, up to {a.max_gpus} GPUs.")
     s.lines.append("Prices: launch prices from vendors and Epoch AI; cloud prices are the cheapest on-demand offers in SkyPilot's "
-                   "public catalog, late-2025 snapshot (dated 2025-11 in the catalog).")
+                   "public catalog, late-2025 snapshot (dated 2025-11 in the catalog)."
+                   + ("" if money.is_usd else f" Costs are shown in {money.symbol} at {money.rate:g} per US dollar (your settings)."))
     return s
 
 
-def _estimate_section(result: Any, top: int) -> Section:
+def _option_row(label: str, fits: bool, batch: Any, hours: float | None, buy: str, cloud: str, kwh: float | None, band: float) -> list[str]:
+    return [label, "yes" if fits else "no", "" if batch is None else str(batch), fmt_hours(hours), buy, cloud, _fmt(kwh), f"+/- {100 * band:.0f} %"]
+
+
+def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
     rec = result.recommendation
     s = Section("Estimates")
-    s.lines.append(f"Stage {rec.stage} ({rec.stage_name}): {rec.choice}. {rec.rationale[:1].upper()}{rec.rationale[1:]}")
+    choice, why = explain(rec, money)
+    s.lines.append(f"Stage {rec.stage} — {STAGE_SHORT[rec.stage]}: {choice}. {why}")
     for l in result.local:
-        t = f"about {l.total_time_h:,.1f} h" if l.total_time_h is not None else "no estimate"
-        s.lines.append(f"Your machine, {l.device} ({l.name}): {t} (+/- {100 * l.error_band:.0f} %; {l.basis}).")
+        s.lines.append(f"Your machine, {l.device} ({l.name}): {fmt_hours(l.total_time_h)} (+/- {100 * l.error_band:.0f} %; {l.basis}).")
     ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)
     singles = [r for r in ok if r.count == 1][: top]
     multis = [r for r in ok if r.count > 1][: max(3, top // 3)]
-    rows = [["Option", "Fits", "Batch", "Time (h)", "Buy ($)", "Cloud ($)", "Energy (kWh)", "Error band"]]
+    opt = rec.option or {}
+    if opt.get("gpu_id") and opt.get("kind") != "have":  # the recommended option is always in the table
+        chosen = next((r for r in ok if r.gpu_id == opt["gpu_id"] and r.count == opt.get("count")), None)
+        if chosen is not None and chosen not in singles + multis:
+            (singles if chosen.count == 1 else multis).append(chosen)
+    sym = money.symbol
+    rows = [["Option", "Fits", "Batch", "Time", f"Buy ({sym})", f"Cloud ({sym})", "Energy (kWh)", "Error band"]]
+    left_out = {x.split(" ", 1)[0] for x in rec.excluded}
     for l in result.local:  # this machine first: the row every other option is compared with
-        rows.append([f"your {l.device} ({l.name})", "yes" if l.fits else "no", "", _fmt(l.total_time_h), "owned", "", "",
-                     f"+/- {100 * l.error_band:.0f} %"])
+        note = " - left out: critical health finding" if l.device in left_out else ""
+        rows.append(_option_row(f"your {l.device} ({l.name}){note}", l.fits, None, l.total_time_h, "owned", "", None, l.error_band))
+    if rec.own:
+        o = rec.own
+        label = option_name(o) + (" (all healthy cards together)" if int(o["count"]) > 1 else " (healthy)")
+        rows.append(_option_row(label + ("  (recommended)" if rec.action == "have" else ""), True,
+                                None, o["total_time_h"], f"owned ({money(o['cost_usd'])} power)", "", None, float(o["error_band"])))
     for r in singles + multis:
-        rows.append([f"{r.count}x {r.name}", "yes" if r.fits else "no", str(r.batch_size), f"{r.total_time_h:,.1f}",
-                     _fmt(r.buy_cost_usd, "", 0), _fmt(r.cloud_cost_usd, "", 0), _fmt(r.energy_kwh), f"+/- {100 * r.error_band:.0f} %"])
+        mark = "  (recommended)" if opt.get("gpu_id") == r.gpu_id and opt.get("count") == r.count and rec.action in ("buy", "rent", "miss") else ""
+        rows.append(_option_row(f"{r.count}x {r.name}{mark}", r.fits, r.batch_size, r.total_time_h, money(r.buy_cost_usd),
+                                money(r.cloud_cost_usd), r.energy_kwh, r.error_band))
     s.table = rows
-    per_stage = {k: v for k, v in rec.per_stage.items() if v}
+    per_stage = {k: _in_currency(v, money) for k, v in rec.per_stage.items() if v}
     points = []
     for r in ok:
-        costs = [c for c in (r.cloud_cost_usd, r.buy_cost_usd) if c is not None]
-        if costs:
-            points.append((r.total_time_h, min(costs), f"{r.count}x {r.name}"))
-    local = [(l.total_time_h, l.device) for l in result.local if l.total_time_h]
+        if r.buy_cost_usd is not None:
+            points.append((r.total_time_h, money.value(r.buy_cost_usd), f"{r.count}x {r.name}", "buy"))
+        if r.cloud_cost_usd is not None:
+            points.append((r.total_time_h, money.value(r.cloud_cost_usd), f"{r.count}x {r.name}", "rent"))
+    local = [(l.total_time_h, l.device) for l in result.local if l.total_time_h and l.device not in left_out]
     s.chart = {"kind": "estimate", "per_stage": per_stage, "points": points, "deadline_h": result.assumptions.deadline_hours,
-               "budget_usd": result.assumptions.budget_usd, "local": local, "stage": rec.stage}
+               "budget": money.value(result.assumptions.budget_usd) if result.assumptions.budget_usd else None, "local": local,
+               "stage": rec.stage, "currency": sym, "stage_names": {str(k): f"{k}  {v}" for k, v in STAGE_SHORT.items()}}
     return s
 
 
+def _in_currency(v: dict[str, Any], money: MoneyFormat) -> dict[str, Any]:
+    out = dict(v)
+    for k in ("cost_usd", "buy_cost_usd", "cloud_cost_usd"):
+        if out.get(k) is not None:
+            out[k] = money.value(float(out[k]))
+    return out
+
+
+def summary_text(health: Any, n_gpus: int, result: Any, money: MoneyFormat) -> str:
+    """Page 1's paragraph: the verdict, the machine's health, the recommended option."""
+    c = health.counts
+    worst = health.worst.value
+    gpus = f"{n_gpus} GPU{'s' if n_gpus != 1 else ''}" if n_gpus else "no GPU"
+    if worst == "critical":
+        crit = [f.title for f in health.findings if f.severity.value == "critical"][:2]
+        machine = f"This machine ({gpus}) has {c.get('critical', 0)} critical finding(s): {'; '.join(crit)}."
+    elif worst == "warning":
+        machine = f"This machine ({gpus}) has {c.get('warning', 0)} warning(s) and no critical finding."
+    else:
+        machine = f"This machine ({gpus}) passed its health checks: no warning and no critical finding."
+    if result is None:
+        return machine
+    rec = result.recommendation
+    choice, why = explain(rec, money)
+    return f"Stage {rec.stage} — {STAGE_SHORT[rec.stage]} — for {result.workload.name}: {choice}. {machine} {why}"
+
+
 def build_report(snapshot: Any, health: Any, *, bench: Any = None, estimate: Any = None, redact: bool = False,
-                 catalog: Any = None, top: int = 12) -> Report:
-    """A report without a workload is a hardware health report (machine, health, benchmark, method)."""
+                 catalog: Any = None, top: int = 12, money: MoneyFormat | None = None) -> Report:
+    """A report without a workload is a hardware health report (machine, health, benchmark, method).
+    Money in ``money``'s currency (the settings'); US dollars when None."""
+    money = money or MoneyFormat()
     host = REDACTED if redact else snapshot.host
     snap = snapshot
     if redact:
         gpus = [dataclasses.replace(g, serial=None, uuid=None) for g in snapshot.gpus]
         snap = dataclasses.replace(snapshot, host=REDACTED, gpus=gpus)
     if estimate is not None:
-        verdict = f"Stage {estimate.recommendation.stage} - {estimate.recommendation.stage_name}: {estimate.recommendation.choice}"
+        verdict = verdict_line(estimate.recommendation, money)
     else:
         verdict = f"Hardware health: {health.worst.value.upper()} ({len(snapshot.gpus)} GPU(s))"
     sections = [_machine_section(snap, redact), _health_section(health)]
     if bench is not None:
         sections.append(_bench_section(bench))
     if estimate is not None:
-        sections += [_workload_section(estimate), _estimate_section(estimate, top)]
+        sections += [_workload_section(estimate, money, redact), _estimate_section(estimate, top, money)]
     method = Section("Method and sources", [METHOD_TEXT])
     accuracy = None
     if estimate is not None:
-        from gpuselect.estimate.api import ERROR_BAND_FILE
-
         import json
+
+        from gpuselect.estimate.api import ERROR_BAND_FILE
 
         try:
             accuracy = json.loads(ERROR_BAND_FILE.read_text())
@@ -223,4 +294,5 @@ def build_report(snapshot: Any, health: Any, *, bench: Any = None, estimate: Any
         generated_at=dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         app_version=__version__, host=host, os=f"{snapshot.os} ({platform.machine()})", verdict=verdict,
         redacted=redact, sections=sections, accuracy=accuracy, sources=sources,
+        summary=summary_text(health, len(snapshot.gpus), estimate, money),
     )

@@ -34,7 +34,7 @@ def to_json(report: Report) -> str:
 
 def to_markdown(report: Report) -> str:
     out = [f"# {report.title}", "", f"{report.generated_at} · gpuselect {report.app_version} · host {report.host} · {report.os}", "",
-           f"**{report.verdict}**", ""]
+           f"**{report.verdict}**", ""] + ([report.summary, ""] if report.summary else [])
     for s in report.sections:
         out += [f"## {s.title}", ""]
         out += [ln + "\n" for ln in s.lines]
@@ -78,6 +78,7 @@ def _batch_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     from reportlab.graphics.charts.legends import Legend
     from reportlab.graphics.charts.lineplots import LinePlot
     from reportlab.graphics.shapes import Drawing, String
+    from reportlab.graphics.widgets.markers import makeMarker
     from reportlab.lib import colors
 
     series = [(name, [(math.log10(b), math.log10(v)) for b, v in pts if b > 0 and v > 0]) for name, pts in chart["series"].items()]
@@ -93,6 +94,8 @@ def _batch_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         lp.lines[i].strokeColor = palette[i % len(palette)]
         lp.lines[i].strokeWidth = 1.5
         lp.lines[i].strokeDashArray = None if name.startswith("cpu") else [4, 2]
+        lp.lines[i].symbol = makeMarker("FilledCircle", size=3)  # a series of one batch size is a point, not a line
+        lp.lines[i].symbol.fillColor = palette[i % len(palette)]
     xs = [x for _, pts in series for x, _ in pts]
     ys = [y for _, pts in series for _, y in pts]
     for axis, vals in ((lp.xValueAxis, xs), (lp.yValueAxis, ys)):
@@ -113,112 +116,269 @@ def _batch_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     return d
 
 
-def _estimate_charts(chart: dict[str, Any], width: float, font: str) -> list[Any]:
-    from reportlab.graphics.charts.lineplots import ScatterPlot
+class LogAxis:
+    """A log10 axis from decade ``lo`` to decade ``hi`` drawn from ``p0`` over ``length`` points.
+    Every mark (points, bars, the deadline, the ticks) goes through ``pos``: they cannot disagree."""
+
+    def __init__(self, lo: int, hi: int, p0: float, length: float) -> None:
+        self.lo, self.hi = lo, hi if hi > lo else lo + 1
+        self.p0, self.length = p0, length
+
+    @classmethod
+    def covering(cls, values: list[float], p0: float, length: float) -> LogAxis:
+        vals = [v for v in values if v > 0 and math.isfinite(v)] or [1.0]
+        return cls(math.floor(math.log10(min(vals))), math.ceil(math.log10(max(vals))), p0, length)
+
+    def pos(self, v: float) -> float:
+        return self.p0 + self.length * (math.log10(v) - self.lo) / (self.hi - self.lo)
+
+    def ticks(self) -> list[float]:
+        """Decades; with 2 and 5 between them when the axis spans two decades or fewer."""
+        out: list[float] = []
+        for k in range(self.lo, self.hi + 1):
+            out.append(10.0**k)
+            if self.hi - self.lo <= 2 and k < self.hi:
+                out += [2 * 10.0**k, 5 * 10.0**k]
+        return out
+
+
+def hours_tick(h: float) -> str:
+    if h < 1 / 60:
+        return f"{h * 3600:g} s"
+    if h < 1:
+        return f"{h * 60:g} min"
+    if h < 10_000:
+        return f"{h:,.0f} h"
+    return f"1e{round(math.log10(h))} h"
+
+
+def _label_box(x: float, y: float, text: str, font: str, size: float) -> tuple[float, float, float, float]:
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    return (x, y - 1, x + stringWidth(text, font, size), y + size)
+
+
+def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def place_labels(anchors: list[tuple[float, float, str]], font: str, size: float, area: tuple[float, float, float, float],
+                 taken: list[tuple[float, float, float, float]] | None = None) -> list[tuple[float, float, str]]:
+    """Each label beside its point where it overlaps no other label and stays inside ``area``
+    (x0, y0, x1, y1); a label with no free place is left out (the table names every option)."""
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    placed: list[tuple[float, float, str]] = []
+    boxes = list(taken or [])
+    for x, y, text in anchors:
+        w = stringWidth(text, font, size)
+        for dx, dy in ((4, 3), (4, -size - 2), (-w - 4, 3), (-w - 4, -size - 2), (4, size + 4), (4, -2 * size - 4)):
+            box = _label_box(x + dx, y + dy, text, font, size)
+            inside = box[0] >= area[0] and box[2] <= area[2] and box[1] >= area[1] and box[3] <= area[3]
+            if inside and not any(_overlaps(box, b) for b in boxes):
+                boxes.append(box)
+                placed.append((x + dx, y + dy, text))
+                break
+    return placed
+
+
+STAGE_NAMES_PDF = {"1": "1  no GPU (this CPU)", "2": "2  one consumer GPU", "3": "3  workstation / rented GPUs", "4": "4  cluster"}
+BLUE, GREY, ORANGE, RED, GREEN = "#2b6cb0", "#a0aec0", "#dd6b20", "#c53030", "#2f855a"
+
+
+def _stage_chart(chart: dict[str, Any], width: float, font: str) -> Any:
+    """One bar per stage: its best option's time (log scale), its error range as a whisker, its
+    time and cost written beside it, the recommended one highlighted, the deadline drawn in."""
     from reportlab.graphics.shapes import Drawing, Line, Rect, String
     from reportlab.lib import colors
+    from reportlab.pdfbase.pdfmetrics import stringWidth
 
-    drawings = []
-    # 1. The four stages: best option per stage as a bar of log time, the deadline drawn in.
     per = chart["per_stage"]
-    names = {"1": "1  no GPU (this CPU)", "2": "2  one consumer GPU", "3": "3  workstation / rented datacenter", "4": "4  cluster (> 8 GPUs)"}
-    times = [v["total_time_h"] for v in per.values() if v and v.get("total_time_h")]
-    d = Drawing(width, 170)
-    d.add(String(0, 155, "The four stages: best option in each, time (log scale) against your deadline", fontName=font, fontSize=9))
-    if times:
-        lo = math.floor(math.log10(min(times + [chart["deadline_h"]])))
-        hi = math.ceil(math.log10(max(times + [chart["deadline_h"]])))
-        hi = hi if hi > lo else lo + 1
-        x0, span = 190, width - 200
+    names = chart.get("stage_names") or STAGE_NAMES_PDF
+    sym = chart.get("currency", "$")
+    deadline = chart["deadline_h"]
+    height = 190
+    d = Drawing(width, height)
+    d.add(String(0, height - 12, "Best option per stage: training time (log scale), error range and cost", fontName=font, fontSize=9))
+    x0 = 140
+    vals = [deadline]
+    for v in per.values():
+        vals += [float(v[k]) for k in ("total_time_h", "time_low_h", "time_high_h") if v and v.get(k)]
+    ax = LogAxis.covering(vals, x0, width - x0 - 10)
+    base = 28
+    row_h = 34
+    top = base + 4 * row_h
+    last = -math.inf
+    for t in ax.ticks():  # grid and tick labels at the bottom, a label only where it has room
+        x = ax.pos(t)
+        d.add(Line(x, base, x, top, strokeColor=colors.HexColor("#e2e8f0"), strokeWidth=0.5))
+        w = stringWidth(hours_tick(t), font, 6.5)
+        if x - w / 2 > last + 3:
+            d.add(String(x, base - 10, hours_tick(t), fontName=font, fontSize=6.5, textAnchor="middle"))
+            last = x + w / 2
+    d.add(String(x0 + (width - x0) / 2, 2, "training time (log scale)", fontName=font, fontSize=7, textAnchor="middle"))
+    for i, key in enumerate(("1", "2", "3", "4")):
+        y = top - (i + 1) * row_h + 8
+        chosen = int(key) == chart["stage"]
+        d.add(String(0, y + 4, names.get(key, key), fontName=font, fontSize=8))
+        v = per.get(key)
+        if not v or not v.get("total_time_h"):
+            d.add(String(x0 + 4, y + 4, "no option", fontName=font, fontSize=7, fillColor=colors.HexColor("#718096")))
+            continue
+        t = float(v["total_time_h"])
+        fill = colors.HexColor(BLUE) if chosen else colors.HexColor(GREY)
+        d.add(Rect(x0, y, max(2.0, ax.pos(t) - x0), 12, fillColor=fill, strokeColor=None))
+        lo, hi = v.get("time_low_h"), v.get("time_high_h")
+        if lo and hi:
+            xl, xh = ax.pos(float(lo)), ax.pos(float(hi))
+            d.add(Line(xl, y + 6, xh, y + 6, strokeColor=colors.black, strokeWidth=0.8))
+            d.add(Line(xl, y + 2, xl, y + 10, strokeColor=colors.black, strokeWidth=0.8))
+            d.add(Line(xh, y + 2, xh, y + 10, strokeColor=colors.black, strokeWidth=0.8))
+        kind = v.get("kind")
+        who = v.get("name") if kind == "cpu" else (f"your {v.get('count', 1)}x {v.get('name')}" if kind == "have" else f"{v.get('count', 1)}x {v.get('name')}")
+        cost = v.get("cost_usd")
+        how = {"cpu": "owned", "have": "owned, power", "rent": "rented", "buy": "to buy"}.get(str(kind), "")
+        money = "" if cost is None or kind == "cpu" else f", {sym}{float(cost):,.0f} {how}".rstrip()
+        rng = f" ({hours_tick_short(float(lo))}–{hours_tick_short(float(hi))})" if lo and hi else ""
+        label = f"{who}: {hours_tick_short(t)}{rng}{money}" + ("  — recommended" if chosen else "")
+        d.add(String(x0 + 2, y - 8, label, fontName=font, fontSize=6.5))
+    xd = ax.pos(deadline)
+    d.add(Line(xd, base, xd, top + 4, strokeColor=colors.HexColor(RED), strokeDashArray=[3, 2], strokeWidth=1.2))
+    d.add(String(min(xd + 2, width - 60), top + 6, f"deadline {hours_tick_short(deadline)}", fontName=font, fontSize=7,
+                 fillColor=colors.HexColor(RED)))
+    d._axis = ax  # type: ignore[attr-defined] # for tests: the transform the marks used
+    return d
 
-        def xpos(h: float) -> float:
-            return x0 + span * (math.log10(h) - lo) / (hi - lo)
 
-        for i, key in enumerate(("1", "2", "3", "4")):
-            y = 120 - i * 28
-            chosen = int(key) == chart["stage"]
-            d.add(String(0, y + 4, names[key], fontName=font, fontSize=8))
-            v = per.get(key)
-            if v and v.get("total_time_h"):
-                t = v["total_time_h"]
-                fill = colors.HexColor("#2b6cb0") if chosen else colors.HexColor("#a0aec0")
-                d.add(Rect(x0, y, max(2.0, xpos(t) - x0), 14, fillColor=fill, strokeColor=None))
-                cost = v.get("cost_usd")
-                who = v.get("name") if v.get("device") == "cpu" else f"{v.get('count', 1)}x {v.get('name')}"
-                label = f"{who}: {t:,.1f} h" + (f", ${cost:,.0f}" if cost is not None else "") + ("   <= recommended" if chosen else "")
-                d.add(String(x0 + 4, y - 9, label, fontName=font, fontSize=7))
-            else:
-                d.add(String(x0 + 4, y + 4, "no option", fontName=font, fontSize=7))
-        xd = xpos(chart["deadline_h"])
-        d.add(Line(xd, 8, xd, 140, strokeColor=colors.red, strokeDashArray=[3, 2]))
-        d.add(String(xd + 2, 2, f"deadline {chart['deadline_h']:g} h", fontName=font, fontSize=7, fillColor=colors.red))
-        for k in range(lo, hi + 1):
-            d.add(String(xpos(10**k) - 6, 140, f"{10 ** k:g} h", fontName=font, fontSize=6))
-    drawings.append(d)
-    # 2. Time versus cost of every fitting option, with the Pareto front.
-    pts = [(t, c, n) for t, c, n in chart["points"] if t > 0 and c > 0]
-    d2 = Drawing(width, 250)
-    d2.add(String(0, 235, "Time vs cost of every option (log-log); the Pareto front is joined; dashed: deadline", fontName=font, fontSize=9))
-    if pts:
-        front, best = [], math.inf
-        for t, c, n in sorted(pts):
-            if c < best:
-                front.append((t, c, n))
-                best = c
-        sp = ScatterPlot()
-        sp.x, sp.y, sp.width, sp.height = 50, 35, width - 70, 185
-        sp.data = [[(math.log10(t), math.log10(c)) for t, c, _ in pts], [(math.log10(t), math.log10(c)) for t, c, _ in front]]
-        sp.lines[0].symbol.kind = "Circle"
-        sp.lines[0].symbol.size = 3
-        sp.lines[0].strokeColor = None
-        sp.lines[1].strokeColor = colors.HexColor("#2b6cb0")
-        sp.lines[1].strokeWidth = 1.5
-        sp.lineLabelFormat = None
-        sp.joinedLines = 0
-        sp.lines[1].symbol = None
-        xs = [math.log10(t) for t, _, _ in pts] + [math.log10(chart["deadline_h"])]
-        ys = [math.log10(c) for _, c, _ in pts]
-        for axis, vals in ((sp.xValueAxis, xs), (sp.yValueAxis, ys)):
-            axis.valueMin, axis.valueMax = math.floor(min(vals)), max(math.ceil(max(vals)), math.floor(min(vals)) + 1)
-            axis.valueSteps = _log_ticks(axis.valueMin, axis.valueMax)
-            axis.labels.fontName, axis.labels.fontSize = font, 7
-        sp.xValueAxis.labelTextFormat = lambda v: f"{10 ** v:g} h"
-        sp.yValueAxis.labelTextFormat = lambda v: f"${10 ** v:,.0f}" if v >= 0 else f"${10 ** v:g}"
-        sp.xLabel = ""
-        sp.yLabel = ""
-        d2.add(sp)
-        # The front, joined (drawn by hand: ScatterPlot joins all series or none).
-        def to_xy(t: float, c: float) -> tuple[float, float]:
-            ax, ay = sp.xValueAxis, sp.yValueAxis
-            return (sp.x + sp.width * (math.log10(t) - ax.valueMin) / (ax.valueMax - ax.valueMin),
-                    sp.y + sp.height * (math.log10(c) - ay.valueMin) / (ay.valueMax - ay.valueMin))
+def hours_tick_short(h: float) -> str:
+    """A time for a chart label: 45 s, 12 min, 3.4 h, 120 h, 40 d."""
+    if h * 3600 < 90:
+        return f"{h * 3600:.0f} s"
+    if h < 1.5:
+        return f"{h * 60:.0f} min"
+    if h < 100:
+        return f"{h:.1f} h" if abs(h - round(h)) > 1e-9 else f"{h:.0f} h"
+    if h < 1000:
+        return f"{h:.0f} h"
+    return f"{h / 24:,.0f} d"
 
-        for (t1, c1, _), (t2, c2, _) in zip(front, front[1:]):
-            (xa, ya), (xb, yb) = to_xy(t1, c1), to_xy(t2, c2)
-            d2.add(Line(xa, ya, xb, yb, strokeColor=colors.HexColor("#2b6cb0"), strokeWidth=1.5))
-        # Name the two ends of the front (fastest, cheapest); the middle points sit too close to label.
-        ends = [(front[0], "fastest: ", 12)] + ([(front[-1], "cheapest: ", -10)] if len(front) > 1 else [])
-        for (t, c, n), prefix, dy in ends:
-            x, y = to_xy(t, c)
-            d2.add(String(x + 3, y + dy, prefix + n, fontName=font, fontSize=6))
-        xd, _ = to_xy(chart["deadline_h"], 10 ** sp.yValueAxis.valueMin)
-        d2.add(Line(xd, sp.y, xd, sp.y + sp.height, strokeColor=colors.red, strokeDashArray=[3, 2]))
-        for t, dev in chart["local"]:
-            if 10 ** sp.xValueAxis.valueMin <= t <= 10 ** sp.xValueAxis.valueMax:
-                xl, _ = to_xy(t, 10 ** sp.yValueAxis.valueMin)
-                d2.add(Line(xl, sp.y, xl, sp.y + sp.height, strokeColor=colors.green, strokeDashArray=[1, 2]))
-                d2.add(String(xl + 2, sp.y + sp.height - 8, f"your {dev}", fontName=font, fontSize=6, fillColor=colors.green))
-    drawings.append(d2)
-    return drawings
+
+def money_tick(v: float, sym: str) -> str:
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if v >= div:
+            return f"{sym}{v / div:g}{suffix}"
+    return f"{sym}{v:g}"
+
+
+def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
+    """Time against cost of every option (log-log): buying and renting as different marks, the
+    Pareto front joined, the deadline and budget drawn in, labels placed without overlap."""
+    from reportlab.graphics.shapes import (
+        Circle,
+        Drawing,
+        Line,
+        Polygon,
+        PolyLine,
+        Rect,
+        String,
+    )
+    from reportlab.lib import colors
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    pts = [(t, c, n, k) for t, c, n, k in chart["points"] if t > 0 and c > 0]
+    sym = chart.get("currency", "$")
+    height = 270
+    d = Drawing(width, height)
+    d.add(String(0, height - 12, "Time vs cost of every option (log-log); line: the Pareto front; dashed: deadline",
+                 fontName=font, fontSize=9))
+    if not pts:
+        d.add(String(0, height - 30, "No option with a known price fits.", fontName=font, fontSize=8))
+        return d
+    px0, py0, pw, ph = 52, 34, width - 62, height - 80
+    ax = LogAxis.covering([t for t, *_ in pts] + [chart["deadline_h"]], px0, pw)
+    ay = LogAxis.covering([c for _, c, *_ in pts] + ([chart["budget"]] if chart.get("budget") else []), py0, ph)
+    d.add(Rect(px0, py0, pw, ph, fillColor=None, strokeColor=colors.HexColor("#718096"), strokeWidth=0.6))
+    last = -math.inf
+    for t in ax.ticks():
+        x = ax.pos(t)
+        d.add(Line(x, py0, x, py0 + ph, strokeColor=colors.HexColor("#e2e8f0"), strokeWidth=0.5))
+        w = stringWidth(hours_tick(t), font, 6.5)
+        if x - w / 2 > last + 3:
+            d.add(String(x, py0 - 10, hours_tick(t), fontName=font, fontSize=6.5, textAnchor="middle"))
+            last = x + w / 2
+    for c in ay.ticks():
+        y = ay.pos(c)
+        d.add(Line(px0, y, px0 + pw, y, strokeColor=colors.HexColor("#e2e8f0"), strokeWidth=0.5))
+        d.add(String(px0 - 3, y - 2, money_tick(c, sym), fontName=font, fontSize=6.5, textAnchor="end"))
+    d.add(String(px0 + pw / 2, 6, "training time (log scale)", fontName=font, fontSize=7, textAnchor="middle"))
+    d.add(String(0, py0 + ph + 6, f"cost ({sym}, log)", fontName=font, fontSize=7))
+    for t, c, _, k in pts:
+        x, y = ax.pos(t), ay.pos(c)
+        if k == "rent":
+            d.add(Polygon([x - 2.6, y - 2, x + 2.6, y - 2, x, y + 2.6], fillColor=None, strokeColor=colors.HexColor(ORANGE), strokeWidth=0.7))
+        else:
+            d.add(Circle(x, y, 1.8, fillColor=colors.HexColor(BLUE), strokeColor=None))
+    front, best = [], math.inf
+    for t, c, n, k in sorted(pts):
+        if c < best:
+            front.append((t, c, n, k))
+            best = c
+    if len(front) > 1:
+        flat: list[float] = []
+        for t, c, *_ in front:
+            flat += [ax.pos(t), ay.pos(c)]
+        d.add(PolyLine(flat, strokeColor=colors.HexColor("#2d3748"), strokeWidth=1))
+    xd = ax.pos(chart["deadline_h"])
+    d.add(Line(xd, py0, xd, py0 + ph, strokeColor=colors.HexColor(RED), strokeDashArray=[3, 2], strokeWidth=1.2))
+    taken = [_label_box(xd + 2, py0 + ph - 9, f"deadline {hours_tick_short(chart['deadline_h'])}", font, 6.5)]
+    d.add(String(xd + 2, py0 + ph - 9, f"deadline {hours_tick_short(chart['deadline_h'])}", fontName=font, fontSize=6.5,
+                 fillColor=colors.HexColor(RED)))
+    if chart.get("budget"):
+        yb = ay.pos(chart["budget"])
+        d.add(Line(px0, yb, px0 + pw, yb, strokeColor=colors.HexColor(RED), strokeDashArray=[1, 2]))
+        d.add(String(px0 + 3, yb + 2, "budget", fontName=font, fontSize=6.5, fillColor=colors.HexColor(RED)))
+        taken.append(_label_box(px0 + 3, yb + 2, "budget", font, 6.5))
+    for t, dev in chart["local"]:
+        if 10**ax.lo <= t <= 10**ax.hi:
+            xl = ax.pos(t)
+            d.add(Line(xl, py0, xl, py0 + ph, strokeColor=colors.HexColor(GREEN), strokeDashArray=[1, 2]))
+    anchors = [(ax.pos(front[0][0]), ay.pos(front[0][1]), f"fastest: {front[0][2]} ({front[0][3]})")]
+    if len(front) > 1:
+        anchors.append((ax.pos(front[-1][0]), ay.pos(front[-1][1]), f"cheapest: {front[-1][2]} ({front[-1][3]})"))
+    anchors += [(ax.pos(t), py0 + 4, f"your {dev}") for t, dev in chart["local"] if 10**ax.lo <= t <= 10**ax.hi]
+    for x, y, text in place_labels(anchors, font, 6.5, (px0 + 1, py0 + 1, px0 + pw - 1, py0 + ph - 1), taken):
+        d.add(String(x, y, text, fontName=font, fontSize=6.5,
+                     fillColor=colors.HexColor(GREEN) if text.startswith("your ") else colors.black))
+    ly = height - 28  # legend
+    d.add(Circle(px0 + 4, ly + 2, 1.8, fillColor=colors.HexColor(BLUE), strokeColor=None))
+    d.add(String(px0 + 10, ly, "buy (price + electricity)", fontName=font, fontSize=7))
+    lx = px0 + 120
+    d.add(Polygon([lx - 2.6, ly, lx + 2.6, ly, lx, ly + 4.6], fillColor=None, strokeColor=colors.HexColor(ORANGE), strokeWidth=0.7))
+    d.add(String(lx + 6, ly, "rent (cloud, on demand)", fontName=font, fontSize=7))
+    d.add(Line(lx + 110, ly + 2, lx + 124, ly + 2, strokeColor=colors.HexColor(GREEN), strokeDashArray=[1, 2]))
+    d.add(String(lx + 127, ly, "your machine", fontName=font, fontSize=7))
+    d._axes = (ax, ay)  # type: ignore[attr-defined] # for tests
+    return d
+
+
+def _estimate_charts(chart: dict[str, Any], width: float, font: str) -> list[Any]:
+    return [_stage_chart(chart, width, font), _scatter_chart(chart, width, font)]
 
 
 def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) -> bytes:
+    from xml.sax.saxutils import escape
+
     from reportlab.lib import colors
     from reportlab.lib.pagesizes import A4, LETTER
     from reportlab.lib.styles import ParagraphStyle
     from reportlab.lib.units import mm
-    from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
-    from xml.sax.saxutils import escape
+    from reportlab.platypus import (
+        Paragraph,
+        SimpleDocTemplate,
+        Spacer,
+        Table,
+        TableStyle,
+    )
 
     font, bold = _fonts()
     size = LETTER if paper == "letter" else A4
@@ -229,7 +389,7 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
     body = ParagraphStyle("body", fontName=font, fontSize=9, leading=12)
     small = ParagraphStyle("small", fontName=font, fontSize=7, leading=9)
     h1 = ParagraphStyle("h1", fontName=bold, fontSize=18, leading=22, spaceAfter=6)
-    h2 = ParagraphStyle("h2", fontName=bold, fontSize=13, leading=16, spaceBefore=10, spaceAfter=4)
+    h2 = ParagraphStyle("h2", fontName=bold, fontSize=13, leading=16, spaceBefore=10, spaceAfter=4, keepWithNext=1)
     verdict = ParagraphStyle("verdict", fontName=bold, fontSize=11, leading=14, spaceBefore=6, spaceAfter=6)
     width = size[0] - 32 * mm
     story: list[Any] = [
@@ -238,6 +398,8 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
         Paragraph(escape(f"Host: {report.host} · {report.os}"), body),
         Paragraph(escape(report.verdict), verdict),
     ]
+    if report.summary:
+        story += [Paragraph(escape(report.summary), body), Spacer(1, 4)]
     for s in report.sections:
         story.append(Paragraph(escape(s.title), h2))
         for line in s.lines:
@@ -246,7 +408,10 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
         if s.table:
             ncol = len(s.table[0])
             data = [[Paragraph(escape(c), small) for c in row] for row in s.table]
-            t = Table(data, repeatRows=1, colWidths=[width / ncol] * ncol, splitByRow=1)
+            # The options table's first column names the option (and marks the recommended one): give it room.
+            first = min(0.3, 2.0 / (ncol + 1)) * width if s.title == "Estimates" else width / ncol
+            t = Table(data, repeatRows=1, colWidths=[first] + [(width - first) / (ncol - 1)] * (ncol - 1) if ncol > 1 else [width],
+                      splitByRow=1)
             t.setStyle(TableStyle([
                 ("FONTNAME", (0, 0), (-1, -1), font),
                 ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#e2e8f0")),

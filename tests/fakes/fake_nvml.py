@@ -8,6 +8,8 @@ runs unchanged. Constants come from the real module.
 from __future__ import annotations
 
 import copy
+import math
+import time
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -80,12 +82,17 @@ class FakeNVML:
         driver: str = "550.54.15",
         cuda: int = 12040,
         everything_unsupported: bool = False,
+        animate: bool = False,
     ) -> None:
         self.gpus = [copy.deepcopy(g) for g in (gpus if gpus is not None else [FakeGpu()])]
         self.init_error = init_error
         self.driver = driver
         self.cuda = cuda
         self.everything_unsupported = everything_unsupported
+        # animate: utilisation, temperature, power and SM clock drift with wall time (a live
+        # monitor has moving curves); off by default so detection stays deterministic in tests.
+        self.animate = animate
+        self._t0 = time.monotonic()
         self.initialised = 0
         self.calls: list[str] = []
 
@@ -128,6 +135,14 @@ class FakeNVML:
             _raise(gpu.handle_error)
         return gpu
 
+    def _wave(self, h: FakeGpu, base: float, amplitude: float, period_s: float = 40.0) -> float:
+        """``base`` when not animated, else ``base`` plus a slow per-GPU-phased sine."""
+        if not self.animate:
+            return base
+        index = next(i for i, g in enumerate(self.gpus) if g is h)
+        phase = 2 * math.pi * ((time.monotonic() - self._t0) / period_s + index / max(len(self.gpus), 1))
+        return base + amplitude * math.sin(phase)
+
     # --- per device: each goes through _q, which applies the scenario's failures ---------
     def _q(self, name: str, gpu: FakeGpu) -> None:
         self.calls.append(name)
@@ -166,7 +181,7 @@ class FakeNVML:
 
     def nvmlDeviceGetTemperature(self, h: FakeGpu, sensor: int) -> int:
         self._q("nvmlDeviceGetTemperature", h)
-        return h.temperature
+        return round(self._wave(h, h.temperature, 6.0))
 
     def nvmlDeviceGetTemperatureThreshold(self, h: FakeGpu, which: int) -> int:
         self._q("nvmlDeviceGetTemperatureThreshold", h)
@@ -196,7 +211,7 @@ class FakeNVML:
 
     def nvmlDeviceGetPowerUsage(self, h: FakeGpu) -> int:
         self._q("nvmlDeviceGetPowerUsage", h)
-        return h.power_mw
+        return round(min(self._wave(h, h.power_mw, 0.08 * h.enforced_limit_mw), h.enforced_limit_mw))
 
     def nvmlDeviceGetEnforcedPowerLimit(self, h: FakeGpu) -> int:
         self._q("nvmlDeviceGetEnforcedPowerLimit", h)
@@ -226,6 +241,8 @@ class FakeNVML:
 
     def nvmlDeviceGetClockInfo(self, h: FakeGpu, kind: int) -> int:
         self._q("nvmlDeviceGetClockInfo", h)
+        if kind == 1:  # CLOCK_SM
+            return round(min(self._wave(h, h.clocks[kind], 0.05 * h.max_clocks[kind]), h.max_clocks[kind]))
         return h.clocks[kind]
 
     def nvmlDeviceGetMaxClockInfo(self, h: FakeGpu, kind: int) -> int:
@@ -258,7 +275,8 @@ class FakeNVML:
 
     def nvmlDeviceGetUtilizationRates(self, h: FakeGpu) -> SimpleNamespace:
         self._q("nvmlDeviceGetUtilizationRates", h)
-        return SimpleNamespace(gpu=h.util[0], memory=h.util[1])
+        gpu = round(min(max(self._wave(h, h.util[0], 8.0 if h.util[0] else 0.0), 0), 100))
+        return SimpleNamespace(gpu=gpu, memory=h.util[1])
 
     def nvmlDeviceGetCurrentClocksEventReasons(self, h: FakeGpu) -> int:
         self._q("nvmlDeviceGetCurrentClocksEventReasons", h)
@@ -368,6 +386,55 @@ def memory_held_by_others() -> FakeNVML:
     return FakeNVML([FakeGpu(memory_used=30 * GIB, processes=[(4242, 20 * GIB), (4343, 9 * GIB)])])
 
 
+def rtx3090() -> FakeNVML:
+    """One idle GeForce RTX 3090: 24 GiB, a fan, no ECC and no row remapping (GeForce has neither)."""
+    return FakeNVML([FakeGpu(
+        name="NVIDIA GeForce RTX 3090", uuid="GPU-3090aaaa-0000-4000-8000-000000000001", bus_id="00000000:01:00.0",
+        serial="0", cc=(8, 6), memory_total=24 * GIB, memory_used=GIB // 2, temperature=38,
+        thresholds={0: 98, 1: 95, 3: 93}, field_thresholds=None, power_mw=28_000, enforced_limit_mw=350_000,
+        default_limit_mw=350_000, constraints_mw=(100_000, 400_000), pstate=8, fan=30,
+        clocks={0: 210, 1: 210, 2: 405}, max_clocks={0: 2100, 1: 2100, 2: 9751},
+        pcie_gen=4, pcie_max_gen=4, gpu_max_gen=4, ecc_mode=None, retired=None, remapped=None,
+    )], driver="550.54.15", cuda=12040)
+
+
+def _a100(i: int, **kw: Any) -> FakeGpu:
+    return FakeGpu(
+        name="NVIDIA A100-SXM4-80GB", uuid=f"GPU-a100aaaa-0000-4000-8000-00000000000{i}", bus_id=f"00000000:{0x07 + 0x40 * i:02X}:00.0",
+        serial=f"132032000{i}", cc=(8, 0), memory_total=80 * GIB, memory_used=GIB // 2, temperature=34,
+        thresholds={0: 92, 1: 89, 2: 95, 3: 87}, field_thresholds=None, power_mw=60_000, enforced_limit_mw=400_000,
+        default_limit_mw=400_000, constraints_mw=(100_000, 400_000), clocks={0: 210, 1: 210, 2: 1593},
+        max_clocks={0: 1410, 1: 1410, 2: 1593}, pcie_gen=4, pcie_max_gen=4, gpu_max_gen=4, retired=None, **kw,
+    )
+
+
+def a100x2_ecc() -> FakeNVML:
+    """Two A100 80GB; gpu1 reports uncorrectable ECC errors since the driver loaded (critical) and
+    a pending row remap."""
+    return FakeNVML([
+        _a100(0),
+        _a100(1, ecc_counts={(1, 0): 3, (1, 1): 3}, remapped=(0, 3, 1, 0)),
+    ], driver="550.54.15", cuda=12040)
+
+
+def h100x8(animate: bool = False) -> FakeNVML:
+    """An 8x H100 node under a training job: six busy, one idle, one with 74 % of its VRAM held by
+    another user's process. ``animate`` lets the monitor's readings move with time."""
+    gpus = []
+    for i in range(8):
+        busy = i not in (3, 7)
+        gpus.append(FakeGpu(
+            uuid=f"GPU-h100aaaa-0000-4000-8000-00000000000{i}", bus_id=f"00000000:{(0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)[i]:02X}:00.0",
+            serial=f"165012345678{i}", memory_used=(71 * GIB if busy else GIB // 2), temperature=(62 + 2 * (i % 4) if busy else 33),
+            power_mw=(640_000 + 8_000 * i if busy else 72_000), util=((97, 55) if busy else (0, 0)),
+            event_reasons=(0 if busy else 0x1), clocks=({0: 1980, 1: 1980, 2: 2619} if busy else {0: 345, 1: 345, 2: 2619}),
+            processes=([(3100 + i, 70 * GIB)] if busy else []),
+        ))
+    gpus[3].memory_used = 60 * GIB  # another user's job holds 74 % of gpu3
+    gpus[3].processes = [(7777, int(59.2 * GIB))]
+    return FakeNVML(gpus, driver="570.86.15", cuda=12080, animate=animate)
+
+
 SCENARIOS = {
     "healthy": healthy,
     "two_gpus_one_lost": two_gpus_one_lost,
@@ -381,6 +448,9 @@ SCENARIOS = {
     "relative_thresholds_only": relative_thresholds_only,
     "old_driver": old_driver,
     "memory_held_by_others": memory_held_by_others,
+    "rtx3090": rtx3090,
+    "a100x2_ecc": a100x2_ecc,
+    "h100x8": h100x8,
 }
 
 INIT_FAILURES = {

@@ -176,7 +176,7 @@ def test_settings_persist_between_runs(qtbot) -> None:
     assert again.settings_page.symbol.text() == "€"
     assert again.estimate.precision.currentText() == "fp16"
     assert again.tabs.currentIndex() == 2
-    assert again.estimate._money(100.0) == "€50"
+    assert again.estimate.money(100.0) == "€50"
     _close(qtbot, again)
 
 
@@ -210,7 +210,7 @@ def test_catalog_page_filters_and_shows_sources(qtbot) -> None:
 def test_custom_workload_and_bad_input_message(qtbot) -> None:
     page = EstimatePage()
     qtbot.addWidget(page)
-    page.custom.setChecked(True)
+    page.source.setCurrentIndex(3)  # parameters and FLOPs
     page.custom_params.setValue(350.0)
     page.custom_flops.setValue(120.0)
     page.recompute()
@@ -287,7 +287,7 @@ def test_stage_plot_shows_the_four_stages(qtbot) -> None:
     labels = [i.toPlainText() for i in items if isinstance(i, pg.TextItem)]
     expected = sum(1 for v in page.result.recommendation.per_stage.values() if v and v.get("total_time_h"))
     assert len(bars) == expected >= 2
-    assert sum("recommended" in t for t in labels) == 1
+    assert sum(t.startswith("★") for t in labels) == 1  # the recommended stage
     page.shutdown()
 
 

@@ -11,13 +11,13 @@ import pytest
 pypdf = pytest.importorskip("pypdf")
 pytest.importorskip("reportlab")
 
-from gpuselect.cli import main  # noqa: E402
-from gpuselect.errors import OutputError  # noqa: E402
-from gpuselect.hardware.snapshot import detect  # noqa: E402
-from gpuselect.health.rules import evaluate  # noqa: E402
-from gpuselect.report.model import build_report  # noqa: E402
-from gpuselect.report.writers import default_paper, to_pdf_bytes, write  # noqa: E402
-from tests.fakes import fake_nvml as F  # noqa: E402
+from gpuselect.cli import main
+from gpuselect.errors import OutputError
+from gpuselect.hardware.snapshot import detect
+from gpuselect.health.rules import evaluate
+from gpuselect.report.model import build_report
+from gpuselect.report.writers import default_paper, to_pdf_bytes, write
+from tests.fakes import fake_nvml as F
 
 
 def _text(path: Path) -> tuple[str, int]:
@@ -36,7 +36,7 @@ def test_full_report_structure_and_values(tmp_path: Path, monkeypatch: pytest.Mo
     positions = [text.index(h) for h in order]
     assert positions == sorted(positions), "sections out of order"
     assert "Stage " in text and "NVIDIA H100 80GB HBM3" in text and "CRITICAL" in text
-    assert "The four stages" in text and "Time vs cost" in text  # the charts (vector drawings with text)
+    assert "Best option per stage" in text and "Time vs cost" in text  # the charts (vector drawings with text)
     assert "Page 1" in text and "Epoch AI" in text and "median error" in text
     assert "your cpu" in text  # the local machine has its own row
     assert socket.gethostname() in text
@@ -62,7 +62,9 @@ def test_benchmark_section_from_a_saved_result(tmp_path: Path, capsys: pytest.Ca
     out = tmp_path / "b.pdf"
     assert main(["report", "-o", str(out), "--bench", str(bench)]) == 0
     text, _ = _text(out)
-    assert "Benchmark" in text and "matmul fp32" in text and "Training samples/s by batch size" in text
+    assert "Benchmark" in text and "matmul fp32" in text
+    # the chart when training steps were measured; a sentence when a loaded machine's budget ran out first
+    assert "Training samples/s by batch size" in text or "No training step was measured" in text
 
 
 def test_redaction_removes_host_and_serials(tmp_path: Path) -> None:

@@ -1,17 +1,22 @@
-"""Workload and estimate page: pick a preset, set the assumptions, and compare every catalog GPU —
-with the four-stage recommendation, a time-versus-cost scatter (Pareto front highlighted, your
-machine marked) and the table, sortable and filterable. Recomputed off the GUI thread."""
+"""Workload and estimate page: a preset, a config.json (full/LoRA/QLoRA), a model file or your own
+figures; the assumptions; the advice that starts from this machine (gpuselect.app, the same
+workflow as the CLI); the best option per stage with its error range and cost; time against cost
+(buying and renting apart); memory needed against VRAM; every option in a sortable table.
+Every estimate runs in a worker thread, never on the GUI thread."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pyqtgraph as pg
 from PySide6.QtCore import QSortFilterProxyModel, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QColor, QPainter, QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
+    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QHeaderView,
@@ -19,16 +24,27 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QPushButton,
+    QSizePolicy,
     QSpinBox,
     QSplitter,
+    QStackedWidget,
     QTableView,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
+from gpuselect.app.money import MoneyFormat
+from gpuselect.estimate.recommend import STAGE_SHORT, explain, fmt_hours, option_name
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
 from gpuselect.gui.plots import themed_plot
 from gpuselect.gui.workers import GeneratorWorker, call_in_generator
+
+SOURCES = ("Preset", "config.json", "Model file (.py)", "Parameters and FLOPs")
+BUY_COLOUR, RENT_COLOUR, CHOSEN, OTHER = (43, 108, 176), (221, 107, 32), (43, 108, 176), (160, 174, 192)
+MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
+MEMORY_COLOURS = ("#2b6cb0", "#805ad5", "#d69e2e", "#38a169", "#dd6b20", "#718096")
 
 
 def pareto(points: list[tuple[float, float, Any]]) -> list[tuple[float, float, Any]]:
@@ -47,6 +63,49 @@ def row_cost(r: Any) -> float | None:
     return min(costs) if costs else None
 
 
+def memory_breakdown(row: Any) -> dict[str, float] | None:
+    """The row's memory breakdown (GB per part) where the estimator gives one."""
+    parts = getattr(row, "memory_breakdown_gb", None)  # the memory model's field; absent before it lands
+    return dict(parts) if isinstance(parts, dict) and parts else None
+
+
+class MemoryBar(QWidget):
+    """Memory needed against the card's VRAM: a stacked bar of the breakdown, the VRAM marked."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.parts: dict[str, float] = {}
+        self.vram: float = 0.0
+        self.setMinimumHeight(22)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setAccessibleName("Memory needed against VRAM")
+
+    def set_parts(self, parts: dict[str, float], vram: float) -> None:
+        self.parts, self.vram = parts, vram
+        self.setToolTip("\n".join(f"{k}: {v:,.1f} GB" for k, v in parts.items()) + f"\nVRAM: {vram:,.0f} GB")
+        self.update()
+
+    def paintEvent(self, _event: Any) -> None:
+        total = sum(self.parts.values())
+        if total <= 0 or self.vram <= 0:
+            return
+        p = QPainter(self)
+        scale = (self.width() - 2) / max(total, self.vram)
+        x = 1.0
+        for name, colour in zip(MEMORY_PARTS, MEMORY_COLOURS):
+            w = self.parts.get(name, 0.0) * scale
+            if w > 0:
+                p.fillRect(int(x), 3, max(1, int(w)), self.height() - 6, QColor(colour))
+                x += w
+        pen = p.pen()
+        pen.setColor(self.palette().color(QPalette.ColorRole.Text))
+        pen.setWidth(2)
+        p.setPen(pen)
+        xv = int(1 + self.vram * scale)
+        p.drawLine(xv, 0, xv, self.height())
+        p.end()
+
+
 class RowFilter(QSortFilterProxyModel):
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
@@ -54,7 +113,7 @@ class RowFilter(QSortFilterProxyModel):
         self.fits_only = True
         self.setSortRole(SORT_ROLE)
 
-    def filterAcceptsRow(self, source_row: int, source_parent: Any) -> bool:  # noqa: N802 - Qt naming
+    def filterAcceptsRow(self, source_row: int, source_parent: Any) -> bool:
         r = self.sourceModel().rows[source_row]  # type: ignore[attr-defined]
         if self.family and r.family != self.family:
             return False
@@ -68,6 +127,12 @@ class EstimatePage(QWidget):
         super().__init__(parent)
         from gpuselect.workloads.presets import PRESETS
 
+        self.money = MoneyFormat()
+        self.grid = 0.45
+        # --- the workload ----------------------------------------------------------------------
+        self.source = QComboBox()
+        self.source.addItems(SOURCES)
+        self.source.setAccessibleName("Workload source")
         self.search = QLineEdit(placeholderText="Search workloads…")
         self.search.setAccessibleName("Search workloads")
         self.presets = QListWidget()
@@ -78,44 +143,119 @@ class EstimatePage(QWidget):
             item.setToolTip(f"{w.description}\n{w.params / 1e6:,.1f} M parameters; {w.source}")
             self.presets.addItem(item)
         self.presets.setCurrentRow(list(PRESETS).index("resnet50"))
-        self.custom = QCheckBox("&Custom workload instead:")
-        self.custom.setToolTip("Your own model: parameter count and forward FLOPs per sample")
+        preset_box = QWidget()
+        pl = QVBoxLayout(preset_box)
+        pl.setContentsMargins(0, 0, 0, 0)
+        pl.addWidget(self.search)
+        pl.addWidget(self.presets, 1)
+        # config.json: read as data, with full / LoRA / QLoRA
+        self.config_path = QLineEdit(placeholderText="path to a Hugging Face config.json")
+        self.config_path.setAccessibleName("config.json path")
+        self.config_browse = QPushButton("Browse…")
+        self.mode = QComboBox()
+        self.mode.addItems(["full", "lora", "qlora"])
+        self.mode.setToolTip("full fine-tuning, LoRA adapters, or QLoRA (LoRA on a 4-bit base)")
+        self.mode.setAccessibleName("Training mode")
+        self.seq_len = QSpinBox(minimum=0, maximum=1_048_576, specialValueText="from the config")
+        self.seq_len.setAccessibleName("Sequence length")
+        config_box = QWidget()
+        cf = QFormLayout(config_box)
+        cf.setContentsMargins(0, 0, 0, 0)
+        row = QHBoxLayout()
+        row.addWidget(self.config_path, 1)
+        row.addWidget(self.config_browse)
+        cf.addRow("File:", row)
+        cf.addRow("Mode:", self.mode)
+        cf.addRow("Sequence:", self.seq_len)
+        # model file: its code runs (in the profiler), so the user picks it knowingly
+        self.model_path = QLineEdit(placeholderText="path to your model's .py file")
+        self.model_path.setAccessibleName("Model file path")
+        self.model_browse = QPushButton("Browse…")
+        self.factory = QLineEdit(placeholderText="function that builds the model, e.g. build_model")
+        self.factory.setAccessibleName("Factory function")
+        self.input_shape = QLineEdit(placeholderText="one sample's shape, e.g. 3,224,224")
+        self.input_shape.setAccessibleName("Input shape")
+        model_box = QWidget()
+        mf = QFormLayout(model_box)
+        mf.setContentsMargins(0, 0, 0, 0)
+        row2 = QHBoxLayout()
+        row2.addWidget(self.model_path, 1)
+        row2.addWidget(self.model_browse)
+        mf.addRow("File:", row2)
+        mf.addRow("Factory:", self.factory)
+        mf.addRow("Input shape:", self.input_shape)
+        warn = QLabel("The file's code runs to measure the model: open only files you trust.")
+        warn.setWordWrap(True)
+        mf.addRow(warn)
+        # own figures
         self.custom_params = QDoubleSpinBox(minimum=0, maximum=1e7, decimals=3, value=100.0, suffix=" M parameters")
+        self.custom_params.setAccessibleName("Parameters")
         self.custom_flops = QDoubleSpinBox(minimum=0, maximum=1e9, decimals=3, value=10.0, suffix=" GFLOP / sample")
         self.custom_flops.setToolTip("Forward-pass FLOPs of one sample (training costs about three times that)")
+        self.custom_flops.setAccessibleName("FLOPs per sample")
+        figures_box = QWidget()
+        ff = QFormLayout(figures_box)
+        ff.setContentsMargins(0, 0, 0, 0)
+        ff.addRow("Size:", self.custom_params)
+        ff.addRow("FLOPs:", self.custom_flops)
+        self.source_stack = QStackedWidget()
+        for box in (preset_box, config_box, model_box, figures_box):
+            self.source_stack.addWidget(box)
+        # --- the assumptions -------------------------------------------------------------------
+        from gpuselect.estimate.api import PRECISIONS
+
         self.precision = QComboBox()
-        self.precision.addItems(["bf16", "fp16", "tf32", "fp32"])
+        self.precision.addItems(list(PRECISIONS))  # what the estimator accepts (auto first where it offers it)
+        self.precision.setCurrentText("auto" if "auto" in PRECISIONS else "bf16")
         self.precision.setToolTip("bf16/fp16: mixed precision on tensor cores; TF32: NVIDIA's 19-bit tensor format for FP32 math (Ampere+)")
         self.batch = QSpinBox(minimum=0, maximum=1_000_000, specialValueText="auto")
         self.batch.setToolTip("Per-GPU batch; auto = the workload's default, capped by the GPU's memory (VRAM)")
-        self.dataset = QSpinBox(minimum=0, maximum=2_000_000_000, specialValueText="preset default")
-        self.epochs = QSpinBox(minimum=0, maximum=100_000, specialValueText="preset default")
+        self.dataset = QSpinBox(minimum=0, maximum=2_000_000_000, specialValueText="workload default")
+        self.dataset.setGroupSeparatorShown(True)
+        self.dataset.setToolTip("Samples per epoch; starts at the workload's own figure")
+        self.epochs = QSpinBox(minimum=0, maximum=100_000, specialValueText="workload default")
         self.deadline = QDoubleSpinBox(minimum=0.01, maximum=1e6, value=72.0, suffix=" h", decimals=2)
-        self.budget = QDoubleSpinBox(minimum=0, maximum=1e9, value=0, prefix="$", decimals=0, specialValueText="no budget")
-        self.electricity = QDoubleSpinBox(minimum=0, maximum=10, value=0.15, decimals=3, prefix="$", suffix=" /kWh")
+        self.budget = QDoubleSpinBox(minimum=0, maximum=1e10, value=0, prefix="$", decimals=0, specialValueText="no budget")
+        self.budget.setGroupSeparatorShown(True)
+        self.electricity = QDoubleSpinBox(minimum=0, maximum=100, value=0.15, decimals=3, prefix="$", suffix=" /kWh")
         self.max_gpus = QComboBox()
         self.max_gpus.addItems(["1", "2", "4", "8", "16", "32", "64"])
         self.max_gpus.setCurrentText("8")
         self.max_gpus.setToolTip("More than 8 GPUs means several machines: stage 4, a cluster")
         form = QFormLayout()
-        for label, w in (("Para&meters:", self.custom_params), ("&FLOPs:", self.custom_flops), ("&Precision:", self.precision), ("&Batch size:", self.batch), ("&Dataset (samples):", self.dataset),
+        widget: QWidget
+        for label, widget in (("&Precision:", self.precision), ("&Batch size:", self.batch), ("&Dataset (samples):", self.dataset),
                          ("&Epochs:", self.epochs), ("Dead&line:", self.deadline), ("B&udget:", self.budget),
                          ("&Electricity:", self.electricity), ("&Max GPUs:", self.max_gpus)):
             lab = QLabel(label)
-            lab.setBuddy(w)
-            w.setAccessibleName(label.replace("&", "").rstrip(":"))
-            form.addRow(lab, w)
+            lab.setBuddy(widget)
+            widget.setAccessibleName(label.replace("&", "").rstrip(":"))
+            form.addRow(lab, widget)
+        src_label = QLabel("&Workload:")
+        src_label.setBuddy(self.source)
         left = QVBoxLayout()
-        left.addWidget(self.search)
-        left.addWidget(self.presets, 1)
-        left.addWidget(self.custom)
+        head = QHBoxLayout()
+        head.addWidget(src_label)
+        head.addWidget(self.source, 1)
+        left.addLayout(head)
+        left.addWidget(self.source_stack, 1)
         left.addLayout(form)
+        # --- the answer ------------------------------------------------------------------------
         self.recommendation = QLabel("…")
         self.recommendation.setWordWrap(True)
+        self.recommendation.setTextFormat(Qt.TextFormat.RichText)
         self.recommendation.setAccessibleName("Recommendation")
         self.recommendation.setToolTip("Stages: 1 no GPU, 2 one consumer GPU, 3 a workstation or rented datacenter GPUs, 4 a cluster")
         self.error = QLabel("")
+        self.error.setWordWrap(True)
         self.error.setAccessibleName("Input problem")
+        self.memory_text = QLabel("")
+        self.memory_text.setAccessibleName("Memory needed")
+        self.memory_bar = MemoryBar()
+        self.memory_legend = QLabel(" ".join(f"<span style='color:{c}'>■</span> {n}" for n, c in zip(MEMORY_PARTS, MEMORY_COLOURS)))
+        self.memory_legend.setTextFormat(Qt.TextFormat.RichText)
+        for part in (self.memory_text, self.memory_bar, self.memory_legend):
+            part.setVisible(False)
         self.family = QComboBox()
         self.family.addItems(["all families", "geforce", "workstation", "datacenter", "radeon", "instinct"])
         self.fits_only = QCheckBox("&Fitting options only")
@@ -126,12 +266,14 @@ class EstimatePage(QWidget):
             Column("VRAM", lambda r: r.vram_gb, fmt=num(0, " GB"), numeric=True, tooltip="memory per GPU (VRAM): bounds the model and the batch"),
             Column("Fits", lambda r: "yes" if r.fits else "no", tooltip="model + optimizer state + activations fit the GPU's memory (VRAM)"),
             Column("Batch", lambda r: r.batch_size, numeric=True),
-            Column("Time", lambda r: r.total_time_h, fmt=num(1, " h"), numeric=True, tooltip="± the error band in the next column"),
+            Column("Time", lambda r: r.total_time_h, fmt=lambda v: "—" if v is None else fmt_hours(v), numeric=True,
+                   tooltip="± the error band in the next column"),
             Column("±", lambda r: 100 * r.error_band, fmt=num(0, " %"), numeric=True,
                    tooltip="validated 90th-percentile error of this row's time (docs/accuracy.md); wider for workloads\n"
                            "without measurements, AMD cards and several GPUs (docs/accuracy-external.md)"),
-            Column("Buy", lambda r: r.buy_cost_usd, fmt=self._money, numeric=True, tooltip="price (street or launch) + electricity"),
-            Column("Cloud", lambda r: r.cloud_cost_usd, fmt=self._money, numeric=True, tooltip="cheapest on-demand price, late 2025"),
+            Column("Buy", lambda r: r.buy_cost_usd, fmt=lambda v: self.money(v), numeric=True,
+                   tooltip="price (street or launch) + electricity; for a card you own, only the cards you lack"),
+            Column("Rent", lambda r: r.cloud_cost_usd, fmt=lambda v: self.money(v), numeric=True, tooltip="cheapest on-demand price, late 2025"),
             Column("Energy", lambda r: r.energy_kwh, fmt=num(1, " kWh"), numeric=True),
             Column("Break-even", lambda r: r.break_even_hours, fmt=num(0, " h"), numeric=True,
                    tooltip="hours of use after which buying costs less than renting"),
@@ -146,74 +288,142 @@ class EstimatePage(QWidget):
         self.table.setAccessibleName("Estimates for every GPU")
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.verticalHeader().setVisible(False)
-        self.stage_plot = themed_plot(title="The four stages: best option in each (time, log scale); dotted: your deadline",
-                                      bottom="time (h)")
+        self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.stage_plot = themed_plot(title="Best per stage (★ chosen)", bottom="training time (h)")
         self.stage_plot.setLogMode(x=True, y=False)
-        self.stage_plot.setToolTip("1 no GPU (this CPU) · 2 one consumer GPU · 3 a workstation or rented datacenter GPUs · 4 a cluster")
-        self.stage_plot.getAxis("left").setTicks([[(4 - i, label) for i, label in enumerate(
-            ["1 no GPU", "2 one GPU", "3 workstation/cloud", "4 cluster"])]])
-        self.scatter_plot = themed_plot(title="Time vs cost (Pareto front highlighted; ★ your machine)", left="cost ($)", bottom="time (h)")
+        self.stage_plot.setToolTip("Bars: the best option of each stage; whiskers: its error range; dotted line: your deadline.\n"
+                                   "1 no GPU (this CPU) · 2 one consumer GPU · 3 a workstation or rented datacenter GPUs · 4 a cluster")
+        self.stage_plot.getAxis("left").setTicks([[(4 - i, f"{i + 1} {name}") for i, name in
+                                                   enumerate(("CPU", "one GPU", "box/cloud", "cluster"))]])
+        self.stage_plot.setMouseEnabled(x=False, y=False)
+        self.scatter_plot = themed_plot(title="Time vs cost", left="cost", bottom="training time (h)")
         self.scatter_plot.setLogMode(x=True, y=True)
+        self.scatter_plot.setToolTip("Each option: circles to buy, triangles to rent; the line joins the Pareto front.\n"
+                                     "Hover or click a point for its figures.")
         self.hover = QLabel("")
+        self.hover.setWordWrap(True)
         self.hover.setAccessibleName("Point details")
         filters = QHBoxLayout()
         filters.addWidget(self.family)
         filters.addWidget(self.fits_only)
         filters.addStretch(1)
-        right = QVBoxLayout()
-        right.addWidget(self.recommendation)
-        right.addWidget(self.error)
-        right.addLayout(filters)
-        split = QSplitter(Qt.Orientation.Vertical)
-        split.addWidget(self.table)
-        plot_box = QWidget()
-        pv = QVBoxLayout(plot_box)
-        pv.setContentsMargins(0, 0, 0, 0)
+        table_box = QWidget()
+        tl = QVBoxLayout(table_box)
+        tl.setContentsMargins(0, 0, 0, 0)
+        tl.addLayout(filters)
+        tl.addWidget(self.table, 1)
         plots = QSplitter(Qt.Orientation.Horizontal)
         plots.addWidget(self.stage_plot)
         plots.addWidget(self.scatter_plot)
-        pv.addWidget(plots, 1)
-        pv.addWidget(self.hover)
-        split.addWidget(plot_box)
-        right.addWidget(split, 1)
+        plots.setChildrenCollapsible(False)
+        for plot in (self.stage_plot, self.scatter_plot):  # no minimum from the title's length: the panes share the width
+            plot.setMinimumSize(200, 180)
+            plot.getPlotItem().titleLabel.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        plots.setSizes([1000, 1000])
+        chart_box = QWidget()
+        cl = QVBoxLayout(chart_box)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.addWidget(plots, 1)
+        cl.addWidget(self.hover)
+        self.views = QTabWidget()
+        self.views.addTab(chart_box, "C&harts")
+        self.views.addTab(table_box, "&All options")
+        right = QVBoxLayout()
+        right.addWidget(self.recommendation)
+        right.addWidget(self.error)
+        mem = QHBoxLayout()
+        mem.addWidget(self.memory_text)
+        mem.addWidget(self.memory_bar, 1)
+        right.addLayout(mem)
+        right.addWidget(self.memory_legend)
+        right.addWidget(self.views, 1)
         lay = QHBoxLayout(self)
         lw = QWidget()
         lw.setLayout(left)
-        lw.setMaximumWidth(360)
+        lw.setMaximumWidth(330)
         lay.addWidget(lw)
         rw = QWidget()
         rw.setLayout(right)
         lay.addWidget(rw, 1)
+        # --- behaviour -------------------------------------------------------------------------
         self._debounce = QTimer(self, singleShot=True, interval=250)
         self._debounce.timeout.connect(self.recompute)
-        for sig in (self.custom.toggled, self.custom_params.valueChanged, self.custom_flops.valueChanged,
-                    self.presets.currentRowChanged, self.precision.currentIndexChanged, self.batch.valueChanged,
+        for sig in (self.source.currentIndexChanged, self.custom_params.valueChanged, self.custom_flops.valueChanged,
+                    self.config_path.editingFinished, self.mode.currentIndexChanged, self.seq_len.valueChanged,
+                    self.model_path.editingFinished, self.factory.editingFinished, self.input_shape.editingFinished,
+                    self.precision.currentIndexChanged, self.batch.valueChanged,
                     self.dataset.valueChanged, self.epochs.valueChanged, self.deadline.valueChanged, self.budget.valueChanged,
                     self.electricity.valueChanged, self.max_gpus.currentIndexChanged):
             sig.connect(self._schedule)
+        self.source.currentIndexChanged.connect(self.source_stack.setCurrentIndex)
+        self.source.currentIndexChanged.connect(self._workload_changed)
+        self.presets.currentRowChanged.connect(self._workload_changed)
+        self.presets.currentRowChanged.connect(self._schedule)
+        self.config_path.editingFinished.connect(self._workload_changed)
+        self.model_path.editingFinished.connect(self._workload_changed)
+        self.config_browse.clicked.connect(lambda: self._browse(self.config_path, "config.json (*.json);;All files (*)"))
+        self.model_browse.clicked.connect(lambda: self._browse(self.model_path, "Python (*.py)"))
         self.search.textChanged.connect(self._filter_presets)
-        for w in (self.custom_params, self.custom_flops):
-            w.setEnabled(False)
-            self.custom.toggled.connect(w.setEnabled)
         self.family.currentIndexChanged.connect(self._refilter)
         self.fits_only.toggled.connect(self._refilter)
+        self.table.selectionModel().currentRowChanged.connect(self._on_row_selected)
         self.worker: GeneratorWorker | None = None
-        self.symbol, self.rate, self.grid = "$", 1.0, 0.45
         self._dirty = False
         self.result: Any = None
-        self.local_snapshot: Any = None
+        self.local_snapshot: Any = None  # set by the window when the Hardware page has detected the machine
+        self.local_bench: Any = None  # a benchmark report that anchors this machine's estimates
+        self.bench_source: Any = None  # or a callable the window sets: the Benchmark page's last report
+        self._workload_changed()
 
-    def _money(self, usd: Any) -> str:
-        return "—" if usd is None else f"{self.symbol}{usd * self.rate:,.0f}"
+    # --- settings and inputs -----------------------------------------------------------------------
 
     def apply_settings(self, settings: Any) -> None:
-        """Defaults from the settings page; costs shown in the user's currency."""
-        self.symbol, self.rate, self.grid = settings.currency_symbol, settings.usd_to_currency, settings.grid_kg_co2_per_kwh
-        self.electricity.setValue(settings.electricity_usd_per_kwh)
+        """Defaults from the settings page; every cost, input and axis in the user's currency."""
+        self.money = MoneyFormat.from_settings(settings)
+        self.grid = settings.grid_kg_co2_per_kwh
+        sym = self.money.symbol
+        self.electricity.setPrefix(sym)
+        self.budget.setPrefix(sym)
+        self.electricity.setValue(self.money.value(settings.electricity_usd_per_kwh))
+        self.budget.setValue(self.money.value(settings.default_budget_usd) if settings.default_budget_usd else 0)
         self.deadline.setValue(settings.default_deadline_hours)
-        self.budget.setValue(settings.default_budget_usd or 0)
         self.model.set_rows(self.model.rows)  # re-format the cost columns
+        if self.result is not None:
+            self._show(self.result)
         self._schedule()
+
+    def electricity_usd(self) -> float:
+        return self.electricity.value() / self.money.rate
+
+    def budget_usd(self) -> float | None:
+        return self.budget.value() / self.money.rate if self.budget.value() else None
+
+    def _browse(self, edit: QLineEdit, filt: str) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open", edit.text(), filt)
+        if path:
+            edit.setText(path)
+            edit.editingFinished.emit()
+
+    @Slot()
+    def _workload_changed(self) -> None:
+        """A new workload: dataset and epochs show its own figures (a preset's at once, others' once read)."""
+        for spin in (self.dataset, self.epochs):
+            spin.blockSignals(True)
+            spin.setValue(0)
+            spin.blockSignals(False)
+        if self.source.currentIndex() == 0:
+            item = self.presets.currentItem()
+            if item is not None:
+                from gpuselect.workloads.presets import get_preset
+
+                self._show_defaults(get_preset(str(item.data(Qt.ItemDataRole.UserRole))))
+
+    def _show_defaults(self, w: Any) -> None:
+        for spin, value in ((self.dataset, w.default_dataset_size), (self.epochs, w.default_epochs)):
+            if spin.value() == 0:
+                spin.blockSignals(True)
+                spin.setValue(min(int(value), spin.maximum()))
+                spin.blockSignals(False)
 
     @Slot(str)
     def _filter_presets(self, text: str) -> None:
@@ -233,49 +443,59 @@ class EstimatePage(QWidget):
     def _schedule(self) -> None:
         self._debounce.start()
 
+    def workload_spec(self) -> Any:
+        from gpuselect.app.workflows import WorkloadSpec, parse_shape
+
+        i = self.source.currentIndex()
+        if i == 0:
+            item = self.presets.currentItem()
+            return WorkloadSpec(preset=str(item.data(Qt.ItemDataRole.UserRole))) if item is not None else WorkloadSpec()
+        if i == 1:
+            return WorkloadSpec(config=self.config_path.text().strip() or None, mode=self.mode.currentText(),
+                                seq_len=self.seq_len.value() or None)
+        if i == 2:
+            shape = self.input_shape.text().strip()
+            return WorkloadSpec(model=self.model_path.text().strip() or None, factory=self.factory.text().strip() or None,
+                                input_shape=parse_shape(shape) if shape else None)
+        return WorkloadSpec(params=self.custom_params.value() * 1e6, flops_per_sample=self.custom_flops.value() * 1e9)
+
     def assumptions(self) -> Any:
         from gpuselect.estimate.api import Assumptions
 
         return Assumptions(
             precision=self.precision.currentText(), batch_size=self.batch.value() or None,
             dataset_size=self.dataset.value() or None, epochs=self.epochs.value() or None,
-            deadline_hours=self.deadline.value(), budget_usd=self.budget.value() or None,
-            electricity_usd_per_kwh=self.electricity.value(), max_gpus=int(self.max_gpus.currentText()),
+            deadline_hours=self.deadline.value(), budget_usd=self.budget_usd(),
+            electricity_usd_per_kwh=self.electricity_usd(), max_gpus=int(self.max_gpus.currentText()),
             grid_kg_co2_per_kwh=self.grid,
         )
+
+    # --- the estimate, in a worker -------------------------------------------------------------------
 
     @Slot()
     def recompute(self) -> None:
         if self.worker is not None:
             self._dirty = True
             return
-        item = self.presets.currentItem()
-        if item is None and not self.custom.isChecked():
+        try:
+            spec = self.workload_spec()
+        except Exception as exc:  # noqa: BLE001 - a UsageError from a bad shape: said in the window
+            self.error.setText(f"<b>Cannot estimate:</b> {exc}")
             return
-        wid = str(item.data(Qt.ItemDataRole.UserRole)) if item is not None else ""
-        custom = (self.custom_params.value() * 1e6, self.custom_flops.value() * 1e9) if self.custom.isChecked() else None
+        if not spec.given:
+            self.error.setText({1: "Choose a config.json to estimate.", 2: "Choose a model file, its factory and input shape."}.get(
+                self.source.currentIndex(), ""))
+            return
         a = self.assumptions()
         snap = self.local_snapshot
+        bench = self.bench_source() if self.bench_source is not None else self.local_bench
 
         def work() -> Any:
-            from gpuselect.catalog import load_catalog
-            from gpuselect.estimate.api import estimate, local_cpu_estimate, local_gpu_estimate
-            from gpuselect.estimate.perf import default_model
-            from gpuselect.workloads.presets import get_preset
+            from gpuselect.app.machine import this_machine
+            from gpuselect.app.workflows import estimate_for_machine, load_workload
 
-            catalog = load_catalog()
-            perf = default_model(catalog)
-            from gpuselect.workloads.presets import custom_workload
-
-            w = custom_workload(*custom) if custom else get_preset(wid)
-            local = []
-            if snap is not None:
-                cpu = snap.cpu
-                local.append(local_cpu_estimate(w, a, cores=cpu.physical_cores or cpu.logical_cores, mhz=cpu.max_mhz or cpu.current_mhz,
-                                                features=cpu.features, name=cpu.model or "this CPU"))
-                for g in snap.gpus:
-                    local.append(local_gpu_estimate(w, a, catalog, perf, name=g.name, memory_bytes=g.memory_total_bytes, device=f"gpu{g.index}"))
-            return estimate(w, a, catalog, perf, local=local)
+            machine = this_machine(snapshot=snap, bench=bench) if snap is not None else None
+            return estimate_for_machine(load_workload(spec), a, machine)
 
         self.worker = GeneratorWorker(call_in_generator(work), self)
         self.worker.finished.connect(self._on_result)
@@ -287,12 +507,9 @@ class EstimatePage(QWidget):
         self.worker = None
         self.result = result
         self.error.setText("")
+        self._show_defaults(result.workload)
         self.model.set_rows(result.rows)
-        rec = result.recommendation
-        local = "; ".join(f"your {l.device}: {'~%.1f h' % l.total_time_h if l.total_time_h else 'n/a'}" for l in result.local)
-        self.recommendation.setText(f"<b>Stage {rec.stage} — {rec.stage_name}</b>: {rec.choice}<br>{rec.rationale}"
-                                    + (f"<br><i>{local}</i>" if local else ""))
-        self._plot(result)
+        self._show(result)
         self.computed.emit(result)
         if self._dirty:
             self._dirty = False
@@ -306,70 +523,160 @@ class EstimatePage(QWidget):
             self._dirty = False
             self.recompute()
 
-    def _plot_stages(self, result: Any) -> None:
-        """Horizontal bars: the best option of each stage, the recommended one highlighted."""
-        import math
+    def _show(self, result: Any) -> None:
+        from html import escape
 
+        rec = result.recommendation
+        choice, why = explain(rec, self.money)
+        left_out = {x.split(" ", 1)[0] for x in rec.excluded}
+        local = "; ".join(f"your {l.device}: " + ("left out (critical finding)" if l.device in left_out else fmt_hours(l.total_time_h))
+                          for l in result.local)
+        self.recommendation.setText(f"<b>Stage {rec.stage} — {escape(STAGE_SHORT[rec.stage])}: {escape(choice)}</b><br>{escape(why)}"
+                                    + (f"<br><i>{escape(local)}</i>" if local else ""))
+        self.hover.setText("Hover over or click a point in the time-vs-cost chart for its figures.")
+        self._plot_stages(result)
+        self._plot_scatter(result)
+        self._show_memory(self._chosen_row(result))
+
+    def _chosen_row(self, result: Any) -> Any:
+        o = result.recommendation.option or result.recommendation.own
+        if not o:
+            return None
+        return next((r for r in result.rows if r.gpu_id == o.get("gpu_id") and r.count == o.get("count")), None)
+
+    @Slot(object, object)
+    def _on_row_selected(self, current: Any, _previous: Any) -> None:
+        if current.isValid():
+            self._show_memory(self.model.rows[self.proxy.mapToSource(current).row()])
+
+    def _show_memory(self, row: Any) -> None:
+        parts = memory_breakdown(row) if row is not None else None
+        for w in (self.memory_text, self.memory_bar, self.memory_legend):
+            w.setVisible(parts is not None)
+        if parts is None:
+            return
+        need = float(getattr(row, "peak_memory_gb", None) or sum(parts.values()))
+        vram = float(row.vram_gb or 0)
+        self.memory_text.setText(f"{row.count}x {row.name}: needs {need:,.1f} of {vram:,.0f} GB per GPU")
+        self.memory_bar.set_parts(parts, vram)
+
+    # --- charts ----------------------------------------------------------------------------------
+
+    def _text_colour(self) -> QColor:
+        from PySide6.QtWidgets import QApplication
+
+        app = QApplication.instance()
+        return (app.palette() if app is not None else self.palette()).color(QPalette.ColorRole.Text)  # type: ignore[attr-defined]
+
+    def _plot_stages(self, result: Any) -> None:
+        """One bar per stage: the best option's time (log), its error range, time and cost written
+        on it, the recommended one highlighted; the deadline as a dotted line."""
         p = self.stage_plot
         p.clear()
         rec = result.recommendation
+        deadline = result.assumptions.deadline_hours
+        spans = [deadline]
+        for v in rec.per_stage.values():
+            if v and v.get("total_time_h"):
+                spans += [float(v[k]) for k in ("total_time_h", "time_low_h", "time_high_h") if v.get(k)]
+        left = 10 ** math.floor(math.log10(min(spans)) - 0.3)
+        fg = self._text_colour()
         for i, key in enumerate(("1", "2", "3", "4")):
             v = rec.per_stage.get(key)
             y = 4 - i
             if not v or not v.get("total_time_h"):
+                label = pg.TextItem("no option", anchor=(0, 0.5), color=fg)
+                label.setPos(math.log10(left), y)
+                p.addItem(label)
                 continue
             t = float(v["total_time_h"])
             chosen = int(key) == rec.stage
-            brush = pg.mkBrush(43, 108, 176) if chosen else pg.mkBrush(160, 174, 192)
-            # Log x axis: bars from 0.01 h to t, drawn in log10 coordinates.
-            p.addItem(pg.BarGraphItem(x0=[math.log10(0.01)], x1=[math.log10(t)], y=[y], height=0.6, brush=brush))
-            name = v.get("name") if v.get("device") == "cpu" else f"{v.get('count', 1)}x {v.get('name')}"
-            from PySide6.QtGui import QPalette
+            brush = pg.mkBrush(*CHOSEN) if chosen else pg.mkBrush(*OTHER)
+            p.addItem(pg.BarGraphItem(x0=[math.log10(left)], x1=[math.log10(t)], y=[y], height=0.34, brush=brush, pen=pg.mkPen(None)))
+            lo, hi = v.get("time_low_h"), v.get("time_high_h")
+            if lo and hi:
+                import numpy as np
 
-            label = pg.TextItem(f"{name}: {t:,.1f} h" + ("  ← recommended" if chosen else ""), anchor=(0, 0.5),
-                                color=self.palette().color(QPalette.ColorRole.Text))
-            label.setPos(math.log10(0.01), y + 0.45)
+                p.addItem(pg.ErrorBarItem(x=np.array([math.log10(t)]), y=np.array([float(y)]),
+                                          left=np.array([math.log10(t) - math.log10(float(lo))]),
+                                          right=np.array([math.log10(float(hi)) - math.log10(t)]), beam=0.15, pen=pg.mkPen(fg, width=1.5)))
+            cost = v.get("cost_usd")
+            how = {"have": "power", "rent": "to rent", "buy": "to buy"}.get(str(v.get("kind")), "")
+            money = f" · {self.money(float(cost))} {how}" if isinstance(cost, (int, float)) and how else ""
+            rng = f"{fmt_hours(float(lo))}–{fmt_hours(float(hi))}" if lo and hi else ""
+            who = option_name(v).replace("this machine's CPU", "CPU")
+            who = who if len(who) <= 30 else who[:29] + "…"
+            label = pg.TextItem(("★ " if chosen else "") + f"{who}: {fmt_hours(t)}\n{rng}{money}",
+                                anchor=(0, 1), color=fg)
+            label.setPos(math.log10(left), y + 0.2)
             p.addItem(label)
-        p.addItem(pg.InfiniteLine(pos=math.log10(result.assumptions.deadline_hours), angle=90,
-                                  pen=pg.mkPen(style=Qt.PenStyle.DotLine)))
-        times = [float(v["total_time_h"]) for v in rec.per_stage.values() if v and v.get("total_time_h")]
-        top = max(times + [result.assumptions.deadline_hours])
-        p.setXRange(math.log10(0.01), math.log10(top) + 0.3, padding=0)
-        p.setYRange(0.4, 4.9, padding=0)
+        p.addItem(pg.InfiniteLine(pos=math.log10(deadline), angle=90, pen=pg.mkPen((197, 48, 48), width=2, style=Qt.PenStyle.DotLine),
+                                  label=f"deadline {fmt_hours(deadline)}", labelOpts={"position": 0.04, "color": (197, 48, 48)}))
+        p.setXRange(math.log10(left), math.log10(max(spans)) + 0.15, padding=0)
+        p.setYRange(0.5, 4.75, padding=0)
 
-    def _plot(self, result: Any) -> None:
-        self._plot_stages(result)
+    def _plot_scatter(self, result: Any) -> None:
         p = self.scatter_plot
         p.clear()
-        pts = [(r.total_time_h, c, r) for r in result.rows if r.fits and r.total_time_h and (c := row_cost(r))]
-        if not pts:
-            return
-        import math
-
-        scatter = pg.ScatterPlotItem(size=7, brush=pg.mkBrush(120, 120, 120, 120), hoverable=True)
-        scatter.addPoints([{"pos": (math.log10(x), math.log10(y)), "data": r} for x, y, r in pts])
-        scatter.sigHovered.connect(self._on_hover)
-        scatter.sigClicked.connect(self._on_hover)
-        p.addItem(scatter)
-        front = pareto(pts)
-        p.plot([x for x, _, _ in front], [y for _, y, _ in front], pen=pg.mkPen(width=2), symbol="s", symbolSize=9)
-        for l in result.local:
-            if l.total_time_h:
-                p.addItem(pg.InfiniteLine(pos=math.log10(l.total_time_h), angle=90, pen=pg.mkPen(style=Qt.PenStyle.DashLine),
-                                          label=f"★ your {l.device}"))
+        p.setLabel("left", f"cost ({self.money.symbol})")
+        # The legend sits in the title: inside the plot it would cover points somewhere.
+        fg = self._text_colour().name()
+        p.setTitle(f"Time vs cost &nbsp;<span style='color:rgb{BUY_COLOUR}'>● buy</span> "
+                   f"<span style='color:rgb{RENT_COLOUR}'>▲ rent</span> <span style='color:{fg}'>— Pareto front</span>", size="10pt")
+        buy: list[dict[str, Any]] = []
+        rent: list[dict[str, Any]] = []
+        for r in result.rows:
+            if not (r.fits and r.total_time_h):
+                continue
+            if r.buy_cost_usd:
+                buy.append({"pos": (math.log10(r.total_time_h), math.log10(self.money.value(r.buy_cost_usd))), "data": (r, "buy")})
+            if r.cloud_cost_usd:
+                rent.append({"pos": (math.log10(r.total_time_h), math.log10(self.money.value(r.cloud_cost_usd))), "data": (r, "rent")})
+        for pts, name, symbol, colour in ((buy, "buy", "o", BUY_COLOUR), (rent, "rent", "t1", RENT_COLOUR)):
+            if not pts:
+                continue
+            item = pg.ScatterPlotItem(size=7, symbol=symbol, brush=pg.mkBrush(*colour, 150), pen=pg.mkPen(None), hoverable=True,
+                                      name=name)
+            item.setToolTip(None)
+            item.addPoints(pts)
+            item.sigHovered.connect(self._on_hover)
+            item.sigClicked.connect(self._on_hover)
+            p.addItem(item)
+        allpts = [(10 ** d["pos"][0], 10 ** d["pos"][1], d["data"]) for d in buy + rent]
+        if allpts:
+            front = pareto(allpts)
+            # PlotDataItem applies the log mode itself: linear values here (the scatter items take log10 positions)
+            p.plot([x for x, _, _ in front], [y for _, y, _ in front], pen=pg.mkPen(self._text_colour(), width=1.5))
         deadline = result.assumptions.deadline_hours
-        p.addItem(pg.InfiniteLine(pos=math.log10(deadline), angle=90, pen=pg.mkPen(style=Qt.PenStyle.DotLine), label="deadline"))
+        p.addItem(pg.InfiniteLine(pos=math.log10(deadline), angle=90, pen=pg.mkPen((197, 48, 48), width=2, style=Qt.PenStyle.DotLine),
+                                  label="deadline", labelOpts={"position": 0.95, "color": (197, 48, 48)}))
+        left_out = {x.split(" ", 1)[0] for x in result.recommendation.excluded}
+        for i, l in enumerate(x for x in result.local if x.total_time_h and x.device not in left_out):
+            p.addItem(pg.InfiniteLine(pos=math.log10(l.total_time_h), angle=90, pen=pg.mkPen((47, 133, 90), style=Qt.PenStyle.DashLine),
+                                      label=f"your {l.device}", labelOpts={"position": 0.08 + 0.07 * (i % 4), "color": (47, 133, 90)}))
         if result.assumptions.budget_usd:
-            p.addItem(pg.InfiniteLine(pos=math.log10(result.assumptions.budget_usd), angle=0, pen=pg.mkPen(style=Qt.PenStyle.DotLine),
-                                      label="budget"))
+            p.addItem(pg.InfiniteLine(pos=math.log10(self.money.value(result.assumptions.budget_usd)), angle=0,
+                                      pen=pg.mkPen((197, 48, 48), style=Qt.PenStyle.DashLine), label="budget",
+                                      labelOpts={"position": 0.05, "color": (197, 48, 48)}))
 
     @Slot(object, object)
     def _on_hover(self, _item: Any, points: Any, *_: Any) -> None:
         if points is None or len(points) == 0:
             return
-        r = points[0].data()
-        self.hover.setText(f"{r.count}x {r.name}: {r.total_time_h:,.1f} h, cost ${row_cost(r):,.0f} "
-                           f"(buy {r.buy_cost_usd or 0:,.0f} / cloud {r.cloud_cost_usd or 0:,.0f}), batch {r.batch_size}")
+        r, kind = points[0].data()
+        if self.result is None or r not in self.result.rows:
+            return  # a point of an earlier workload
+        cost = r.buy_cost_usd if kind == "buy" else r.cloud_cost_usd
+        self.hover.setText(f"{self.result.workload.name} on {r.count}x {r.name}: {fmt_hours(r.total_time_h)} "
+                           f"(±{100 * r.error_band:.0f} %), {self.money(cost)} to {kind}; batch {r.batch_size} per GPU")
+
+    def changeEvent(self, event: Any) -> None:
+        # Light/dark switched at run time: redraw the charts so labels, whiskers and the front take the new colours.
+        from PySide6.QtCore import QEvent
+
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange) and self.result is not None:
+            QTimer.singleShot(0, lambda: self._show(self.result) if self.result is not None else None)
+        super().changeEvent(event)
 
     def shutdown(self) -> None:
         if self.worker is not None:

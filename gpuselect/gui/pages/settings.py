@@ -29,7 +29,8 @@ class SettingsPage(QWidget):
         self.symbol = QLineEdit()
         self.symbol.setMaxLength(5)
         self.rate = QDoubleSpinBox(minimum=0.000001, maximum=1e6, decimals=4)
-        self.rate.setToolTip("Catalog prices are in US dollars; costs are shown multiplied by this rate")
+        self.rate.setToolTip("Catalog prices are in US dollars; costs are shown multiplied by this rate.\n"
+                             "The electricity price and the budget above are in your currency.")
         self.deadline = QDoubleSpinBox(minimum=0.01, maximum=1e6, decimals=2, suffix=" h")
         self.budget = QDoubleSpinBox(minimum=0, maximum=1e10, decimals=0, prefix="$", specialValueText="no budget")
         self.redact = QCheckBox("Leave the host name, GPU serial numbers and UUIDs out of reports")
@@ -51,24 +52,34 @@ class SettingsPage(QWidget):
         lay.addWidget(self.status)
         lay.addStretch(1)
         self.save_button.clicked.connect(self.save)
+        self.symbol.textChanged.connect(self._prefixes)
         self.settings, problems = load()
         self._show(self.settings)
         self.status.setText("\n".join(problems) if problems else f"Settings file: {settings_path()}")
 
+    @Slot()
+    def _prefixes(self) -> None:
+        # Prices are entered in your currency; the file keeps US dollars (the catalog's unit).
+        sym = self.symbol.text().strip() or "$"
+        self.electricity.setPrefix(sym)
+        self.budget.setPrefix(sym)
+
     def _show(self, s: Settings) -> None:
-        self.electricity.setValue(s.electricity_usd_per_kwh)
-        self.grid.setValue(s.grid_kg_co2_per_kwh)
         self.symbol.setText(s.currency_symbol)
         self.rate.setValue(s.usd_to_currency)
+        self.electricity.setValue(s.electricity_usd_per_kwh * s.usd_to_currency)
+        self.grid.setValue(s.grid_kg_co2_per_kwh)
         self.deadline.setValue(s.default_deadline_hours)
-        self.budget.setValue(s.default_budget_usd or 0)
+        self.budget.setValue((s.default_budget_usd or 0) * s.usd_to_currency)
+        self._prefixes()
         self.redact.setChecked(s.redact_reports)
 
     def current(self) -> Settings:
+        rate = self.rate.value()
         return Settings(
-            electricity_usd_per_kwh=self.electricity.value(), grid_kg_co2_per_kwh=self.grid.value(),
-            currency_symbol=self.symbol.text().strip() or "$", usd_to_currency=self.rate.value(),
-            default_deadline_hours=self.deadline.value(), default_budget_usd=self.budget.value() or None,
+            electricity_usd_per_kwh=self.electricity.value() / rate, grid_kg_co2_per_kwh=self.grid.value(),
+            currency_symbol=self.symbol.text().strip() or "$", usd_to_currency=rate,
+            default_deadline_hours=self.deadline.value(), default_budget_usd=(self.budget.value() / rate) or None,
             redact_reports=self.redact.isChecked(),
         )
 

@@ -1,0 +1,159 @@
+"""This machine: what detection found, its health (with the benchmark's findings) and its last
+benchmark — and what the estimator needs from it (the CPU's and each GPU's own estimate, the
+user's GPUs as owned cards, a critical finding keeping a card out of the plan)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuselect.errors import DataError
+
+#: Findings that say a card is busy, not broken: a warning about availability, never a reason to
+#: leave the card out of the plan.
+AVAILABILITY_RULES = frozenset({"gpu.memory_held_by_others", "gpu.memory_in_use"})
+
+#: A healthy H100 SXM5 sustained 69-70 % of its dense BF16/FP16 spec in gpuselect's benchmark
+#: (docs/validation/h100-2026-11-22); a card measuring less is slowed in proportion.
+HEALTHY_MATMUL_SPEC_RATIO = 0.69
+
+
+@dataclass
+class Machine:
+    snapshot: Any  # hardware.types.Snapshot
+    health: Any  # health.rules.HealthReport (with the benchmark's findings)
+    bench: Any = None  # bench.model.BenchReport, when one was run or loaded
+
+
+def this_machine(*, snapshot: Any = None, bench: Any = None, nvml: Any = None, probe: bool = False) -> Machine:
+    """Detect (unless a snapshot is given) and judge this machine, the benchmark's findings included."""
+    from gpuselect.health.rules import evaluate
+
+    if snapshot is None:
+        from gpuselect.hardware.snapshot import detect
+
+        snapshot = detect(probe=probe, nvml=nvml)
+    extra = []
+    if bench is not None:
+        from gpuselect.bench.findings import bench_findings
+
+        extra = bench_findings(bench)
+    return Machine(snapshot, evaluate(snapshot, extra), bench)
+
+
+# --- the benchmark, as a value (never JSON and back inside one process) ----------------------
+
+
+def run_quick_bench() -> Any:
+    from gpuselect.bench.engine import run_to_completion
+    from gpuselect.bench.model import BenchConfig
+
+    return run_to_completion(BenchConfig(quick=True))
+
+
+def load_bench(path: str | Path) -> Any:
+    """A saved ``gpuselect bench --format json`` result as a BenchReport; one sentence when it is not one."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path} is not JSON: {exc}") from exc
+    if not isinstance(doc, dict) or doc.get("kind") != "bench" or not isinstance(doc.get("devices"), list):
+        raise DataError(f"{path} is not a `gpuselect bench --format json` result")
+    return bench_from_doc(doc)
+
+
+def bench_from_doc(doc: dict[str, Any]) -> Any:
+    """Rebuild a BenchReport from its JSON document."""
+    from gpuselect.bench.model import BenchReport, DeviceResult, Timing, TrainStep
+
+    try:
+        devices = []
+        for d in doc["devices"]:
+            d = dict(d)
+            d.setdefault("name", d.get("device", "?"))
+            d.setdefault("kind", str(d.get("device", "cpu")).split(":")[0])
+            d["train_steps"] = [TrainStep(**s) for s in d.get("train_steps", [])]
+            for k in ("matmul_detail", "bandwidth_detail", "transfer_detail"):
+                d[k] = {n: Timing(**t) for n, t in (d.get(k) or {}).items()}
+            devices.append(DeviceResult(**d))
+        meta = doc.get("report", {})
+        return BenchReport(devices, bool(meta.get("quick", True)), meta.get("torch_version"), bool(meta.get("cancelled", False)),
+                           float(meta.get("duration_s", 0.0)))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataError(f"the benchmark result is not in the expected form ({type(exc).__name__}: {exc})") from exc
+
+
+def bench_device_for(machine: Machine, gpu: Any) -> Any:
+    """The benchmark's result for one detected GPU: by torch index, else the n-th card of that name."""
+    if machine.bench is None:
+        return None
+    cuda = [d for d in machine.bench.devices if d.kind != "cpu"]
+    if gpu.torch_index is not None:
+        return next((d for d in cuda if d.device.endswith(f":{gpu.torch_index}")), None)
+    same = [g for g in machine.snapshot.gpus if g.name == gpu.name]
+    named = [d for d in cuda if d.name == gpu.name]
+    i = same.index(gpu)
+    return named[i] if i < len(named) else None
+
+
+# --- what the estimator needs ------------------------------------------------------------------
+
+_DEVICE = re.compile(r"^(gpu\d+)\b")
+
+
+def critical_problems(machine: Machine) -> dict[str, str]:
+    """gpuN -> the first critical finding that keeps it out of the plan (availability is not one)."""
+    out: dict[str, str] = {}
+    for f in machine.health.findings:
+        if f.severity.value != "critical" or f.id in AVAILABILITY_RULES or not f.device:
+            continue
+        m = _DEVICE.match(f.device)
+        if m and m.group(1) not in out:
+            title = f.title[:1].lower() + f.title[1:] if f.title[1:2].islower() else f.title  # "GPU is lost" stays
+            out[m.group(1)] = title
+    return out
+
+
+def owned_gpus(machine: Machine, catalog: Any) -> list[Any]:
+    from gpuselect.estimate.recommend import OwnedGpu
+
+    problems = critical_problems(machine)
+    out = []
+    for g in machine.snapshot.gpus:
+        device = f"gpu{g.index}"
+        match = catalog.match(g.name or "", g.memory_total_bytes) if g.name else None
+        problem = problems.get(device) or (f"the GPU is {g.state}" if g.state != "ok" else None)
+        scale = 1.0
+        dev = bench_device_for(machine, g)
+        ratio = (dev.spec_ratio or {}) if dev is not None else {}
+        measured = ratio.get("matmul_bf16") or ratio.get("matmul_fp16")
+        if measured:
+            scale = min(1.0, measured / HEALTHY_MATMUL_SPEC_RATIO)
+        out.append(OwnedGpu(device, g.name or "unknown GPU", match.entry.id if match else None, problem, scale))
+    return out
+
+
+def local_estimates(w: Any, a: Any, machine: Machine, catalog: Any, perf: Any) -> list[Any]:
+    """This CPU's estimate (its benchmark's matmul rate when there is one) and each GPU's own."""
+    from gpuselect.estimate.api import local_cpu_estimate, local_gpu_estimate
+
+    from gpuselect.output import to_jsonable
+
+    cpu = machine.snapshot.cpu
+    cpu_rec = None
+    if machine.bench is not None:
+        dev = next((d for d in machine.bench.devices if d.kind == "cpu"), None)
+        cpu_rec = to_jsonable(dev) if dev is not None else None  # the record form the estimator reads (a value, not a file)
+    out = [local_cpu_estimate(w, a, cores=cpu.physical_cores or cpu.logical_cores, mhz=cpu.max_mhz or cpu.current_mhz,
+                              features=cpu.features, name=cpu.model or "this CPU", bench=cpu_rec)]
+    for g in machine.snapshot.gpus:
+        dev = bench_device_for(machine, g)
+        out.append(local_gpu_estimate(w, a, catalog, perf, name=g.name, memory_bytes=g.memory_total_bytes, device=f"gpu{g.index}",
+                                      spec_ratio=dev.spec_ratio if dev is not None else None,
+                                      bench=to_jsonable(dev) if dev is not None else None))
+    return out

@@ -1,0 +1,342 @@
+"""The four-stage recommendation, starting from the user's own machine.
+
+Order of advice: what the user already has (this CPU; their own healthy GPUs together as one
+option), then what they lack (cards to buy, or to rent). The core returns numbers in US dollars
+and a structured verdict; ``explain`` renders the words with a money formatter the face passes
+(the settings' currency), so no US-dollar figure is baked into text a face shows.
+
+Plausibility rule (``plausible_count``): a laptop GPU is only ever one card; consumer desktop
+cards (GeForce, Radeon) go up to 4 in one box (the practical limit of a workstation board, its
+slots and power supply) and never across machines; workstation cards up to one box
+(``gpus_per_node``); only datacenter cards (PCIe, SXM, OAM: built into multi-GPU servers) scale
+over several machines.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # api imports this module; the types are only annotations here
+    from gpuselect.catalog.schema import GpuEntry
+    from gpuselect.estimate.api import Assumptions, EstimateRow, LocalEstimate
+    from gpuselect.workloads.model import Workload
+
+STAGE_NAMES = {
+    1: "no GPU needed",
+    2: "one reasonable GPU",
+    3: "a deep-learning workstation or rented datacenter GPUs",
+    4: "a GPU cluster",
+}
+#: The stages' short names, the same in the CLI, the GUI and the report.
+STAGE_SHORT = {1: "no GPU (this CPU)", 2: "one consumer GPU", 3: "workstation / rented GPUs", 4: "cluster (several machines)"}
+
+CONSUMER_MAX_PER_BOX = 4
+
+Money = Callable[[float], str]
+
+
+def usd(v: float) -> str:
+    return f"${v:,.0f}"
+
+
+def plausible_count(e: GpuEntry, count: int, gpus_per_node: int = 8) -> bool:
+    """Whether ``count`` cards of ``e`` is an option anyone builds (module docstring)."""
+    if count <= 1:
+        return True
+    if e.form_factor == "laptop":
+        return False
+    if e.family in ("geforce", "radeon"):
+        return count <= min(CONSUMER_MAX_PER_BOX, gpus_per_node)
+    if e.family == "workstation":
+        return count <= gpus_per_node
+    return True
+
+
+def time_range(hours: float, band: float) -> tuple[float, float]:
+    """The ± band as a time range, symmetric in ratio: a +100 % band reads 0.5x..2x (never <= 0)."""
+    return hours / (1.0 + band), hours * (1.0 + band)
+
+
+@dataclass(frozen=True)
+class OwnedGpu:
+    """One of the user's GPUs as the recommendation sees it."""
+
+    device: str  # "gpu0"
+    name: str
+    catalog_id: str | None  # None: not in the catalog
+    problem: str | None = None  # a critical health finding: the card stays out of the plan
+    scale: float = 1.0  # measured speed / a healthy card's (<= 1, from its benchmark)
+
+
+@dataclass
+class Recommendation:
+    stage: int  # 1 no GPU, 2 one reasonable GPU, 3 workstation / rented datacenter GPUs, 4 cluster
+    stage_name: str
+    choice: str  # the recommended option, in words (US dollars: faces re-render with ``explain``)
+    per_stage: dict[str, dict[str, object] | None]
+    rationale: str
+    deadline_met: bool
+    #: cpu (this machine's CPU), have (your own GPUs), buy, rent, miss (nothing meets it), none (nothing fits)
+    action: str = "miss"
+    option: dict[str, object] | None = None  # the recommended option (same keys as per_stage entries)
+    own: dict[str, object] | None = None  # the user's healthy GPUs together as one option
+    excluded: list[str] = field(default_factory=list)  # "gpu1 (A100 …): 5 uncorrectable ECC errors"
+    crosses_deadline: bool = False  # the option's error range reaches past the deadline
+    deadline_hours: float = 72.0
+    budget_usd: float | None = None
+    workload: str = ""
+
+
+def row_cost(r: EstimateRow) -> float | None:
+    costs = [c for c in (r.buy_cost_usd, r.cloud_cost_usd) if c is not None]
+    return min(costs) if costs else None
+
+
+_cost = row_cost  # the old private name
+
+
+def stage_of(r: EstimateRow, a: Assumptions) -> int:
+    if r.count > a.gpus_per_node:
+        return 4
+    if r.count == 1 and r.family in ("geforce", "radeon"):
+        return 2
+    return 3
+
+
+_stage_of = stage_of
+
+
+def describe(r: EstimateRow | None, *, kind: str | None = None, owned: int = 0) -> dict[str, object] | None:
+    """A row as the verdict, the charts and the report need it (numbers, US dollars)."""
+    if r is None:
+        return None
+    cost = row_cost(r)
+    if kind is None:
+        kind = "rent" if r.cloud_cost_usd is not None and (r.buy_cost_usd is None or r.cloud_cost_usd <= r.buy_cost_usd) else "buy"
+    lo, hi = time_range(r.total_time_h, r.error_band) if r.total_time_h is not None else (None, None)
+    return {"gpu_id": r.gpu_id, "name": r.name, "count": r.count, "total_time_h": r.total_time_h, "cost_usd": cost,
+            "meets_deadline": r.meets_deadline, "kind": kind, "owned": owned, "error_band": r.error_band,
+            "time_low_h": lo, "time_high_h": hi, "buy_cost_usd": r.buy_cost_usd, "cloud_cost_usd": r.cloud_cost_usd}
+
+
+_describe = describe
+
+
+def _recommendable(r: EstimateRow) -> bool:
+    """A purchase needs a known price, a rental a known hourly rate: no price, no advice to get it."""
+    return r.fits and r.total_time_h is not None and row_cost(r) is not None
+
+
+def _best(rows: list[EstimateRow], a: Assumptions) -> EstimateRow | None:
+    ok = [r for r in rows if _recommendable(r)]
+    within = [r for r in ok if r.meets_deadline and (a.budget_usd is None or (row_cost(r) or math.inf) <= a.budget_usd)]
+    if within:  # cheapest that meets deadline and budget; ties -> faster
+        return min(within, key=lambda r: (row_cost(r) or math.inf, r.total_time_h or math.inf))
+    return min(ok, key=lambda r: r.total_time_h or math.inf) if ok else None
+
+
+def own_option(owned: Sequence[OwnedGpu], entries: dict[str, GpuEntry],
+               make_row: Callable[[GpuEntry, int], EstimateRow], a: Assumptions) -> EstimateRow | None:
+    """The user's healthy, catalogued GPUs together as one option: the largest group of one model
+    (mixed cards do not form one data-parallel job here), priced at its electricity only."""
+    groups: dict[str, list[OwnedGpu]] = {}
+    for g in owned:
+        if g.problem is None and g.catalog_id in entries:
+            groups.setdefault(g.catalog_id, []).append(g)  # type: ignore[arg-type]
+    if not groups:
+        return None
+    cid, cards = max(groups.items(), key=lambda kv: (len(kv[1]), entries[kv[0]].vram_gb))
+    r = make_row(entries[cid], len(cards))
+    if not r.fits or r.total_time_h is None:
+        return replace(r, buy_cost_usd=None, cloud_cost_usd=None, break_even_hours=None)
+    scale = min(g.scale for g in cards)
+    hours = r.total_time_h / scale
+    kwh = (r.energy_kwh or 0.0) / scale
+    return replace(r, total_time_h=hours, epoch_time_s=(r.epoch_time_s or 0) / scale,
+                   throughput_samples_per_s=(r.throughput_samples_per_s or 0) * scale,
+                   meets_deadline=hours <= a.deadline_hours, energy_kwh=kwh, co2_kg=kwh * a.grid_kg_co2_per_kwh,
+                   buy_cost_usd=kwh * a.electricity_usd_per_kwh, cloud_cost_usd=None, break_even_hours=None,
+                   price_note="owned: electricity only")
+
+
+def account_for_owned(rows: list[EstimateRow], owned_id: str | None, owned_n: int, price_usd: float | None) -> list[EstimateRow]:
+    """Purchases are only what the user lacks: a row of the card they own counts the extra cards'
+    price; rows they already cover (count <= what they own) are their own option, not a purchase."""
+    if not owned_id or owned_n <= 0:
+        return rows
+    out = []
+    for r in rows:
+        if r.gpu_id == owned_id and r.buy_cost_usd is not None and price_usd is not None:
+            extra = max(0, r.count - owned_n)
+            r = replace(r, buy_cost_usd=r.buy_cost_usd - price_usd * (r.count - extra),
+                        note=((r.note + "; ") if r.note else "") + (f"you own {owned_n}: buy {extra} more" if extra else f"you own {owned_n}: nothing to buy"))
+        out.append(r)
+    return out
+
+
+def recommend(rows: list[EstimateRow], local: list[LocalEstimate], a: Assumptions, w: Workload, *,
+              own: EstimateRow | None = None, owned_n: int = 0, excluded: Sequence[str] = ()) -> Recommendation:
+    cpu = next((l for l in local if l.device == "cpu"), None)
+    by_stage: dict[int, list[EstimateRow]] = {2: [], 3: [], 4: []}
+    for r in rows:
+        if own is not None and r.gpu_id == own.gpu_id and r.count <= owned_n:
+            continue  # already theirs: the own option stands for it
+        by_stage[stage_of(r, a)].append(r)
+    best = {s: _best(rs, a) for s, rs in by_stage.items()}
+    cpu_entry: dict[str, object] | None = None
+    if cpu is not None:
+        lo, hi = time_range(cpu.total_time_h, cpu.error_band) if cpu.total_time_h is not None else (None, None)
+        cpu_entry = {"device": "cpu", "name": cpu.name, "count": 1, "total_time_h": cpu.total_time_h, "cost_usd": 0.0,
+                     "meets_deadline": bool(cpu.total_time_h is not None and cpu.total_time_h <= a.deadline_hours),
+                     "kind": "cpu", "owned": 1, "error_band": cpu.error_band, "time_low_h": lo, "time_high_h": hi}
+    per_stage: dict[str, dict[str, object] | None] = {"1": cpu_entry, **{str(s): describe(b) for s, b in best.items()}}
+    own_d = describe(own, kind="have", owned=owned_n) if own is not None and own.fits and own.total_time_h is not None else None
+    if own_d is not None:  # the user's GPUs take their stage's slot when they are quicker or cheaper there
+        key = str(stage_of(own, a))  # type: ignore[arg-type]
+        cur = per_stage.get(key)
+        if cur is None or not cur.get("meets_deadline") or own_d["meets_deadline"]:
+            per_stage[key] = own_d
+
+    rec = Recommendation(0, "", "", per_stage, "", False, excluded=list(excluded), own=own_d,
+                         deadline_hours=a.deadline_hours, budget_usd=a.budget_usd, workload=w.name)
+
+    def good(r: EstimateRow | None) -> bool:
+        return bool(r and r.meets_deadline and (a.budget_usd is None or (row_cost(r) or math.inf) <= a.budget_usd))
+
+    measured = bool(cpu and "measured" in cpu.basis and "unmeasured" not in cpu.basis)  # from its own benchmark
+    cpu_ok = bool(cpu and cpu.total_time_h is not None and cpu.total_time_h <= a.deadline_hours and (
+        cpu.total_time_h * (1 + cpu.error_band) <= a.deadline_hours or measured))
+    if cpu_ok:
+        rec.stage, rec.action, rec.option = 1, "cpu", cpu_entry
+    elif own_d is not None and own_d["meets_deadline"]:
+        rec.stage, rec.action, rec.option = stage_of(own, a), "have", own_d  # type: ignore[arg-type]
+    else:
+        stage = next((s for s in (2, 3, 4) if good(best[s])), 0)
+        if stage:
+            chosen = best[stage]
+            rec.stage, rec.option = stage, per_stage[str(stage)] if per_stage[str(stage)] is not own_d else describe(chosen)
+            rec.action = str(rec.option["kind"])  # type: ignore[index]
+        else:
+            cands = [b for b in best.values() if b is not None] + ([own] if own_d is not None else [])
+            fastest = min(cands, key=lambda r: r.total_time_h or math.inf, default=None)  # type: ignore[union-attr]
+            if fastest is None:
+                rec.stage, rec.action = 4, "none"
+            else:
+                rec.stage, rec.action = stage_of(fastest, a), "miss"
+                rec.option = own_d if fastest is own else describe(fastest)
+    rec.stage_name = STAGE_NAMES[rec.stage]
+    rec.deadline_met = rec.action in ("cpu", "have", "buy", "rent")
+    opt = rec.option
+    if opt is not None and rec.deadline_met and opt.get("time_high_h") is not None:
+        rec.crosses_deadline = float(opt["time_high_h"]) > a.deadline_hours  # type: ignore[arg-type]
+    rec.choice, rec.rationale = explain(rec, usd)
+    return rec
+
+
+def option_name(o: dict[str, object]) -> str:
+    if o.get("kind") == "cpu":
+        return f"this machine's CPU ({o.get('name')})"
+    if o.get("kind") == "have":
+        n = _int(o.get("count"), 1)
+        return f"your {o.get('name')}" if n == 1 else f"your {n}x {o.get('name')}"
+    return f"{o.get('count', 1)}x {o.get('name')}"
+
+
+def _int(v: object, default: int) -> int:
+    return int(v) if isinstance(v, (int, float)) else default
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def fmt_hours(h: float | None) -> str:
+    """A duration a person reads at once: seconds, minutes, hours or days (never "0.0 h")."""
+    if h is None or not math.isfinite(h):
+        return "n/a"
+    s = h * 3600
+    if s < 1:
+        return "under 1 s"
+    if s < 90:
+        return f"{s:.0f} s"
+    if h < 1.5:
+        return f"{s / 60:.0f} min"
+    if h < 100:
+        return f"{h:.0f} h" if abs(h - round(h)) < 1e-9 else f"{h:.1f} h"
+    if h < 1000:
+        return f"{h:.0f} h"
+    return f"{h / 24:,.0f} days"
+
+
+def _range(o: dict[str, object]) -> str:
+    lo, hi = o.get("time_low_h"), o.get("time_high_h")
+    if lo is None or hi is None:
+        return ""
+    return f" (range {fmt_hours(float(lo))} to {fmt_hours(float(hi))})"  # type: ignore[arg-type]
+
+
+def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
+    """(choice, rationale) in words, money through the face's formatter."""
+    deadline = fmt_hours(rec.deadline_hours)
+    o = rec.option
+    parts: list[str] = []
+    if rec.action == "none" or o is None:
+        choice = "no option in the catalog fits this workload"
+        parts.append(f"{rec.workload} does not fit any catalog GPU with these settings, even sharded; raise the GPU limit or use LoRA/QLoRA.")
+    else:
+        name = option_name(o)
+        t = fmt_hours(o.get("total_time_h"))  # type: ignore[arg-type]
+        cost = o.get("cost_usd")
+        if rec.action == "cpu":
+            choice = f"train on {name} (~{t})"
+            parts.append(f"{rec.workload} is small enough that the CPU finishes in about {t}{_range(o)}, inside your {deadline} deadline. "
+                         "A GPU would be faster, but you do not need one.")
+            if rec.own:
+                parts.append(f"{_cap(option_name(rec.own))} would take about {fmt_hours(rec.own.get('total_time_h'))}.")  # type: ignore[arg-type]
+        elif rec.action == "have":
+            choice = f"Use {name} (~{t})"
+            energy = f"; electricity about {money(float(cost))}" if isinstance(cost, (int, float)) else ""
+            verb = "finish" if _int(o.get("count"), 1) > 1 else "finishes"
+            parts.append(f"You already have what you need: {name} {verb} in about {t}{_range(o)}, inside your {deadline} deadline{energy}.")
+        elif rec.action in ("buy", "rent"):
+            verb = "rent" if rec.action == "rent" else "buy"
+            if verb == "buy" and rec.own and rec.own.get("gpu_id") == o.get("gpu_id"):
+                extra = _int(o.get("count"), 1) - _int(rec.own.get("count"), 0)
+                choice = f"buy {extra} more {o.get('name')} ({o.get('count')} in all)"
+            else:
+                choice = f"{verb} {name}"
+            costs = []
+            if o.get("cloud_cost_usd") is not None:
+                costs.append(f"{money(float(o['cloud_cost_usd']))} rented")  # type: ignore[arg-type]
+            if o.get("buy_cost_usd") is not None:
+                costs.append(f"{money(float(o['buy_cost_usd']))} to buy and run")  # type: ignore[arg-type]
+            cost_txt = (" for about " + " or ".join(costs)) if costs else ""
+            lead = ""
+            if rec.own:
+                lead = f"{_cap(option_name(rec.own))} would need ~{fmt_hours(rec.own.get('total_time_h'))}, beyond your {deadline} deadline. "  # type: ignore[arg-type]
+            elif rec.per_stage.get("1") and rec.per_stage["1"].get("total_time_h"):  # type: ignore[union-attr]
+                lead = f"The CPU would need ~{fmt_hours(rec.per_stage['1']['total_time_h'])}, beyond your {deadline} deadline. "  # type: ignore[index, arg-type]
+            where = {2: "one consumer card is enough", 3: "a workstation with these cards or rented datacenter GPUs",
+                     4: "more than one machine"}[rec.stage]
+            parts.append(f"{lead}{_cap(name)} finishes in about {t}{_range(o)}{cost_txt}: {where}.")
+            choice = _cap(choice) + f" (~{t})"
+        else:  # miss
+            choice = f"{name} (~{t})"
+            budget = f" and the {money(rec.budget_usd)} budget" if rec.budget_usd else ""
+            parts.append(f"No option meets both the {deadline} deadline{budget}. The fastest option is {name}, about {t}{_range(o)}. "
+                         "Relax the deadline or budget, or shrink the workload.")
+        if rec.crosses_deadline:
+            parts.append(f"Its error range reaches past your {deadline} deadline (up to {fmt_hours(o.get('time_high_h'))}): "  # type: ignore[arg-type]
+                         "leave room, or pick a faster option.")
+    for x in rec.excluded:
+        parts.append(f"Left out of the plan: {x}.")
+    return choice, " ".join(parts)
+
+
+def verdict_line(rec: Recommendation, money: Money = usd) -> str:
+    """One line: the stage and the choice, as the CLI, the GUI and the report's cover print it."""
+    choice, _ = explain(rec, money)
+    return f"Stage {rec.stage} — {STAGE_SHORT[rec.stage]}: {choice}"

@@ -1,0 +1,195 @@
+"""Advice that starts from the user's machine, on simulated one- and two-GPU machines (fake NVML
+at the binding boundary, so detection and health run for real)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from gpuselect.app.machine import Machine, critical_problems, this_machine
+from gpuselect.app.money import MoneyFormat
+from gpuselect.app.workflows import (
+    WorkloadSpec,
+    assumptions,
+    estimate_for_machine,
+    load_workload,
+)
+from gpuselect.catalog import load_catalog
+from gpuselect.cli import main
+from gpuselect.estimate.api import Assumptions, EstimateRow, LocalEstimate
+from gpuselect.estimate.recommend import explain, plausible_count, recommend, time_range
+from gpuselect.health.model import Finding, Severity
+from gpuselect.health.rules import HealthReport
+from gpuselect.settings import Settings
+from gpuselect.workloads.presets import PRESETS, get_preset
+from tests.app.machines import a100x2, rtx3090
+
+S = Settings()
+
+
+def _estimate(machine: Machine, workload: str, deadline: float, settings: Settings = S):  # type: ignore[no-untyped-def]
+    return estimate_for_machine(get_preset(workload), assumptions(settings, deadline_hours=deadline), machine)
+
+
+def test_an_rtx3090_owner_who_has_enough_is_told_so() -> None:
+    rec = _estimate(this_machine(nvml=rtx3090()), "resnet50", 72).recommendation
+    assert rec.action == "have" and rec.deadline_met and rec.stage == 2
+    assert rec.own is not None and rec.own["count"] == 1 and "3090" in str(rec.own["name"])
+    _choice, why = explain(rec)
+    assert why.startswith("You already have what you need: your GeForce RTX 3090")
+    assert "to buy" not in why and "rented" not in why  # nothing to purchase
+
+
+def test_an_rtx3090_owner_who_lacks_speed_gets_a_purchase_not_their_own_card() -> None:
+    rec = _estimate(this_machine(nvml=rtx3090()), "llama-8b-qlora", 72).recommendation
+    assert rec.action in ("buy", "rent") and rec.option is not None
+    assert not (rec.option["gpu_id"] == rec.own["gpu_id"] and rec.option["count"] == 1)  # type: ignore[index]
+    _, why = explain(rec)
+    assert why.startswith("Your GeForce RTX 3090 would need")
+
+
+def test_two_a100_form_one_option() -> None:
+    result = _estimate(this_machine(nvml=a100x2(ecc_on_gpu1=False)), "resnet50", 72)
+    rec = result.recommendation
+    assert rec.action == "have" and rec.own is not None and rec.own["count"] == 2 and not rec.excluded
+    one = next(r for r in result.rows if r.gpu_id == rec.own["gpu_id"] and r.count == 1)
+    assert float(rec.own["total_time_h"]) < one.total_time_h  # two cards are faster than one
+    assert "your 2x A100" in explain(rec)[1]
+
+
+def test_a_critical_ecc_fault_keeps_the_card_out_and_is_said() -> None:
+    m = this_machine(nvml=a100x2(ecc_on_gpu1=True))
+    assert critical_problems(m) == {"gpu1": "3 uncorrectable ECC error(s) since the driver loaded"}
+    rec = _estimate(m, "resnet50", 72).recommendation
+    assert rec.own is not None and rec.own["count"] == 1
+    assert rec.excluded and rec.excluded[0].startswith("gpu1 (NVIDIA A100-SXM4-80GB)")
+    assert "Left out of the plan: gpu1" in explain(rec)[1] and "ECC" in explain(rec)[1]
+
+
+def test_a_busy_gpu_is_not_left_out() -> None:
+    snap = this_machine(nvml=rtx3090()).snapshot
+    busy = Finding("gpu.memory_held_by_others", Severity.CRITICAL, "gpu0 (NVIDIA GeForce RTX 3090)", "74 % held", "held")
+    broken = Finding("gpu.ecc", Severity.CRITICAL, "gpu3 (X)", "ECC errors", "x")
+    m = Machine(snap, HealthReport([busy, broken]))
+    assert critical_problems(m) == {"gpu3": "ECC errors"}
+
+
+def test_purchases_count_only_the_cards_the_user_lacks() -> None:
+    result = _estimate(this_machine(nvml=rtx3090()), "resnet50", 72)
+    price = load_catalog().get("nvidia-rtx-3090")
+    assert price is not None
+    row2 = next(r for r in result.rows if r.gpu_id == "nvidia-rtx-3090" and r.count == 2)
+    unit = price.street_price_usd or price.launch_price_usd
+    energy = row2.energy_kwh * 0.15
+    assert row2.buy_cost_usd == pytest.approx(unit + energy)  # one more card, not two
+    assert "buy 1 more" in (row2.note or "")
+
+
+def test_implausible_options_are_not_offered() -> None:
+    result = estimate_for_machine(get_preset("resnet50"), assumptions(S, max_gpus=64), None)
+    cat = load_catalog()
+    for r in result.rows:
+        e = cat.get(r.gpu_id)
+        assert plausible_count(e, r.count)
+        if e.form_factor == "laptop":
+            assert r.count == 1
+        if e.family in ("geforce", "radeon"):
+            assert r.count <= 4
+    assert any(r.count == 64 and r.family == "datacenter" for r in result.rows)
+
+
+def _row(gpu: str, hours: float, buy: float | None, cloud: float | None, band: float = 0.2, deadline: float = 72) -> EstimateRow:
+    return EstimateRow(gpu, gpu, "geforce", 1, True, 8, 1.0, 1.0, hours, buy, cloud, 1.0, 0.5, band, meets_deadline=hours <= deadline)
+
+
+SLOW_CPU = [LocalEstimate("cpu", "CPU", 1.0, 1e6, "measured", 0.5)]
+
+
+def test_options_without_a_price_are_not_recommended() -> None:
+    rows = [_row("unpriced", 1.0, None, None), _row("priced", 50.0, 900.0, None)]
+    rec = recommend(rows, SLOW_CPU, Assumptions(), PRESETS["resnet50"])
+    assert rec.option is not None and rec.option["gpu_id"] == "priced" and rec.action == "buy"
+
+
+def test_the_verdict_says_when_the_range_crosses_the_deadline() -> None:
+    rec = recommend([_row("g", 60.0, 900.0, None, band=0.5)], SLOW_CPU, Assumptions(deadline_hours=72), PRESETS["resnet50"])
+    assert rec.deadline_met and rec.crosses_deadline
+    assert time_range(60.0, 0.5) == (40.0, 90.0)
+    assert "reaches past your 72 h deadline (up to 90 h)" in explain(rec)[1]
+    safe = recommend([_row("g", 10.0, 900.0, None, band=0.5)], SLOW_CPU, Assumptions(deadline_hours=72), PRESETS["resnet50"])
+    assert not safe.crosses_deadline and "reaches past" not in safe.rationale
+
+
+def test_money_is_formatted_by_the_face() -> None:
+    rec = recommend([_row("g", 10.0, 1000.0, 50.0)], SLOW_CPU, Assumptions(), PRESETS["resnet50"])
+    choice, why = explain(rec, MoneyFormat("€", 0.5))
+    assert "€25 rented" in why and "€500 to buy" in why and "$" not in choice + why
+    assert "$50 rented" in rec.rationale  # the JSON keeps US dollars
+
+
+def test_small_jobs_read_in_minutes_or_seconds() -> None:
+    rec = recommend([_row("g", 0.01, 1000.0, None)], SLOW_CPU, Assumptions(), PRESETS["resnet50"])
+    assert "36 s" in rec.choice and "0.0 h" not in rec.rationale
+
+
+def test_settings_fill_what_the_face_left_open() -> None:
+    s = Settings(electricity_usd_per_kwh=0.4, default_deadline_hours=10, default_budget_usd=500)
+    a = assumptions(s)
+    assert (a.electricity_usd_per_kwh, a.deadline_hours, a.budget_usd) == (0.4, 10, 500)
+    a = assumptions(s, deadline_hours=20, budget_usd=0)
+    assert a.deadline_hours == 20 and a.budget_usd is None
+
+
+def test_a_config_with_lora_mode(tmp_path: Path) -> None:
+    cfg = tmp_path / "m" / "config.json"
+    cfg.parent.mkdir()
+    cfg.write_text(json.dumps({"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
+                               "intermediate_size": 8192, "vocab_size": 32000, "max_position_embeddings": 2048}))
+    full = load_workload(WorkloadSpec(config=str(cfg)))
+    lora = load_workload(WorkloadSpec(config=str(cfg), mode="lora"))
+    assert lora.trainable_params < full.trainable_params / 10
+
+
+def test_cli_estimate_follows_the_settings(capsys: pytest.CaptureFixture[str]) -> None:
+    folder = Path(os.environ["GPUSELECT_CONFIG_DIR"])
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "settings.json").write_text(json.dumps({"currency_symbol": "€", "usd_to_currency": 0.9, "electricity_usd_per_kwh": 0.3,
+                                                      "default_deadline_hours": 24}))
+    assert main(["estimate", "--workload", "resnet50", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "€0.270/kWh" in out and "deadline 24 h" in out and "buy €" in out
+    verdict = out.split("\n\n")[1]
+    assert "$" not in verdict
+
+
+def test_eight_busy_h100_stay_in_the_plan() -> None:
+    from tests.fakes import fake_nvml as F
+
+    m = this_machine(nvml=F.h100x8())
+    assert critical_problems(m) == {}  # busy is an availability warning, not a fault
+    rec = _estimate(m, "resnet50", 72).recommendation
+    assert rec.own is not None and rec.own["count"] == 8 and rec.action == "have" and rec.stage == 3
+
+
+def test_cli_estimate_on_a_two_a100_machine(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.fakes import fake_nvml as F
+
+    fake = F.a100x2_ecc()
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: fake)
+    assert main(["estimate", "--workload", "resnet50", "--top", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "You already have what you need: your A100 SXM4 80GB" in out
+    assert "Left out of the plan: gpu1" in out and "gpu1 (NVIDIA A100-SXM4-80GB): left out of the plan" in out
+
+
+def test_cli_estimate_on_eight_h100(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.fakes import fake_nvml as F
+
+    fake = F.h100x8()
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: fake)
+    assert main(["estimate", "--workload", "resnet50", "--top", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "Your 8x H100" in out and "together:" in out and "your 8x H100" in out

@@ -1,0 +1,238 @@
+"""The Estimate page's flows: advice on simulated one- and two-GPU machines, one currency
+everywhere, custom workloads (config.json with LoRA, a model file), charts that fit their panes,
+hover text that follows the workload, the memory bar, and a GUI thread that never waits."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import QPoint
+
+from gpuselect.gui.pages.estimate import EstimatePage
+from gpuselect.hardware.snapshot import detect
+from gpuselect.settings import Settings
+from gpuselect.workloads.presets import PRESETS
+from tests.fakes import fake_nvml as F
+
+
+def _page(qtbot, scenario: str | None = None, preset: str = "resnet50") -> EstimatePage:  # type: ignore[no-untyped-def]
+    page = EstimatePage()
+    qtbot.addWidget(page)
+    if scenario:
+        page.local_snapshot = detect(nvml=F.SCENARIOS[scenario](), probe=False)
+    page.presets.setCurrentRow(list(PRESETS).index(preset))
+    return page
+
+
+def _run(qtbot, page: EstimatePage, timeout_ms: int = 30_000) -> None:  # type: ignore[no-untyped-def]
+    before = page.result
+    page.recompute()
+    qtbot.waitUntil(lambda: page.result is not before and page.worker is None, timeout=timeout_ms)
+
+
+def test_one_rtx3090_that_is_enough(qtbot) -> None:
+    page = _page(qtbot, "rtx3090")
+    _run(qtbot, page)
+    text = page.recommendation.text()
+    assert "You already have what you need: your GeForce RTX 3090" in text and "to buy" not in text
+    page.shutdown()
+
+
+def test_two_a100_with_an_ecc_fault(qtbot) -> None:
+    page = _page(qtbot, "a100x2_ecc")
+    _run(qtbot, page)
+    text = page.recommendation.text()
+    assert "Left out of the plan: gpu1" in text and "ECC" in text
+    assert "your gpu1: left out" in text
+    assert page.result.recommendation.own["count"] == 1
+    page.shutdown()
+
+
+def test_currency_everywhere(qtbot) -> None:
+    page = _page(qtbot, "rtx3090", "llama-8b-qlora")
+    page.apply_settings(Settings(currency_symbol="€", usd_to_currency=0.5, electricity_usd_per_kwh=0.2))
+    _run(qtbot, page)
+    assert page.electricity.prefix() == "€" and page.electricity.value() == pytest.approx(0.1)
+    assert page.result.assumptions.electricity_usd_per_kwh == pytest.approx(0.2)  # the core still gets US dollars
+    verdict = page.recommendation.text()
+    assert "€" in verdict and "$" not in verdict
+    buy_col = 7
+    cells = [page.proxy.index(i, buy_col).data() for i in range(page.proxy.rowCount())]
+    assert any(c.startswith("€") for c in cells) and not any("$" in c for c in cells)
+    assert page.scatter_plot.getAxis("left").labelText == "cost (€)"
+    labels = [i.toPlainText() for i in page.stage_plot.getPlotItem().items if hasattr(i, "toPlainText")]
+    assert any("€" in t for t in labels) and not any("$" in t for t in labels)
+    row = next(r for r in page.result.rows if r.fits and r.cloud_cost_usd)
+    page._on_hover(None, [SimpleNamespace(data=lambda: (row, "rent"))])
+    assert "€" in page.hover.text() and "$" not in page.hover.text()
+    page.shutdown()
+
+
+def test_hover_follows_the_current_workload(qtbot) -> None:
+    page = _page(qtbot)
+    _run(qtbot, page)
+    old = next(r for r in page.result.rows if r.fits and r.cloud_cost_usd)
+    page.presets.setCurrentRow(list(PRESETS).index("bert_base_squad"))
+    _run(qtbot, page)
+    assert "Hover" in page.hover.text()  # cleared for the new workload
+    page._on_hover(None, [SimpleNamespace(data=lambda: (old, "rent"))])
+    assert "Hover" in page.hover.text()  # a point of the earlier workload says nothing
+    new = next(r for r in page.result.rows if r.fits and r.cloud_cost_usd)
+    page._on_hover(None, [SimpleNamespace(data=lambda: (new, "rent"))])
+    assert page.result.workload.name in page.hover.text()
+    page.shutdown()
+
+
+def test_inputs_show_the_workloads_real_values_and_small_jobs_read_in_minutes(qtbot) -> None:
+    page = _page(qtbot, None, "mnist-mlp")
+    w = PRESETS["mnist-mlp"]
+    assert page.dataset.value() == w.default_dataset_size and page.epochs.value() == w.default_epochs
+    _run(qtbot, page)
+    assert "0.0 h" not in page.recommendation.text()
+    assert any(u in page.recommendation.text() for u in (" s", " min"))
+    page.presets.setCurrentRow(list(PRESETS).index("resnet50"))
+    assert page.dataset.value() == PRESETS["resnet50"].default_dataset_size
+    page.shutdown()
+
+
+def test_a_config_json_with_lora(qtbot, tmp_path: Path) -> None:
+    cfg = tmp_path / "my-model" / "config.json"
+    cfg.parent.mkdir()
+    cfg.write_text(json.dumps({"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
+                               "intermediate_size": 8192, "vocab_size": 32000, "max_position_embeddings": 2048}))
+    page = _page(qtbot)
+    page.source.setCurrentIndex(1)
+    page.config_path.setText(str(cfg))
+    page.mode.setCurrentText("lora")
+    _run(qtbot, page)
+    w = page.result.workload
+    assert w.mode == "lora" and "my-model" in w.name and w.trainable_params < w.params / 10
+    assert page.dataset.value() == w.default_dataset_size  # the real figure, once the config was read
+    page.config_path.setText(str(tmp_path / "missing.json"))
+    _run_fail = page.result
+    page.recompute()
+    qtbot.waitUntil(lambda: "Cannot estimate" in page.error.text(), timeout=20_000)
+    assert page.result is _run_fail
+    page.shutdown()
+
+
+def test_a_model_file_is_profiled_in_the_worker(qtbot, tmp_path: Path) -> None:
+    model = tmp_path / "net.py"
+    model.write_text("import torch.nn as nn\n\ndef build():\n    return nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))\n")
+    page = _page(qtbot)
+    page.source.setCurrentIndex(2)
+    page.model_path.setText(str(model))
+    page.factory.setText("build")
+    page.input_shape.setText("64")
+    _run(qtbot, page, 120_000)  # imports torch to measure the model (in a subprocess once traced), slow on a loaded VM
+    assert page.result.workload.name.startswith("build from") and "net.py" in page.result.workload.name and page.result.workload.params == 64 * 32 + 32 + 32 * 10 + 10
+    page.input_shape.setText("sixty")
+    page.recompute()
+    assert "input shape" in page.error.text()
+    page.shutdown()
+
+
+def test_the_gui_thread_never_waits_for_an_estimate(qtbot) -> None:
+    page = _page(qtbot, "h100x8")
+    t0 = time.perf_counter()
+    page.recompute()
+    assert time.perf_counter() - t0 < 0.2 and page.worker is not None and page.result is None
+    qtbot.waitUntil(lambda: page.result is not None, timeout=30_000)
+    page.shutdown()
+
+
+@pytest.mark.parametrize("size", [(1024, 700), (1600, 1000)])
+def test_both_charts_fit_their_panes(qtbot, size: tuple[int, int]) -> None:
+    page = _page(qtbot, "a100x2_ecc", "llama-8b-qlora")
+    page.resize(*size)
+    page.show()
+    _run(qtbot, page)
+    qtbot.wait(50)
+    for plot in (page.stage_plot, page.scatter_plot):
+        assert plot.isVisible() and plot.width() >= 200 and plot.height() >= 180
+        top_left = plot.mapTo(page, QPoint(0, 0))
+        assert top_left.x() >= 0 and top_left.x() + plot.width() <= page.width()
+        assert top_left.y() >= 0 and top_left.y() + plot.height() <= page.height()
+    # every bar, whisker and the deadline lie inside the stage chart's range
+    (x0, x1), _ = page.stage_plot.getViewBox().viewRange()
+    per = [v for v in page.result.recommendation.per_stage.values() if v and v.get("total_time_h")]
+    for v in per:
+        for k in ("total_time_h", "time_low_h", "time_high_h"):
+            assert x0 <= math.log10(float(v[k])) <= x1
+    assert x0 <= math.log10(page.result.assumptions.deadline_hours) <= x1
+    page.shutdown()
+
+
+def test_memory_bar_shows_a_breakdown_when_the_row_has_one(qtbot) -> None:
+    page = _page(qtbot)
+    page.show()
+    page._show_memory(SimpleNamespace(count=1, name="GeForce RTX 3090", vram_gb=24.0))  # no breakdown: no bar
+    assert not page.memory_bar.isVisible()
+    row = SimpleNamespace(count=1, name="GeForce RTX 4090", vram_gb=24.0, peak_memory_gb=16.2,
+                          memory_breakdown_gb={"weights": 5.0, "gradients": 0.1, "optimizer": 0.6, "activations": 8.0, "logits": 1.5, "overhead": 1.0})
+    page._show_memory(row)
+    assert page.memory_bar.isVisible() and "needs 16.2 of 24 GB" in page.memory_text.text()
+    assert "activations: 8.0 GB" in page.memory_bar.toolTip()
+    page.shutdown()
+
+
+def test_a_palette_switch_redraws_the_charts_labels(qtbot) -> None:
+    from PySide6.QtGui import QColor, QPalette
+    from PySide6.QtWidgets import QApplication
+
+    page = _page(qtbot)
+    _run(qtbot, page)
+    app = QApplication.instance()
+    old = app.palette()
+    dark = QPalette(old)
+    dark.setColor(QPalette.ColorRole.Text, QColor(230, 230, 230))
+    try:
+        app.setPalette(dark)
+
+        def relabelled() -> bool:
+            texts = [i for i in page.stage_plot.getPlotItem().items if hasattr(i, "toPlainText")]
+            return bool(texts) and all(t.color == QColor(230, 230, 230) for t in texts)
+
+        qtbot.waitUntil(relabelled, timeout=5_000)
+    finally:
+        app.setPalette(old)
+    page.shutdown()
+
+
+def test_the_windows_last_benchmark_anchors_this_machine(qtbot) -> None:
+    from gpuselect.bench.model import BenchReport, DeviceResult
+    from gpuselect.gui.app import MainWindow
+
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.estimate.local_snapshot = detect(nvml=F.rtx3090(), probe=False)
+    w.bench.report = BenchReport([DeviceResult("cpu", "this CPU", "cpu", matmul_tflops={"fp32": 1.0})], True, "2.13")
+    _run(qtbot, w.estimate)
+    cpu = next(l for l in w.estimate.result.local if l.device == "cpu")
+    assert "measured" in cpu.basis and "unmeasured" not in cpu.basis
+    w.close()
+    qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=10_000)
+
+
+def test_settings_page_takes_prices_in_the_currency(qtbot) -> None:
+    from gpuselect.gui.pages.settings import SettingsPage
+
+    page = SettingsPage()
+    qtbot.addWidget(page)
+    page.symbol.setText("€")
+    page.rate.setValue(0.5)
+    page.electricity.setValue(0.2)
+    page.budget.setValue(1000)
+    assert page.electricity.prefix() == "€" and page.budget.prefix() == "€"
+    s = page.current()
+    assert s.electricity_usd_per_kwh == pytest.approx(0.4) and s.default_budget_usd == pytest.approx(2000)
+    page._show(s)
+    assert page.electricity.value() == pytest.approx(0.2) and page.budget.value() == pytest.approx(1000)

@@ -1,0 +1,159 @@
+"""The report from the application layer: page 1's summary, the recommended option in the table,
+chart marks on their axes, currency and redaction from the settings."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+pypdf = pytest.importorskip("pypdf")
+pytest.importorskip("reportlab")
+
+from reportlab.graphics.shapes import Line, String
+
+from gpuselect.app.machine import this_machine
+from gpuselect.app.workflows import (
+    assumptions,
+    build_machine_report,
+    estimate_for_machine,
+)
+from gpuselect.cli import main
+from gpuselect.report.model import scrub_paths
+from gpuselect.report.writers import (
+    LogAxis,
+    _scatter_chart,
+    _stage_chart,
+    place_labels,
+    to_pdf_bytes,
+)
+from gpuselect.settings import Settings
+from gpuselect.workloads.presets import get_preset
+from tests.app.machines import a100x2
+
+
+def _pages(pdf: bytes, tmp_path: Path) -> list[str]:
+    p = tmp_path / "x.pdf"
+    p.write_bytes(pdf)
+    return [page.extract_text() for page in pypdf.PdfReader(str(p)).pages]
+
+
+def _settings_file(values: dict) -> None:  # type: ignore[type-arg]
+    folder = Path(os.environ["GPUSELECT_CONFIG_DIR"])
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "settings.json").write_text(json.dumps(values))
+
+
+def test_log_axis_is_one_transform() -> None:
+    ax = LogAxis(0, 2, 100.0, 200.0)  # 1 h .. 100 h over 200 pt
+    assert ax.pos(1) == 100 and ax.pos(100) == 300 and ax.pos(10) == pytest.approx(200)
+    assert ax.pos(72) == pytest.approx(100 + 200 * math.log10(72) / 2)
+    assert LogAxis.covering([0.3, 72], 0, 1).lo == -1 and LogAxis.covering([0.3, 72], 0, 1).hi == 2
+
+
+def _chart(deadline: float = 72.0) -> dict:  # type: ignore[type-arg]
+    per = {"1": {"kind": "cpu", "name": "CPU", "total_time_h": 900.0, "time_low_h": 450.0, "time_high_h": 1800.0, "cost_usd": 0.0},
+           "2": {"kind": "buy", "name": "RTX", "count": 1, "total_time_h": 30.0, "time_low_h": 20.0, "time_high_h": 45.0, "cost_usd": 1500.0}}
+    pts = [(30.0, 1500.0, "1x RTX", "buy"), (5.0, 300.0, "8x H100", "rent"), (100.0, 200.0, "1x T4", "rent"), (12.0, 9000.0, "2x A6000", "buy")]
+    return {"per_stage": per, "points": pts, "deadline_h": deadline, "budget": None, "local": [(900.0, "cpu")], "stage": 2, "currency": "€"}
+
+
+def _strings(d) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    return {c.text: c.x for c in d.contents if isinstance(c, String)}
+
+
+@pytest.mark.parametrize("make", [_stage_chart, _scatter_chart])
+def test_the_deadline_line_sits_at_72_h_between_the_10_h_and_100_h_ticks(make) -> None:  # type: ignore[no-untyped-def]
+    d = make(_chart(72.0), 480.0, "Helvetica")
+    ticks = _strings(d)
+    x10, x100 = ticks["10 h"], ticks["100 h"]  # tick labels are centred on their tick
+    red = [c for c in d.contents if isinstance(c, Line) and c.strokeDashArray == [3, 2]]
+    assert len(red) == 1 and red[0].x1 == red[0].x2
+    assert red[0].x1 == pytest.approx(x10 + (x100 - x10) * math.log10(7.2), abs=0.01)
+
+
+def test_scatter_marks_sit_on_their_axes() -> None:
+    d = _scatter_chart(_chart(), 480.0, "Helvetica")
+    ax, ay = d._axes
+    ticks = _strings(d)
+    assert ticks["1 h"] == pytest.approx(ax.pos(1.0)) and ticks["100 h"] == pytest.approx(ax.pos(100.0))
+    # the Pareto front's vertices are the points themselves
+    from reportlab.graphics.shapes import PolyLine
+
+    front = next(c for c in d.contents if isinstance(c, PolyLine))
+    assert front.points[:2] == pytest.approx([ax.pos(5.0), ay.pos(300.0)])
+    assert "rent (cloud, on demand)" in ticks and "buy (price + electricity)" in ticks and "€1k" in ticks
+
+
+def test_labels_never_overlap() -> None:
+    anchors = [(100.0, 100.0, "fastest: 8x H100 (rent)"), (101.0, 100.5, "cheapest: 1x T4 (rent)"), (102.0, 99.0, "your cpu")]
+    placed = place_labels(anchors, "Helvetica", 6.5, (0, 0, 400, 300))
+    from gpuselect.report.writers import _label_box, _overlaps
+
+    boxes = [_label_box(x, y, t, "Helvetica", 6.5) for x, y, t in placed]
+    assert len(placed) == 3
+    assert not any(_overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def test_summary_on_page_1_and_the_recommended_option_in_the_table(tmp_path: Path) -> None:
+    m = this_machine(nvml=a100x2())
+    s = Settings(currency_symbol="€", usd_to_currency=0.9)
+    result = estimate_for_machine(get_preset("llama-8b-qlora"), assumptions(s), m)
+    report = build_machine_report(m, result, settings=s)
+    rec = result.recommendation
+    assert report.summary.startswith(f"Stage {rec.stage}") and "critical" in report.summary and "gpu1" in report.summary
+    pages = _pages(to_pdf_bytes(report), tmp_path)
+    first = " ".join(pages[0].split())
+    assert "Left out of the plan: gpu1" in first and "€" in first
+    est = next(sec for sec in report.sections if sec.title == "Estimates")
+    assert sum("(recommended)" in row[0] for row in est.table) == 1  # type: ignore[union-attr]
+    assert est.table[0][4] == "Buy (€)"  # type: ignore[index]
+    text = "\n".join(pages)
+    assert "$" not in "".join(report.summary + "".join(est.lines))
+    assert "one consumer GPU" in text and "workstation / rented GPUs" in text  # the CLI's stage names
+
+
+def test_the_recommended_option_is_in_the_table_even_when_slow(tmp_path: Path) -> None:
+    from gpuselect.report.model import build_report
+
+    m = this_machine(nvml=a100x2())
+    result = estimate_for_machine(get_preset("resnet50"), assumptions(Settings(), deadline_hours=2000, max_gpus=1), None)
+    report = build_report(m.snapshot, m.health, estimate=result, top=1)
+    est = next(sec for sec in report.sections if sec.title == "Estimates")
+    rec = result.recommendation
+    assert rec.option is not None and any(f"{rec.option['count']}x {rec.option['name']}  (recommended)" == r[0] for r in est.table)  # type: ignore[union-attr]
+
+
+def test_settings_redaction_applies_to_the_cli_report(tmp_path: Path) -> None:
+    _settings_file({"redact_reports": True})
+    cfg = tmp_path / "secret-project" / "llama" / "config.json"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text(json.dumps({"model_type": "llama", "hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
+                               "intermediate_size": 1024, "vocab_size": 1000}))
+    out = tmp_path / "r.md"
+    assert main(["report", "-o", str(out), "--config", str(cfg)]) == 0
+    body = out.read_text()
+    assert socket.gethostname() not in body and "[redacted]" in body
+    assert "secret-project" not in body and "config.json" in body
+    assert main(["report", "-o", str(out), "--no-redact"]) == 0  # the flag overrides the setting
+    assert socket.gethostname() in out.read_text()
+
+
+def test_scrub_paths() -> None:
+    assert scrub_paths("computed from /home/u/p/config.json (x)") == "computed from config.json (x)"
+    assert scrub_paths("read from C:\\Users\\u\\m.py: 3 layers") == "read from m.py: 3 layers"
+    assert scrub_paths("no path here, 3 layers") == "no path here, 3 layers"
+
+
+def test_cli_report_money_in_the_settings_currency(tmp_path: Path) -> None:
+    _settings_file({"currency_symbol": "CHF", "usd_to_currency": 0.8})
+    out = tmp_path / "r.json"
+    assert main(["report", "-o", str(out), "--workload", "resnet50"]) == 0
+    doc = json.loads(out.read_text())["report"]
+    est = next(s for s in doc["sections"] if s["title"] == "Estimates")
+    assert est["table"][0][4] == "Buy (CHF)" and "$" not in " ".join(est["lines"])
+    assert est["chart"]["currency"] == "CHF"
