@@ -13,6 +13,7 @@ from gpuselect.gui.models import FindingsModel
 from gpuselect.gui.plots import themed_plot
 
 HISTORY_S = 300
+MONITOR_INTERVAL_MS = 2000
 
 
 class _Signals(QObject):
@@ -89,10 +90,15 @@ class HardwarePage(QWidget):
         self._tsig = _Signals()
         self._tsig.telemetry.connect(self._on_telemetry)
         self._timer = QTimer(self)
-        self._timer.setInterval(2000)
+        self._timer.setInterval(MONITOR_INTERVAL_MS)
         self._timer.timeout.connect(self._sample)
         self._busy = False
         self._polling = False
+        self.telemetry_updates = 0  # readings drawn so far (the soak test counts them)
+
+    def set_monitor_interval(self, msecs: int) -> None:
+        """How often the live monitor samples (2 s by default; the soak test runs it faster)."""
+        self._timer.setInterval(msecs)
 
     @Slot()
     def refresh(self) -> None:
@@ -136,6 +142,7 @@ class HardwarePage(QWidget):
     @Slot(object)
     def _on_telemetry(self, readings: dict[str, dict[str, Any]]) -> None:
         self._polling = False
+        self.telemetry_updates += 1
         now = time.monotonic()
         for uuid, r in readings.items():
             hist = self._history.setdefault(uuid, collections.deque(maxlen=HISTORY_S // 2 + 1))
