@@ -44,25 +44,32 @@ class MainWindow(QMainWindow):
         self.hardware.detected.connect(self._on_detected)
         refresh = QAction("&Refresh hardware", self, shortcut=QKeySequence.StandardKey.Refresh, triggered=self.hardware.refresh)
         quit_ = QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit, triggered=self.close)
-        self.export_action = QAction("&Export PDF report…", self, shortcut=QKeySequence("Ctrl+E"), triggered=self.export_report)
+        self.export_action = QAction("&Export PDF report…", self, shortcut=QKeySequence("Ctrl+E"))
+        self.export_action.triggered.connect(lambda _checked=False: self.export_report())
         menu = self.menuBar().addMenu("&File")
         menu.addAction(refresh)
         menu.addAction(self.export_action)
         menu.addSeparator()
         menu.addAction(quit_)
+        # On the window too, so the shortcuts work whether or not the menu bar is shown (native
+        # menu bars, full screen).
+        self.addActions([refresh, self.export_action, quit_])
         self.settings = QSettings(ORG, APP)
         self._restore()
         self.snapshot: object = None
         self._export_worker: object = None
 
     @Slot()
-    def export_report(self, path: str | None = None) -> None:
+    def export_report(self) -> None:
+        """File -> Export (Ctrl+E): ask where, then write. Takes no argument on purpose: QAction's
+        ``triggered(bool checked)`` would otherwise arrive as the path."""
+        path, _ = QFileDialog.getSaveFileName(self, "Export report", "gpuselect-report.pdf", "PDF (*.pdf);;Markdown (*.md);;JSON (*.json)")
+        if path:
+            self.export_to(path)
+
+    def export_to(self, path: str) -> None:
         """Build the report from what the pages hold (hardware, last benchmark, current estimate)
         and write it in a worker; the same builder as `gpuselect report`."""
-        if path is None:
-            path, _ = QFileDialog.getSaveFileName(self, "Export report", "gpuselect-report.pdf", "PDF (*.pdf);;Markdown (*.md);;JSON (*.json)")
-            if not path:
-                return
         from gpuselect.gui.workers import GeneratorWorker, call_in_generator
 
         snapshot, bench, result = self.snapshot, self.bench.report, self.estimate.result

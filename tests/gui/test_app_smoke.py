@@ -250,7 +250,7 @@ def test_export_report_from_the_window(qtbot, tmp_path) -> None:
     w.estimate.recompute()
     qtbot.waitUntil(lambda: w.estimate.result is not None, timeout=20_000)
     out = tmp_path / "from-gui.md"
-    w.export_report(str(out))
+    w.export_to(str(out))
     qtbot.waitUntil(lambda: out.exists(), timeout=20_000)
     text = out.read_text()
     assert "## Estimates" in text and "## Health" in text
