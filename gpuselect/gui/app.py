@@ -137,14 +137,22 @@ class MainWindow(QMainWindow):
         super().changeEvent(event)
 
     def wait_for_workers(self, msecs: int = 10_000) -> bool:
-        return QThreadPool.globalInstance().waitForDone(msecs)
+        """True when no pooled job (detection, telemetry) and no worker thread is running."""
+        from gpuselect.gui.workers import live_workers
+
+        return QThreadPool.globalInstance().waitForDone(msecs) and not live_workers()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt naming
+        from gpuselect.gui.workers import shutdown_all
+
         self.save_settings()
         self.hardware.stop()
         self.bench.shutdown()
         self.estimate.shutdown()
-        self.wait_for_workers()
+        # Every GeneratorWorker (the pages' and the export) registers itself: cancel and wait for
+        # all of them, so no QThread is destroyed while running.
+        shutdown_all()
+        QThreadPool.globalInstance().waitForDone(10_000)
         super().closeEvent(event)
 
 
