@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from PySide6.QtCore import QEvent, QSettings, QThreadPool, QTimer, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMessageBox, QTabWidget
 
 from gpuselect.gui.pages.bench import BenchPage
@@ -54,6 +54,15 @@ class MainWindow(QMainWindow):
         # On the window too, so the shortcuts work whether or not the menu bar is shown (native
         # menu bars, full screen).
         self.addActions([refresh, self.export_action, quit_])
+        view = self.menuBar().addMenu("&View")
+        self.theme_actions: dict[str, QAction] = {}
+        group = QActionGroup(self)
+        for name, label in (("system", "&System colours"), ("light", "&Light"), ("dark", "&Dark")):
+            act = QAction(label, self, checkable=True)
+            act.triggered.connect(lambda _checked=False, n=name: self.set_theme(n))
+            group.addAction(act)
+            view.addAction(act)
+            self.theme_actions[name] = act
         self.settings = QSettings(ORG, APP)
         self._restore()
         self.snapshot: object = None
@@ -114,8 +123,19 @@ class MainWindow(QMainWindow):
         if geometry is not None:
             self.restoreGeometry(geometry)
         self.tabs.setCurrentIndex(int(s.value("window/tab", 0) or 0))
+        theme = str(s.value("window/theme", "system"))
+        self.set_theme(theme if theme in self.theme_actions else "system", save=False)
         e = self.estimate
         e.precision.setCurrentText(str(s.value("estimate/precision", "bf16")))
+
+    def set_theme(self, name: str, save: bool = True) -> None:
+        """Light, dark or the system's colours, now; the charts follow (changeEvent below)."""
+        from gpuselect.gui.theme import apply_theme_name
+
+        apply_theme_name(name)
+        self.theme_actions[name].setChecked(True)
+        if save:
+            self.settings.setValue("window/theme", name)
 
     def save_settings(self) -> None:
         s = self.settings
