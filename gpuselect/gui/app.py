@@ -114,6 +114,7 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _on_detected(self, snapshot: object) -> None:
         self.snapshot = snapshot
+        self.bench.set_snapshot(snapshot)
         self.estimate.local_snapshot = snapshot
         self.estimate.recompute()
 
