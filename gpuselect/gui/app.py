@@ -11,7 +11,13 @@ import sys
 
 from PySide6.QtCore import QEvent, QSettings, QThreadPool, QTimer, Slot
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMessageBox, QTabWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QFileDialog,
+    QMainWindow,
+    QMessageBox,
+    QTabWidget,
+)
 
 from gpuselect.gui.pages.bench import BenchPage
 from gpuselect.gui.pages.catalog import CatalogPage

@@ -87,7 +87,7 @@ def test_no_gpu_hides_the_table_and_the_monitor(qtbot, monkeypatch: pytest.Monke
     w = _window(qtbot, monkeypatch, F.FakeNVML(init_error=F.INIT_FAILURES["library_not_found"]))
     page = w.hardware
     assert page.gpu_table.isHidden() and page.monitor.isHidden()
-    assert page.status.text().startswith("no GPU")
+    assert page.status.text().startswith("No GPU found")
     assert "no_gpu" in str(page.findings_groups()) or page.findings_tree.topLevelItemCount() > 0
     _close(qtbot, w)
 

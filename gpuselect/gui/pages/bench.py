@@ -128,6 +128,7 @@ class BenchPage(QWidget):
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.table)
         split.addWidget(plots)
+        self.split = split
         lay = QVBoxLayout(self)
         lay.addLayout(top)
         lay.addWidget(self.progress)
@@ -188,7 +189,7 @@ class BenchPage(QWidget):
         self.start_button.setEnabled(True)
         self.cancel_button.setEnabled(False)
         self.model.set_rows(result_rows(report))
-        self.step.setText(("Cancelled: partial results" if report.cancelled else f"Done in {report.duration_s:.1f} s"))
+        self.step.setText("Cancelled: partial results" if report.cancelled else f"Done in {report.duration_s:.1f} s")
         self._plot(report)
         self._show_notice(torch_gpu_notice(self.snapshot, report))
 
@@ -209,7 +210,12 @@ class BenchPage(QWidget):
         self.batch_plot.clear()
         has_steps = any(d.train_steps for d in report.devices)
         self.batch_plot.setVisible(has_steps)
-        self.plots.setVisible(bool(bars) or has_steps)
+        show = bool(bars) or has_steps
+        if show and self.plots.isHidden():
+            # A pane hidden at start has no height in the splitter: give the charts room.
+            total = max(sum(self.split.sizes()), 400)
+            self.split.setSizes([total * 11 // 20, total - total * 11 // 20])
+        self.plots.setVisible(show)
         for i, d in enumerate(report.devices):
             for j, model in enumerate(sorted({s.model for s in d.train_steps})):
                 pts = [(s.batch_size, s.samples_per_s) for s in d.train_steps if s.model == model]

@@ -13,7 +13,17 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QModelIndex, QObject, QRect, QRunnable, Qt, QThreadPool, QTimer, Signal, Slot
+from PySide6.QtCore import (
+    QModelIndex,
+    QObject,
+    QRect,
+    QRunnable,
+    Qt,
+    QThreadPool,
+    QTimer,
+    Signal,
+    Slot,
+)
 from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import (
     QApplication,
@@ -372,8 +382,17 @@ class HardwarePage(QWidget):
         c = report.counts
         n = len(snap.gpus)
         gpus = "no GPU" if n == 0 else f"{n} GPU" + ("s" if n > 1 else "")
-        self.status.setText(f"{gpus}. Health: {c.get('critical', 0)} critical, {c.get('warning', 0)} warning(s), "
-                            f"{c.get('info', 0)} info, {c.get('ok', 0)} passed.")
+        health = (f"Health: {c.get('critical', 0)} critical, {c.get('warning', 0)} warning(s), "
+                  f"{c.get('info', 0)} info, {c.get('ok', 0)} passed.")
+        if n == 0:
+            cpu = snap.cpu.model or "the CPU"
+            cores = f", {snap.cpu.logical_cores} threads" if snap.cpu.logical_cores else ""
+            self.status.setText(f"No GPU found: training runs on {cpu}{cores}, {snap.memory.total_bytes / GIB:.0f} GiB RAM. {health}")
+        else:
+            self.status.setText(f"{gpus}. {health}")
+        # Nothing wrong and no GPU: the machine's description is the useful view.
+        quiet = n == 0 and not c.get("critical") and not c.get("warning")
+        self.details.setCurrentWidget(self.summary if quiet else self.findings_tree)
         self._rows_by_uuid = {g.uuid: i for i, g in enumerate(snap.gpus) if g.uuid}
         self.gpus.set_rows(self._table_rows({}))
         self.gpu_table.setVisible(n > 0)
