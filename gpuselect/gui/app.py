@@ -170,8 +170,13 @@ class MainWindow(QMainWindow):
         return QThreadPool.globalInstance().waitForDone(msecs) and not live_workers()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt naming
-        from gpuselect.gui.workers import shutdown_all
+        from gpuselect.gui.workers import CLOSING_PROPERTY, shutdown_all
 
+        # No new work from here on: pending debounce timers stop, and a worker a late slot tries
+        # to start (an estimate "once more") does not start.
+        self.setProperty(CLOSING_PROPERTY, True)
+        for timer in self.findChildren(QTimer):
+            timer.stop()
         self.save_settings()
         self.hardware.stop()
         self.bench.shutdown()

@@ -76,6 +76,18 @@ def shutdown_all(timeout_ms: int = 60_000) -> bool:
     return ok
 
 
+CLOSING_PROPERTY = "gpuselect_closing"  # set on a window whose closeEvent has shut its workers down
+
+
+def _owner_closing(obj: QObject) -> bool:
+    o: QObject | None = obj.parent()
+    while o is not None:
+        if o.property(CLOSING_PROPERTY):
+            return True
+        o = o.parent()
+    return False
+
+
 class GeneratorWorker(QObject):
     """One run of a generator in its own thread. Create a new worker for each run."""
 
@@ -97,6 +109,11 @@ class GeneratorWorker(QObject):
         self.done = False
 
     def start(self) -> None:
+        if _owner_closing(self):
+            # Work queued by a slot that ran after the window closed (a debounce, "recompute
+            # once more"): never start a thread nobody will wait for.
+            self.done = True
+            return
         live_workers()  # prune finished ones
         _LIVE.append(self)  # the registry also keeps the Python objects (and the QThread) alive
         self._thread.start()

@@ -33,6 +33,8 @@ def main(argv: list[str]) -> int:
 
     def close_when_busy() -> None:
         state["live_at_close"] = len(workers.live_workers())
+        export = w._export_worker
+        state["export_running_at_close"] = export is not None and export._thread.isRunning()
         t0 = time.monotonic()
         w.close()
         state["close_s"] = round(time.monotonic() - t0, 2)

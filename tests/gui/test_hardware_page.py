@@ -125,3 +125,16 @@ def test_theme_switch_rethemes_every_chart_and_its_labels(qtbot, monkeypatch: py
     finally:
         w.set_theme("system")
     _close(qtbot, w)
+
+
+def test_monitor_failure_is_said_in_the_window(qtbot, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = F.rtx3090()
+    w = _window(qtbot, monkeypatch, fake)
+    page = w.hardware
+    page._stop_monitor()
+    fake.init_error = F.INIT_FAILURES["driver_not_loaded"]  # the driver went away after detection
+    page._timer.start()
+    page.set_monitor_interval(20)
+    qtbot.waitUntil(lambda: "unavailable" in page.legend.text(), timeout=10_000)
+    assert "not loaded" in page.legend.text()
+    _close(qtbot, w)

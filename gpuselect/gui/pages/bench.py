@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 from gpuselect.bench.model import BenchConfig
 from gpuselect.bench.text import measured
 from gpuselect.gui.models import Column, RowsModel
-from gpuselect.gui.plots import apply_theme, themed_plot
+from gpuselect.gui.plots import GPU_COLOURS, apply_theme, themed_plot
 from gpuselect.gui.workers import GeneratorWorker
 
 
@@ -114,7 +114,7 @@ class BenchPage(QWidget):
         self.spec_plot = themed_plot(title="% of spec", left="%")
         self.batch_plot = themed_plot(title="Training samples/s by batch size (CPU vs GPU)", left="samples/s", bottom="batch size")
         self.batch_plot.setLogMode(x=True, y=True)
-        self.batch_plot.addLegend()
+        self.batch_plot.addLegend(offset=(-10, -10))  # bottom right: large batches sit high, small ones low
         apply_theme(self.batch_plot)  # the legend too
         top = QHBoxLayout()
         for w in (self.quick, self.start_button, self.cancel_button):
@@ -220,8 +220,10 @@ class BenchPage(QWidget):
             for j, model in enumerate(sorted({s.model for s in d.train_steps})):
                 pts = [(s.batch_size, s.samples_per_s) for s in d.train_steps if s.model == model]
                 style = Qt.PenStyle.SolidLine if d.kind == "cpu" else Qt.PenStyle.DashLine
-                self.batch_plot.plot([p[0] for p in pts], [p[1] for p in pts], pen=pg.mkPen((j, 4), width=2, style=style),
-                                     symbol="o", name=f"{d.device} {model}")
+                colour = GPU_COLOURS[(j + 4 * (d.kind != "cpu")) % len(GPU_COLOURS)]  # one colour per series
+                self.batch_plot.plot([p[0] for p in pts], [p[1] for p in pts], pen=pg.mkPen(colour, width=2, style=style),
+                                     symbol="o" if d.kind == "cpu" else "s", symbolBrush=colour, symbolPen=colour,
+                                     name=f"{d.device} {model}")
 
     def shutdown(self) -> None:
         if self.worker is not None:

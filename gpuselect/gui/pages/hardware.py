@@ -500,6 +500,9 @@ class HardwarePage(QWidget):
         if not self._timer.isActive():
             return  # stopped meanwhile
         self.telemetry_updates += 1
+        if not readings and self.session.error:
+            self.legend.setText(f"Live monitor unavailable: {self.session.error}")  # said, not a crash
+            return
         now = time.monotonic()
         tops = {key: 0.0 for key, _t, _u in MONITOR_FIGURES}
         for uuid, r in readings.items():
