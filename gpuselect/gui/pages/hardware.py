@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import (
-    QModelIndex,
     QObject,
     QRect,
     QRunnable,
@@ -206,7 +205,7 @@ class GpuTableModel(RowsModel):
 class MemoryBarDelegate(QStyledItemDelegate):
     """VRAM used/total drawn as a bar with its figures on it (nvitop style)."""
 
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
         frac = index.data(Qt.ItemDataRole.UserRole)
         if frac is None:
             super().paint(painter, option, index)
@@ -223,7 +222,7 @@ class MemoryBarDelegate(QStyledItemDelegate):
         style = option.widget.style() if option.widget is not None else QApplication.style()
         style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter, option.widget)
 
-    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> Any:  # noqa: N802 - Qt naming
+    def sizeHint(self, option: QStyleOptionViewItem, index: Index) -> Any:  # noqa: N802 - Qt naming
         hint = super().sizeHint(option, index)
         hint.setWidth(max(hint.width() + 24, 170))
         return hint
@@ -237,7 +236,7 @@ class WrapDelegate(QStyledItemDelegate):
         super().__init__(view)
         self._view = view
 
-    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> Any:  # noqa: N802 - Qt naming
+    def sizeHint(self, option: QStyleOptionViewItem, index: Index) -> Any:  # noqa: N802 - Qt naming
         hint = super().sizeHint(option, index)
         text = str(index.data() or "")
         width = self._view.columnWidth(index.column()) - 8
@@ -468,7 +467,8 @@ class HardwarePage(QWidget):
         out = {}
         for i in range(self.findings_tree.topLevelItemCount()):
             it = self.findings_tree.topLevelItem(i)
-            out[str(it.data(0, Qt.ItemDataRole.UserRole))] = (it.childCount(), it.isExpanded())
+            if it is not None:
+                out[str(it.data(0, Qt.ItemDataRole.UserRole))] = (it.childCount(), it.isExpanded())
         return out
 
     def _set_legend(self, snap: Any) -> None:
