@@ -224,6 +224,21 @@ class BenchPage(QWidget):
                 self.batch_plot.plot([p[0] for p in pts], [p[1] for p in pts], pen=pg.mkPen(colour, width=2, style=style),
                                      symbol="o" if d.kind == "cpu" else "s", symbolBrush=colour, symbolPen=colour,
                                      name=f"{d.device} {model}")
+        self._log_ticks(report)
+
+    def _log_ticks(self, report: Any) -> None:
+        """Ticks at the batch sizes measured and at whole decades of samples/s (pyqtgraph's log
+        axes otherwise label every minor tick, unreadably close together)."""
+        import math
+
+        steps = [s for d in report.devices for s in d.train_steps if s.samples_per_s and s.samples_per_s > 0]
+        if not steps:
+            return
+        sizes = sorted({s.batch_size for s in steps})
+        self.batch_plot.getAxis("bottom").setTicks([[(math.log10(b), str(b)) for b in sizes], []])
+        lo = math.floor(math.log10(min(s.samples_per_s for s in steps)))
+        hi = math.ceil(math.log10(max(s.samples_per_s for s in steps)))
+        self.batch_plot.getAxis("left").setTicks([[(e, f"{10.0 ** e:g}") for e in range(lo, hi + 1)], []])
 
     def shutdown(self) -> None:
         if self.worker is not None:
