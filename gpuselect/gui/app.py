@@ -10,8 +10,14 @@ from __future__ import annotations
 import sys
 
 from PySide6.QtCore import QEvent, QSettings, QThreadPool, QTimer, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMessageBox, QTabWidget
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QFileDialog,
+    QMainWindow,
+    QMessageBox,
+    QTabWidget,
+)
 
 from gpuselect.gui.pages.bench import BenchPage
 from gpuselect.gui.pages.catalog import CatalogPage
@@ -45,25 +51,41 @@ class MainWindow(QMainWindow):
         self.hardware.detected.connect(self._on_detected)
         refresh = QAction("&Refresh hardware", self, shortcut=QKeySequence.StandardKey.Refresh, triggered=self.hardware.refresh)
         quit_ = QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit, triggered=self.close)
-        self.export_action = QAction("&Export PDF report…", self, shortcut=QKeySequence("Ctrl+E"), triggered=self.export_report)
+        self.export_action = QAction("&Export PDF report…", self, shortcut=QKeySequence("Ctrl+E"))
+        self.export_action.triggered.connect(lambda _checked=False: self.export_report())
         menu = self.menuBar().addMenu("&File")
         menu.addAction(refresh)
         menu.addAction(self.export_action)
         menu.addSeparator()
         menu.addAction(quit_)
+        # On the window too, so the shortcuts work whether or not the menu bar is shown (native
+        # menu bars, full screen).
+        self.addActions([refresh, self.export_action, quit_])
+        view = self.menuBar().addMenu("&View")
+        self.theme_actions: dict[str, QAction] = {}
+        group = QActionGroup(self)
+        for name, label in (("system", "&System colours"), ("light", "&Light"), ("dark", "&Dark")):
+            act = QAction(label, self, checkable=True)
+            act.triggered.connect(lambda _checked=False, n=name: self.set_theme(n))
+            group.addAction(act)
+            view.addAction(act)
+            self.theme_actions[name] = act
         self.settings = QSettings(ORG, APP)
         self._restore()
         self.snapshot: object = None
         self._export_worker: object = None
 
     @Slot()
-    def export_report(self, path: str | None = None) -> None:
+    def export_report(self) -> None:
+        """File -> Export (Ctrl+E): ask where, then write. Takes no argument on purpose: QAction's
+        ``triggered(bool checked)`` would otherwise arrive as the path."""
+        path, _ = QFileDialog.getSaveFileName(self, "Export report", "gpuselect-report.pdf", "PDF (*.pdf);;Markdown (*.md);;JSON (*.json)")
+        if path:
+            self.export_to(path)
+
+    def export_to(self, path: str) -> None:
         """Build the report from what the pages hold (hardware, last benchmark, current estimate)
         and write it in a worker; the same builder as `gpuselect report`."""
-        if path is None:
-            path, _ = QFileDialog.getSaveFileName(self, "Export report", "gpuselect-report.pdf", "PDF (*.pdf);;Markdown (*.md);;JSON (*.json)")
-            if not path:
-                return
         from gpuselect.gui.workers import GeneratorWorker, call_in_generator
 
         snapshot, bench, result = self.snapshot, self.bench.report, self.estimate.result
@@ -92,6 +114,7 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _on_detected(self, snapshot: object) -> None:
         self.snapshot = snapshot
+        self.bench.set_snapshot(snapshot)
         self.estimate.local_snapshot = snapshot
         self.estimate.recompute()
 
@@ -101,9 +124,20 @@ class MainWindow(QMainWindow):
         if geometry is not None:
             self.restoreGeometry(geometry)
         self.tabs.setCurrentIndex(int(s.value("window/tab", 0) or 0))
+        theme = str(s.value("window/theme", "system"))
+        self.set_theme(theme if theme in self.theme_actions else "system", save=False)
         e = self.estimate
         if s.value("estimate/precision"):  # else the page's own default (the estimator's first choice)
             e.precision.setCurrentText(str(s.value("estimate/precision")))
+
+    def set_theme(self, name: str, save: bool = True) -> None:
+        """Light, dark or the system's colours, now; the charts follow (changeEvent below)."""
+        from gpuselect.gui.theme import apply_theme_name
+
+        apply_theme_name(name)
+        self.theme_actions[name].setChecked(True)
+        if save:
+            self.settings.setValue("window/theme", name)
 
     def save_settings(self) -> None:
         s = self.settings
@@ -125,14 +159,27 @@ class MainWindow(QMainWindow):
         super().changeEvent(event)
 
     def wait_for_workers(self, msecs: int = 10_000) -> bool:
-        return QThreadPool.globalInstance().waitForDone(msecs)
+        """True when no pooled job (detection, telemetry) and no worker thread is running."""
+        from gpuselect.gui.workers import live_workers
+
+        return QThreadPool.globalInstance().waitForDone(msecs) and not live_workers()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt naming
+        from gpuselect.gui.workers import CLOSING_PROPERTY, shutdown_all
+
+        # No new work from here on: pending debounce timers stop, and a worker a late slot tries
+        # to start (an estimate "once more") does not start.
+        self.setProperty(CLOSING_PROPERTY, True)
+        for timer in self.findChildren(QTimer):
+            timer.stop()
         self.save_settings()
         self.hardware.stop()
         self.bench.shutdown()
         self.estimate.shutdown()
-        self.wait_for_workers()
+        # Every GeneratorWorker (the pages' and the export) registers itself: cancel and wait for
+        # all of them, so no QThread is destroyed while running.
+        shutdown_all()
+        QThreadPool.globalInstance().waitForDone(10_000)
         super().closeEvent(event)
 
 

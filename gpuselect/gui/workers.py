@@ -5,10 +5,15 @@ each yielded event becomes a ``progress`` signal, the generator's return value a
 signal, an exception a ``failed`` signal with one sentence. Cancelling sets a thread-safe
 ``threading.Event`` that the generator checks itself — a queued "cancel" slot would never run
 while the worker is busy. Threads are stopped with quit() + wait(), never terminate().
+
+Every worker registers itself while its thread runs (``live_workers``), so the window can cancel
+and wait for all of them on close (``shutdown_all``) — a QThread destroyed while running aborts
+the process.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import traceback
 from collections.abc import Callable, Generator
@@ -47,6 +52,42 @@ class _Runner(QObject):
             self.failed.emit(f"{type(exc).__name__}: {exc}")
 
 
+_LIVE: list[GeneratorWorker] = []  # started and not yet seen finished; touched on the GUI thread only
+
+
+def live_workers() -> list[GeneratorWorker]:
+    """The workers whose thread is still running (pruning the finished ones)."""
+    _LIVE[:] = [w for w in _LIVE if w._thread.isRunning()]
+    return list(_LIVE)
+
+
+def shutdown_all(timeout_ms: int = 60_000) -> bool:
+    """Cancel every live worker, then wait for each thread (window closing). Work that cannot be
+    cancelled mid-way (writing a report) is allowed to finish. False if one is still running."""
+    workers = live_workers()
+    for w in workers:
+        w.cancel_flag.set()
+    ok = True
+    for w in workers:
+        if not w.shutdown(timeout_ms):
+            print(f"gpuselect: a worker thread did not stop within {timeout_ms / 1000:.0f} s", file=sys.stderr)
+            ok = False
+    live_workers()
+    return ok
+
+
+CLOSING_PROPERTY = "gpuselect_closing"  # set on a window whose closeEvent has shut its workers down
+
+
+def _owner_closing(obj: QObject) -> bool:
+    o: QObject | None = obj.parent()
+    while o is not None:
+        if o.property(CLOSING_PROPERTY):
+            return True
+        o = o.parent()
+    return False
+
+
 class GeneratorWorker(QObject):
     """One run of a generator in its own thread. Create a new worker for each run."""
 
@@ -68,6 +109,13 @@ class GeneratorWorker(QObject):
         self.done = False
 
     def start(self) -> None:
+        if _owner_closing(self):
+            # Work queued by a slot that ran after the window closed (a debounce, "recompute
+            # once more"): never start a thread nobody will wait for.
+            self.done = True
+            return
+        live_workers()  # prune finished ones
+        _LIVE.append(self)  # the registry also keeps the Python objects (and the QThread) alive
         self._thread.start()
 
     def cancel(self) -> None:

@@ -294,49 +294,99 @@ def detect_nvidia(nvml: Any | None = None) -> tuple[NvmlStatus, list[GpuInfo]]:
         s.call("nvmlShutdown")
 
 
-def read_telemetry(nvml: Any | None = None) -> dict[str, dict[str, Any]]:
-    """Fast dynamic readings per GPU UUID (for before/after a benchmark and the live monitor).
+class TelemetrySession:
+    """One NVML session for a live monitor: initialise once, read many times, shut down once.
 
-    Keys: temperature_c, power_draw_w, sm_clock_mhz, memory_clock_mhz, clock_event_reasons,
-    utilization_percent, memory_used_bytes. Values may be None. ``{}`` without NVML; never raises.
+    ``read()`` returns fast dynamic readings per GPU UUID. Keys: index, temperature_c,
+    power_draw_w, power_limit_w, sm_clock_mhz, memory_clock_mhz, clock_event_reasons,
+    utilization_percent, memory_used_bytes, memory_total_bytes, pcie_generation, pcie_width,
+    processes. Values may be None; ``{}`` without NVML; never raises. Calls are not concurrent:
+    one reader at a time (the monitor samples from one worker).
     """
-    if nvml is None:
-        imported = import_pynvml()
-        if isinstance(imported, Unavailable):
-            return {}
-        nvml = imported
-    s = NvmlSession(nvml)
-    if isinstance(s.call("nvmlInit"), Unavailable):
-        return {}
-    out: dict[str, dict[str, Any]] = {}
-    try:
+
+    def __init__(self, nvml: Any | None = None) -> None:
+        self._nvml = nvml
+        self._s: NvmlSession | None = None
+        self._handles: list[tuple[int, Any, str]] = []  # (index, handle, uuid)
+        self.error: str | None = None  # why the session is not open
+
+    @property
+    def is_open(self) -> bool:
+        return self._s is not None
+
+    def open(self) -> bool:
+        if self._s is not None:
+            return True
+        nvml = self._nvml
+        if nvml is None:
+            imported = import_pynvml()
+            if isinstance(imported, Unavailable):
+                self.error = imported.reason
+                return False
+            nvml = imported
+        s = NvmlSession(nvml)
+        init = s.call("nvmlInit")
+        if isinstance(init, Unavailable):
+            self.error = init.reason
+            return False
+        self._s, self.error = s, None
+        self._handles = []
         count = s.call("nvmlDeviceGetCount")
         for index in range(0 if isinstance(count, Unavailable) else int(count)):
             h = s.call("nvmlDeviceGetHandleByIndex", index)
-            if isinstance(h, Unavailable):
-                continue
-            uuid = s.call("nvmlDeviceGetUUID", h)
-            if isinstance(uuid, Unavailable):
-                continue
+            uuid = None if isinstance(h, Unavailable) else s.call("nvmlDeviceGetUUID", h)
+            if uuid is not None and not isinstance(uuid, Unavailable):
+                self._handles.append((index, h, text(uuid)))
+        return True
+
+    def close(self) -> None:
+        if self._s is not None:
+            self._s.call("nvmlShutdown")
+        self._s, self._handles = None, []
+
+    def __enter__(self) -> TelemetrySession:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def read(self) -> dict[str, dict[str, Any]]:
+        s = self._s
+        if s is None:
+            return {}
+        out: dict[str, dict[str, Any]] = {}
+        for index, h, uuid in self._handles:
 
             def val(fn: str, *args: Any) -> Any:
                 r = s.call(fn, h, *args)
                 return None if isinstance(r, Unavailable) else r
 
             power = val("nvmlDeviceGetPowerUsage")
+            limit = val("nvmlDeviceGetEnforcedPowerLimit")
             mask = s.first(("nvmlDeviceGetCurrentClocksEventReasons", (h,)), ("nvmlDeviceGetCurrentClocksThrottleReasons", (h,)))
             util = val("nvmlDeviceGetUtilizationRates")
             mem = val("nvmlDeviceGetMemoryInfo")
-            out[text(uuid)] = {
+            procs = val("nvmlDeviceGetComputeRunningProcesses")
+            out[uuid] = {
                 "index": index,
                 "temperature_c": val("nvmlDeviceGetTemperature", TEMPERATURE_GPU),
                 "power_draw_w": power / 1000.0 if power is not None else None,
+                "power_limit_w": limit / 1000.0 if limit is not None else None,
                 "sm_clock_mhz": val("nvmlDeviceGetClockInfo", CLOCK_SM),
                 "memory_clock_mhz": val("nvmlDeviceGetClockInfo", CLOCK_MEM),
                 "clock_event_reasons": None if isinstance(mask, Unavailable) else decode_clock_event_reasons(int(mask)),
                 "utilization_percent": int(util.gpu) if util is not None else None,
                 "memory_used_bytes": int(mem.used) if mem is not None else None,
+                "memory_total_bytes": int(mem.total) if mem is not None else None,
+                "pcie_generation": val("nvmlDeviceGetCurrPcieLinkGeneration"),
+                "pcie_width": val("nvmlDeviceGetCurrPcieLinkWidth"),
+                "processes": len(procs) if procs is not None else None,
             }
-    finally:
-        s.call("nvmlShutdown")
-    return out
+        return out
+
+
+def read_telemetry(nvml: Any | None = None) -> dict[str, dict[str, Any]]:
+    """One reading in a session of its own (before/after a benchmark); see :class:`TelemetrySession`."""
+    with TelemetrySession(nvml) as session:
+        return session.read()

@@ -249,10 +249,14 @@ def rule_foreign_memory(g: GpuInfo) -> Iterable[Finding]:
     frac = held / g.memory_total_bytes
     who = ", ".join(f"{p.name or '?'} (pid {p.pid}, {(p.used_memory_bytes or 0) / GIB:.1f} GiB)" for p in others[:5])
     if frac >= th.warning:
-        sev = Severity.CRITICAL if frac >= th.critical else Severity.WARNING
-        yield Finding("gpu.memory_held_by_others", sev, _dev(g), f"{held / GIB:.1f} GiB of VRAM ({100 * frac:.0f} %) held by other processes",
-                      f"held by: {who}", remedy="stop those processes or pick another GPU; your batch size must shrink otherwise",
-                      value=round(frac, 3), threshold=th.critical if sev is Severity.CRITICAL else th.warning, unit="fraction of VRAM", source=th.source)
+        # Another job using the card is about availability, not a fault: a warning however much
+        # it holds (the card itself is fine; it is just not free).
+        most = " — most of the card is taken" if frac >= th.critical else ""
+        yield Finding("gpu.memory_held_by_others", Severity.WARNING, _dev(g),
+                      f"in use by another job: {held / GIB:.1f} GiB of VRAM ({100 * frac:.0f} %) held by other processes{most}",
+                      f"held by: {who}. The GPU is busy, not faulty.",
+                      remedy="wait for that job, ask its owner, or pick another GPU; otherwise your batch size must shrink",
+                      value=round(frac, 3), threshold=th.warning, unit="fraction of VRAM", source=th.source)
     elif others:
         yield Finding("gpu.memory_held_by_others", Severity.INFO, _dev(g), f"{len(others)} other process(es) use this GPU",
                       f"held by: {who}", value=round(frac, 3), threshold=th.warning, unit="fraction of VRAM", source=th.source)

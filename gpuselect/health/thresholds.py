@@ -46,7 +46,8 @@ PCIE_SOURCE = "NVIDIA DCGM: PCIe link speed and width drop when idle, so they ar
 #: Memory on a GPU held by other processes, as a fraction of its VRAM.
 FOREIGN_MEMORY = Threshold(
     warning=0.10, critical=0.50, unit="fraction of VRAM",
-    source="gpuselect: >10 % of VRAM held by others shrinks the batch you can train; >50 % halves it",
+    source="gpuselect: >10 % of VRAM held by others shrinks the batch you can train; >50 % halves it "
+           "(both a warning about availability: the card is busy, not faulty)",
 )
 #: Memory in use with no process visible (other containers, MPS, permission) — informational.
 UNATTRIBUTED_MEMORY_FRACTION = 0.10

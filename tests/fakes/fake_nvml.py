@@ -135,7 +135,7 @@ class FakeNVML:
             _raise(gpu.handle_error)
         return gpu
 
-    def _wave(self, h: FakeGpu, base: float, amplitude: float, period_s: float = 40.0) -> float:
+    def _wave(self, h: FakeGpu, base: float, amplitude: float, period_s: float = 120.0) -> float:
         """``base`` when not animated, else ``base`` plus a slow per-GPU-phased sine."""
         if not self.animate:
             return base

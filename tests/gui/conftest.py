@@ -14,3 +14,13 @@ def _isolated_qsettings(tmp_path, monkeypatch):
     QSettings.setDefaultFormat(QSettings.Format.IniFormat)
     QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path / "qsettings"))
     yield
+
+
+@pytest.fixture(autouse=True)
+def _no_worker_left_running(qtbot):
+    """Every GUI test ends with no GeneratorWorker thread still running (the registry in
+    gpuselect/gui/workers.py); a test that leaves one behind fails here."""
+    yield
+    from gpuselect.gui.workers import live_workers
+
+    qtbot.waitUntil(lambda: not live_workers(), timeout=30_000)

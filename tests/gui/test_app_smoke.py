@@ -38,11 +38,15 @@ def test_hardware_page_shows_gpus_and_findings(qtbot, monkeypatch: pytest.Monkey
     w.show()
     assert w.windowTitle() == "gpuselect"
     w.hardware.refresh()
-    qtbot.waitUntil(lambda: w.hardware.findings.rowCount() > 0, timeout=10_000)
+    qtbot.waitUntil(lambda: w.hardware.gpus.rowCount() > 0, timeout=10_000)
     assert "NVIDIA H100 80GB HBM3" in w.hardware.summary.toPlainText()
-    first = w.hardware.findings.index(0, 0)
-    assert first.data() == "CRITICAL"  # worst first, in words
-    assert first.data(Qt.ItemDataRole.DecorationRole) is not None  # and an icon, not colour alone
+    badge = w.hardware.gpus.index(0, 0)
+    assert badge.data() == "CRITICAL"  # the GPU's worst finding, in words
+    assert badge.data(Qt.ItemDataRole.DecorationRole) is not None  # and an icon, not colour alone
+    tree = w.hardware.findings_tree
+    first = tree.topLevelItem(0)
+    assert first.text(0).startswith("Critical (") and first.isExpanded()  # worst group first
+    assert not first.icon(0).isNull()
     assert "critical" in w.hardware.status.text()
     _close(qtbot, w)
 
@@ -250,7 +254,7 @@ def test_export_report_from_the_window(qtbot, tmp_path) -> None:
     w.estimate.recompute()
     qtbot.waitUntil(lambda: w.estimate.result is not None, timeout=20_000)
     out = tmp_path / "from-gui.md"
-    w.export_report(str(out))
+    w.export_to(str(out))
     qtbot.waitUntil(lambda: out.exists(), timeout=20_000)
     text = out.read_text()
     assert "## Estimates" in text and "## Health" in text
@@ -301,7 +305,9 @@ def test_live_monitor_plots_utilisation_temperature_power_and_clocks(qtbot, monk
     qtbot.waitUntil(lambda: w.hardware._timer.isActive(), timeout=10_000)
     w.hardware._sample()
     qtbot.waitUntil(lambda: len(w.hardware._curves) == 4, timeout=10_000)
-    labels = sorted(k.rsplit("-", 1)[1] for k in w.hardware._curves)
-    assert labels == sorted(["util %", "temp °C", "power W", "SM MHz/10"])
-    assert not w.hardware.plot.isHidden() and not w.hardware.plot2.isHidden()
+    figures = sorted(k.rsplit("-", 1)[1] for k in w.hardware._curves)
+    assert figures == sorted(["utilization_percent", "temperature_c", "power_draw_w", "sm_clock_mhz"])
+    assert not w.hardware.monitor.isHidden()
+    # One unit per chart, on its axis.
+    assert [w.hardware.plots[k].getAxis("left").labelText for k in ("utilization_percent", "temperature_c", "power_draw_w", "sm_clock_mhz")] == ["%", "°C", "W", "MHz"]
     _close(qtbot, w)

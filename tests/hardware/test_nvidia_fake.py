@@ -157,3 +157,27 @@ def test_decode_clock_event_reasons() -> None:
 )
 def test_bus_id_normalisation(raw: str, expected: str) -> None:
     assert normalise_bus_id(raw) == expected
+
+
+def test_telemetry_session_initialises_nvml_once_for_many_reads() -> None:
+    from gpuselect.hardware.nvidia import TelemetrySession
+
+    fake = F.h100x8()
+    with TelemetrySession(fake) as session:
+        readings = [session.read() for _ in range(5)]
+        assert fake.initialised == 1
+    assert fake.calls.count("nvmlInit") == 1 and fake.initialised == 0  # shut down once, at close
+    assert all(len(r) == 8 for r in readings)
+    gpu3 = readings[-1]["GPU-h100aaaa-0000-4000-8000-000000000003"]
+    assert gpu3["index"] == 3 and gpu3["memory_used_bytes"] == 60 * F.GIB and gpu3["processes"] == 1
+    assert gpu3["power_limit_w"] == 700.0 and gpu3["pcie_generation"] == 5 and gpu3["pcie_width"] == 16
+    assert session.read() == {}  # closed: no readings, no exception
+
+
+def test_telemetry_session_without_a_driver_says_why() -> None:
+    from gpuselect.hardware.nvidia import TelemetrySession
+
+    session = TelemetrySession(F.FakeNVML(init_error=F.INIT_FAILURES["driver_not_loaded"]))
+    assert not session.open() and "not loaded" in (session.error or "")
+    assert session.read() == {}
+    session.close()

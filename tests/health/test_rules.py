@@ -164,6 +164,16 @@ def test_memory_held_by_others() -> None:
     assert "4242" in f.detail
 
 
+def test_a_gpu_mostly_held_by_another_job_is_a_warning_about_availability() -> None:
+    report = evaluate(snap(F.h100x8()))
+    gpu3 = [f for f in report.findings if f.id == "gpu.memory_held_by_others" and f.device.startswith("gpu3")]
+    assert len(gpu3) == 1
+    f = gpu3[0]
+    assert f.severity is Severity.WARNING and f.value == 0.74  # 59.2 of 80 GiB: busy, not broken
+    assert "another job" in f.title and "not faulty" in f.detail
+    assert not [f for f in report.findings if f.id == "gpu.memory_held_by_others" and f.severity is Severity.CRITICAL]
+
+
 def test_own_process_does_not_count_as_others() -> None:
     import os
 

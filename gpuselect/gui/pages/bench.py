@@ -24,8 +24,32 @@ from PySide6.QtWidgets import (
 from gpuselect.bench.model import BenchConfig
 from gpuselect.bench.text import measured
 from gpuselect.gui.models import Column, RowsModel
-from gpuselect.gui.plots import themed_plot
+from gpuselect.gui.plots import GPU_COLOURS, apply_theme, themed_plot
 from gpuselect.gui.workers import GeneratorWorker
+
+
+def torch_gpu_notice(snapshot: Any, report: Any = None) -> str | None:
+    """A plain sentence when the machine has a GPU that torch cannot use (the benchmark then
+    measures the CPU only); None when there is nothing to say."""
+    if snapshot is None:
+        return None
+    gpus = [g for g in snapshot.gpus if g.vendor in ("NVIDIA", "AMD") and g.state == "ok"]
+    if not gpus:
+        return None
+    names = ", ".join(sorted({g.name or "GPU" for g in gpus}))
+    have = f"This machine has {len(gpus)} GPU{'s' if len(gpus) > 1 else ''} ({names})"
+    t = snapshot.torch
+    if t is None or not t.installed:
+        return f"{have}, but torch is not installed, so nothing can be benchmarked on it. Install a CUDA or ROCm build of torch."
+    if t.cpu_only_build:
+        return (f"{have}, but the installed torch {t.version} is a CPU-only build: it cannot use the GPU, so the benchmark "
+                "measures the CPU only. Install a CUDA (or ROCm) build of torch to benchmark the GPU.")
+    if report is not None and not any(d.kind != "cpu" for d in report.devices):
+        return (f"{have}, but torch {t.version} could not use it in this run, so only the CPU was measured "
+                "(check the driver and CUDA version on the Hardware page).")
+    if t.probed and t.sees_gpu is False:
+        return f"{have}, but torch {t.version} does not see it: check the driver and CUDA version on the Hardware page."
+    return None
 
 
 def result_rows(report: Any) -> list[tuple[str, str, float | None, str, float | None, str]]:
@@ -67,6 +91,12 @@ class BenchPage(QWidget):
         self.progress.setAccessibleName("Benchmark progress")
         self.step = QLabel("Measures matmul per precision, memory bandwidth, transfers and real training steps.")
         self.step.setAccessibleName("Current benchmark step")
+        self.notice = QLabel()
+        self.notice.setAccessibleName("Benchmark notice")
+        self.notice.setWordWrap(True)
+        self.notice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.notice.setVisible(False)
+        self.snapshot: Any = None
         self.model = RowsModel([
             Column("Device", lambda r: r[0]),
             Column("Figure", lambda r: r[1], tooltip="TF32: NVIDIA's 19-bit tensor-core format for FP32 matmuls"),
@@ -84,7 +114,8 @@ class BenchPage(QWidget):
         self.spec_plot = themed_plot(title="% of spec", left="%")
         self.batch_plot = themed_plot(title="Training samples/s by batch size (CPU vs GPU)", left="samples/s", bottom="batch size")
         self.batch_plot.setLogMode(x=True, y=True)
-        self.batch_plot.addLegend()
+        self.batch_plot.addLegend(offset=(-10, -10))  # bottom right: large batches sit high, small ones low
+        apply_theme(self.batch_plot)  # the legend too
         top = QHBoxLayout()
         for w in (self.quick, self.start_button, self.cancel_button):
             top.addWidget(w)
@@ -92,18 +123,31 @@ class BenchPage(QWidget):
         plots = QSplitter(Qt.Orientation.Horizontal)
         plots.addWidget(self.spec_plot)
         plots.addWidget(self.batch_plot)
+        self.plots = plots
+        plots.setVisible(False)  # nothing to show before a run
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.table)
         split.addWidget(plots)
+        self.split = split
         lay = QVBoxLayout(self)
         lay.addLayout(top)
         lay.addWidget(self.progress)
         lay.addWidget(self.step)
+        lay.addWidget(self.notice)
         lay.addWidget(split, 1)
         self.start_button.clicked.connect(self.start)
         self.cancel_button.clicked.connect(self.cancel)
         self.worker: GeneratorWorker | None = None
         self.report: Any = None
+
+    def set_snapshot(self, snapshot: Any) -> None:
+        """The detected machine: say plainly when it has a GPU that torch cannot use."""
+        self.snapshot = snapshot
+        self._show_notice(torch_gpu_notice(snapshot, self.report))
+
+    def _show_notice(self, text: str | None) -> None:
+        self.notice.setText(f"⚠ {text}" if text else "")
+        self.notice.setVisible(bool(text))
 
     @Slot()
     def start(self) -> None:
@@ -145,8 +189,9 @@ class BenchPage(QWidget):
         self.start_button.setEnabled(True)
         self.cancel_button.setEnabled(False)
         self.model.set_rows(result_rows(report))
-        self.step.setText(("Cancelled: partial results" if report.cancelled else f"Done in {report.duration_s:.1f} s"))
+        self.step.setText("Cancelled: partial results" if report.cancelled else f"Done in {report.duration_s:.1f} s")
         self._plot(report)
+        self._show_notice(torch_gpu_notice(self.snapshot, report))
 
     @Slot(str)
     def _on_failed(self, message: str) -> None:
@@ -161,15 +206,39 @@ class BenchPage(QWidget):
         if bars:
             self.spec_plot.addItem(pg.BarGraphItem(x=list(range(len(bars))), height=[100 * v for _, v in bars], width=0.6))
             self.spec_plot.getAxis("bottom").setTicks([[(i, label) for i, (label, _) in enumerate(bars)]])
-        else:
-            self.spec_plot.setTitle("% of spec: no catalogued GPU measured")
+        self.spec_plot.setVisible(bool(bars))  # no catalogued device measured: no empty chart
         self.batch_plot.clear()
+        has_steps = any(d.train_steps for d in report.devices)
+        self.batch_plot.setVisible(has_steps)
+        show = bool(bars) or has_steps
+        if show and self.plots.isHidden():
+            # A pane hidden at start has no height in the splitter: give the charts room.
+            total = max(sum(self.split.sizes()), 400)
+            self.split.setSizes([total * 11 // 20, total - total * 11 // 20])
+        self.plots.setVisible(show)
         for i, d in enumerate(report.devices):
             for j, model in enumerate(sorted({s.model for s in d.train_steps})):
                 pts = [(s.batch_size, s.samples_per_s) for s in d.train_steps if s.model == model]
                 style = Qt.PenStyle.SolidLine if d.kind == "cpu" else Qt.PenStyle.DashLine
-                self.batch_plot.plot([p[0] for p in pts], [p[1] for p in pts], pen=pg.mkPen((j, 4), width=2, style=style),
-                                     symbol="o", name=f"{d.device} {model}")
+                colour = GPU_COLOURS[(j + 4 * (d.kind != "cpu")) % len(GPU_COLOURS)]  # one colour per series
+                self.batch_plot.plot([p[0] for p in pts], [p[1] for p in pts], pen=pg.mkPen(colour, width=2, style=style),
+                                     symbol="o" if d.kind == "cpu" else "s", symbolBrush=colour, symbolPen=colour,
+                                     name=f"{d.device} {model}")
+        self._log_ticks(report)
+
+    def _log_ticks(self, report: Any) -> None:
+        """Ticks at the batch sizes measured and at whole decades of samples/s (pyqtgraph's log
+        axes otherwise label every minor tick, unreadably close together)."""
+        import math
+
+        steps = [s for d in report.devices for s in d.train_steps if s.samples_per_s and s.samples_per_s > 0]
+        if not steps:
+            return
+        sizes = sorted({s.batch_size for s in steps})
+        self.batch_plot.getAxis("bottom").setTicks([[(math.log10(b), str(b)) for b in sizes], []])
+        lo = math.floor(math.log10(min(s.samples_per_s for s in steps)))
+        hi = math.ceil(math.log10(max(s.samples_per_s for s in steps)))
+        self.batch_plot.getAxis("left").setTicks([[(e, f"{10.0 ** e:g}") for e in range(lo, hi + 1)], []])
 
     def shutdown(self) -> None:
         if self.worker is not None:

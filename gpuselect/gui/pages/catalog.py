@@ -69,6 +69,7 @@ class CatalogPage(QWidget):
         self.table = QTableView()
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
+        self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)  # A to Z until the user picks a column
         self.table.setAccessibleName("GPU catalog")
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.verticalHeader().setVisible(False)
@@ -82,6 +83,8 @@ class CatalogPage(QWidget):
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.table)
         split.addWidget(self.details)
+        split.setStretchFactor(0, 3)  # the table is what one scans; the sources need a few lines
+        split.setStretchFactor(1, 1)
         lay = QVBoxLayout(self)
         lay.addLayout(top)
         lay.addWidget(split, 1)

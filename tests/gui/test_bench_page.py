@@ -1,0 +1,54 @@
+"""Benchmark page: a GPU torch cannot use is said plainly; charts with nothing to show are hidden."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from gpuselect.bench.model import BenchConfig  # noqa: E402
+from gpuselect.gui.app import MainWindow  # noqa: E402
+from gpuselect.gui.pages.bench import BenchPage, torch_gpu_notice  # noqa: E402
+from gpuselect.hardware.snapshot import detect  # noqa: E402
+from tests.fakes import fake_nvml as F  # noqa: E402
+
+
+def test_notice_when_torch_cannot_use_the_gpu() -> None:
+    snap = detect(nvml=F.rtx3090(), probe=False)
+    snap.torch.cpu_only_build, snap.torch.version = True, "2.13.0+cpu"
+    text = torch_gpu_notice(snap)
+    assert text and "GeForce RTX 3090" in text and "CPU-only build" in text and "CPU only" in text
+    snap.torch.cpu_only_build, snap.torch.built_cuda = False, "12.8"
+    assert torch_gpu_notice(snap) is None  # a CUDA build: nothing to say before a run
+    snap.torch.installed = False
+    assert "not installed" in (torch_gpu_notice(snap) or "")
+    none = detect(nvml=F.FakeNVML(init_error=F.INIT_FAILURES["library_not_found"]), probe=False)
+    assert torch_gpu_notice(none) is None  # no GPU: the CPU benchmark is all there is
+
+
+def test_window_shows_the_notice_for_a_detected_gpu(qtbot, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: F.rtx3090())
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    w.hardware.refresh()
+    qtbot.waitUntil(lambda: w.bench.snapshot is not None, timeout=15_000)
+    if w.bench.snapshot.torch is not None and w.bench.snapshot.torch.cpu_only_build:  # the CPU-only dev venv
+        assert not w.bench.notice.isHidden() and "RTX 3090" in w.bench.notice.text()
+    assert w.bench.plots.isHidden()  # no run yet: no empty charts
+    w.close()
+    qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=20_000)
+
+
+def test_charts_without_data_stay_hidden_after_a_cpu_run(qtbot) -> None:
+    tiny = BenchConfig(quick=True, devices=("cpu",), budget_s=0.03, batch_sizes=(1, 4), models=("simple_cnn",))
+    page = BenchPage(config=tiny)
+    qtbot.addWidget(page)
+    page.show()
+    page.start()
+    qtbot.waitUntil(lambda: page.report is not None, timeout=60_000)
+    has_spec = any(d.spec_ratio for d in page.report.devices)
+    assert page.spec_plot.isHidden() is (not has_spec)  # the CPU has no catalogue spec: no empty bar chart
+    has_steps = any(d.train_steps for d in page.report.devices)
+    assert page.batch_plot.isHidden() is (not has_steps)
+    assert page.plots.isHidden() is (not (has_spec or has_steps))

@@ -1,0 +1,65 @@
+"""File -> Export through the menu route: the QAction and its Ctrl+E shortcut, with the save dialog
+answered by a stub (the action's ``checked`` flag once arrived as the path)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtWidgets import QFileDialog  # noqa: E402
+
+from gpuselect.gui.app import MainWindow  # noqa: E402
+
+
+def _answer_dialog(monkeypatch: pytest.MonkeyPatch, path: str, asked: list[str]) -> None:
+    def fake(*args: object, **kwargs: object) -> tuple[str, str]:
+        asked.append(path)
+        return path, "Markdown (*.md)"
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(fake))
+
+
+def _close(qtbot, w: MainWindow) -> None:
+    w.close()
+    qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=20_000)
+
+
+def test_export_action_opens_the_dialog_and_writes(qtbot, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "menu.md"
+    asked: list[str] = []
+    _answer_dialog(monkeypatch, str(out), asked)
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.export_action.trigger()  # what File -> Export does: triggered(checked=False)
+    assert asked == [str(out)]
+    qtbot.waitUntil(out.exists, timeout=30_000)
+    assert "## Health" in out.read_text()
+    qtbot.waitUntil(lambda: "Report written" in w.statusBar().currentMessage(), timeout=10_000)
+    _close(qtbot, w)
+
+
+def test_ctrl_e_shortcut_exports(qtbot, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "shortcut.md"
+    asked: list[str] = []
+    _answer_dialog(monkeypatch, str(out), asked)
+    w = MainWindow()
+    qtbot.addWidget(w)
+    with qtbot.waitActive(w):  # shortcuts go to the active window
+        w.show()
+        w.activateWindow()
+    qtbot.keyClick(w, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
+    assert asked == [str(out)]
+    qtbot.waitUntil(out.exists, timeout=30_000)
+    _close(qtbot, w)
+
+
+def test_cancelled_dialog_writes_nothing(qtbot, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+    _answer_dialog(monkeypatch, "", asked)
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.export_action.trigger()
+    assert asked == [""] and w._export_worker is None and list(tmp_path.iterdir()) == []
+    _close(qtbot, w)
