@@ -55,6 +55,8 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
                         help="gradient checkpointing (less memory, ~4/3 the compute); default: only where the model does not fit otherwise")
     parser.add_argument("--gpus", default="all", help="all, or comma-separated catalog ids")
     parser.add_argument("--max-gpus", type=_number(int, 1, 4096, "--max-gpus"), default=8, metavar="N")
+    parser.add_argument("--interconnect", metavar="FILE",
+                        help="a `gpuselect fleet` JSON report: use its measured all-reduce bandwidths for several GPUs instead of spec figures")
     bench = parser.add_mutually_exclusive_group()
     bench.add_argument("--bench", metavar="FILE", help="anchor this machine's estimates on a saved `gpuselect bench --format json` result")
     bench.add_argument("--bench-quick", action="store_true", help="run `gpuselect bench --quick` first (about 10 s) and anchor on it")
@@ -135,6 +137,14 @@ def _local(w, a, catalog, perf, bench):  # type: ignore[no-untyped-def]
     return out
 
 
+def _interconnect(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    if not getattr(args, "interconnect", None):
+        return None
+    from gpuselect.fleet.interconnect import load_interconnect
+
+    return load_interconnect(args.interconnect)
+
+
 def compute(args: argparse.Namespace, bench: dict | None):  # type: ignore[no-untyped-def, type-arg]
     """The estimate the options describe (used by ``estimate`` and ``report``)."""
     from gpuselect.catalog import load_catalog
@@ -155,7 +165,7 @@ def compute(args: argparse.Namespace, bench: dict | None):  # type: ignore[no-un
     a = Assumptions(precision=args.precision, batch_size=batch, dataset_size=args.dataset_size, epochs=args.epochs,
                     deadline_hours=args.deadline_hours, budget_usd=args.budget_usd,
                     electricity_usd_per_kwh=args.electricity_usd_per_kwh, optimizer=args.optimizer,
-                    checkpointing=args.checkpointing, max_gpus=args.max_gpus)
+                    checkpointing=args.checkpointing, max_gpus=args.max_gpus, interconnect=_interconnect(args))
     catalog = load_catalog()
     perf = default_model(catalog)
     gpu_ids = None if args.gpus == "all" else [g.strip() for g in args.gpus.split(",") if g.strip()]
@@ -190,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
     rec = result.recommendation
     print(f"{w.name}: {w.params / 1e6:,.1f} M parameters, {w.training_flops_per_sample / 1e9:,.2f} GFLOP per sample to train; "
           f"{a.precision}, {a.optimizer}, deadline {a.deadline_hours:g} h" + (f", budget ${a.budget_usd:,.0f}" if a.budget_usd else ""))
+    print("Several GPUs: " + (a.interconnect.describe() if a.interconnect else "spec link bandwidths (NVLink, PCIe, 25 GB/s between nodes)"))
     print(f"\nStage {rec.stage} — {rec.stage_name}: {rec.choice}\n{rec.rationale}\n")
     for l in result.local:
         t = f"~{l.total_time_h:,.1f} h" if l.total_time_h is not None else "n/a"

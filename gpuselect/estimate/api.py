@@ -13,6 +13,7 @@ from gpuselect.catalog.schema import GpuEntry
 from gpuselect.errors import UsageError
 from gpuselect.estimate.memory import OPTIMIZERS, fit_on_gpu, mixed, suggestions
 from gpuselect.estimate.perf import PerfModel, compute_peak
+from gpuselect.fleet.interconnect import MeasuredInterconnect, measured_link_gbs
 from gpuselect.workloads.model import Workload
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
@@ -38,6 +39,7 @@ class Assumptions:
     network_gbs: float = 25.0  # between nodes: 200 Gb/s InfiniBand per node
     comm_overlap: float = 0.5  # share of the all-reduce hidden behind the backward pass (DDP buckets)
     amortisation_years: float | None = None  # spread a purchase over its useful life (None: whole price)
+    interconnect: MeasuredInterconnect | None = None  # measured by `gpuselect fleet`; replaces spec links
 
     def validate(self) -> None:
         if self.precision not in PRECISIONS:
@@ -87,6 +89,8 @@ class EstimateRow:
     price_note: str | None = None
     note: str | None = None
     suggestions: list[str] = field(default_factory=list)
+    link_gbs: float | None = None  # several GPUs: the all-reduce link bandwidth used
+    link_basis: str | None = None  # "spec ..." or "measured ... (FILE)"
 
 
 @dataclass
@@ -168,14 +172,21 @@ def _price(e: GpuEntry) -> tuple[float | None, str | None]:
     return None, None
 
 
-def _link_gbs(e: GpuEntry, count: int, a: Assumptions) -> float:
-    """Per-direction bandwidth each GPU gets for the all-reduce."""
+def _link(e: GpuEntry, count: int, a: Assumptions) -> tuple[float, str]:
+    """Per-direction bandwidth each GPU gets for the all-reduce, and where it comes from."""
+    measured = measured_link_gbs(a.interconnect, count, a.gpus_per_node)
+    if measured is not None:
+        return measured
     if count > a.gpus_per_node:
-        return a.network_gbs / a.gpus_per_node * 2  # ring across nodes, hierarchical: node link shared
+        return a.network_gbs / a.gpus_per_node * 2, f"spec: {a.network_gbs:g} GB/s network per node"  # ring across nodes, hierarchical: node link shared
     if e.gpu_link_gbs:
-        return e.gpu_link_gbs / 2
+        return e.gpu_link_gbs / 2, "spec: GPU link (NVLink / Infinity Fabric)"
     per_direction = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}.get(e.pcie_gen or 3, 16.0)
-    return per_direction * 0.7  # PCIe protocol and peer-to-peer efficiency
+    return per_direction * 0.7, f"spec: PCIe gen{e.pcie_gen or 3}"  # PCIe protocol and peer-to-peer efficiency
+
+
+def _link_gbs(e: GpuEntry, count: int, a: Assumptions) -> float:
+    return _link(e, count, a)[0]
 
 
 def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel, band: float) -> EstimateRow:
@@ -213,7 +224,9 @@ def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel, 
     step_compute = fit.batch_size / one
     comm = 0.0
     if count > 1:
-        comm = 2 * (count - 1) / count * grad_bytes / (_link_gbs(e, count, a) * 1e9)
+        link, base.link_basis = _link(e, count, a)
+        base.link_gbs = round(link, 3)
+        comm = 2 * (count - 1) / count * grad_bytes / (link * 1e9)
         if sharded:
             comm *= 1.5  # FSDP: all-gather weights twice and reduce-scatter gradients
     step = step_compute + max(0.0, comm - a.comm_overlap * step_compute)

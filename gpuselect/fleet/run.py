@@ -153,7 +153,7 @@ class Progress:
             stuck = time.monotonic() - self.since
             if not fired and stuck > self.timeout_s + self.grace_s:
                 fired = True
-                self.on_timeout(f"stage '{self.name}' has run {stuck:.0f} s, past --timeout-s {self.timeout_s:g}")
+                self.on_timeout(f"this stage has run {stuck:.0f} s, past --timeout-s {self.timeout_s:g}")
 
     def diagnose(self, members: list[int] | None = None) -> list[str]:
         """Which ranks are gone or behind, in words; empty when every rank looks fine."""
@@ -288,11 +288,11 @@ def _say(rank: int, text: str) -> None:
 def build_report(state: _State, world: int, complete: bool) -> FleetReport:
     ranks = sorted(state.gathered or ([state.info] if state.info else []), key=lambda r: r.rank)
     nodes = summarise_nodes(ranks)
-    if world > 1:
+    if world > 1 and complete:
         for n in nodes:
             if len(n.ranks) == 1:
                 state.notes.append(f"{n.name}: one rank, so no intra-node bandwidth")
-        if len(nodes) == 1 and complete:
+        if len(nodes) == 1:
             state.notes.append("one node: no inter-node bandwidth (run torchrun with --nnodes M on M nodes to measure it)")
     if not complete and len(ranks) < world:
         state.notes.append(f"only {len(ranks)} of {world} ranks reported: the run stopped before the gather")
@@ -389,8 +389,9 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
 
     def fail_and_exit(reason: str) -> None:
         lines = prog.diagnose(members)
-        _say(rank, f"FAILED: {reason}" + ("" if not lines else "; " + "; ".join(lines)))
-        state.errors.append(f"rank {rank}: {reason}" + ("" if not lines else ": " + "; ".join(lines)))
+        who = "; ".join(lines) if lines else "no other rank looks gone or behind"
+        _say(rank, f"FAILED during '{prog.name}': {who} ({reason})")
+        state.errors.append(f"rank {rank} failed during '{prog.name}': {who} ({reason})")
         _write_partial(cfg, state, env)
         os._exit(EXIT_FLEET_FAILED)
 
@@ -400,7 +401,7 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
     previous = signal.getsignal(signal.SIGTERM)
 
     def on_sigterm(signum: int, frame: Any) -> None:
-        fail_and_exit(f"stopped by the launcher (SIGTERM) during '{prog.name}': another rank failed")
+        fail_and_exit("stopped by the launcher (SIGTERM): another rank failed")
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, on_sigterm)
@@ -455,7 +456,7 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if isinstance(exc, UsageError):
             raise
-        fail_and_exit(f"{type(exc).__name__} during '{prog.name}': {text[:300]}")
+        fail_and_exit(f"{type(exc).__name__}: {text[:200]}")
     finally:
         prog.stop()
         if threading.current_thread() is threading.main_thread():
