@@ -373,8 +373,12 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
     # abort the process without naming anyone, so ours fires first there.
     pg_timeout = cfg.timeout_s if backend == "gloo" else cfg.timeout_s + 30
     grace = 15.0 if backend == "gloo" else 0.0
-    dist.init_process_group(backend, timeout=dt.timedelta(seconds=pg_timeout),
-                            **({"device_id": torch.device(device)} if backend == "nccl" else {}))
+    timeout = dt.timedelta(seconds=pg_timeout)
+    try:
+        # Binding the device up front lets NCCL set up eagerly and barrier() know its GPU.
+        dist.init_process_group(backend, timeout=timeout, **({"device_id": torch.device(device)} if backend == "nccl" else {}))
+    except TypeError:  # torch older than 2.3 has no device_id
+        dist.init_process_group(backend, timeout=timeout)
     try:
         from torch.distributed.distributed_c10d import _get_default_store
 
@@ -444,6 +448,7 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
                 state.points.extend(pts)
             members = None
         prog.enter(8, "gather")
+        state.info.stage_s = dict(prog.stage_s)
         gathered: list[Any] | None = [None] * env.world_size if rank == 0 else None
         dist.gather_object((state.info, state.points), gathered, dst=0)
         if rank == 0:
@@ -467,7 +472,6 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
         pass
     if rank != 0:
         return None, 0
-    state.info.stage_s = dict(prog.stage_s)
     report = build_report(state, env.world_size, True)
     if cfg.on_output is not None:
         cfg.on_output(report)

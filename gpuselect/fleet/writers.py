@@ -26,7 +26,8 @@ def fmt_bytes(n: int) -> str:
 
 
 def verdict(rep: FleetReport) -> str:
-    head = f"{rep.world_size} ranks on {len(rep.nodes)} node(s), {rep.backend}"
+    head = (f"{rep.world_size} ranks on {len(rep.nodes)} node(s), {rep.backend}" if rep.world_size > 1
+            else "one process (no torchrun): no bandwidth measured")
     if not rep.complete:
         return f"INCOMPLETE: the run failed ({head}); see the errors"
     worst = max((n.health_worst for n in rep.nodes), key=["ok", "info", "unknown", "warning", "critical"].index, default="ok")
@@ -69,9 +70,9 @@ def _sections(rep: FleetReport) -> list[tuple[str, list[str], list[list[str]] | 
         g = r.gpu
         b = r.bench or {}
         mm = b.get("matmul_tflops") or {}
-        bench = ", ".join(f"{k} {v:.2f} TFLOP/s" for k, v in mm.items() if isinstance(v, (int, float)))
+        bench = ", ".join(f"{k} {v:.3g} TFLOP/s" for k, v in mm.items() if isinstance(v, (int, float)))
         if isinstance(b.get("memory_bandwidth_gbs"), (int, float)):
-            bench += f"; mem {b['memory_bandwidth_gbs']:.0f} GB/s"
+            bench += f"; mem {b['memory_bandwidth_gbs']:.3g} GB/s"
         gpus.append([str(r.rank), r.node, r.device, (g.name if g else None) or (r.cpu_model or "CPU"),
                      f"{g.memory_total_bytes / 2**30:.0f}" if g and g.memory_total_bytes else "—",
                      str(g.temperature_c) if g and g.temperature_c is not None else "—",
