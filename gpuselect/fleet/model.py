@@ -227,3 +227,19 @@ def summarise_nodes(ranks: list[RankInfo]) -> list[NodeInfo]:
         if order.index(r.health_worst) > order.index(n.health_worst):
             n.health_worst, n.health_counts = r.health_worst, dict(r.health_counts)
     return sorted(nodes.values(), key=lambda n: (len(n.name), n.name))
+
+
+def report_from_dict(d: dict[str, Any]) -> FleetReport:
+    """A FleetReport back from its JSON form (``to_jsonable``), e.g. to draw a saved run as PDF."""
+
+    def rank(r: dict[str, Any]) -> RankInfo:
+        g = r.get("gpu")
+        return RankInfo(**{**r, "gpu": GpuFigures(**g) if isinstance(g, dict) else None})
+
+    return FleetReport(**{
+        **d,
+        "nodes": [NodeInfo(**n) for n in d.get("nodes") or []],
+        "ranks": [rank(r) for r in d.get("ranks") or []],
+        "bandwidth": [BandwidthPoint(**p) for p in d.get("bandwidth") or []],
+        "stragglers": [Straggler(**s) for s in d.get("stragglers") or []],
+    })

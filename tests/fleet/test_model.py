@@ -173,3 +173,11 @@ def test_estimate_uses_the_measured_links_and_says_so() -> None:
         assert m[k].throughput_samples_per_s <= b[k].throughput_samples_per_s  # 2 GB/s is slower than any spec link
     singles = [k for k in b if k[1] == 1 and k in m]
     assert singles and all(b[k].throughput_samples_per_s == m[k].throughput_samples_per_s and m[k].link_basis is None for k in singles)
+
+
+def test_a_saved_report_reads_back() -> None:
+    from gpuselect.fleet.model import report_from_dict
+
+    rep = _report(_points({"node0": 180.0, "node1": 120.0}))
+    back = report_from_dict(json.loads(writers.to_json(rep))["report"])
+    assert back == rep
