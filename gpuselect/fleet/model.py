@@ -72,11 +72,16 @@ class BandwidthPoint:
     iterations: int  # back-to-back collectives timed together in one repeat
 
 
+def _sig(v: float, digits: int = 6) -> float:
+    """Round to significant digits: an 8 B transfer's 1e-6 GB/s must not round to 0."""
+    return float(f"{v:.{digits}g}")
+
+
 def point(scope: str, group: str, op: str, ranks: int, nbytes: int, t_s: float, lo_s: float, hi_s: float,
           repeats: int, iterations: int) -> BandwidthPoint:
     algbw = nbytes / t_s / 1e9 if t_s > 0 else 0.0
-    return BandwidthPoint(scope, group, op, ranks, nbytes, round(t_s * 1e6, 3), round(lo_s * 1e6, 3), round(hi_s * 1e6, 3),
-                          round(algbw, 6), round(algbw * bus_factor(op, ranks), 6), repeats, iterations)
+    return BandwidthPoint(scope, group, op, ranks, nbytes, _sig(t_s * 1e6), _sig(lo_s * 1e6), _sig(hi_s * 1e6),
+                          _sig(algbw), _sig(algbw * bus_factor(op, ranks)), repeats, iterations)
 
 
 @dataclass
