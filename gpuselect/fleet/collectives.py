@@ -79,23 +79,17 @@ def measure_group(
             if on_step is not None:
                 on_step(f"{scope} {label} {op} {moved} B")
             fn = _collective(dist, op)
+            bufs: tuple[Any, ...]
             if op == "all_reduce":
-                src = torch.ones(n_el, dtype=torch.float32, device=dev)
-
-                def call(src: Any = src) -> None:
-                    fn(src, group=group)
-            elif op == "all_gather":
-                src = torch.ones(n_el, dtype=torch.float32, device=dev)
-                dst = torch.empty(n_el * ranks, dtype=torch.float32, device=dev)
-
-                def call(src: Any = src, dst: Any = dst) -> None:
-                    fn(dst, src, group=group)
+                bufs = (torch.ones(n_el, dtype=torch.float32, device=dev),)
+            elif op == "all_gather":  # (output, input)
+                bufs = (torch.empty(n_el * ranks, dtype=torch.float32, device=dev), torch.ones(n_el, dtype=torch.float32, device=dev))
             else:
-                src = torch.ones(n_el * ranks, dtype=torch.float32, device=dev)
-                dst = torch.empty(n_el, dtype=torch.float32, device=dev)
+                bufs = (torch.empty(n_el, dtype=torch.float32, device=dev), torch.ones(n_el * ranks, dtype=torch.float32, device=dev))
 
-                def call(src: Any = src, dst: Any = dst) -> None:
-                    fn(dst, src, group=group)
+            def call(fn: Callable[..., Any] = fn, bufs: tuple[Any, ...] = bufs) -> None:
+                fn(*bufs, group=group)
+
             iters = iterations_for(moved)
             for _ in range(warmup):
                 call()
@@ -112,7 +106,7 @@ def measure_group(
             medians.append(statistics.median(samples))
             lows.append(min(samples))
             highs.append(max(samples))
-            del src
+            del bufs, call
         # One all-reduce carries every rank's timings: the group's mean (nccl-tests' default).
         times = torch.tensor(medians + lows + highs, dtype=torch.float64, device=dev)
         dist.all_reduce(times, group=group)

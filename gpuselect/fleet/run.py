@@ -213,8 +213,7 @@ def _uuid_key(u: str | None) -> str | None:
         return None
     u = u.strip().lower()
     for prefix in ("gpu-", "mig-"):
-        if u.startswith(prefix):
-            u = u[len(prefix):]
+        u = u.removeprefix(prefix)
     return u
 
 
@@ -297,7 +296,7 @@ def build_report(state: _State, world: int, complete: bool) -> FleetReport:
     if not complete and len(ranks) < world:
         state.notes.append(f"only {len(ranks)} of {world} ranks reported: the run stopped before the gather")
     return FleetReport(
-        generated_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), app_version=__version__,
+        generated_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), app_version=__version__,
         backend=state.backend, world_size=world, torch_version=state.torch_version, settings=state.settings,
         nodes=nodes, ranks=ranks, bandwidth=state.points, stragglers=find_stragglers(nodes, ranks, state.points),
         notes=state.notes, errors=state.errors, complete=complete, duration_s=round(time.monotonic() - state.start, 2),
@@ -457,7 +456,7 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
             state.points = sorted((p for g in gathered for p in g[1]), key=lambda p: (SCOPES.index(p.scope), p.group, OPS.index(p.op), p.bytes))
         prog.enter(9, "done")
         dist.barrier()
-    except Exception as exc:  # noqa: BLE001 - every failure becomes a named, bounded answer
+    except Exception as exc:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if isinstance(exc, UsageError):
             raise

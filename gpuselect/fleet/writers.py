@@ -64,7 +64,7 @@ def _sections(rep: FleetReport) -> list[tuple[str, list[str], list[list[str]] | 
     for n in rep.nodes:
         counts = ", ".join(f"{v} {k}" for k, v in n.health_counts.items() if v and k != "ok")
         nodes.append([n.name, n.host, ",".join(map(str, n.ranks)), str(n.gpus), n.health_worst, counts or "—"])
-    out.append(("Nodes and health", [f"Every rank ran detect and health; a node shows its worst rank's result."], nodes))
+    out.append(("Nodes and health", ["Every rank ran detect and health; a node shows its worst rank's result."], nodes))
     gpus = [["rank", "node", "device", "GPU", "memory GiB", "temp °C", "power W / limit", "SM MHz / max", "PCIe", "bench"]]
     for r in rep.ranks:
         g = r.gpu
@@ -116,8 +116,8 @@ def to_json(rep: FleetReport) -> str:
 
 
 def to_markdown(rep: FleetReport) -> str:
-    out = ["# gpuselect fleet report", "", f"{rep.generated_at} · gpuselect {rep.app_version} · torch {rep.torch_version} · "
-           f"{rep.duration_s:g} s", "", f"**{verdict(rep)}**", ""]
+    stamp = f"{rep.generated_at} · gpuselect {rep.app_version} · torch {rep.torch_version} · {rep.duration_s:g} s"
+    out = ["# gpuselect fleet report", "", stamp, "", f"**{verdict(rep)}**", ""]
     for title, lines, table in _sections(rep):
         out += [f"## {title}", ""] + [ln + "\n" for ln in lines]
         if table:
@@ -218,7 +218,13 @@ def to_pdf_bytes(rep: FleetReport) -> bytes:
     from reportlab.lib.pagesizes import A4, landscape
     from reportlab.lib.styles import ParagraphStyle
     from reportlab.lib.units import mm
-    from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
+    from reportlab.platypus import (
+        Paragraph,
+        SimpleDocTemplate,
+        Spacer,
+        Table,
+        TableStyle,
+    )
 
     font, bold = _fonts()
     size = landscape(A4)  # the tables are wide

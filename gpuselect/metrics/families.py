@@ -28,7 +28,7 @@ class Family:
     help: str
     samples: list[tuple[dict[str, str], float]] = field(default_factory=list)
 
-    def add(self, labels: dict[str, str], value: float | int | None) -> None:
+    def add(self, labels: dict[str, str], value: float | None) -> None:
         if value is None:
             return
         v = float(value)

@@ -55,7 +55,7 @@ def test_two_ranks_one_node(tmp_path: Path) -> None:
     out = tmp_path / "fleet.json"
     proc = subprocess.run(_torchrun("--nproc-per-node", "2", "--master-port", str(_free_port()), "-m", "gpuselect", "fleet",
                                     "--max-bytes", str(MAX), "--repeats", "3", "--output", str(out)),
-                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=180)
+                          cwd=tmp_path, env=_env(), check=False, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(out.read_text())
     rep = doc["report"]
@@ -77,7 +77,7 @@ def test_two_nodes_of_two_ranks(tmp_path: Path) -> None:
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         proc = subprocess.run(_torchrun(*common, "--node-rank", "0", *tail, "--output", str(out)),
-                              cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=240)
+                              cwd=tmp_path, env=_env(), check=False, capture_output=True, text=True, timeout=240)
         node1.wait(timeout=60)
     finally:
         node1.kill()
@@ -95,7 +95,7 @@ def _failing_run(tmp_path: Path, mode: str, *extra: str) -> tuple[subprocess.Com
     t0 = time.monotonic()
     proc = subprocess.run(_torchrun("--nproc-per-node", "2", "--master-port", str(_free_port()), "-m", "gpuselect", "fleet",
                                     "--max-bytes", "64", "--output", str(out), *extra),
-                          cwd=tmp_path, env=_env(GPUSELECT_FLEET_TEST_FAIL=f"1:{mode}"), capture_output=True, text=True, timeout=120)
+                          cwd=tmp_path, env=_env(GPUSELECT_FLEET_TEST_FAIL=f"1:{mode}"), check=False, capture_output=True, text=True, timeout=120)
     return proc, time.monotonic() - t0, out
 
 
