@@ -48,8 +48,9 @@ KEY = "gpuselect-fleet/"
 BEAT_S = 1.0
 #: A rank whose heartbeat is older than this has stopped (or its host cannot reach the store).
 BEAT_STALE_S = 5.0
-#: Environment hook for the tests: "RANK:exit" or "RANK:hang" makes that rank die or hang
-#: just before the first collective. Never set outside tests.
+#: Environment hook for the tests: "RANK:exit", "RANK:hang" or "RANK:slow" makes that rank die,
+#: hang, or work slowly (with progress) for twice the timeout just before the first collective.
+#: Never set outside tests.
 TEST_HOOK_ENV = "GPUSELECT_FLEET_TEST_FAIL"
 
 
@@ -111,14 +112,24 @@ class FleetFailed(Exception):
 
 
 class Progress:
-    """This rank's stage and heartbeat in the rendezvous store, and a watchdog over its stage."""
+    """This rank's stage, progress and heartbeat in the rendezvous store; a watchdog over its own
+    progress; and waits for the other ranks that tell a slow rank from a dead or hung one.
+
+    Store keys (prefixed): ``who/R`` host|pid|node, ``stage/R`` seq|stage|step (changes on every
+    step: that is progress), ``beat/R`` a wall-clock time every second, ``arrived/SEQ`` how many
+    ranks reached a stage, ``abort`` the message of the rank that declared the run failed."""
 
     def __init__(self, store: Any, rank: int, world: int, timeout_s: float, grace_s: float,
                  on_timeout: Callable[[str], None]) -> None:
         self.store, self.rank, self.world = store, rank, world
+        # One namespace per launch attempt: an elastic restart must not see the last attempt's keys.
+        self.prefix = f"{KEY}{os.environ.get('TORCHELASTIC_RUN_ID', 'run')}/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/"
         self.timeout_s, self.grace_s, self.on_timeout = timeout_s, grace_s, on_timeout
         self.seq, self.name, self.since = 0, "start", time.monotonic()
+        self.last_progress = self.since
+        self.waiting = False  # in wait_all: the wait judges the others, not the watchdog
         self.stage_s: dict[str, float] = {}
+        self._last_step_write = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -128,8 +139,25 @@ class Progress:
     def enter(self, seq: int, name: str) -> None:
         now = time.monotonic()
         self.stage_s[self.name] = round(now - self.since, 3)
-        self.seq, self.name, self.since = seq, name, now
-        self._set(f"stage/{self.rank}", f"{seq}|{name}|{time.time():.3f}")
+        self.seq, self.name, self.since, self.last_progress = seq, name, now, now
+        self._set(f"stage/{self.rank}", f"{seq}|{name}|")
+        self._add(f"arrived/{seq}")
+
+    def step(self, label: str) -> None:
+        """Progress inside a stage (one collective size done); written at most twice a second."""
+        now = time.monotonic()
+        self.last_progress = now
+        if now - self._last_step_write >= 0.5:
+            self._last_step_write = now
+            self._set(f"stage/{self.rank}", f"{self.seq}|{self.name}|{label}")
+
+    def mark_left(self, reason: str) -> None:
+        """This rank is leaving through the failure path (it names the culprits itself)."""
+        self._set(f"left/{self.rank}", reason)
+
+    def post_abort(self, message: str) -> None:
+        """Tell every waiting rank that the run has failed, and why."""
+        self._set("abort", message)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._beat, name="gpuselect-fleet-watchdog", daemon=True)
@@ -142,50 +170,123 @@ class Progress:
         if self.store is None:
             return
         try:
-            self.store.set(KEY + key, value)
-        except Exception:  # noqa: BLE001 - the store going away must not mask the real error
+            self.store.set(self.prefix + key, value)
+        except Exception:  # noqa: BLE001, S110 - the store going away must not mask the real error
             pass
+
+    def _add(self, key: str, amount: int = 1) -> int:
+        if self.store is None:
+            return 0
+        try:
+            return int(self.store.add(self.prefix + key, amount))
+        except Exception:  # noqa: BLE001
+            return 0
+
+    def _get(self, key: str) -> str | None:
+        if self.store is None:
+            return None
+        try:
+            if not self.store.check([self.prefix + key]):
+                return None
+            return bytes(self.store.get(self.prefix + key)).decode()
+        except Exception:  # noqa: BLE001
+            return None
 
     def _beat(self) -> None:
         fired = False
         while not self._stop.wait(BEAT_S):
             self._set(f"beat/{self.rank}", f"{time.time():.3f}")
-            stuck = time.monotonic() - self.since
-            if not fired and stuck > self.timeout_s + self.grace_s:
+            stuck = time.monotonic() - self.last_progress
+            if not fired and not self.waiting and stuck > self.timeout_s + self.grace_s:
                 fired = True
-                self.on_timeout(f"this stage has run {stuck:.0f} s, past --timeout-s {self.timeout_s:g}")
+                self.on_timeout(f"no progress for {stuck:.0f} s, past --timeout-s {self.timeout_s:g}")
+
+    def _where(self, r: int) -> tuple[str, str, str]:
+        who = self._get(f"who/{r}")
+        host, pid, node = (who.split("|") + ["", "", ""])[:3] if who else ("?", "", "?")
+        return f"rank {r} ({node}, host {host})", host, pid
+
+    def _stage_of(self, r: int) -> tuple[int, str, str]:
+        stage = self._get(f"stage/{r}")
+        seq, name, step = (stage.split("|") + ["", ""])[:3] if stage else ("0", "start", "")
+        return int(seq or 0), name, step
+
+    def _gone(self, r: int, host: str, pid: str) -> str | None:
+        """Why rank r is gone (its process exited, or its heartbeat stopped), else None."""
+        if host == socket.gethostname() and pid.isdigit() and not _alive(int(pid)):
+            return f"exited (pid {pid})"
+        beat = self._get(f"beat/{r}")
+        age = time.time() - float(beat) if beat else None
+        if age is not None and age > BEAT_STALE_S:
+            return f"no heartbeat for {age:.0f} s"
+        return None
 
     def diagnose(self, members: list[int] | None = None) -> list[str]:
         """Which ranks are gone or behind, in words; empty when every rank looks fine."""
         if self.store is None:
             return []
         out = []
-        me_host = socket.gethostname()
         for r in members if members is not None else range(self.world):
             if r == self.rank:
                 continue
-            who = self._get(f"who/{r}")
-            host, pid, node = (who.split("|") + ["", "", ""])[:3] if who else ("?", "", "?")
-            stage = self._get(f"stage/{r}")
-            seq, sname, _ = (stage.split("|") + ["", ""])[:3] if stage else ("0", "start", "")
-            beat = self._get(f"beat/{r}")
-            age = time.time() - float(beat) if beat else None
-            where = f"rank {r} ({node}, host {host}"
-            if host == me_host and pid.isdigit() and not _alive(int(pid)):
-                out.append(f"{where}, pid {pid}): exited during '{sname}'")
-            elif age is not None and age > BEAT_STALE_S:
-                out.append(f"{where}): no heartbeat for {age:.0f} s, last seen in '{sname}'")
-            elif int(seq or 0) < self.seq:
-                out.append(f"{where}): alive but still in '{sname}' while this rank is in '{self.name}'")
+            if self._get(f"left/{r}") is not None:
+                continue  # it failed through this same path and said why itself: not a culprit
+            where, host, pid = self._where(r)
+            seq, name, _ = self._stage_of(r)
+            gone = self._gone(r, host, pid)
+            if gone:
+                out.append(f"{where}: {gone} during '{name}'")
+            elif seq < self.seq:
+                out.append(f"{where}: alive but still in '{name}' while this rank is in '{self.name}'")
         return out
 
-    def _get(self, key: str) -> str | None:
+    def wait_all(self, seq: int, poll_s: float = 0.2) -> None:
+        """Wait until every rank has reached stage ``seq`` (as a barrier would) without a
+        collective's fixed timeout: a rank that is slow but making progress is waited for; one
+        that exited, lost its heartbeat, or made no progress for ``timeout_s`` fails the run
+        (FleetFailed names it). Rank 0 judges and posts ``abort``; the others follow it, and
+        judge for themselves only if nobody has for twice the timeout (rank 0 itself stuck)."""
+        if self.store is None:
+            return
+        self.waiting = True
         try:
-            if not self.store.check([KEY + key]):
-                return None
-            return bytes(self.store.get(KEY + key)).decode()
-        except Exception:  # noqa: BLE001
-            return None
+            seen: dict[int, tuple[str, float]] = {}
+            started = last_scan = time.monotonic()
+            while True:
+                if self._add(f"arrived/{seq}", 0) >= self.world:
+                    return
+                abort = self._get("abort")
+                if abort:
+                    raise FleetFailed(abort)
+                now = time.monotonic()
+                judge = self.rank == 0 or now - started > 2 * self.timeout_s
+                if judge and now - last_scan >= 1.0:
+                    last_scan = now
+                    self._judge(seq, seen, now)
+                time.sleep(poll_s)
+        finally:
+            self.waiting = False
+            self.last_progress = time.monotonic()
+
+    def _judge(self, seq: int, seen: dict[int, tuple[str, float]], now: float) -> None:
+        for r in range(self.world):
+            s_seq, name, step = self._stage_of(r)
+            if s_seq >= seq:
+                continue
+            where, host, pid = self._where(r)
+            gone = self._gone(r, host, pid)
+            state = f"{s_seq}|{name}|{step}"
+            if seen.get(r, ("", 0.0))[0] != state:
+                seen[r] = (state, now)
+            idle = now - seen[r][1]
+            msg = None
+            if gone:
+                msg = f"{where}: {gone} during '{name}'"
+            elif idle > self.timeout_s:
+                msg = f"{where}: still in '{name}' with no progress for {idle:.0f} s (--timeout-s {self.timeout_s:g})"
+            if msg:
+                self.post_abort(msg)
+                raise FleetFailed(msg)
 
 
 def _alive(pid: int) -> bool:
@@ -303,7 +404,7 @@ def build_report(state: _State, world: int, complete: bool) -> FleetReport:
     )
 
 
-def _test_hook(rank: int) -> None:
+def _test_hook(rank: int, prog: Progress, timeout_s: float) -> None:
     spec = os.environ.get(TEST_HOOK_ENV, "")
     target, _, mode = spec.partition(":")
     if not target.isdigit() or int(target) != rank:
@@ -314,6 +415,12 @@ def _test_hook(rank: int) -> None:
     if mode == "hang":
         _say(rank, f"test hook {TEST_HOOK_ENV}: hanging")
         time.sleep(10**6)
+    if mode == "slow":  # slow but making progress, for twice the timeout: must not fail the run
+        _say(rank, f"test hook {TEST_HOOK_ENV}: slow for {2 * timeout_s:g} s")
+        end = time.monotonic() + 2 * timeout_s
+        while time.monotonic() < end:
+            time.sleep(0.25)
+            prog.step(f"slow {end - time.monotonic():.1f} s left")
 
 
 def run_fleet(cfg: FleetConfig, environ: dict[str, str] | None = None) -> tuple[FleetReport | None, int]:
@@ -390,11 +497,14 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
     rank = env.rank
     members: list[int] | None = None
 
-    def fail_and_exit(reason: str) -> None:
-        lines = prog.diagnose(members)
-        who = "; ".join(lines) if lines else "no other rank looks gone or behind"
-        _say(rank, f"FAILED during '{prog.name}': {who} ({reason})")
-        state.errors.append(f"rank {rank} failed during '{prog.name}': {who} ({reason})")
+    def fail_and_exit(reason: str, named: str | None = None) -> None:
+        if named is None:
+            lines = prog.diagnose(members)
+            named = "; ".join(lines) if lines else "no other rank looks gone or behind"
+            prog.post_abort(f"rank {rank} failed during '{prog.name}': {named}")
+        prog.mark_left(reason)
+        _say(rank, f"FAILED during '{prog.name}': {named} ({reason})")
+        state.errors.append(f"rank {rank} failed during '{prog.name}': {named} ({reason})")
         _write_partial(cfg, state, env)
         os._exit(EXIT_FLEET_FAILED)
 
@@ -415,8 +525,9 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
         if cfg.bench_quick:
             prog.enter(2, "quick benchmark")
             state.info.bench = bench_figures(device)
-        _test_hook(rank)
+        _test_hook(rank, prog, cfg.timeout_s)
         prog.enter(3, "topology")
+        prog.wait_all(3)
         topo: list[Any] = [None] * env.world_size
         dist.all_gather_object(topo, (rank, env.local_rank, host, env.node_rank))
         nodes = _assign_nodes(topo)
@@ -433,21 +544,23 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
         members = by_node[my_node]
         prog.enter(5, "intra-node collectives")
         if len(members) > 1:
-            pts = _measure(torch, dist, groups[my_node], len(members), device, "intra-node", my_node, byte_sizes, cfg)
+            pts = _measure(torch, dist, groups[my_node], len(members), device, "intra-node", my_node, byte_sizes, cfg, prog.step)
             if rank == members[0]:
                 state.points.extend(pts)
         members = None
         prog.enter(6, "barrier")
+        prog.wait_all(6)  # nodes finish their sweeps at different times: wait without a collective's timeout
         dist.barrier()
         if len(leaders) > 1 and rank in leaders:
             members = leaders
             prog.enter(7, "inter-node collectives")
-            pts = _measure(torch, dist, leader_group, len(leaders), device, "inter-node", "nodes", byte_sizes, cfg)
+            pts = _measure(torch, dist, leader_group, len(leaders), device, "inter-node", "nodes", byte_sizes, cfg, prog.step)
             if rank == leaders[0]:
                 state.points.extend(pts)
             members = None
         prog.enter(8, "gather")
         state.info.stage_s = dict(prog.stage_s)
+        prog.wait_all(8)
         gathered: list[Any] | None = [None] * env.world_size if rank == 0 else None
         dist.gather_object((state.info, state.points), gathered, dst=0)
         if rank == 0:
@@ -456,6 +569,8 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
             state.points = sorted((p for g in gathered for p in g[1]), key=lambda p: (SCOPES.index(p.scope), p.group, OPS.index(p.op), p.bytes))
         prog.enter(9, "done")
         dist.barrier()
+    except FleetFailed as exc:
+        fail_and_exit("the run cannot finish", named=str(exc))
     except Exception as exc:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if isinstance(exc, UsageError):
@@ -491,11 +606,11 @@ def _assign_nodes(topo: list[Any]) -> dict[int, str]:
 
 
 def _measure(torch: Any, dist: Any, group: Any, n: int, device: str, scope: str, label: str, byte_sizes: list[int],
-             cfg: FleetConfig) -> list[BandwidthPoint]:
+             cfg: FleetConfig, on_step: Callable[[str], None]) -> list[BandwidthPoint]:
     from gpuselect.fleet.collectives import measure_group
 
     return measure_group(torch, dist, group, n, device, scope=scope, label=label, byte_sizes=byte_sizes,
-                         warmup=cfg.warmup, repeats=cfg.repeats)
+                         warmup=cfg.warmup, repeats=cfg.repeats, on_step=on_step)
 
 
 def _write_partial(cfg: FleetConfig, state: _State, env: LaunchEnv) -> None:

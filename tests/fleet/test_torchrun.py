@@ -52,11 +52,14 @@ def _check_positive_everywhere(rep: dict, scope: str, group: str, ranks: int) ->
 
 
 def test_two_ranks_one_node(tmp_path: Path) -> None:
+    """Also: rank 1 is slow (but making progress) for twice --timeout-s, and the run still completes."""
     out = tmp_path / "fleet.json"
     proc = subprocess.run(_torchrun("--nproc-per-node", "2", "--master-port", str(_free_port()), "-m", "gpuselect", "fleet",
-                                    "--max-bytes", str(MAX), "--repeats", "3", "--output", str(out)),
-                          cwd=tmp_path, env=_env(), check=False, capture_output=True, text=True, timeout=180)
+                                    "--max-bytes", str(MAX), "--repeats", "3", "--timeout-s", "4", "--output", str(out)),
+                          cwd=tmp_path, env=_env(GPUSELECT_FLEET_TEST_FAIL="1:slow"), check=False, capture_output=True, text=True,
+                          timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "slow for 8 s" in proc.stderr
     doc = json.loads(out.read_text())
     rep = doc["report"]
     assert doc["kind"] == "fleet" and rep["complete"] and rep["backend"] == "gloo"
