@@ -1,10 +1,14 @@
 """The interconnect a fleet run measured, in the terms the estimator's communication model uses.
 
-The estimator times a ring all-reduce of the gradients as 2(n-1)/n * bytes / link, which is
-nccl-tests' bus bandwidth definition turned around: the measured all-reduce busbw *is* that
-link figure. Intra-node: the median over nodes of each node's all-reduce busbw at the largest
-buffer measured. Inter-node: the all-reduce busbw of one rank per node at the largest buffer,
-the per-node network rate that replaces the spec assumption (``Assumptions.network_gbs``).
+A ring all-reduce of B bytes over n ranks takes 2(n-1)/n * B / bw, where bw is the bandwidth
+each rank's share of the ring gets; that is nccl-tests' bus-bandwidth definition turned round,
+so a measured all-reduce busbw *is* that per-GPU ring bandwidth, efficiency included.
+
+- Within a node: the median over nodes of each node's all-reduce busbw at the largest buffer.
+- Across nodes: the all-reduce busbw of every rank of every node (``all-ranks``) where it was
+  measured; otherwise the ring is limited by the slower of the node's GPU links and its network,
+  min(intra-node, inter-node busbw with one rank per node). One rank per node may use only one
+  of a node's NICs, so that fallback can understate a multi-rail network.
 Pure: no torch."""
 
 from __future__ import annotations
@@ -27,13 +31,17 @@ class MeasuredInterconnect:
     inter_node_gbs: float | None  # all-reduce busbw across nodes, one rank per node
     nodes: int
     at_bytes: int  # the buffer size the figures were taken at
+    all_ranks_gbs: float | None = None  # all-reduce busbw over every rank of every node
+    all_ranks: int | None = None
 
     def describe(self) -> str:
         parts = []
         if self.intra_node_gbs is not None:
             parts.append(f"intra-node {self.intra_node_gbs:,.2f} GB/s ({self.intra_node_ranks} ranks)")
         if self.inter_node_gbs is not None:
-            parts.append(f"inter-node {self.inter_node_gbs:,.2f} GB/s ({self.nodes} nodes)")
+            parts.append(f"inter-node {self.inter_node_gbs:,.2f} GB/s ({self.nodes} nodes, one rank each)")
+        if self.all_ranks_gbs is not None:
+            parts.append(f"all ranks {self.all_ranks_gbs:,.2f} GB/s ({self.all_ranks} ranks)")
         return (f"measured all-reduce bus bandwidth from {self.source} ({self.backend}, {self.at_bytes:,} B buffers): "
                 + (", ".join(parts) or "nothing")
                 + ("; buffers this small understate what large gradient all-reduces get" if self.at_bytes < 64 << 20 else ""))
@@ -60,8 +68,10 @@ def from_fleet_doc(doc: Any, source: str) -> MeasuredInterconnect:
 
     intra, intra_ranks, b1 = at_largest("intra-node")
     inter, _, b2 = at_largest("inter-node")
+    world, world_ranks, b3 = at_largest("all-ranks")
     return MeasuredInterconnect(source=source, backend=str(rep.get("backend")), intra_node_gbs=intra, intra_node_ranks=intra_ranks,
-                                inter_node_gbs=inter, nodes=len(rep.get("nodes") or []), at_bytes=max(b1, b2))
+                                inter_node_gbs=inter, nodes=len(rep.get("nodes") or []), at_bytes=max(b1, b2, b3),
+                                all_ranks_gbs=world, all_ranks=world_ranks)
 
 
 def load_interconnect(path: str) -> MeasuredInterconnect:
@@ -75,17 +85,17 @@ def load_interconnect(path: str) -> MeasuredInterconnect:
 
 
 def measured_link_gbs(m: MeasuredInterconnect | None, count: int, gpus_per_node: int) -> tuple[float, str] | None:
-    """The link bandwidth (GB/s) for ``count`` GPUs from the measurement, and its basis in words;
-    None where nothing measured applies (the caller uses the spec figure).
-
-    Within a node the measured busbw is the link; across nodes it replaces the network rate in
-    the estimator's spec formula (network / GPUs per node * 2), so both stay comparable."""
+    """The per-GPU ring bandwidth (GB/s) for ``count`` GPUs from the measurement, and its basis
+    in words; None where nothing measured applies (the caller uses its spec figure)."""
     if m is None or count <= 1:
         return None
-    if count > gpus_per_node:
-        if m.inter_node_gbs is None:
+    if count <= gpus_per_node:
+        if m.intra_node_gbs is None:
             return None
-        return m.inter_node_gbs / gpus_per_node * 2, f"measured inter-node {m.inter_node_gbs:,.2f} GB/s per node ({m.source})"
-    if m.intra_node_gbs is None:
+        return m.intra_node_gbs, f"measured intra-node {m.intra_node_gbs:,.2f} GB/s ({m.source})"
+    if m.all_ranks_gbs is not None:
+        return m.all_ranks_gbs, f"measured across nodes, all {m.all_ranks} ranks: {m.all_ranks_gbs:,.2f} GB/s ({m.source})"
+    if m.inter_node_gbs is None:
         return None
-    return m.intra_node_gbs, f"measured intra-node {m.intra_node_gbs:,.2f} GB/s ({m.source})"
+    ring = min(m.inter_node_gbs, m.intra_node_gbs) if m.intra_node_gbs is not None else m.inter_node_gbs
+    return ring, f"measured across nodes: min(intra-node, inter-node {m.inter_node_gbs:,.2f} GB/s) = {ring:,.2f} GB/s ({m.source})"

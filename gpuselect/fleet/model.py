@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 OPS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter")
-SCOPES: tuple[str, ...] = ("intra-node", "inter-node")
+#: intra-node: the ranks of one node; inter-node: one rank per node; all-ranks: every rank of
+#: every node (what multi-node data-parallel training runs), measured when there are several
+#: nodes with several ranks each.
+SCOPES: tuple[str, ...] = ("intra-node", "inter-node", "all-ranks")
 MIN_BYTES = 8
 GIB = 1024**3
 #: A node whose figure is more than this fraction below the median of all nodes is a straggler.
@@ -58,8 +61,8 @@ def elements_for(op: str, nbytes: int, ranks: int) -> int | None:
 
 @dataclass
 class BandwidthPoint:
-    scope: str  # intra-node | inter-node
-    group: str  # "node0" for intra-node, "nodes" for inter-node
+    scope: str  # intra-node | inter-node | all-ranks
+    group: str  # "node0" for intra-node, "nodes" for inter-node, "all" for all-ranks
     op: str
     ranks: int
     bytes: int  # the whole buffer (nccl-tests' "size")
@@ -159,7 +162,8 @@ class FleetReport:
         "each time a fixed number of back-to-back collectives after a synchronising all-reduce; the "
         "median repeat per rank, averaged over the group's ranks; algbw = bytes / time, busbw = "
         "algbw * 2(n-1)/n (all-reduce) or (n-1)/n (all-gather, reduce-scatter). Intra-node: the "
-        "ranks of one node (every node at once); inter-node: one rank per node."
+        "ranks of one node (every node at once); inter-node: one rank per node; all-ranks: every "
+        "rank of every node."
     )
 
 

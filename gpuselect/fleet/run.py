@@ -558,16 +558,25 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
             if rank == leaders[0]:
                 state.points.extend(pts)
             members = None
-        prog.enter(8, "gather")
+        if len(leaders) > 1 and env.world_size > len(leaders):
+            prog.enter(8, "waiting for the inter-node sweep")
+            prog.wait_all(8)
+            members = list(range(env.world_size))
+            prog.enter(9, "all-ranks collectives")
+            pts = _measure(torch, dist, None, env.world_size, device, "all-ranks", "all", byte_sizes, cfg, prog.step)
+            if rank == 0:
+                state.points.extend(pts)
+            members = None
+        prog.enter(10, "gather")
         state.info.stage_s = dict(prog.stage_s)
-        prog.wait_all(8)
+        prog.wait_all(10)
         gathered: list[Any] | None = [None] * env.world_size if rank == 0 else None
         dist.gather_object((state.info, state.points), gathered, dst=0)
         if rank == 0:
             assert gathered is not None
             state.gathered = [g[0] for g in gathered]
             state.points = sorted((p for g in gathered for p in g[1]), key=lambda p: (SCOPES.index(p.scope), p.group, OPS.index(p.op), p.bytes))
-        prog.enter(9, "done")
+        prog.enter(11, "done")
         dist.barrier()
     except FleetFailed as exc:
         fail_and_exit("the run cannot finish", named=str(exc))
@@ -605,7 +614,7 @@ def _assign_nodes(topo: list[Any]) -> dict[int, str]:
     return out
 
 
-def _measure(torch: Any, dist: Any, group: Any, n: int, device: str, scope: str, label: str, byte_sizes: list[int],
+def _measure(torch: Any, dist: Any, group: Any | None, n: int, device: str, scope: str, label: str, byte_sizes: list[int],
              cfg: FleetConfig, on_step: Callable[[str], None]) -> list[BandwidthPoint]:
     from gpuselect.fleet.collectives import measure_group
 

@@ -10,11 +10,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gpuselect.fleet.model import BandwidthPoint, FleetReport, peak_busbw
+from gpuselect.fleet.model import SCOPES, BandwidthPoint, FleetReport, peak_busbw
 from gpuselect.fsutil import atomic_write_bytes, atomic_write_text
 from gpuselect.output import json_document
 
 FORMATS = ("json", "md", "pdf")
+DASHES: dict[str, list[float] | None] = {"intra-node": None, "inter-node": [4, 2], "all-ranks": [1, 2]}
 
 
 def fmt_bytes(n: int) -> str:
@@ -34,10 +35,13 @@ def verdict(rep: FleetReport) -> str:
     parts = [head, f"worst health: {worst}"]
     intra = peak_busbw(rep.bandwidth, "intra-node")
     inter = peak_busbw(rep.bandwidth, "inter-node")
+    world = peak_busbw(rep.bandwidth, "all-ranks")
     if intra is not None:
         parts.append(f"intra-node all-reduce busbw {intra:,.2f} GB/s")
     if inter is not None:
         parts.append(f"inter-node {inter:,.2f} GB/s")
+    if world is not None:
+        parts.append(f"all ranks {world:,.2f} GB/s")
     parts.append(f"{len(rep.stragglers)} straggler(s)" if rep.stragglers else "no stragglers")
     return "; ".join(parts)
 
@@ -161,14 +165,14 @@ def _fonts() -> tuple[str, str]:
 
 
 def bandwidth_chart(points: list[BandwidthPoint], width: float, font: str) -> Any:
-    """Bus bandwidth against buffer size, log-log; solid: intra-node, dashed: inter-node."""
+    """Bus bandwidth against buffer size, log-log; solid: intra-node, dashed: inter-node, dotted: all ranks."""
     from reportlab.graphics.charts.legends import Legend
     from reportlab.graphics.charts.lineplots import LinePlot
     from reportlab.graphics.shapes import Drawing, String
     from reportlab.lib import colors
 
     series: dict[str, list[tuple[float, float]]] = {}
-    for scope in ("intra-node", "inter-node"):
+    for scope in SCOPES:
         for op in ("all_reduce", "all_gather", "reduce_scatter"):
             by_size: dict[int, list[float]] = {}
             for p in points:
@@ -189,7 +193,7 @@ def bandwidth_chart(points: list[BandwidthPoint], width: float, font: str) -> An
     for i, n in enumerate(names):
         lp.lines[i].strokeColor = colors.HexColor(palette[n.split()[0]])
         lp.lines[i].strokeWidth = 1.5
-        lp.lines[i].strokeDashArray = None if n.endswith("intra-node") else [4, 2]
+        lp.lines[i].strokeDashArray = DASHES[n.split()[1]]
     xs = [x for pts in lp.data for x, _ in pts]
     ys = [y for pts in lp.data for _, y in pts]
     for axis, vals in ((lp.xValueAxis, xs), (lp.yValueAxis, ys)):
@@ -203,7 +207,8 @@ def bandwidth_chart(points: list[BandwidthPoint], width: float, font: str) -> An
     legend = Legend()
     legend.x, legend.y = width - 150, 215
     legend.fontName, legend.fontSize = font, 7
-    legend.colorNamePairs = [(colors.HexColor(palette[n.split()[0]]), n + ("" if n.endswith("intra-node") else " (dashed)")) for n in names]
+    legend.colorNamePairs = [(colors.HexColor(palette[n.split()[0]]), n + {"intra-node": "", "inter-node": " (dashed)", "all-ranks": " (dotted)"}[n.split()[1]])
+                             for n in names]
     d.add(legend)
     d.add(String(50, 235, "Bus bandwidth by buffer size (log-log)", fontName=font, fontSize=9))
     d.add(String(50 + (width - 210) / 2 - 30, 10, "buffer size (log)", fontName=font, fontSize=7))

@@ -138,7 +138,7 @@ def test_interconnect_from_a_fleet_report() -> None:
     link, basis = measured_link_gbs(m, 4, 8)  # type: ignore[misc]
     assert link == pytest.approx(150.0) and "measured intra-node" in basis and "fleet.json" in basis
     link, basis = measured_link_gbs(m, 16, 8)  # type: ignore[misc]
-    assert link == pytest.approx(20.0 / 8 * 2) and "inter-node" in basis
+    assert link == pytest.approx(20.0) and "inter-node" in basis  # min(150, 20): the network limits the ring
     with pytest.raises(DataError, match="not a `gpuselect fleet"):
         from_fleet_doc({"kind": "bench"}, "x.json")
     with pytest.raises(DataError, match="incomplete"):
@@ -181,3 +181,14 @@ def test_a_saved_report_reads_back() -> None:
     rep = _report(_points({"node0": 180.0, "node1": 120.0}))
     back = report_from_dict(json.loads(writers.to_json(rep))["report"])
     assert back == rep
+
+
+def test_across_nodes_the_all_ranks_measurement_wins() -> None:
+    rep = _report(_points({"node0": 180.0, "node1": 120.0}))
+    rep.bandwidth += [point("all-ranks", "all", "all_reduce", 4, 1 << 26, (1 << 26) / 9e9 * 1.5, 0.1, 0.1, 5, 2)]
+    m = from_fleet_doc(json.loads(writers.to_json(rep)), "fleet.json")
+    assert m.all_ranks_gbs == pytest.approx(9.0) and m.all_ranks == 4
+    link, basis = measured_link_gbs(m, 16, 8)  # type: ignore[misc]
+    assert link == pytest.approx(9.0) and "all 4 ranks" in basis
+    assert measured_link_gbs(m, 8, 8)[0] == pytest.approx(150.0)  # type: ignore[index]
+    assert "all ranks 9.00 GB/s" in writers.verdict(rep)

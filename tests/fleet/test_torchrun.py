@@ -67,7 +67,7 @@ def test_two_ranks_one_node(tmp_path: Path) -> None:
     assert [n["name"] for n in rep["nodes"]] == ["node0"]
     assert all(r["health_worst"] in ("ok", "info", "unknown", "warning", "critical") for r in rep["ranks"])
     _check_positive_everywhere(rep, "intra-node", "node0", 2)
-    assert not [p for p in rep["bandwidth"] if p["scope"] == "inter-node"]
+    assert not [p for p in rep["bandwidth"] if p["scope"] != "intra-node"]
     assert any("one node" in n for n in rep["notes"])
 
 
@@ -91,6 +91,7 @@ def test_two_nodes_of_two_ranks(tmp_path: Path) -> None:
     for node in ("node0", "node1"):
         _check_positive_everywhere(rep, "intra-node", node, 2)
     _check_positive_everywhere(rep, "inter-node", "nodes", 2)
+    _check_positive_everywhere(rep, "all-ranks", "all", 4)
 
 
 def _failing_run(tmp_path: Path, mode: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], float, Path]:
