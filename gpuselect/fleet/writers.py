@@ -196,19 +196,26 @@ def bandwidth_chart(points: list[BandwidthPoint], width: float, font: str) -> An
         lp.lines[i].strokeDashArray = DASHES[n.split()[1]]
     xs = [x for pts in lp.data for x, _ in pts]
     ys = [y for pts in lp.data for _, y in pts]
-    for axis, vals in ((lp.xValueAxis, xs), (lp.yValueAxis, ys)):
-        lo, hi = math.floor(min(vals)), math.ceil(max(vals))
-        axis.valueMin, axis.valueMax = lo, hi if hi > lo else lo + 1
-        axis.valueSteps = [float(k) for k in range(int(axis.valueMin), int(axis.valueMax) + 1)]
+    # x: buffer sizes are powers of two; tick every 16x (8 B, 128 B, 2 KiB, ... 1 GiB).
+    e_lo, e_hi = math.floor(min(xs) / math.log10(2) + 1e-9), math.ceil(max(xs) / math.log10(2) - 1e-9)
+    lp.xValueAxis.valueMin, lp.xValueAxis.valueMax = e_lo * math.log10(2), max(e_hi, e_lo + 1) * math.log10(2)
+    lp.xValueAxis.valueSteps = [e * math.log10(2) for e in range(e_lo, e_hi + 1) if (e - e_lo) % 4 == 0 or e == e_hi]
+    lo, hi = math.floor(min(ys)), math.ceil(max(ys))
+    lp.yValueAxis.valueMin, lp.yValueAxis.valueMax = lo, hi if hi > lo else lo + 1
+    lp.yValueAxis.valueSteps = [float(k) for k in range(int(lp.yValueAxis.valueMin), int(lp.yValueAxis.valueMax) + 1)]
+    for axis in (lp.xValueAxis, lp.yValueAxis):
         axis.labels.fontName, axis.labels.fontSize = font, 7
-    lp.xValueAxis.labelTextFormat = lambda v: fmt_bytes(int(round(10**v)))
+    lp.xValueAxis.labelTextFormat = lambda v: fmt_bytes(round(10**v))
     lp.yValueAxis.labelTextFormat = lambda v: f"{10 ** v:g}"
     d.add(lp)
     legend = Legend()
-    legend.x, legend.y = width - 150, 215
+    legend.x, legend.y = lp.x + lp.width + 18, 215
+    legend.alignment = "right"  # swatch, then the name
+    legend.columnMaximum = len(names)
+    legend.deltay = 10
     legend.fontName, legend.fontSize = font, 7
-    legend.colorNamePairs = [(colors.HexColor(palette[n.split()[0]]), n + {"intra-node": "", "inter-node": " (dashed)", "all-ranks": " (dotted)"}[n.split()[1]])
-                             for n in names]
+    kinds = {"intra-node": "", "inter-node": " (dashed)", "all-ranks": " (dotted)"}
+    legend.colorNamePairs = [(colors.HexColor(palette[n.split()[0]]), n + kinds[n.split()[1]]) for n in names]
     d.add(legend)
     d.add(String(50, 235, "Bus bandwidth by buffer size (log-log)", fontName=font, fontSize=9))
     d.add(String(50 + (width - 210) / 2 - 30, 10, "buffer size (log)", fontName=font, fontSize=7))
