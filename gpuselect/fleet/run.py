@@ -522,7 +522,8 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
         prog.enter(1, "detect and health")
         state.info = local_info(env, node_guess, device, _torch_uuid(torch, env.local_rank) if backend == "nccl" else None,
                                 state.torch_version, cfg)
-        if cfg.bench_quick:
+        if cfg.bench_quick and (device != "cpu" or env.local_rank == 0):
+            # CPU ranks of one node share its cores: one benchmark per node says what they can do.
             prog.enter(2, "quick benchmark")
             state.info.bench = bench_figures(device)
         _test_hook(rank, prog, cfg.timeout_s)
