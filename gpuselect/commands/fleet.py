@@ -18,6 +18,7 @@ EPILOG = """launch:
   srun --nodes 4 --ntasks-per-node 1 torchrun --nnodes 4 --nproc-per-node 8 \\
       --rdzv-backend c10d --rdzv-endpoint $MASTER:29500 -m gpuselect fleet --output fleet.json
 Without torchrun it checks this machine in one process and measures no bandwidth.
+A saved report is redrawn without measuring: gpuselect fleet --from fleet.json --output fleet.pdf
 
 exit status:
   0  the report was written (see its health and stragglers)
@@ -66,6 +67,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout-s", type=_positive(float, "--timeout-s", 86400), default=120.0, metavar="S",
                         help="a rank that does not answer within this many seconds fails the run, named (default 120)")
     parser.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto", help="auto: NCCL when torch sees CUDA GPUs, else Gloo")
+    parser.add_argument("--from", dest="from_file", metavar="FILE.json",
+                        help="measure nothing: redraw a saved fleet report (e.g. as --output fleet.pdf)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,7 +89,31 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(to_text(rep), flush=True)
 
+    if args.from_file:
+        on_output(_load(args.from_file))
+        return 0
     cfg = FleetConfig(max_bytes=args.max_bytes, repeats=args.repeats, timeout_s=args.timeout_s, bench_quick=args.bench_quick,
                       backend=args.backend, probe=bool(args.probe), on_output=on_output)
     _report, code = run_fleet(cfg)
     return code
+
+
+def _load(path: str):  # type: ignore[no-untyped-def]
+    import json
+    from pathlib import Path
+
+    from gpuselect.errors import DataError
+    from gpuselect.fleet.model import report_from_dict
+
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path} is not JSON: {exc}") from exc
+    if not isinstance(doc, dict) or doc.get("kind") != "fleet" or not isinstance(doc.get("report"), dict):
+        raise DataError(f"{path} is not a `gpuselect fleet --output FILE.json` report")
+    try:
+        return report_from_dict(doc["report"])
+    except TypeError as exc:
+        raise DataError(f"{path} is a fleet report of another version or damaged: {exc}") from exc

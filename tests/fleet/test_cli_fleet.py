@@ -68,3 +68,17 @@ def test_estimate_interconnect_says_what_it_used(capsys: pytest.CaptureFixture[s
     bad.write_text("[]")
     assert main(["estimate", "--workload", "vgg16", "--interconnect", str(bad)]) == 2
     assert "is not a `gpuselect fleet" in capsys.readouterr().err
+
+
+def test_redraw_a_saved_report(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
+    saved = tmp_path / "fleet.json"
+    writers.write(_report(_points({"node0": 150.0, "node1": 100.0})), saved)
+    pdf = tmp_path / "fleet.pdf"
+    assert main(["fleet", "--from", str(saved), "--output", str(pdf)]) == 0
+    assert pdf.read_bytes().startswith(b"%PDF")
+    out = capsys.readouterr().out
+    assert "1 straggler(s)" in out and "node1  intra-node all-reduce busbw" in out  # 100 against a median of 125
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"kind": "fleet", "report": {"nope": 1}}')
+    assert main(["fleet", "--from", str(bad)]) == 2
+    assert "another version or damaged" in capsys.readouterr().err
