@@ -6,7 +6,9 @@ printed: 2 ranks on one node, 4 ranks on one node, and 4 ranks as two torchrun "
         [--max-bytes 16M] [--repeats 5]
 
 Each case writes CASE.txt (the command, its stdout and stderr without torchrun's banner),
-CASE.json and CASE.md (the report); the 2x2 case also CASE.pdf. On a shared 2-core VM the
+CASE.json and CASE.md (the report); the 2x2 case also CASE.pdf. Last, estimate-interconnect.txt:
+`gpuselect estimate` for VGG16 on A100 SXM4 80GB with and without `--interconnect` the 2x2
+report (`--estimate-only` redoes just that from the saved report). On a shared 2-core VM the
 figures are loopback copies between processes competing for two cores: they show the tool
 works end to end, not what any network does.
 """
@@ -41,6 +43,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--max-bytes", default="16M")
     ap.add_argument("--repeats", default="5")
+    ap.add_argument("--estimate-only", action="store_true", help="only the estimate step, from a saved 2x2 report")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK")}
@@ -54,7 +57,7 @@ def main() -> int:
     port = str(_port())
     cases["gloo-4ranks-2nodes"] = [["--nnodes", "2", "--node-rank", str(n), "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
                                     "--master-port", port] for n in (0, 1)]
-    for name, launches in cases.items():
+    for name, launches in ({} if args.estimate_only else cases).items():
         outputs = [["--output", str(args.out / f"{name}.json")]] + [[] for _ in launches[1:]]
         procs = []
         t0 = time.monotonic()
@@ -75,6 +78,14 @@ def main() -> int:
                             "writers.write(rep, sys.argv[2])\n" + ("writers.write(rep, sys.argv[3])\n" if "2nodes" in name else ""),
                             str(report), str(args.out / f"{name}.md"), str(args.out / f"{name}.pdf")], cwd=ROOT, env=env, check=True)
         print(f"{name}: {took:.1f} s", flush=True)
+    est = [sys.executable, "-m", "gpuselect", "estimate", "--workload", "vgg16", "--gpus", "nvidia-a100-sxm4-80gb",
+           "--max-gpus", "16", "--top", "3"]
+    inter = ["--interconnect", str(args.out / "gloo-4ranks-2nodes.json")]
+    texts = []
+    for cmd in (est, est + inter):
+        p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+        texts.append(f"$ gpuselect {' '.join(cmd[3:])}\n(exit {p.returncode})\n{p.stdout}{p.stderr}")
+    (args.out / "estimate-interconnect.txt").write_text("\n".join(texts))
     return 0
 
 
