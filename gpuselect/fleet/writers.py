@@ -69,7 +69,7 @@ def _sections(rep: FleetReport) -> list[tuple[str, list[str], list[list[str]] | 
         counts = ", ".join(f"{v} {k}" for k, v in n.health_counts.items() if v and k != "ok")
         nodes.append([n.name, n.host, ",".join(map(str, n.ranks)), str(n.gpus), n.health_worst, counts or "—"])
     out.append(("Nodes and health", ["Every rank ran detect and health; a node shows its worst rank's result."], nodes))
-    gpus = [["rank", "node", "device", "GPU", "memory GiB", "temp °C", "power W / limit", "SM MHz / max", "PCIe", "bench"]]
+    gpus = [["rank", "node", "device", "model", "memory GiB", "temp °C", "power W / limit", "SM MHz / max", "PCIe", "bench"]]
     for r in rep.ranks:
         g = r.gpu
         b = r.bench or {}
