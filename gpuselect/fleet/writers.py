@@ -64,10 +64,12 @@ def _sections(rep: FleetReport) -> list[tuple[str, list[str], list[list[str]] | 
     out: list[tuple[str, list[str], list[list[str]] | None]] = []
     if rep.errors:
         out.append(("Errors", list(rep.errors), None))
-    nodes = [["node", "host", "ranks", "GPUs", "health", "findings"]]
+    nodes = [["node", "host", "ranks", "GPUs", "health", "findings", "intra-node all-reduce busbw GB/s"]]
     for n in rep.nodes:
         counts = ", ".join(f"{v} {k}" for k, v in n.health_counts.items() if v and k != "ok")
-        nodes.append([n.name, n.host, ",".join(map(str, n.ranks)), str(n.gpus), n.health_worst, counts or "—"])
+        bw = peak_busbw(rep.bandwidth, "intra-node", n.name)
+        nodes.append([n.name, n.host, ",".join(map(str, n.ranks)), str(n.gpus), n.health_worst, counts or "—",
+                      "—" if bw is None else _gbs(bw)])
     out.append(("Nodes and health", ["Every rank ran detect and health; a node shows its worst rank's result."], nodes))
     gpus = [["rank", "node", "device", "model", "memory GiB", "temp °C", "power W / limit", "SM MHz / max", "PCIe", "bench"]]
     for r in rep.ranks:
