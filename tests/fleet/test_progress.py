@@ -3,7 +3,6 @@ rendezvous store (the same calls torch's TCPStore answers)."""
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
