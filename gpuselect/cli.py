@@ -23,7 +23,9 @@ from gpuselect import __version__
 from gpuselect.errors import GpuselectError
 
 #: Subcommands in the order ``--help`` lists them; each is ``gpuselect.commands.<name>``.
-COMMANDS: tuple[str, ...] = ("gui", "detect", "health", "bench", "catalog", "workloads", "estimate", "report")
+COMMANDS: tuple[str, ...] = (
+    "gui", "detect", "health", "bench", "catalog", "workloads", "estimate", "report", "fleet", "exporter",
+)
 
 EXIT_INTERNAL = 70  # EX_SOFTWARE: distinct from usage (2) and health's codes
 

@@ -62,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{w.name}: {w.params / 1e6:,.1f} M parameters, {w.training_flops_per_sample / 1e9:,.2f} GFLOP per sample to train; "
           f"{a.precision}, {a.optimizer}, deadline {fmt_hours(a.deadline_hours)}" + (f", budget {money(a.budget_usd)}" if a.budget_usd else "")
           + f", electricity {money.per_kwh(a.electricity_usd_per_kwh)}")
+    print("Several GPUs: " + (a.interconnect.describe() if a.interconnect else "spec link bandwidths (NVLink, PCIe, 25 GB/s between nodes)"))
     print(f"\nStage {rec.stage} — {STAGE_SHORT[rec.stage]}: {choice}\n{why}\n")
     left_out = {x.split(" ", 1)[0] for x in rec.excluded}
     for l in result.local:

@@ -81,6 +81,8 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
                         help="the largest box considered first (default 8); when none meets the deadline or holds the model, "
                              "datacenter cards are tried over nodes up to 1,024 GPUs")
     parser.add_argument("--count", type=_counts, metavar="N[,N...]", help="evaluate exactly these GPU counts (e.g. 1,8,64)")
+    parser.add_argument("--interconnect", metavar="FILE",
+                        help="a `gpuselect fleet` JSON report: use its measured all-reduce bandwidths for several GPUs instead of spec figures")
     bench = parser.add_mutually_exclusive_group()
     bench.add_argument("--bench", metavar="FILE", help="anchor this machine's estimates on a saved `gpuselect bench --format json` result")
     bench.add_argument("--bench-quick", action="store_true", help="run `gpuselect bench --quick` first (about 10 s) and anchor on it")
@@ -122,7 +124,16 @@ def assumptions(args: argparse.Namespace, settings: Any) -> Any:
     return build(settings, precision=args.precision, batch_size=batch_size(args), dataset_size=args.dataset_size, epochs=args.epochs,
                  deadline_hours=args.deadline_hours, budget_usd=args.budget_usd, electricity_usd_per_kwh=args.electricity_usd_per_kwh,
                  optimizer=args.optimizer, checkpointing=args.checkpointing, max_gpus=args.max_gpus, counts=args.count,
-                 sharding=args.sharding, offload=args.offload)
+                 sharding=args.sharding, offload=args.offload, interconnect=interconnect(args))
+
+
+def interconnect(args: argparse.Namespace) -> Any:
+    """The measured interconnect of a `gpuselect fleet` report (--interconnect), or None."""
+    if not getattr(args, "interconnect", None):
+        return None
+    from gpuselect.fleet.interconnect import load_interconnect
+
+    return load_interconnect(args.interconnect)
 
 
 def gpu_ids(args: argparse.Namespace) -> list[str] | None:

@@ -19,7 +19,7 @@ EPILOG = """exit status:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    add_format_option(parser)
+    add_format_option(parser, ("text", "json", "prometheus"))
     add_probe_option(parser)
     parser.add_argument("--verbose", "-v", action="store_true", help="also list the checks that passed")
 
@@ -32,7 +32,11 @@ def run(args: argparse.Namespace) -> int:
 
     snapshot = detect(probe=args.probe)
     report = evaluate(snapshot)
-    if args.format == "json":
+    if args.format == "prometheus":
+        from gpuselect.metrics.families import machine_families, render
+
+        print(render(machine_families(snapshot, report)), end="")
+    elif args.format == "json":
         payload = {
             "worst": report.worst,
             "exit_code": report.exit_code,

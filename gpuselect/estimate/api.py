@@ -23,11 +23,13 @@ from gpuselect.estimate.memory import (
     suggestions,
 )
 from gpuselect.estimate.perf import PerfModel, StepTime, step_time, workload_trace
+from gpuselect.estimate.roofline import params as roofline_params
 from gpuselect.estimate.roofline import (
     DeviceModel,
     catalog_device,
     resolve_precision,
 )
+from gpuselect.fleet.interconnect import MeasuredInterconnect, measured_link_gbs
 from gpuselect.workloads.model import Workload
 
 #: ``auto``: what each card trains well in (bf16 on Ampere+/CDNA 2+, fp16 mixed on Volta/Turing,
@@ -61,6 +63,7 @@ class Assumptions:
     network_gbs: float = 25.0  # between nodes: 200 Gb/s InfiniBand per node
     comm_overlap: float = 0.5  # unused since the step-time model (parallel.py overlaps per bucket); kept for callers
     amortisation_years: float | None = None  # spread a purchase over its useful life (None: whole price)
+    interconnect: MeasuredInterconnect | None = None  # measured by `gpuselect fleet`; replaces spec links
 
     def validate(self) -> None:
         if self.precision not in PRECISIONS:
@@ -126,6 +129,8 @@ class EstimateRow:
     parallelism: str = "single"  # single | ddp | fsdp
     bound: str | None = None  # compute | memory | overhead | communication
     time_breakdown_s: dict[str, float] = field(default_factory=dict)  # one step, per GPU
+    link_gbs: float | None = None  # several GPUs: the all-reduce link bandwidth used
+    link_basis: str | None = None  # "spec ..." or "measured ... (FILE)"
 
 
 @dataclass
@@ -288,6 +293,7 @@ def predict_step(w: Workload, d: DeviceModel, e: GpuEntry | None, batch: int, pr
         from gpuselect.estimate.roofline import params
 
         cp = parallel.CommParams(**params().doc.get("comm", {}))
+        measured = measured_link_gbs(a.interconnect, count, a.gpus_per_node)  # `gpuselect fleet` figures replace spec links
         grad_bytes = w.trainable_params * (2.0 if precision == "bf16-true" or (par == "fsdp" and mixed_p) else 4.0)
         if par == "fsdp":
             param_bytes = w.params * (2.0 if mixed_p or precision == "bf16-true" else 4.0)
@@ -295,10 +301,12 @@ def predict_step(w: Workload, d: DeviceModel, e: GpuEntry | None, batch: int, pr
                 param_bytes = w.params * 0.55
 
             def comm(compute_s: float, _backward_s: float) -> parallel.CommTime:
-                return parallel.fsdp_traffic(param_bytes, grad_bytes, compute_s, e, count, a.gpus_per_node, a.network_gbs, cp)
+                return parallel.fsdp_traffic(param_bytes, grad_bytes, compute_s, e, count, a.gpus_per_node, a.network_gbs, cp,
+                                             measured=measured)
         else:
             def comm(_compute_s: float, backward_s: float) -> parallel.CommTime:  # type: ignore[misc]
-                return parallel.ddp_allreduce(grad_bytes, backward_s, e, count, a.gpus_per_node, a.network_gbs, cp)
+                return parallel.ddp_allreduce(grad_bytes, backward_s, e, count, a.gpus_per_node, a.network_gbs, cp,
+                                              measured=measured)
     st = step_time(trace, d, batch, precision, optimizer=opt, full_params=w.mode == "full", comm=comm)
     legacy = _per_model_seconds(w, trace, d, e, batch, precision) if e is not None and calibrated else None
     if legacy is not None:
@@ -388,6 +396,11 @@ def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel |
                            sharding=fit.options.sharding if count > 1 else "none", optimizer=a.optimizer,
                            offload=a.offload, a=a)
     base.parallelism = par
+    if count > 1:
+        cp = parallel.CommParams(**roofline_params().doc.get("comm", {}))
+        link, base.link_basis = parallel.link_bandwidth(e, count, a.gpus_per_node, a.network_gbs, cp,
+                                                        measured=measured_link_gbs(a.interconnect, count, a.gpus_per_node))
+        base.link_gbs = round(link, 3)
     base.bound = st.bound
     base.time_breakdown_s = {k: round(v, 6) for k, v in st.breakdown.items() if v > 0}
     if band is None:

@@ -36,8 +36,12 @@ class CommTime:
     bandwidth_gbs: float  # per GPU per direction, after efficiency
 
 
-def link_bandwidth(e: GpuEntry, count: int, gpus_per_node: int, network_gbs: float, p: CommParams) -> tuple[float, str]:
-    """Per-direction bandwidth each GPU's ring gets, after efficiency, and what carries it."""
+def link_bandwidth(e: GpuEntry, count: int, gpus_per_node: int, network_gbs: float, p: CommParams,
+                   measured: tuple[float, str] | None = None) -> tuple[float, str]:
+    """Per-direction bandwidth each GPU's ring gets, after efficiency, and what carries it.
+    ``measured``: a bus bandwidth `gpuselect fleet` measured (efficiency included) replaces the spec."""
+    if measured is not None:
+        return measured
     bridged_pairs = e.form_factor in ("pcie", "desktop", "laptop")  # an NVLink bridge joins two cards, not eight
     if e.gpu_link_gbs and (not bridged_pairs or count <= 2):
         intra, name = e.gpu_link_gbs / 2 * p.efficiency, f"GPU link {e.gpu_link_gbs:g} GB/s"
@@ -53,10 +57,10 @@ def link_bandwidth(e: GpuEntry, count: int, gpus_per_node: int, network_gbs: flo
 
 
 def ddp_allreduce(grad_bytes: float, backward_s: float, e: GpuEntry, count: int, gpus_per_node: int, network_gbs: float,
-                  p: CommParams = CommParams()) -> CommTime:
+                  p: CommParams = CommParams(), *, measured: tuple[float, str] | None = None) -> CommTime:
     if count <= 1:
         return CommTime(0.0, 0.0, "", 0.0)
-    bw, name = link_bandwidth(e, count, gpus_per_node, network_gbs, p)
+    bw, name = link_bandwidth(e, count, gpus_per_node, network_gbs, p, measured)
     steps = 2 * (count - 1)
     total = 2 * (count - 1) / count * grad_bytes / (bw * 1e9) + steps * p.latency_s
     last = 2 * (count - 1) / count * min(grad_bytes, DDP_BUCKET_BYTES) / (bw * 1e9) + steps * p.latency_s
@@ -64,12 +68,13 @@ def ddp_allreduce(grad_bytes: float, backward_s: float, e: GpuEntry, count: int,
 
 
 def fsdp_traffic(param_bytes_16: float, grad_bytes: float, compute_s: float, e: GpuEntry, count: int, gpus_per_node: int,
-                 network_gbs: float, p: CommParams = CommParams(), *, reshard_after_forward: bool = True) -> CommTime:
+                 network_gbs: float, p: CommParams = CommParams(), *, reshard_after_forward: bool = True,
+                 measured: tuple[float, str] | None = None) -> CommTime:
     """ZeRO-3 / FSDP FULL_SHARD: all-gather the weights for the forward and again for the backward,
     reduce-scatter the gradients."""
     if count <= 1:
         return CommTime(0.0, 0.0, "", 0.0)
-    bw, name = link_bandwidth(e, count, gpus_per_node, network_gbs, p)
+    bw, name = link_bandwidth(e, count, gpus_per_node, network_gbs, p, measured)
     gathers = 2 if reshard_after_forward else 1
     moved = (count - 1) / count * (gathers * param_bytes_16 + grad_bytes)
     total = moved / (bw * 1e9) + 3 * (count - 1) * p.latency_s

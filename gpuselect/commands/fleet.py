@@ -1,0 +1,119 @@
+"""``gpuselect fleet``: check every node of a cluster and measure its interconnect.
+
+Launch under torchrun (or srun running torchrun on each node); rank 0 writes the report."""
+
+from __future__ import annotations
+
+import argparse
+
+from gpuselect.commands import add_format_option
+from gpuselect.commands.detect import add_probe_option
+
+HELP = "under torchrun: detect, health and collective bandwidth (within and across nodes) on every rank, one report"
+
+EPILOG = """launch:
+  torchrun --nproc-per-node 8 -m gpuselect fleet --output fleet.pdf
+  torchrun --nnodes 4 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint HOST:29500 \\
+      -m gpuselect fleet --output fleet.json
+  srun --nodes 4 --ntasks-per-node 1 torchrun --nnodes 4 --nproc-per-node 8 \\
+      --rdzv-backend c10d --rdzv-endpoint $MASTER:29500 -m gpuselect fleet --output fleet.json
+Without torchrun it checks this machine in one process and measures no bandwidth.
+A saved report is redrawn without measuring: gpuselect fleet --from fleet.json --output fleet.pdf
+
+exit status:
+  0  the report was written (see its health and stragglers)
+  2  bad usage
+  4  the run failed: a rank died, hung past --timeout-s, or a collective failed (the message
+     names the ranks; rank 0 writes what it has, marked INCOMPLETE)"""
+
+
+def _size(text: str) -> int:
+    units = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30}
+    t = text.strip().lower().replace(" ", "")
+    num = t.rstrip("kmgib")
+    unit = t[len(num):]
+    try:
+        value = float(num) * units[unit]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(f"--max-bytes must be a size such as 65536, 64K, 16M or 1G, not {text!r}") from None
+    if not value.is_integer() or value < 1:
+        raise argparse.ArgumentTypeError(f"--max-bytes must be a whole number of bytes, not {text!r}")
+    return int(value)
+
+
+def _positive(kind: type, what: str, hi: float):  # type: ignore[no-untyped-def]
+    def parse(text: str) -> float:
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be a number, not {text!r}") from None
+        if not 0 < v <= hi:
+            raise argparse.ArgumentTypeError(f"{what} must be above 0 and at most {hi:g}, not {text}")
+        return v
+
+    return parse
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--output", "-o", metavar="FILE", help="rank 0 writes the report here: .json, .md or .pdf")
+    add_format_option(parser)
+    add_probe_option(parser)
+    parser.add_argument("--bench-quick", action="store_true", help="also run `bench --quick` on every rank's device (about 10 s)")
+    parser.add_argument("--max-bytes", type=_size, default=None, metavar="SIZE",
+                        help="largest buffer of the sweep from 8 B (default 1G on NCCL, 64M on Gloo)")
+    parser.add_argument("--repeats", type=_positive(int, "--repeats", 1000), default=5, help="timed repeats per size (default 5; the median counts)")
+    parser.add_argument("--timeout-s", type=_positive(float, "--timeout-s", 86400), default=120.0, metavar="S",
+                        help="a rank that does not answer within this many seconds fails the run, named (default 120)")
+    parser.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto", help="auto: NCCL when torch sees CUDA GPUs, else Gloo")
+    parser.add_argument("--from", dest="from_file", metavar="FILE.json",
+                        help="measure nothing: redraw a saved fleet report (e.g. as --output fleet.pdf)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from gpuselect.fleet.run import FleetConfig, run_fleet
+    from gpuselect.fleet.writers import format_of, to_json, to_text, write
+
+    if args.output:
+        format_of(args.output)  # a bad suffix fails before any work
+
+    def on_output(rep):  # type: ignore[no-untyped-def]
+        if args.output:
+            path = write(rep, args.output)
+            print(f"gpuselect fleet: wrote {path}" + ("" if rep.complete else " (INCOMPLETE)"), file=sys.stderr, flush=True)
+        if args.format == "json":
+            print(to_json(rep), flush=True)
+        else:
+            print(to_text(rep), flush=True)
+
+    if args.from_file:
+        on_output(_load(args.from_file))
+        return 0
+    cfg = FleetConfig(max_bytes=args.max_bytes, repeats=args.repeats, timeout_s=args.timeout_s, bench_quick=args.bench_quick,
+                      backend=args.backend, probe=bool(args.probe), on_output=on_output)
+    _report, code = run_fleet(cfg)
+    return code
+
+
+def _load(path: str):  # type: ignore[no-untyped-def]
+    import json
+    from pathlib import Path
+
+    from gpuselect.errors import DataError
+    from gpuselect.fleet.model import report_from_dict
+
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path} is not JSON: {exc}") from exc
+    if not isinstance(doc, dict) or doc.get("kind") != "fleet" or not isinstance(doc.get("report"), dict):
+        raise DataError(f"{path} is not a `gpuselect fleet --output FILE.json` report")
+    try:
+        return report_from_dict(doc["report"])
+    except TypeError as exc:
+        raise DataError(f"{path} is a fleet report of another version or damaged: {exc}") from exc

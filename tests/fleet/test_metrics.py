@@ -1,0 +1,136 @@
+"""Prometheus: DCGM-exporter's names and labels for GPU readings (through the fake NVML),
+gpuselect_* for health and benchmarks, parsed back with prometheus_client's own parser; the
+exporter scraped over loopback, with a time bound and stale data served when collection hangs."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from gpuselect.cli import main
+from gpuselect.hardware.snapshot import detect
+from gpuselect.health.rules import evaluate
+from gpuselect.metrics.exporter import CachedCollector, machine_collector, serve
+from gpuselect.metrics.families import Family, bench_families, machine_families, render
+from tests.fakes import fake_nvml as F
+
+
+def _parse(text: str) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for fam in text_string_to_metric_families(text):
+        out.setdefault(fam.name, []).extend(fam.samples)
+    return out
+
+
+def test_gpu_readings_under_dcgm_names_and_labels() -> None:
+    fake = F.FakeNVML([F.FakeGpu(), F.FakeGpu(uuid="GPU-2", bus_id="00000000:3C:00.0", temperature=55, memory_used=3 * F.GIB)])
+    snap = detect(probe=False, nvml=fake)
+    m = _parse(render(machine_families(snap, evaluate(snap))))
+    temps = m["DCGM_FI_DEV_GPU_TEMP"]
+    assert sorted(s.value for s in temps) == [40, 55]
+    labels = temps[0].labels
+    assert {"gpu", "UUID", "device", "modelName", "Hostname"} <= set(labels)
+    assert labels["modelName"] == "NVIDIA H100 80GB HBM3" and labels["device"] == "nvidia0"
+    assert {s.labels["UUID"]: s.value for s in m["DCGM_FI_DEV_FB_USED"]} == {"GPU-11111111-2222-3333-4444-555555555555": 1024, "GPU-2": 3072}
+    assert m["DCGM_FI_DEV_POWER_USAGE"][0].value == pytest.approx(70.0)
+    assert m["DCGM_FI_DEV_SM_CLOCK"][0].value == 1980
+    assert m["DCGM_FI_DEV_COUNT"][0].value == 2
+    assert sum(s.value for s in m["gpuselect_health_findings"]) == len(evaluate(snap).findings)
+
+
+def test_health_format_prometheus_reports_findings_by_severity(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = F.thermal_throttling()
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: fake)
+    code = main(["health", "--format", "prometheus", "--no-probe"])
+    m = _parse(capsys.readouterr().out)
+    assert code == 3
+    by_sev = {s.labels["severity"]: s.value for s in m["gpuselect_health_findings"]}
+    assert by_sev["critical"] >= 1
+    assert m["gpuselect_health_worst_severity"][0].value == 4
+    crit = [s for s in m["gpuselect_health_finding"] if s.labels["severity"] == "critical"]
+    assert crit and crit[0].labels["rule"].startswith("gpu.")
+
+
+def test_bench_results_and_spec_ratio() -> None:
+    devices = [{"device": "cuda:0", "name": "NVIDIA H100 80GB HBM3", "matmul_tflops": {"bf16": 600.5, "fp8": None},
+                "memory_bandwidth_gbs": 2900.0, "spec_ratio": {"matmul_bf16": 0.61}, "spec_name": "H100 SXM"}]
+    m = _parse(render(bench_families(devices, "h")))
+    assert [(s.labels["precision"], s.value) for s in m["gpuselect_bench_matmul_tflops"]] == [("bf16", 600.5)]
+    assert m["gpuselect_bench_spec_ratio"][0].labels["figure"] == "matmul_bf16"
+
+
+def _get(port: int) -> tuple[str, float]:
+    t0 = time.monotonic()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        return resp.read().decode(), time.monotonic() - t0
+
+
+def test_exporter_scraped_over_loopback() -> None:
+    source = CachedCollector(machine_collector(nvml=F.healthy()), max_age_s=60, scrape_timeout_s=10)
+    server = serve(source, 0)
+    try:
+        assert server.server_address[0] == "127.0.0.1"  # loopback unless told otherwise
+        text, _ = _get(server.server_address[1])
+        m = _parse(text)
+        assert m["DCGM_FI_DEV_GPU_TEMP"][0].value == 40
+        assert m["gpuselect_exporter_collect_success"][0].value == 1
+        assert "gpuselect_health_worst_severity" in m
+    finally:
+        server.shutdown()
+
+
+def test_a_hung_collection_gets_last_good_data_within_the_time_bound() -> None:
+    release = threading.Event()
+    calls = {"n": 0}
+
+    def collect() -> list[Family]:
+        calls["n"] += 1
+        if calls["n"] > 1:
+            release.wait(30)  # NVML stuck on a sick GPU
+        fam = Family("DCGM_FI_DEV_GPU_TEMP", "gauge", "t")
+        fam.add({"gpu": "0"}, 40 + calls["n"])
+        return [fam]
+
+    source = CachedCollector(collect, max_age_s=0.0, scrape_timeout_s=0.3)
+    server = serve(source, 0)
+    try:
+        first = _parse(_get(server.server_address[1])[0])
+        assert first["DCGM_FI_DEV_GPU_TEMP"][0].value == 41
+        time.sleep(0.05)
+        text, took = _get(server.server_address[1])
+        m = _parse(text)
+        assert took < 3.0
+        assert m["DCGM_FI_DEV_GPU_TEMP"][0].value == 41  # the last good data
+        assert m["gpuselect_exporter_collect_success"][0].value == 0
+        assert m["gpuselect_exporter_data_age_seconds"][0].value > 0
+        assert m["gpuselect_exporter_scrape_timeouts"][0].value == 1
+        # A third scrape does not start a second stuck collection.
+        _get(server.server_address[1])
+        assert calls["n"] == 2
+    finally:
+        release.set()
+        server.shutdown()
+
+
+def test_a_failing_collection_is_a_metric_not_an_error() -> None:
+    def collect() -> list[Family]:
+        raise RuntimeError("NVML exploded")
+
+    m = _parse(render(CachedCollector(collect, scrape_timeout_s=2).families()))
+    assert m["gpuselect_exporter_collect_success"][0].value == 0
+    assert m["gpuselect_exporter_collect_failures"][0].value == 1
+    assert "DCGM_FI_DEV_GPU_TEMP" not in m
+
+
+def test_exporter_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["exporter", "--port", "70000"])
+    assert exc.value.code == 2
+    bad = tmp_path / "b.json"
+    bad.write_text('{"kind": "estimate"}')
+    assert main(["exporter", "--bench", str(bad)]) == 2
+    assert "not a `gpuselect bench" in capsys.readouterr().err
