@@ -398,9 +398,10 @@ def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel |
     base.parallelism = par
     if count > 1:
         cp = parallel.CommParams(**roofline_params().doc.get("comm", {}))
-        link, base.link_basis = parallel.link_bandwidth(e, count, a.gpus_per_node, a.network_gbs, cp,
-                                                        measured=measured_link_gbs(a.interconnect, count, a.gpus_per_node))
+        measured = measured_link_gbs(a.interconnect, count, a.gpus_per_node)
+        link, basis = parallel.link_bandwidth(e, count, a.gpus_per_node, a.network_gbs, cp, measured=measured)
         base.link_gbs = round(link, 3)
+        base.link_basis = basis if measured is not None else f"spec: {basis}"
     base.bound = st.bound
     base.time_breakdown_s = {k: round(v, 6) for k, v in st.breakdown.items() if v > 0}
     if band is None:
