@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gpuselect.catalog.schema import FAMILIES, FORM_FACTORS, GpuEntry
+from gpuselect import notices
 from gpuselect.errors import DataError
+from gpuselect.safe_io import read_toml
+
+#: A catalog file holds a few dozen cards (a few tens of kB); the overlay is the user's.
+MAX_FILE_BYTES = 2 * 1024 * 1024
 
 OVERLAY_NAME = "catalog_overlay.toml"
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
@@ -171,11 +176,9 @@ def parse_file(path: Path, *, partial: bool = False) -> tuple[list[dict[str, Any
     """Raw validated tables of one TOML file (``partial``: overlay tables may override fields only)."""
     name = path.name
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        return [], [Problem(str(path), None, None, f"cannot read: {exc.strerror or exc}")], {}
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        return [], [Problem(name, None, None, f"is not valid TOML: {exc}")], {}
+        data = read_toml(path, what="catalog overlay" if partial else "catalog file", max_bytes=MAX_FILE_BYTES)
+    except DataError as exc:
+        return [], [Problem(name, None, None, str(exc))], {}
     sources = data.pop("sources", {}) if isinstance(data.get("sources"), dict) else {}
     gpus = data.get("gpu", [])
     problems: list[Problem] = []
@@ -205,7 +208,7 @@ def load_builtin(folder: Path) -> LoadResult:
     seen: dict[str, str] = {}
     for path in sorted(folder.glob("*.toml")):
         if path.name == "sources.toml":
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = read_toml(path, what="catalog file", max_bytes=MAX_FILE_BYTES)
             result.sources.update(data.get("sources", {}))
             continue
         tables, problems, sources = parse_file(path)
@@ -226,9 +229,26 @@ def load_builtin(folder: Path) -> LoadResult:
 
 
 def apply_overlay(base: LoadResult, path: Path) -> None:
-    """Merge the user's overlay: tables with a known id override fields; new ids add entries."""
-    if not path.is_file():
+    """Merge the user's overlay: tables with a known id override fields; new ids add entries.
+
+    Whatever is wrong with it is added to ``base.problems`` and, once per process, told to the
+    user through :func:`gpuselect.notices.warn`: a dropped overlay must not go unnoticed.
+    """
+    if not os.path.lexists(path):
         return
+    before = len(base.problems)
+    _merge_overlay(base, path)
+    overlay_problems = base.problems[before:]
+    if len(overlay_problems) == 1 and overlay_problems[0].entry is None and overlay_problems[0].field is None:
+        # The whole file is unusable (unreadable, not TOML, too large, ...): the message names it.
+        notices.warn(f"{overlay_problems[0].message}; using the built-in catalog without your overlay")
+    elif overlay_problems:
+        n = len(overlay_problems)
+        notices.warn(f"your catalog overlay {path} has {n} problem{'s' if n != 1 else ''}, and the entries concerned are "
+                     f"ignored (first: {overlay_problems[0]}); `gpuselect catalog --validate {path}` lists them all")
+
+
+def _merge_overlay(base: LoadResult, path: Path) -> None:
     tables, problems, sources = parse_file(path, partial=True)
     base.problems.extend(problems)
     base.sources.update(sources)
@@ -263,7 +283,7 @@ def apply_overlay(base: LoadResult, path: Path) -> None:
 
 def validate_file(path: Path) -> list[Problem]:
     """Problems of one catalog or overlay file (``gpuselect catalog --validate``)."""
-    if not path.is_file():
-        raise DataError(f"{path} does not exist or is not a file")
+    if not path.exists():
+        raise DataError(f"{path} does not exist")
     _, problems, _ = parse_file(path, partial=True)
     return problems
