@@ -80,6 +80,8 @@ def decode_text(data: bytes, *, what: str, path: str | os.PathLike[str]) -> str:
             break
     else:
         body, enc = data, "utf-8"
+        if b"\x00" in body:  # valid UTF-8 but never in a text file: UTF-16 without its mark
+            raise DataError(f"the {what} {path} holds NUL bytes (UTF-16 without a byte-order mark?); save it as UTF-8")
     try:
         return body.decode(enc)
     except UnicodeDecodeError:

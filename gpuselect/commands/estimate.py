@@ -90,31 +90,14 @@ def _workload(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def _load_bench(args: argparse.Namespace) -> dict | None:  # type: ignore[type-arg]
-    import json
     import sys
-    from pathlib import Path
 
-    from gpuselect.errors import DataError
+    from gpuselect.bench.io import load_bench_file, quick_bench_doc
 
     if args.bench_quick:
-        from gpuselect.bench.engine import run_to_completion
-        from gpuselect.bench.model import BenchConfig
-        from gpuselect.output import to_jsonable
-
         print("running gpuselect bench --quick ...", file=sys.stderr)
-        rep = run_to_completion(BenchConfig(quick=True))
-        return {"kind": "bench", "report": to_jsonable(rep), "devices": to_jsonable(rep.devices)}
-    if not args.bench:
-        return None
-    try:
-        doc = json.loads(Path(args.bench).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DataError(f"cannot read {args.bench}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{args.bench} is not JSON: {exc}") from exc
-    if not isinstance(doc, dict) or doc.get("kind") != "bench" or not isinstance(doc.get("devices"), list):
-        raise DataError(f"{args.bench} is not a `gpuselect bench --format json` result")
-    return doc
+        return quick_bench_doc()
+    return load_bench_file(args.bench) if args.bench else None
 
 
 def _local(w, a, catalog, perf, bench):  # type: ignore[no-untyped-def]
