@@ -18,6 +18,7 @@ from gpuselect.gui.pages.catalog import CatalogPage
 from gpuselect.gui.pages.estimate import EstimatePage
 from gpuselect.gui.pages.hardware import HardwarePage
 from gpuselect.gui.pages.settings import SettingsPage
+from gpuselect.paths import config_dir
 
 ORG, APP = "gpuselect", "gpuselect"
 
@@ -50,7 +51,8 @@ class MainWindow(QMainWindow):
         menu.addAction(self.export_action)
         menu.addSeparator()
         menu.addAction(quit_)
-        self.settings = QSettings(ORG, APP)
+        # A file under our config dir (GPUSELECT_CONFIG_DIR moves it), not Qt's own location.
+        self.settings = QSettings(str(config_dir() / "window.ini"), QSettings.Format.IniFormat)
         self._restore()
         self.snapshot: object = None
         self._export_worker: object = None
