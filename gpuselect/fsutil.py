@@ -4,6 +4,7 @@ is written in place, never replaced by a new file."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import tempfile
@@ -51,10 +52,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
             os.fsync(fh.fileno())
         os.replace(tmp_name, target)
     except OSError as exc:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp_name)
-        except OSError:
-            pass
         raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
     return given
 

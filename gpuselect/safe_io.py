@@ -76,7 +76,7 @@ def decode_text(data: bytes, *, what: str, path: str | os.PathLike[str]) -> str:
     """UTF-8, or any UTF with a byte-order mark; the mark itself is dropped."""
     for bom, encoding in _BOMS:
         if data.startswith(bom):
-            body, enc = data[len(bom):], encoding
+            body, enc = data[len(bom) :], encoding
             break
     else:
         body, enc = data, "utf-8"
@@ -129,13 +129,15 @@ def parse_json(text: str, *, what: str, path: str | os.PathLike[str], max_depth:
     return doc
 
 
-def read_json(path: str | os.PathLike[str], *, what: str = "file", max_bytes: int = MAX_BYTES,
-              max_depth: int = MAX_DEPTH) -> Any:
+def read_json(
+    path: str | os.PathLike[str], *, what: str = "file", max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
+) -> Any:
     return parse_json(read_text(path, what=what, max_bytes=max_bytes), what=what, path=path, max_depth=max_depth)
 
 
-def read_toml(path: str | os.PathLike[str], *, what: str = "file", max_bytes: int = MAX_BYTES,
-              max_depth: int = MAX_DEPTH) -> dict[str, Any]:
+def read_toml(
+    path: str | os.PathLike[str], *, what: str = "file", max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
+) -> dict[str, Any]:
     text = read_text(path, what=what, max_bytes=max_bytes)
     try:
         doc = tomllib.loads(text)

@@ -105,7 +105,9 @@ def _load(p: Path) -> tuple[Settings, list[str]]:
     except DataError as exc:
         return Settings(), [f"{exc}; using the default settings, the file is kept"]
     if not isinstance(data, dict):
-        return Settings(), [f"the settings file {p} should hold a JSON object; using the default settings, the file is kept"]
+        return Settings(), [
+            f"the settings file {p} should hold a JSON object; using the default settings, the file is kept"
+        ]
     s, problems = validate(data)
     return s, [f"{p}: {m}" for m in problems]
 

@@ -139,9 +139,14 @@ def test_cli_starts_with_a_deeply_nested_settings_and_overlay(tmp_path: Path) ->
     cfg.mkdir(parents=True, exist_ok=True)
     (cfg / "settings.json").write_text(DEEP_JSON)
     (cfg / "catalog_overlay.toml").write_text(DEEP_TOML)
-    out = subprocess.run([sys.executable, "-m", "gpuselect", "estimate", "--workload", "gpt2-124m", "--format", "json"],
-                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-m", "gpuselect", "estimate", "--workload", "gpt2-124m", "--format", "json"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["kind"] == "estimate"
     warnings = [ln for ln in out.stderr.splitlines() if ln.startswith("gpuselect: warning:")]
@@ -161,8 +166,9 @@ BROKEN_OVERLAYS = {
 
 
 @pytest.mark.parametrize("kind", [*BROKEN_OVERLAYS, "dev-zero", "fifo"])
-def test_broken_overlay_is_warned_about_once_by_estimate_and_report(tmp_path: Path, kind: str,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_broken_overlay_is_warned_about_once_by_estimate_and_report(
+    tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     from gpuselect.catalog import _cached_default
 
     overlay = Path(os.environ["GPUSELECT_CONFIG_DIR"]) / "catalog_overlay.toml"
@@ -197,8 +203,8 @@ def test_valid_utf16_overlay_applies(tmp_path: Path) -> None:
 
 
 def _bench_doc(fp32: object) -> str:
-    return ('{"schema_version": 1, "kind": "bench", "report": {"quick": true}, "devices": '
-            '[{"device": "cpu", "name": "x", "kind": "cpu", "matmul_tflops": {"fp32": %s}}]}' % fp32)
+    device = '{"device": "cpu", "name": "x", "kind": "cpu", "matmul_tflops": {"fp32": ' + str(fp32) + "}}"
+    return '{"schema_version": 1, "kind": "bench", "report": {"quick": true}, "devices": [' + device + "]}"
 
 
 @pytest.mark.parametrize("fp32", ["-1", "NaN", "0", "1e400", '"fast"'])
@@ -221,8 +227,9 @@ def test_bench_file_in_utf16_is_used(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 @pytest.mark.parametrize("option", ["--bench", "--config"])
 @pytest.mark.parametrize("kind", ["dev-zero", "fifo", "deep"])
-def test_bench_and_config_refuse_devices_fifos_and_deep_files(tmp_path: Path, option: str, kind: str,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_and_config_refuse_devices_fifos_and_deep_files(
+    tmp_path: Path, option: str, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     f = tmp_path / "input.json"
     if kind == "dev-zero":
         f.symlink_to("/dev/zero")
@@ -230,7 +237,11 @@ def test_bench_and_config_refuse_devices_fifos_and_deep_files(tmp_path: Path, op
         _fifo(f)
     else:
         f.write_text(DEEP_JSON)
-    args = ["estimate", "--workload", "simple-cnn", "--bench", str(f)] if option == "--bench" else ["estimate", "--config", str(f)]
+    args = (
+        ["estimate", "--workload", "simple-cnn", "--bench", str(f)]
+        if option == "--bench"
+        else ["estimate", "--config", str(f)]
+    )
     assert _no_hang(main, args) == 2
     err = capsys.readouterr().err
     assert err.startswith("gpuselect: error:") and len(err.strip().splitlines()) == 1
@@ -238,8 +249,20 @@ def test_bench_and_config_refuse_devices_fifos_and_deep_files(tmp_path: Path, op
 
 def test_config_in_utf16_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "config.json"
-    cfg.write_bytes(_utf16(json.dumps({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
-                                       "vocab_size": 50257, "n_positions": 1024})))
+    cfg.write_bytes(
+        _utf16(
+            json.dumps(
+                {
+                    "model_type": "gpt2",
+                    "n_embd": 768,
+                    "n_layer": 12,
+                    "n_head": 12,
+                    "vocab_size": 50257,
+                    "n_positions": 1024,
+                }
+            )
+        )
+    )
     assert main(["estimate", "--config", str(cfg), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["workload"]["params"] > 1e8
 
@@ -261,9 +284,14 @@ def test_report_to_dev_stdout_prints_it(tmp_path: Path) -> None:
     # not the system's.
     stdout_link = tmp_path / "stdout"
     stdout_link.symlink_to("/proc/self/fd/1")
-    out = subprocess.run([sys.executable, "-m", "gpuselect", "report", "-o", str(stdout_link), "--format", "md"],
-                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-m", "gpuselect", "report", "-o", str(stdout_link), "--format", "md"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("# ") and "## " in out.stdout
     assert stdout_link.is_symlink()  # still the link to fd 1, not a regular file

@@ -26,8 +26,21 @@ HEAVY = {"torch", "pyside6", "pyside6-essentials", "pyqtgraph", "shiboken6"}
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheels")
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(REPO_ROOT)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(REPO_ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert build.returncode == 0, build.stderr[-3000:]
     (whl,) = out.glob("gpuselect-*.whl")
@@ -71,8 +84,14 @@ def test_wheel_runs_detect_estimate_and_report_without_qt_or_torch(wheel: Path, 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     py = venv / "bin" / "python"
-    site = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     deps = _closure(_core_requirements(wheel))
     assert not deps & HEAVY
     for name in deps:
@@ -85,7 +104,9 @@ def test_wheel_runs_detect_estimate_and_report_without_qt_or_torch(wheel: Path, 
                 shutil.copy2(src, dst)
     inst = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--no-index", "-q", str(wheel)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert inst.returncode == 0, inst.stderr[-3000:]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
@@ -93,14 +114,31 @@ def test_wheel_runs_detect_estimate_and_report_without_qt_or_torch(wheel: Path, 
     env["GPUSELECT_CACHE_DIR"] = str(tmp_path / "cache")
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(venv / "bin" / "gpuselect"), *args], capture_output=True, text=True, cwd=tmp_path,
-                              env=env, timeout=120)
+        return subprocess.run(
+            [str(venv / "bin" / "gpuselect"), *args], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
+        )
 
-    absent = subprocess.run([str(py), "-c", "import importlib.util as u; print([m for m in ('torch', 'PySide6', 'pyqtgraph') if u.find_spec(m)])"],
-                            capture_output=True, text=True, cwd=tmp_path, env=env, check=True)
+    absent = subprocess.run(
+        [
+            str(py),
+            "-c",
+            "import importlib.util as u; print([m for m in ('torch', 'PySide6', 'pyqtgraph') if u.find_spec(m)])",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        check=True,
+    )
     assert absent.stdout.strip() == "[]"
-    where = subprocess.run([str(py), "-c", "import gpuselect.paths as p; print(p.catalog_dir())"],
-                           capture_output=True, text=True, cwd=tmp_path, env=env, check=True)
+    where = subprocess.run(
+        [str(py), "-c", "import gpuselect.paths as p; print(p.catalog_dir())"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        check=True,
+    )
     assert where.stdout.strip() == str(site / "gpuselect" / "_data" / "gpu_catalog")
 
     detect = run("detect", "--format", "json")

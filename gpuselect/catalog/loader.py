@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuselect.catalog.schema import FAMILIES, FORM_FACTORS, GpuEntry
 from gpuselect import notices
+from gpuselect.catalog.schema import FAMILIES, FORM_FACTORS, GpuEntry
 from gpuselect.errors import DataError
 from gpuselect.safe_io import read_toml
 
@@ -56,12 +56,31 @@ FP32_TOLERANCE = 0.12
 BANDWIDTH_TOLERANCE = 0.08
 
 _FIELDS = {f.name: f for f in dataclasses.fields(GpuEntry)}
-_REQUIRED = [f.name for f in dataclasses.fields(GpuEntry) if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]  # type: ignore[misc]
+_REQUIRED = [
+    f.name
+    for f in dataclasses.fields(GpuEntry)
+    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+]
 _INT_FIELDS = {"memory_bus_bits", "shader_cores", "sm_count", "tensor_cores", "pcie_gen", "fp32_flops_per_core_clock"}
 _FLOAT_FIELDS = set(RANGES) - _INT_FIELDS
-_STR_FIELDS = {"id", "name", "vendor", "family", "architecture", "release_date", "form_factor", "memory_type",
-               "compute_capability", "interconnect", "launch_price_date", "street_price_date", "cloud_provider",
-               "cloud_price_date", "notes", "fp32_check"}
+_STR_FIELDS = {
+    "id",
+    "name",
+    "vendor",
+    "family",
+    "architecture",
+    "release_date",
+    "form_factor",
+    "memory_type",
+    "compute_capability",
+    "interconnect",
+    "launch_price_date",
+    "street_price_date",
+    "cloud_provider",
+    "cloud_price_date",
+    "notes",
+    "fp32_check",
+}
 
 
 @dataclass
@@ -102,9 +121,10 @@ def _check_value(name: str, value: Any) -> str | None:
     elif name == "aliases":
         if not isinstance(value, list) or not all(isinstance(a, str) and a.strip() for a in value):
             return "must be a list of names"
-    elif name == "sources":
-        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-            return "must be a table of field or group -> source"
+    elif name == "sources" and (
+        not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+    ):
+        return "must be a table of field or group -> source"
     if name in RANGES and isinstance(value, (int, float)):
         lo, hi = RANGES[name]
         if not lo <= float(value) <= hi:
@@ -150,13 +170,19 @@ def validate_entry(raw: dict[str, Any], file: str, *, partial: bool = False) -> 
     per = clean.get("fp32_flops_per_core_clock", 2)
     expected = cores * clock * per / 1e6
     if "fp32_check" not in clean and abs(clean["fp32_tflops"] / expected - 1) > FP32_TOLERANCE:
-        bad("fp32_tflops", f"{clean['fp32_tflops']:g} TFLOPS disagrees with shader_cores x boost_clock x {per} = {expected:.2f} "
-            f"(more than {FP32_TOLERANCE:.0%} apart; set fp32_check with a reason if the vendor figure is right)")
+        bad(
+            "fp32_tflops",
+            f"{clean['fp32_tflops']:g} TFLOPS disagrees with shader_cores x boost_clock x {per} = {expected:.2f} "
+            f"(more than {FP32_TOLERANCE:.0%} apart; set fp32_check with a reason if the vendor figure is right)",
+        )
     rate = clean.get("memory_data_rate_gbps")
     if rate is not None:
         expected_bw = clean["memory_bus_bits"] * rate / 8
         if abs(clean["memory_bandwidth_gbs"] / expected_bw - 1) > BANDWIDTH_TOLERANCE:
-            bad("memory_bandwidth_gbs", f"{clean['memory_bandwidth_gbs']:g} GB/s disagrees with memory_bus_bits x memory_data_rate_gbps / 8 = {expected_bw:.0f}")
+            bad(
+                "memory_bandwidth_gbs",
+                f"{clean['memory_bandwidth_gbs']:g} GB/s disagrees with memory_bus_bits x memory_data_rate_gbps / 8 = {expected_bw:.0f}",
+            )
     fp16, fp32 = clean.get("fp16_tflops"), clean["fp32_tflops"]
     if fp16 is not None and fp16 > 40 * fp32:
         bad("fp16_tflops", f"{fp16:g} is over 40x the FP32 rate: is it a sparse (2:4) figure? Store dense")
@@ -172,7 +198,9 @@ def _to_entry(clean: dict[str, Any]) -> GpuEntry:
     return GpuEntry(**values)
 
 
-def parse_file(path: Path, *, partial: bool = False) -> tuple[list[dict[str, Any]], list[Problem], dict[str, dict[str, str]]]:
+def parse_file(
+    path: Path, *, partial: bool = False
+) -> tuple[list[dict[str, Any]], list[Problem], dict[str, dict[str, str]]]:
     """Raw validated tables of one TOML file (``partial``: overlay tables may override fields only)."""
     name = path.name
     try:
@@ -244,8 +272,10 @@ def apply_overlay(base: LoadResult, path: Path) -> None:
         notices.warn(f"{overlay_problems[0].message}; using the built-in catalog without your overlay")
     elif overlay_problems:
         n = len(overlay_problems)
-        notices.warn(f"your catalog overlay {path} has {n} problem{'s' if n != 1 else ''}, and the entries concerned are "
-                     f"ignored (first: {overlay_problems[0]}); `gpuselect catalog --validate {path}` lists them all")
+        notices.warn(
+            f"your catalog overlay {path} has {n} problem{'s' if n != 1 else ''}, and the entries concerned are "
+            f"ignored (first: {overlay_problems[0]}); `gpuselect catalog --validate {path}` lists them all"
+        )
 
 
 def _merge_overlay(base: LoadResult, path: Path) -> None:
@@ -270,14 +300,18 @@ def _merge_overlay(base: LoadResult, path: Path) -> None:
                 continue
             base.entries[i] = _to_entry(clean)
         elif "name" not in t:
-            base.problems.append(Problem(path.name, t["id"], "id", "no built-in entry has this id; a new card needs all required fields"))
+            base.problems.append(
+                Problem(path.name, t["id"], "id", "no built-in entry has this id; a new card needs all required fields")
+            )
         else:
             clean, errs = validate_entry(t, path.name)
             if errs:
                 base.problems.extend(errs)
                 continue
             entry = _to_entry(clean)
-            base.entries.append(dataclasses.replace(entry, sources=entry.sources or {"all": f"user overlay ({path.name})"}))
+            base.entries.append(
+                dataclasses.replace(entry, sources=entry.sources or {"all": f"user overlay ({path.name})"})
+            )
             by_id[entry.id] = len(base.entries) - 1
 
 
