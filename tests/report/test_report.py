@@ -6,13 +6,11 @@ import json
 import socket
 from pathlib import Path
 
+import pypdf
 import pytest
 
-pypdf = pytest.importorskip("pypdf")
-pytest.importorskip("reportlab")
-
-from gpuselect.cli import main  # noqa: E402
-from gpuselect.errors import OutputError  # noqa: E402
+from gpuselect.cli import main
+from gpuselect.errors import OutputError
 from gpuselect.hardware.snapshot import detect  # noqa: E402
 from gpuselect.health.rules import evaluate  # noqa: E402
 from gpuselect.report.model import build_report  # noqa: E402
