@@ -59,4 +59,4 @@ def _no_leftover_threads() -> Iterator[None]:
 def _exempt(t: threading.Thread) -> bool:
     # Qt's global thread pool keeps idle workers alive for 30 s by design (QThreadPool expiry);
     # they are Python dummy threads, not ours.
-    return isinstance(t, threading._DummyThread)  # noqa: SLF001 - the only way to tell them apart
+    return isinstance(t, threading._DummyThread)

@@ -65,6 +65,9 @@ def test_any_assumptions_give_a_result_or_a_usage_error(values: dict[str, Any]) 
 def test_local_estimate_validates_too(values: dict[str, Any]) -> None:
     w, _, _ = _setup()
     try:
-        local_cpu_estimate(w, Assumptions(**values), cores=4, mhz=3000.0, features=[], measured_tflops=None, name="cpu")
+        est = local_cpu_estimate(
+            w, Assumptions(**values), cores=4, mhz=3000.0, features=[], measured_tflops=None, name="cpu"
+        )
     except UsageError:
         return
+    assert est.total_time_h is not None and math.isfinite(est.total_time_h) and est.total_time_h > 0
