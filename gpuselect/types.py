@@ -31,19 +31,27 @@ class FormFactor(StrEnum):
 
 
 class Precision(StrEnum):
-    """Number formats: the catalog has a spec rate for each; training uses the first four."""
+    """Number formats. fp16/bf16 mean mixed precision (FP32 master weights); bf16-true keeps
+    the weights in BF16 too."""
 
     FP32 = "fp32"
     TF32 = "tf32"
     FP16 = "fp16"
     BF16 = "bf16"
+    BF16_TRUE = "bf16-true"
     FP8 = "fp8"
 
 
-#: Precisions a training estimate can be asked for (fp16/bf16 mean mixed precision).
+#: Precisions a training estimate can be asked for today (the step-time work adds more).
 TRAINING_PRECISIONS: tuple[Precision, ...] = (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16)
 #: Precisions the catalog carries a spec rate for.
-SPEC_PRECISIONS: tuple[Precision, ...] = tuple(Precision)
+SPEC_PRECISIONS: tuple[Precision, ...] = (
+    Precision.FP32,
+    Precision.TF32,
+    Precision.FP16,
+    Precision.BF16,
+    Precision.FP8,
+)
 
 
 class Optimizer(StrEnum):
@@ -52,6 +60,22 @@ class Optimizer(StrEnum):
     ADAM = "adam"
     ADAMW = "adamw"
     ADAM8BIT = "adam8bit"
+    PAGED_ADAMW8BIT = "paged-adamw8bit"
+
+
+class Sharding(StrEnum):
+    """How data-parallel training splits its state across GPUs."""
+
+    NONE = "none"
+    ZERO1 = "zero1"
+    ZERO2 = "zero2"
+    FSDP = "fsdp"
+
+
+class Offload(StrEnum):
+    NONE = "none"
+    OPTIMIZER = "optimizer"
+    PARAMS = "params"
 
 
 class Mode(StrEnum):
