@@ -321,3 +321,15 @@ def test_report_to_a_folder_is_refused_in_one_sentence(tmp_path: Path, capsys: p
     assert err == f"gpuselect: error: {tmp_path} is a folder; give a file name to write to"
     with pytest.raises(OutputError, match="is a folder"):
         atomic_write_text(tmp_path, "x")
+
+
+def test_notices_are_kept_for_a_face_or_handed_to_its_handler() -> None:
+    notices.warn("first")
+    notices.warn("first")  # once
+    got: list[str] = []
+    notices.set_handler(got.append)  # the CLI's handler gets what was waiting, then new ones
+    notices.warn("second")
+    assert got == ["first", "second"] and notices.drain() == []
+    notices.set_handler(None)
+    notices.warn("third")
+    assert notices.drain() == ["third"] and notices.drain() == []
