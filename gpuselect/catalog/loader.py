@@ -199,12 +199,13 @@ def _to_entry(clean: dict[str, Any]) -> GpuEntry:
 
 
 def parse_file(
-    path: Path, *, partial: bool = False
+    path: Path, *, partial: bool = False, what: str = "catalog file"
 ) -> tuple[list[dict[str, Any]], list[Problem], dict[str, dict[str, str]]]:
-    """Raw validated tables of one TOML file (``partial``: overlay tables may override fields only)."""
+    """Raw validated tables of one TOML file (``partial``: overlay tables may override fields
+    only; ``what`` names the file in messages)."""
     name = path.name
     try:
-        data = read_toml(path, what="catalog overlay" if partial else "catalog file", max_bytes=MAX_FILE_BYTES)
+        data = read_toml(path, what=what, max_bytes=MAX_FILE_BYTES)
     except DataError as exc:
         return [], [Problem(name, None, None, str(exc))], {}
     sources = data.pop("sources", {}) if isinstance(data.get("sources"), dict) else {}
@@ -279,7 +280,7 @@ def apply_overlay(base: LoadResult, path: Path) -> None:
 
 
 def _merge_overlay(base: LoadResult, path: Path) -> None:
-    tables, problems, sources = parse_file(path, partial=True)
+    tables, problems, sources = parse_file(path, partial=True, what="catalog overlay")
     base.problems.extend(problems)
     base.sources.update(sources)
     by_id = {e.id: i for i, e in enumerate(base.entries)}
