@@ -120,6 +120,8 @@ def test_spec_ratios_and_findings() -> None:
 
 def test_cli_json_schema(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("gpuselect.bench.model.BenchConfig.measurement_budget_s", lambda self: 0.04)
+    # a generous time box: this checks what is written, not how fast a shared machine is
+    monkeypatch.setattr("gpuselect.bench.model.BenchConfig.device_time_box_s", lambda self: 600.0)
     monkeypatch.setattr("gpuselect.bench.model.BenchConfig.train_batch_sizes", lambda self: (2,))
     assert main(["bench", "--device", "cpu", "--quick", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -53,6 +53,8 @@ def test_hardware_only_report_has_no_estimate(tmp_path: Path) -> None:
 
 def test_benchmark_section_from_a_saved_result(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("gpuselect.bench.model.BenchConfig.measurement_budget_s", lambda self: 0.03)
+    # a generous time box: this checks what is written, not how fast a shared machine is
+    monkeypatch.setattr("gpuselect.bench.model.BenchConfig.device_time_box_s", lambda self: 600.0)
     monkeypatch.setattr("gpuselect.bench.model.BenchConfig.train_batch_sizes", lambda self: (1, 4))
     assert main(["bench", "--device", "cpu", "--quick", "--format", "json"]) == 0
     bench = tmp_path / "bench.json"
