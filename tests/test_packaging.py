@@ -156,3 +156,6 @@ def test_wheel_runs_detect_estimate_and_report_without_qt_or_torch(wheel: Path, 
     # What needs an extra says which, in one sentence.
     bench = run("bench", "--quick")
     assert bench.returncode == 2 and "gpuselect[bench]" in bench.stderr, bench.stderr
+    env["QT_QPA_PLATFORM"] = "offscreen"  # past the display check, to the missing Qt
+    gui = run("gui")
+    assert gui.returncode == 2 and "gpuselect[gui]" in gui.stderr, gui.stderr
