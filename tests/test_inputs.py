@@ -333,3 +333,17 @@ def test_notices_are_kept_for_a_face_or_handed_to_its_handler() -> None:
     notices.set_handler(None)
     notices.warn("third")
     assert notices.drain() == ["third"] and notices.drain() == []
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
+def test_saving_settings_over_a_device_or_fifo_keeps_it_aside_and_writes_a_file(tmp_path: Path, kind: str) -> None:
+    from gpuselect.settings import save
+
+    p = tmp_path / "settings.json"
+    if kind == "dev-zero":
+        p.symlink_to("/dev/zero")
+    else:
+        _fifo(p)
+    _no_hang(save, Settings(currency_symbol="£"), p)
+    assert p.is_file() and not p.is_symlink() and load(p)[0].currency_symbol == "£"
+    assert len(list(tmp_path.glob("settings.json.corrupt-*"))) == 1
