@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from gpuselect import __version__
+from gpuselect import __version__, notices
 from gpuselect.errors import GpuselectError
 
 #: Subcommands in the order ``--help`` lists them; each is ``gpuselect.commands.<name>``.
@@ -58,6 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     module: ModuleType = getattr(args, "_module", None) or _command_module("gui")
+    if module.__name__ != "gpuselect.commands.gui":  # the desktop app shows them in a banner
+        notices.set_handler(_print_warning)
     try:
         return int(module.run(args))
     except GpuselectError as exc:
@@ -79,6 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL
+
+
+def _print_warning(message: str) -> None:
+    print(f"gpuselect: warning: {message}", file=sys.stderr)
 
 
 def gui_main() -> int:

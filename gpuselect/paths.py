@@ -1,6 +1,6 @@
 """Where gpuselect finds its shipped data and keeps the user's files.
 
-Shipped data (``gpu_catalog/``, ``resources/``) sits at the repository root in a source tree or
+Shipped data (``gpu_catalog/``) sits at the repository root in a source tree or
 an editable install, and under ``gpuselect/_data/`` inside an installed wheel.
 """
 
@@ -23,11 +23,6 @@ def _shipped(name: str) -> Path:
 def catalog_dir() -> Path:
     """The built-in GPU catalog folder."""
     return _shipped("gpu_catalog")
-
-
-def resources_dir() -> Path:
-    """Icons, style sheets and report templates."""
-    return _shipped("resources")
 
 
 def config_dir() -> Path:

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuselect import notices
+from gpuselect.errors import DataError
 from gpuselect.fsutil import atomic_write_text
+from gpuselect.safe_io import finite_number, read_json
 
 FILE_NAME = "settings.json"
 
@@ -57,7 +60,7 @@ def validate(values: dict[str, Any]) -> tuple[Settings, list[str]]:
             if value is None and default is None:
                 clean[key] = None
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+            if not finite_number(value):
                 problems.append(f"{key} must be a number, not {value!r}")
                 continue
             lo, hi = _RANGES[key]
@@ -78,27 +81,42 @@ def validate(values: dict[str, Any]) -> tuple[Settings, list[str]]:
     return Settings(**clean), problems
 
 
+#: settings.json is a few hundred bytes; anything near this limit is not a settings file.
+MAX_BYTES = 256 * 1024
+
+
 def load(path: Path | None = None) -> tuple[Settings, list[str]]:
+    """The settings and the problems found; any failure means defaults, never an exception.
+
+    Each problem is also recorded with :func:`gpuselect.notices.warn` so every face shows it.
+    """
     p = path or settings_path()
-    if not p.exists():
+    settings, problems = _load(p)
+    for message in problems:
+        notices.warn(message)
+    return settings, problems
+
+
+def _load(p: Path) -> tuple[Settings, list[str]]:
+    if not os.path.lexists(p):
         return Settings(), []
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        return Settings(), [f"cannot read {p}: {exc}; using defaults"]
-    except json.JSONDecodeError as exc:
-        return Settings(), [f"{p} is not valid JSON ({exc.msg} at line {exc.lineno}); using defaults, the file is kept"]
+        data = read_json(p, what="settings file", max_bytes=MAX_BYTES)
+    except DataError as exc:
+        return Settings(), [f"{exc}; using the default settings, the file is kept"]
     if not isinstance(data, dict):
-        return Settings(), [f"{p} should hold a JSON object; using defaults, the file is kept"]
+        return Settings(), [
+            f"the settings file {p} should hold a JSON object; using the default settings, the file is kept"
+        ]
     s, problems = validate(data)
     return s, [f"{p}: {m}" for m in problems]
 
 
 def save(settings: Settings, path: Path | None = None) -> Path:
     p = path or settings_path()
-    if p.exists():
+    if os.path.lexists(p):
         try:
-            json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            read_json(p, what="settings file", max_bytes=MAX_BYTES)
+        except DataError:
             p.rename(p.with_name(f"{p.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}"))  # keep what was there
     return atomic_write_text(p, json.dumps(dataclasses.asdict(settings), indent=2) + "\n")

@@ -12,15 +12,31 @@ def test_defaults_when_missing(tmp_path: Path) -> None:
 
 def test_round_trip(tmp_path: Path) -> None:
     p = tmp_path / "settings.json"
-    s = Settings(electricity_usd_per_kwh=0.31, currency_symbol="€", usd_to_currency=0.92, default_budget_usd=5000.0, redact_reports=True)
+    s = Settings(
+        electricity_usd_per_kwh=0.31,
+        currency_symbol="€",
+        usd_to_currency=0.92,
+        default_budget_usd=5000.0,
+        redact_reports=True,
+    )
     save(s, p)
     assert load(p) == (s, [])
 
 
 def test_bad_values_are_named_and_the_rest_kept(tmp_path: Path) -> None:
     p = tmp_path / "settings.json"
-    p.write_text(json.dumps({"electricity_usd_per_kwh": -3, "currency_symbol": "€", "default_deadline_hours": "soon", "colour": "red",
-                             "redact_reports": "yes", "usd_to_currency": float("1e300")}))
+    p.write_text(
+        json.dumps(
+            {
+                "electricity_usd_per_kwh": -3,
+                "currency_symbol": "€",
+                "default_deadline_hours": "soon",
+                "colour": "red",
+                "redact_reports": "yes",
+                "usd_to_currency": float("1e300"),
+            }
+        )
+    )
     s, problems = load(p)
     assert s.currency_symbol == "€" and s.electricity_usd_per_kwh == 0.15 and s.default_deadline_hours == 72.0
     text = " ".join(problems)

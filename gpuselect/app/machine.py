@@ -55,16 +55,11 @@ def run_quick_bench() -> Any:
 
 
 def load_bench(path: str | Path) -> Any:
-    """A saved ``gpuselect bench --format json`` result as a BenchReport; one sentence when it is not one."""
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path} is not JSON: {exc}") from exc
-    if not isinstance(doc, dict) or doc.get("kind") != "bench" or not isinstance(doc.get("devices"), list):
-        raise DataError(f"{path} is not a `gpuselect bench --format json` result")
-    return bench_from_doc(doc)
+    """A saved ``gpuselect bench --format json`` result as a BenchReport, read bounded and checked
+    against its schema (gpuselect.bench.io); one sentence when it is not one."""
+    from gpuselect.bench.io import load_bench_file
+
+    return bench_from_doc(load_bench_file(path))
 
 
 def bench_from_doc(doc: dict[str, Any]) -> Any:

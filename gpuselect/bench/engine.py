@@ -560,7 +560,12 @@ def _telemetry(dev: _Device) -> dict[str, Any] | None:
 def run_benchmark(cfg: BenchConfig, cancel: CancelFlag | None = None) -> Generator[ProgressEvent, None, BenchReport]:
     cancel = cancel or threading.Event()
     start = time.perf_counter()
-    import torch  # lazily: only a real benchmark pays for it
+    try:
+        import torch  # lazily: only a real benchmark pays for it
+    except ImportError:
+        from gpuselect.errors import UsageError
+
+        raise UsageError("the benchmark needs PyTorch, which is not installed: pip install 'gpuselect[bench]'") from None
 
     devices = select_devices(list_devices(torch), cfg.devices)
     plans = [(dev, _plan(dev, cfg)) for dev in devices]

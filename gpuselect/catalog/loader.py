@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuselect import notices
 from gpuselect.catalog.schema import FAMILIES, FORM_FACTORS, GpuEntry
 from gpuselect.errors import DataError
+from gpuselect.safe_io import read_toml
+
+#: A catalog file holds a few dozen cards (a few tens of kB); the overlay is the user's.
+MAX_FILE_BYTES = 2 * 1024 * 1024
 
 OVERLAY_NAME = "catalog_overlay.toml"
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
@@ -51,12 +56,31 @@ FP32_TOLERANCE = 0.12
 BANDWIDTH_TOLERANCE = 0.08
 
 _FIELDS = {f.name: f for f in dataclasses.fields(GpuEntry)}
-_REQUIRED = [f.name for f in dataclasses.fields(GpuEntry) if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]  # type: ignore[misc]
+_REQUIRED = [
+    f.name
+    for f in dataclasses.fields(GpuEntry)
+    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+]
 _INT_FIELDS = {"memory_bus_bits", "shader_cores", "sm_count", "tensor_cores", "pcie_gen", "fp32_flops_per_core_clock"}
 _FLOAT_FIELDS = set(RANGES) - _INT_FIELDS
-_STR_FIELDS = {"id", "name", "vendor", "family", "architecture", "release_date", "form_factor", "memory_type",
-               "compute_capability", "interconnect", "launch_price_date", "street_price_date", "cloud_provider",
-               "cloud_price_date", "notes", "fp32_check"}
+_STR_FIELDS = {
+    "id",
+    "name",
+    "vendor",
+    "family",
+    "architecture",
+    "release_date",
+    "form_factor",
+    "memory_type",
+    "compute_capability",
+    "interconnect",
+    "launch_price_date",
+    "street_price_date",
+    "cloud_provider",
+    "cloud_price_date",
+    "notes",
+    "fp32_check",
+}
 
 
 @dataclass
@@ -97,9 +121,10 @@ def _check_value(name: str, value: Any) -> str | None:
     elif name == "aliases":
         if not isinstance(value, list) or not all(isinstance(a, str) and a.strip() for a in value):
             return "must be a list of names"
-    elif name == "sources":
-        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-            return "must be a table of field or group -> source"
+    elif name == "sources" and (
+        not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+    ):
+        return "must be a table of field or group -> source"
     if name in RANGES and isinstance(value, (int, float)):
         lo, hi = RANGES[name]
         if not lo <= float(value) <= hi:
@@ -145,13 +170,19 @@ def validate_entry(raw: dict[str, Any], file: str, *, partial: bool = False) -> 
     per = clean.get("fp32_flops_per_core_clock", 2)
     expected = cores * clock * per / 1e6
     if "fp32_check" not in clean and abs(clean["fp32_tflops"] / expected - 1) > FP32_TOLERANCE:
-        bad("fp32_tflops", f"{clean['fp32_tflops']:g} TFLOPS disagrees with shader_cores x boost_clock x {per} = {expected:.2f} "
-            f"(more than {FP32_TOLERANCE:.0%} apart; set fp32_check with a reason if the vendor figure is right)")
+        bad(
+            "fp32_tflops",
+            f"{clean['fp32_tflops']:g} TFLOPS disagrees with shader_cores x boost_clock x {per} = {expected:.2f} "
+            f"(more than {FP32_TOLERANCE:.0%} apart; set fp32_check with a reason if the vendor figure is right)",
+        )
     rate = clean.get("memory_data_rate_gbps")
     if rate is not None:
         expected_bw = clean["memory_bus_bits"] * rate / 8
         if abs(clean["memory_bandwidth_gbs"] / expected_bw - 1) > BANDWIDTH_TOLERANCE:
-            bad("memory_bandwidth_gbs", f"{clean['memory_bandwidth_gbs']:g} GB/s disagrees with memory_bus_bits x memory_data_rate_gbps / 8 = {expected_bw:.0f}")
+            bad(
+                "memory_bandwidth_gbs",
+                f"{clean['memory_bandwidth_gbs']:g} GB/s disagrees with memory_bus_bits x memory_data_rate_gbps / 8 = {expected_bw:.0f}",
+            )
     fp16, fp32 = clean.get("fp16_tflops"), clean["fp32_tflops"]
     if fp16 is not None and fp16 > 40 * fp32:
         bad("fp16_tflops", f"{fp16:g} is over 40x the FP32 rate: is it a sparse (2:4) figure? Store dense")
@@ -167,15 +198,16 @@ def _to_entry(clean: dict[str, Any]) -> GpuEntry:
     return GpuEntry(**values)
 
 
-def parse_file(path: Path, *, partial: bool = False) -> tuple[list[dict[str, Any]], list[Problem], dict[str, dict[str, str]]]:
-    """Raw validated tables of one TOML file (``partial``: overlay tables may override fields only)."""
+def parse_file(
+    path: Path, *, partial: bool = False, what: str = "catalog file"
+) -> tuple[list[dict[str, Any]], list[Problem], dict[str, dict[str, str]]]:
+    """Raw validated tables of one TOML file (``partial``: overlay tables may override fields
+    only; ``what`` names the file in messages)."""
     name = path.name
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        return [], [Problem(str(path), None, None, f"cannot read: {exc.strerror or exc}")], {}
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        return [], [Problem(name, None, None, f"is not valid TOML: {exc}")], {}
+        data = read_toml(path, what=what, max_bytes=MAX_FILE_BYTES)
+    except DataError as exc:
+        return [], [Problem(name, None, None, str(exc))], {}
     sources = data.pop("sources", {}) if isinstance(data.get("sources"), dict) else {}
     gpus = data.get("gpu", [])
     problems: list[Problem] = []
@@ -205,7 +237,7 @@ def load_builtin(folder: Path) -> LoadResult:
     seen: dict[str, str] = {}
     for path in sorted(folder.glob("*.toml")):
         if path.name == "sources.toml":
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = read_toml(path, what="catalog file", max_bytes=MAX_FILE_BYTES)
             result.sources.update(data.get("sources", {}))
             continue
         tables, problems, sources = parse_file(path)
@@ -226,10 +258,29 @@ def load_builtin(folder: Path) -> LoadResult:
 
 
 def apply_overlay(base: LoadResult, path: Path) -> None:
-    """Merge the user's overlay: tables with a known id override fields; new ids add entries."""
-    if not path.is_file():
+    """Merge the user's overlay: tables with a known id override fields; new ids add entries.
+
+    Whatever is wrong with it is added to ``base.problems`` and, once per process, told to the
+    user through :func:`gpuselect.notices.warn`: a dropped overlay must not go unnoticed.
+    """
+    if not os.path.lexists(path):
         return
-    tables, problems, sources = parse_file(path, partial=True)
+    before = len(base.problems)
+    _merge_overlay(base, path)
+    overlay_problems = base.problems[before:]
+    if len(overlay_problems) == 1 and overlay_problems[0].entry is None and overlay_problems[0].field is None:
+        # The whole file is unusable (unreadable, not TOML, too large, ...): the message names it.
+        notices.warn(f"{overlay_problems[0].message}; using the built-in catalog without your overlay")
+    elif overlay_problems:
+        n = len(overlay_problems)
+        notices.warn(
+            f"your catalog overlay {path} has {n} problem{'s' if n != 1 else ''}, and the entries concerned are "
+            f"ignored (first: {overlay_problems[0]}); `gpuselect catalog --validate {path}` lists them all"
+        )
+
+
+def _merge_overlay(base: LoadResult, path: Path) -> None:
+    tables, problems, sources = parse_file(path, partial=True, what="catalog overlay")
     base.problems.extend(problems)
     base.sources.update(sources)
     by_id = {e.id: i for i, e in enumerate(base.entries)}
@@ -250,20 +301,24 @@ def apply_overlay(base: LoadResult, path: Path) -> None:
                 continue
             base.entries[i] = _to_entry(clean)
         elif "name" not in t:
-            base.problems.append(Problem(path.name, t["id"], "id", "no built-in entry has this id; a new card needs all required fields"))
+            base.problems.append(
+                Problem(path.name, t["id"], "id", "no built-in entry has this id; a new card needs all required fields")
+            )
         else:
             clean, errs = validate_entry(t, path.name)
             if errs:
                 base.problems.extend(errs)
                 continue
             entry = _to_entry(clean)
-            base.entries.append(dataclasses.replace(entry, sources=entry.sources or {"all": f"user overlay ({path.name})"}))
+            base.entries.append(
+                dataclasses.replace(entry, sources=entry.sources or {"all": f"user overlay ({path.name})"})
+            )
             by_id[entry.id] = len(base.entries) - 1
 
 
 def validate_file(path: Path) -> list[Problem]:
     """Problems of one catalog or overlay file (``gpuselect catalog --validate``)."""
-    if not path.is_file():
-        raise DataError(f"{path} does not exist or is not a file")
+    if not path.exists():
+        raise DataError(f"{path} does not exist")
     _, problems, _ = parse_file(path, partial=True)
     return problems

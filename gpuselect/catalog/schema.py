@@ -11,12 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gpuselect import types as _types
+
 Family = Literal["geforce", "workstation", "datacenter", "radeon", "instinct"]
 FormFactor = Literal["desktop", "laptop", "pcie", "sxm", "oam"]
 
-FAMILIES: tuple[str, ...] = ("geforce", "workstation", "datacenter", "radeon", "instinct")
-FORM_FACTORS: tuple[str, ...] = ("desktop", "laptop", "pcie", "sxm", "oam")
-PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8")
+# One source for these values: the enums in gpuselect.types (members are str, so they compare,
+# join and serialise as the plain names).
+FAMILIES: tuple[str, ...] = tuple(_types.Family)
+FORM_FACTORS: tuple[str, ...] = tuple(_types.FormFactor)
+PRECISIONS: tuple[str, ...] = tuple(_types.SPEC_PRECISIONS)
 
 
 @dataclass(frozen=True)

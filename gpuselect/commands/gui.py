@@ -34,6 +34,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         from gpuselect.gui.app import run_app
     except ImportError as exc:
-        raise UsageError(f"the desktop app needs PySide6 and pyqtgraph ({exc}); install gpuselect with its dependencies") from exc
+        raise UsageError(f"the desktop app needs PySide6 and pyqtgraph ({exc}): pip install 'gpuselect[gui]'") from exc
 
     return run_app(quit_after_s=getattr(args, "quit_after", None))

@@ -26,7 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gpuselect.hardware.snapshot import detect
-    from gpuselect.hardware.text import format_health
+    from gpuselect.health.text import format_health
     from gpuselect.health.rules import evaluate
     from gpuselect.output import json_document
 

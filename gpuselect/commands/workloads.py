@@ -15,7 +15,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gpuselect.output import json_document
-    from gpuselect.workloads.presets import PRESETS
+    from gpuselect.workloads.presets import PRESETS, canonical_id
 
     if args.format == "json":
         print(json_document({"count": len(PRESETS), "workloads": list(PRESETS.values())}, kind="workloads"))
@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'id':20s} {'params':>9s} {'trainable':>10s} {'fwd GFLOP':>11s} {'act. MB':>9s}  sample / name")
     for w in PRESETS.values():
         mark = "" if w.profiler_checked else " (approx.)"
-        print(f"{w.id:20s} {w.params / 1e6:8.1f}M {w.trainable_params / 1e6:9.2f}M {w.forward_flops_per_sample / 1e9:11.3f} "
+        print(f"{canonical_id(w.id):20s} {w.params / 1e6:8.1f}M {w.trainable_params / 1e6:9.2f}M {w.forward_flops_per_sample / 1e9:11.3f} "
               f"{w.activation_bytes_per_sample / 1e6:9.1f}  {w.sample_unit}: {w.name}{mark}")
     print("FLOPs: one forward pass of one sample (training costs about 3x). Activation memory: 16-bit, kept for the "
           "backward pass, per sample. '(approx.)': derived from papers, not measured with torch's FLOP counter.")

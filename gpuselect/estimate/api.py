@@ -30,6 +30,7 @@ from gpuselect.estimate.roofline import (
     resolve_precision,
 )
 from gpuselect.fleet.interconnect import MeasuredInterconnect, measured_link_gbs
+from gpuselect.safe_io import finite_number
 from gpuselect.workloads.model import Workload
 
 #: ``auto``: what each card trains well in (bf16 on Ampere+/CDNA 2+, fp16 mixed on Volta/Turing,
@@ -66,9 +67,11 @@ class Assumptions:
     interconnect: MeasuredInterconnect | None = None  # measured by `gpuselect fleet`; replaces spec links
 
     def validate(self) -> None:
-        if self.precision not in PRECISIONS:
+        """Every field checked once, here at the API boundary: a bad value is a UsageError naming
+        it, never a ZeroDivisionError or TypeError from deep inside the estimator."""
+        if not isinstance(self.precision, str) or self.precision not in PRECISIONS:
             raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
-        if self.optimizer not in OPTIMIZERS:
+        if not isinstance(self.optimizer, str) or self.optimizer not in OPTIMIZERS:
             raise UsageError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
         if self.sharding is not None and self.sharding not in SHARDINGS:
             raise UsageError(f"sharding must be one of {', '.join(SHARDINGS)}, not {self.sharding!r}")
@@ -77,23 +80,36 @@ class Assumptions:
         for n in self.counts or ():
             if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 4096:
                 raise UsageError(f"a GPU count must be a whole number in 1..4096, not {n!r}")
-        checks = [
-            ("batch size", self.batch_size, 1, 1_000_000),
-            ("dataset size", self.dataset_size, 1, 1e13),
-            ("epochs", self.epochs, 1, 100_000),
-            ("deadline", self.deadline_hours, 1e-3, 1e6),
-            ("budget", self.budget_usd, 1e-3, 1e10),
-            ("electricity price", self.electricity_usd_per_kwh, 0, 100),
-            ("grid carbon intensity", self.grid_kg_co2_per_kwh, 0, 5),
-            ("utilisation", self.utilisation, 0.01, 1),
-            ("max GPUs", self.max_gpus, 1, 4096),
-            ("cluster size", self.cluster_max_gpus, 1, 4096),
+        if self.checkpointing is not None and not isinstance(self.checkpointing, bool):
+            raise UsageError(f"checkpointing must be true, false or None (automatic), not {self.checkpointing!r}")
+        # (label, value, lo, hi, whole number, may be None)
+        checks: list[tuple[str, object, float, float, bool, bool]] = [
+            ("batch size", self.batch_size, 1, 1_000_000, True, True),
+            ("dataset size", self.dataset_size, 1, 1e13, True, True),
+            ("epochs", self.epochs, 1, 100_000, True, True),
+            ("deadline", self.deadline_hours, 1e-3, 1e6, False, False),
+            ("budget", self.budget_usd, 1e-3, 1e10, False, True),
+            ("electricity price", self.electricity_usd_per_kwh, 0, 100, False, False),
+            ("grid carbon intensity", self.grid_kg_co2_per_kwh, 0, 5, False, False),
+            ("utilisation", self.utilisation, 0.01, 1, False, False),
+            ("max GPUs", self.max_gpus, 1, 4096, True, False),
+            ("cluster size", self.cluster_max_gpus, 1, 4096, True, False),
+            ("GPUs per node", self.gpus_per_node, 1, 1024, True, False),
+            ("network bandwidth", self.network_gbs, 0.01, 1e5, False, False),
+            ("communication overlap", self.comm_overlap, 0, 1, False, False),
+            ("amortisation period", self.amortisation_years, 0.01, 100, False, True),
         ]
-        for label, value, lo, hi in checks:
+        for label, value, lo, hi, whole, optional in checks:
             if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise UsageError(f"the {label} must be a number, not {value!r}")
+                if optional:
+                    continue
+                raise UsageError(f"the {label} is required")
+            if whole:
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise UsageError(f"the {label} must be a whole number, not {value!r}")
+            elif not finite_number(value):
+                raise UsageError(f"the {label} must be a finite number, not {value!r}")
+            assert isinstance(value, (int, float))  # narrowed by the checks above
             if not lo <= value <= hi:
                 raise UsageError(f"the {label} {value:g} is outside {lo:g}..{hi:g}")
 
@@ -470,6 +486,9 @@ def local_cpu_estimate(w: Workload, a: Assumptions, *, cores: int | None, mhz: f
     (stated). A workload the benchmark trained itself is reported as measured."""
     from gpuselect.estimate.perf import cpu_device
 
+    a.validate()
+    if measured_tflops is not None and not (finite_number(measured_tflops) and measured_tflops > 0):
+        raise UsageError(f"the measured CPU rate must be a positive number of TFLOPS, not {measured_tflops!r}")
     samples = (a.dataset_size or w.default_dataset_size) * (a.epochs or w.default_epochs)
     rec = dict(bench or {})
     if measured_tflops and not (rec.get("matmul_tflops") or {}).get("fp32"):
@@ -509,6 +528,7 @@ def local_gpu_estimate(
     given; a workload the benchmark trained is reported as measured."""
     from gpuselect.estimate.perf import benchmarked_gpu_device
 
+    a.validate()
     match = catalog.match(name or "", memory_bytes) if name else None
     if match is None:
         return LocalEstimate(device, name or "unknown GPU", None, None, "not in the catalog: no estimate", 1.0, fits=False)

@@ -24,6 +24,7 @@ from gpuselect.gui.pages.catalog import CatalogPage
 from gpuselect.gui.pages.estimate import EstimatePage
 from gpuselect.gui.pages.hardware import HardwarePage
 from gpuselect.gui.pages.settings import SettingsPage
+from gpuselect.paths import config_dir
 
 ORG, APP = "gpuselect", "gpuselect"
 
@@ -70,7 +71,8 @@ class MainWindow(QMainWindow):
             group.addAction(act)
             view.addAction(act)
             self.theme_actions[name] = act
-        self.settings = QSettings(ORG, APP)
+        # A file under our config dir (GPUSELECT_CONFIG_DIR moves it), not Qt's own location.
+        self.settings = QSettings(str(config_dir() / "window.ini"), QSettings.Format.IniFormat)
         self._restore()
         self.snapshot: object = None
         self._export_worker: object = None

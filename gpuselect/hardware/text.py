@@ -1,10 +1,12 @@
-"""Plain-text views of a snapshot and a health report, shared by the CLI and the GUI."""
+"""Plain-text view of a hardware snapshot, shared by the CLI and the GUI. (The health report's
+text lives in gpuselect.health.text; ``format_health`` is re-exported here for old imports.)"""
 
 from __future__ import annotations
 
 from gpuselect.hardware.types import GpuInfo, Snapshot
-from gpuselect.health.model import Severity
-from gpuselect.health.rules import HealthReport
+from gpuselect.health.text import format_health
+
+__all__ = ["format_health", "format_snapshot", "gpu_lines"]
 
 GIB = 1024**3
 
@@ -68,28 +70,4 @@ def format_snapshot(s: Snapshot) -> str:
         lines.append("GPUs: none found")
     for g in s.gpus:
         lines.extend(gpu_lines(g))
-    return "\n".join(lines)
-
-
-def format_health(report: HealthReport, *, verbose: bool = False) -> str:
-    lines = []
-    for f in report.findings:
-        if f.severity is Severity.OK and not verbose:
-            continue
-        lines.append(f"[{f.severity.symbol} {f.severity.value.upper()}] {f.device or ''}: {f.title}")
-        lines.append(f"    {f.detail}")
-        if f.value is not None or f.threshold is not None:
-            unit = f" {f.unit}" if f.unit else ""
-            lines.append(f"    measured: {f.value}{unit}; threshold: {f.threshold}{unit}")
-        if f.remedy:
-            lines.append(f"    what to do: {f.remedy}")
-    c = report.counts
-    ok = c.get("ok", 0)
-    summary = (
-        f"{c.get('critical', 0)} critical, {c.get('warning', 0)} warning(s), {c.get('info', 0)} info, "
-        f"{c.get('unknown', 0)} not checked, {ok} passed"
-    )
-    if report.worst.rank < Severity.WARNING.rank:
-        summary = ("All checks passed: " if ok else "No problems found: ") + summary
-    lines.append(summary + ("" if verbose or not ok else " (--verbose lists the passed checks)"))
     return "\n".join(lines)

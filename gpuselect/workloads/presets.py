@@ -187,11 +187,34 @@ for size, (label, shape) in _LLAMA.items():
 PRESETS: dict[str, Workload] = {w.id: w for w in _PRESETS}
 
 
+#: Hyphenated ids (the style of every other preset) for the presets whose id is the key the
+#: calibration data uses (``Workload.id`` stays that key). Both spellings are accepted.
+CANONICAL_IDS: dict[str, str] = {
+    "bert_base_squad": "bert-base-squad",
+    "bert_large_squad": "bert-large-squad",
+    "transformerxlbase": "transformer-xl-base",
+    "transformerxllarge": "transformer-xl-large",
+}
+_BY_CANONICAL: dict[str, str] = {v: k for k, v in CANONICAL_IDS.items()}
+
+
+def canonical_id(workload_id: str) -> str:
+    """The id to show users: hyphenated, lower-case."""
+    return CANONICAL_IDS.get(workload_id, workload_id)
+
+
 def get_preset(workload_id: str) -> Workload:
-    try:
-        return PRESETS[workload_id]
-    except KeyError:
-        raise UsageError(f"unknown workload {workload_id!r}; `gpuselect workloads` lists the presets") from None
+    """A preset by its id (``bert-base-squad``) or its older spelling (``bert_base_squad``);
+    an unknown id is answered with the closest known ones."""
+    import difflib
+
+    key = _BY_CANONICAL.get(workload_id, workload_id)
+    if key in PRESETS:
+        return PRESETS[key]
+    known = [canonical_id(k) for k in PRESETS]
+    close = difflib.get_close_matches(workload_id.lower().replace("_", "-"), known, n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    raise UsageError(f"unknown workload {workload_id!r}; {hint}`gpuselect workloads` lists the presets")
 
 
 def custom_workload(params: float, flops_per_sample: float, *, name: str = "custom workload") -> Workload:

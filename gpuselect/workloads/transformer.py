@@ -6,12 +6,12 @@ code is executed).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpuselect.errors import DataError
+from gpuselect.safe_io import read_json
 from gpuselect.workloads.model import Workload
 
 
@@ -153,12 +153,7 @@ def _positive_int(cfg: dict[str, Any], path: str, keys: tuple[str, ...], *, defa
 def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> TransformerShape:
     """Read a Hugging Face style ``config.json`` as data (GPT-2, BERT, Llama, Mistral ... keys)."""
     p = Path(path)
-    try:
-        cfg = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DataError(f"cannot read {p}: {exc.strerror or exc}") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"{p} is not valid JSON: {exc}") from exc
+    cfg = read_json(p, what="model config", max_bytes=4 * 1024 * 1024)  # bounded; UTF-8 or UTF-16 with a BOM
     if not isinstance(cfg, dict):
         raise DataError(f"{p}: expected a JSON object of model settings")
     model_type = str(cfg.get("model_type", "")).lower()

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-
-from gpuselect.bench.engine import run_benchmark, run_to_completion  # noqa: E402
-from gpuselect.bench.findings import bench_findings, spec_ratios  # noqa: E402
+from gpuselect.bench.engine import run_benchmark, run_to_completion
+from gpuselect.bench.findings import bench_findings, spec_ratios
 from gpuselect.bench.model import BenchConfig, BenchReport, DeviceResult  # noqa: E402
 from gpuselect.catalog.schema import GpuEntry  # noqa: E402
 from gpuselect.cli import main  # noqa: E402
 from gpuselect.health.model import Severity  # noqa: E402
 
-TINY = BenchConfig(quick=True, devices=("cpu",), budget_s=0.04, batch_sizes=(1, 4), models=("simple_cnn",))
+# A generous time box: these tests check what is measured, not how fast a shared machine is
+# (the box has its own tests below, which count work instead of timing it).
+TINY = BenchConfig(quick=True, devices=("cpu",), budget_s=0.04, batch_sizes=(1, 4), models=("simple_cnn",), time_box_s=600)
 
 
 def test_events_progress_monotonically_to_done() -> None:
@@ -38,19 +38,25 @@ def test_events_progress_monotonically_to_done() -> None:
     assert spread.low <= spread.value <= spread.high and spread.repeats >= 3
 
 
-def test_cancel_takes_effect_within_half_a_second() -> None:
+def test_cancel_takes_effect_at_the_next_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Counted, not timed: after Cancel no further measurement runs (no matrix product).
     cancel = threading.Event()
     gen = run_benchmark(BenchConfig(quick=False, devices=("cpu",)), cancel)
     next(gen)  # the first step has been announced; now the user presses Cancel
     cancel.set()
-    start = time.perf_counter()
-    with pytest.raises(StopIteration) as stop:
-        while True:
+    products = []
+    real_mm = torch.mm
+    monkeypatch.setattr(torch, "mm", lambda a, b: products.append(1) or real_mm(a, b))
+    events_after = 0
+    while True:
+        try:
             next(gen)
-    elapsed = time.perf_counter() - start
-    report: BenchReport = stop.value.value
+        except StopIteration as stop:
+            report: BenchReport = stop.value
+            break
+        events_after += 1
     assert report.cancelled
-    assert elapsed < 0.5, f"cancel took {elapsed:.2f} s"
+    assert products == [] and events_after <= 1
 
 
 def test_out_of_memory_backs_off_and_continues(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,6 +120,8 @@ def test_spec_ratios_and_findings() -> None:
 
 def test_cli_json_schema(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("gpuselect.bench.model.BenchConfig.measurement_budget_s", lambda self: 0.04)
+    # a generous time box: this checks what is written, not how fast a shared machine is
+    monkeypatch.setattr("gpuselect.bench.model.BenchConfig.device_time_box_s", lambda self: 600.0)
     monkeypatch.setattr("gpuselect.bench.model.BenchConfig.train_batch_sizes", lambda self: (2,))
     assert main(["bench", "--device", "cpu", "--quick", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -169,13 +177,18 @@ def test_time_box_bounds_the_run_even_when_every_step_is_slow(monkeypatch: pytes
         _time.sleep(0.02)
         return real_mm(a, b)
 
-    monkeypatch.setattr(torch, "mm", slow_mm)
+    calls: list[int] = []
+
+    def counted_mm(a, b):
+        calls.append(1)
+        return slow_mm(a, b)
+
+    monkeypatch.setattr(torch, "mm", counted_mm)
     cfg = BenchConfig(quick=True, devices=("cpu",), budget_s=0.5, batch_sizes=(1,), models=(), time_box_s=0.3)
-    t0 = _time.perf_counter()
     report = run_to_completion(cfg)
-    took = _time.perf_counter() - t0
-    # Without the box: four precisions x (ramp + 1 s settle + 0.5 s budget) would take > 6 s.
-    assert took < 3.0, took
+    # Counted, not timed: without the box this run makes 45 products (measured on the 2-core
+    # dev VM, time_box_s=1000); with it 12. Each takes >= 20 ms, so the box caps the count.
+    assert len(calls) <= 25, len(calls)
     assert report.devices[0].matmul_tflops["fp32"] is not None
 
 
@@ -220,12 +233,10 @@ def test_a_training_batch_predicted_to_overrun_the_box_is_skipped_before_it_runs
     runner = engine._Runner(torch, dev, cfg, threading.Event())
     runner.deadline = _time.perf_counter() + 0.8
     res = DeviceResult("cpu", "cpu", "cpu")
-    t0 = _time.perf_counter()
     list(engine.measure_train(runner, res, "sleepy", (1, 16)))
     # Batch 1 fits (about 0.2 s); batch 16 would need ~0.64 s per step, twice that is past the box.
     assert [s.batch_size for s in res.train_steps] == [1]
     assert "would take" in res.skipped["train sleepy batches >= 16"]
-    assert _time.perf_counter() - t0 < 0.8
 
 
 def test_a_tiny_rate_keeps_its_digits_in_json_and_text() -> None:

@@ -83,7 +83,6 @@ def _synthetic(r: float, o: float, q: float, u: float, log_k: float = 5.0, outli
 
 
 def test_fit_recovers_a_per_step_memory_term() -> None:
-    pytest.importorskip("numpy")
     r, o, q, u = C._R_GRID[16], C._O_GRID[8], C._Q_GRID[10], C._U_GRID[14]
     obs = _synthetic(r, o, q, u)
     got = C._fit_group(obs, C.Fit())
@@ -94,7 +93,6 @@ def test_fit_recovers_a_per_step_memory_term() -> None:
 
 
 def test_huber_loss_keeps_one_odd_run_from_dragging_the_fit(monkeypatch) -> None:
-    pytest.importorskip("numpy")
     r, o, q, u = C._R_GRID[16], C._O_GRID[8], C._Q_GRID[10], 0.0
     obs = _synthetic(r, o, q, u, outlier=5)
     clean = [ob for i, ob in enumerate(obs) if i != 5]

@@ -246,7 +246,6 @@ def test_estimate_cli_reads_a_bench_file(tmp_path, capsys: pytest.CaptureFixture
 
 def test_shipped_calibration_matches_a_fresh_fit(catalog) -> None:
     """If the catalog or the reference data change, the shipped calibration must be refitted."""
-    pytest.importorskip("numpy")
     import json as _json
 
     from gpuselect.estimate.perf import CALIBRATION, fit_model

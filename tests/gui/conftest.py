@@ -2,8 +2,6 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("PySide6")
-
 
 @pytest.fixture(autouse=True)
 def _isolated_qsettings(tmp_path, monkeypatch):

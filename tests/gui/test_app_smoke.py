@@ -10,9 +10,6 @@ import threading
 import time
 
 import pytest
-
-pytest.importorskip("PySide6")
-
 from PySide6.QtCore import Qt  # noqa: E402
 
 from gpuselect.bench.model import BenchConfig  # noqa: E402
@@ -228,14 +225,12 @@ def test_custom_workload_and_bad_input_message(qtbot) -> None:
 
 def test_entry_point_launches_and_closes(tmp_path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path)}
-    start = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "gpuselect", "gui", "--quit-after", "2"],
         capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=60,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
-    assert time.monotonic() - start < 30
 
 
 def test_window_construction_does_not_import_torch() -> None:

@@ -60,8 +60,16 @@ def test_installed_torch_is_read_without_import() -> None:
     had = "torch" in sys.modules
     info = torch_info()
     assert info is not None and info.version
-    assert info.cpu_only_build is (info.built_cuda is None and info.built_rocm is None)
     assert ("torch" in sys.modules) == had
+    # What torch itself says (in a child process, so this one stays torch-free); the old
+    # assertion restated the implementation's own formula and could not fail.
+    import subprocess
+
+    code = "import torch; print(torch.version.cuda); print(getattr(torch.version, 'hip', None))"
+    cuda, hip = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert info.built_cuda == (None if cuda == "None" else cuda)
+    assert info.built_rocm == (None if hip == "None" else hip)
+    assert info.cpu_only_build is (cuda == "None" and hip == "None")
 
 
 def test_probe_results_applied() -> None:

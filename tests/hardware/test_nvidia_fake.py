@@ -123,6 +123,7 @@ def test_init_failure_wording() -> None:
     assert "no NVIDIA driver installed" in (status.error or "")
 
 
+@pytest.mark.real_gpu_driver
 def test_real_binding_without_driver_is_a_state_not_an_error() -> None:
     # On CI and here there is no libnvidia-ml: the real pynvml must yield "unavailable".
     import pynvml

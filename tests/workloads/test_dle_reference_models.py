@@ -4,10 +4,9 @@ ViT presets: sizes against the published counts, and the FLOP counter's coverage
 from __future__ import annotations
 
 import pytest
+import torch
 
 from gpuselect.workloads.presets import PRESETS
-
-torch = pytest.importorskip("torch")
 
 # Published parameter counts (DLE READMEs / papers) the re-implementations must reproduce.
 PUBLISHED_PARAMS = {

@@ -39,7 +39,6 @@ def test_llama_sizes_match_their_names() -> None:
 
 @pytest.mark.parametrize("preset_id", sorted(w.id for w in PRESETS.values() if w.profiler_checked))
 def test_profiler_checked_presets_match_torch_flop_counter(preset_id: str) -> None:
-    pytest.importorskip("torch")
     from gpuselect.workloads.profile import profile_factory
     from gpuselect.workloads.reference_models import REFERENCE
 
@@ -51,7 +50,6 @@ def test_profiler_checked_presets_match_torch_flop_counter(preset_id: str) -> No
 
 
 def test_profiling_a_user_model_file(tmp_path: Path) -> None:
-    pytest.importorskip("torch")
     from gpuselect.workloads.profile import profile_user_model
 
     f = tmp_path / "mymodel.py"

@@ -1,0 +1,159 @@
+"""Bounded reading of the user's files (settings, catalog overlay, ``--bench``, ``--config``).
+
+Every user file goes through here so that one bad file cannot stop the program: only regular
+files are read (a FIFO would block, ``/dev/zero`` never ends), at most ``max_bytes`` of them,
+as UTF-8 or as UTF-8/UTF-16/UTF-32 with a byte-order mark (PowerShell's ``>`` writes UTF-16),
+and parsed documents nested deeper than ``MAX_DEPTH`` are refused (the parsers recurse).
+Every failure is a :class:`DataError` with one sentence naming the file and the problem.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import math
+import os
+import stat
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from gpuselect.errors import DataError
+
+#: Default size limit: the largest legitimate inputs (a bench result, an overlay with every
+#: catalog card) are tens of kilobytes.
+MAX_BYTES = 4 * 1024 * 1024
+#: Deepest nesting of arrays/objects accepted: real inputs nest 4 levels at most.
+MAX_DEPTH = 64
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),  # before UTF-16 LE: its BOM starts with UTF-16 LE's
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
+def read_bytes(path: str | os.PathLike[str], *, what: str = "file", max_bytes: int = MAX_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes``; anything else is a DataError."""
+    p = Path(path)
+    try:
+        # O_NONBLOCK: opening a FIFO with no writer must not block; we refuse it just after.
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        raise DataError(f"the {what} {p} does not exist") from None
+    except IsADirectoryError:
+        raise DataError(f"the {what} {p} is a folder, not a file") from None
+    except OSError as exc:
+        raise DataError(f"cannot read the {what} {p}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise DataError(f"the {what} {p} is a folder, not a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise DataError(f"the {what} {p} is not a regular file (a device, pipe or socket); give a file")
+        if st.st_size > max_bytes:
+            raise DataError(f"the {what} {p} is {st.st_size:,} bytes, over the {max_bytes:,}-byte limit")
+        chunks: list[bytes] = []
+        total = 0
+        while True:  # st_size can lie (a file still growing, /proc): read at most max_bytes + 1
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                raise DataError(f"the {what} {p} is over the {max_bytes:,}-byte limit")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise DataError(f"cannot read the {what} {p}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def decode_text(data: bytes, *, what: str, path: str | os.PathLike[str]) -> str:
+    """UTF-8, or any UTF with a byte-order mark; the mark itself is dropped."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            body, enc = data[len(bom) :], encoding
+            break
+    else:
+        body, enc = data, "utf-8"
+        if b"\x00" in body:  # valid UTF-8 but never in a text file: UTF-16 without its mark
+            raise DataError(f"the {what} {path} holds NUL bytes (UTF-16 without a byte-order mark?); save it as UTF-8")
+    try:
+        return body.decode(enc)
+    except UnicodeDecodeError:
+        raise DataError(
+            f"the {what} {path} is not text in UTF-8 (or UTF-16 with a byte-order mark); save it as UTF-8"
+        ) from None
+
+
+def read_text(path: str | os.PathLike[str], *, what: str = "file", max_bytes: int = MAX_BYTES) -> str:
+    return decode_text(read_bytes(path, what=what, max_bytes=max_bytes), what=what, path=path)
+
+
+def check_depth(value: Any, *, what: str, path: str | os.PathLike[str], max_depth: int = MAX_DEPTH) -> None:
+    """Refuse documents nested deeper than ``max_depth`` (checked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children: Any
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > max_depth:
+            raise DataError(f"the {what} {path} nests deeper than {max_depth} levels")
+        stack.extend((c, depth + 1) for c in children)
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def parse_json(text: str, *, what: str, path: str | os.PathLike[str], max_depth: int = MAX_DEPTH) -> Any:
+    """JSON without NaN/Infinity (not JSON, and they poison every figure computed from them)."""
+    try:
+        doc = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"the {what} {path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except ValueError as exc:
+        raise DataError(f"the {what} {path} is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise DataError(f"the {what} {path} nests too deeply") from None
+    check_depth(doc, what=what, path=path, max_depth=max_depth)
+    return doc
+
+
+def read_json(
+    path: str | os.PathLike[str], *, what: str = "file", max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
+) -> Any:
+    return parse_json(read_text(path, what=what, max_bytes=max_bytes), what=what, path=path, max_depth=max_depth)
+
+
+def read_toml(
+    path: str | os.PathLike[str], *, what: str = "file", max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
+) -> dict[str, Any]:
+    text = read_text(path, what=what, max_bytes=max_bytes)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise DataError(f"the {what} {path} is not valid TOML ({exc})") from None
+    except RecursionError:
+        raise DataError(f"the {what} {path} nests too deeply") from None
+    check_depth(doc, what=what, path=path, max_depth=max_depth)
+    return doc
+
+
+def finite_number(value: Any) -> bool:
+    """A real int or float (not a bool), finite."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an int too large for a float
+        return False

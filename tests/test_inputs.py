@@ -1,0 +1,351 @@
+"""Issue #15, inputs and files: every user file is read bounded and checked, and a report never
+replaces something that is not a regular file. One test per failure the issue lists."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from gpuselect import notices
+from gpuselect.cli import main
+from gpuselect.errors import DataError, OutputError
+from gpuselect.fsutil import atomic_write_text
+from gpuselect.safe_io import read_json, read_text
+from gpuselect.settings import Settings, load
+from tests.conftest import REPO_ROOT
+
+DEEP_JSON = "[" * 100_000 + "]" * 100_000
+DEEP_TOML = "a = " + "[" * 100_000 + "]" * 100_000 + "\n"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_notices() -> None:
+    notices.reset()
+    yield
+    notices.reset()
+
+
+def _fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def _utf16(text: str) -> bytes:
+    return b"\xff\xfe" + text.encode("utf-16-le")
+
+
+def _no_hang(fn, *args, timeout: float = 20.0):  # type: ignore[no-untyped-def]
+    """Run fn in a thread; a read that blocks (a FIFO) fails the test instead of hanging it."""
+    box: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            box["error"] = exc
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(timeout)
+    assert not t.is_alive(), "the read blocked"
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box.get("value")
+
+
+# --- the bounded reader ---------------------------------------------------------------------
+
+
+def test_reader_refuses_devices_fifos_folders_and_large_files(tmp_path: Path) -> None:
+    zero = tmp_path / "zero.json"
+    zero.symlink_to("/dev/zero")
+    with pytest.raises(DataError, match="not a regular file"):
+        read_json(zero, what="settings file")
+    with pytest.raises(DataError, match="not a regular file"):
+        _no_hang(read_text, _fifo(tmp_path / "pipe"))
+    with pytest.raises(DataError, match="is a folder"):
+        read_text(tmp_path)
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * 2048)
+    with pytest.raises(DataError, match="limit"):
+        read_text(big, max_bytes=1024)
+    with pytest.raises(DataError, match="does not exist"):
+        read_text(tmp_path / "missing.json")
+
+
+def test_reader_accepts_utf16_and_utf8_bom_and_refuses_other_bytes(tmp_path: Path) -> None:
+    f = tmp_path / "x.json"
+    f.write_bytes(_utf16('{"a": 1}'))
+    assert read_json(f) == {"a": 1}
+    f.write_bytes(b"\xfe\xff" + '{"a": 2}'.encode("utf-16-be"))
+    assert read_json(f) == {"a": 2}
+    f.write_bytes(b"\xef\xbb\xbf" + b'{"a": 3}')
+    assert read_json(f) == {"a": 3}
+    f.write_bytes('{"a": 1}'.encode("utf-16-le"))  # no BOM: not guessed
+    with pytest.raises(DataError, match="UTF-8"):
+        read_json(f)
+
+
+def test_reader_refuses_deep_nesting_and_nan(tmp_path: Path) -> None:
+    f = tmp_path / "x.json"
+    f.write_text(DEEP_JSON)
+    with pytest.raises(DataError, match="nests"):
+        read_json(f)
+    f.write_text("[" * 70 + "]" * 70)  # parses, but deeper than MAX_DEPTH
+    with pytest.raises(DataError, match="deeper than 64"):
+        read_json(f)
+    f.write_text('{"fp32": NaN}')
+    with pytest.raises(DataError, match="NaN"):
+        read_json(f)
+
+
+# --- settings.json --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["deep", "dev-zero", "fifo", "huge", "utf16-garbage"])
+def test_broken_settings_file_means_defaults_and_one_warning(tmp_path: Path, kind: str) -> None:
+    p = tmp_path / "settings.json"
+    if kind == "deep":
+        p.write_text(DEEP_JSON)
+    elif kind == "dev-zero":
+        p.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        _fifo(p)
+    elif kind == "huge":
+        p.write_bytes(b" " * (300 * 1024) + b"{}")
+    else:
+        p.write_bytes(b"\xff\xfe\x00")
+    settings, problems = _no_hang(load, p)
+    assert settings == Settings() and len(problems) == 1 and str(p) in problems[0]
+    load(p)  # a second load: the warning is not repeated
+    assert notices.drain() == problems
+
+
+def test_settings_in_utf16_are_read(tmp_path: Path) -> None:
+    p = tmp_path / "settings.json"
+    p.write_bytes(_utf16(json.dumps({"currency_symbol": "€"})))
+    assert load(p) == (Settings(currency_symbol="€"), [])
+
+
+def test_cli_starts_with_a_deeply_nested_settings_and_overlay(tmp_path: Path) -> None:
+    cfg = Path(os.environ["GPUSELECT_CONFIG_DIR"])
+    cfg.mkdir(parents=True, exist_ok=True)
+    (cfg / "settings.json").write_text(DEEP_JSON)
+    (cfg / "catalog_overlay.toml").write_text(DEEP_TOML)
+    out = subprocess.run(
+        [sys.executable, "-m", "gpuselect", "estimate", "--workload", "gpt2-124m", "--format", "json"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["kind"] == "estimate"
+    warnings = [ln for ln in out.stderr.splitlines() if ln.startswith("gpuselect: warning:")]
+    # Each file is named once; the settings file only where the command reads settings.
+    assert sum("catalog_overlay.toml nests too deeply" in w for w in warnings) == 1, warnings
+    assert sum("settings.json" in w for w in warnings) <= 1 and len(warnings) == len(set(warnings)) <= 2, warnings
+
+
+# --- the catalog overlay ------------------------------------------------------------------
+
+
+BROKEN_OVERLAYS = {
+    "not-toml": b"[[gpu]\nid = ",
+    "deep": DEEP_TOML.encode(),
+    "bad-value": b'[[gpu]]\nid = "nvidia-rtx-3090"\nstreet_price_usd = -5\n',
+    "unknown-id": b'[[gpu]]\nid = "no-such-card"\ncloud_usd_per_hour = 1.0\n',
+    "not-utf8": b"\xff\xfe\x00",
+}
+
+
+@pytest.mark.parametrize("kind", [*BROKEN_OVERLAYS, "dev-zero", "fifo"])
+def test_broken_overlay_is_warned_about_once_by_estimate_and_report(
+    tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gpuselect.catalog import _cached_default
+
+    overlay = Path(os.environ["GPUSELECT_CONFIG_DIR"]) / "catalog_overlay.toml"
+    overlay.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "dev-zero":
+        overlay.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        _fifo(overlay)
+    else:
+        overlay.write_bytes(BROKEN_OVERLAYS[kind])
+    _cached_default.cache_clear()
+    try:
+        assert _no_hang(main, ["estimate", "--workload", "gpt2-124m", "--format", "json"]) == 0
+        assert main(["report", "-o", str(tmp_path / "r.md"), "--workload", "gpt2-124m"]) == 0
+    finally:
+        _cached_default.cache_clear()
+    err = capsys.readouterr().err
+    warnings = [ln for ln in err.splitlines() if ln.startswith("gpuselect: warning:")]
+    assert len([w for w in warnings if "catalog_overlay.toml" in w]) == 1, err
+
+
+def test_valid_utf16_overlay_applies(tmp_path: Path) -> None:
+    from gpuselect.catalog import load_catalog
+
+    overlay = tmp_path / "o.toml"
+    overlay.write_bytes(_utf16('[[gpu]]\nid = "nvidia-rtx-3090"\nstreet_price_usd = 777\n'))
+    cat = load_catalog(overlay=overlay)
+    assert cat.get("nvidia-rtx-3090").street_price_usd == 777 and cat.problems == []  # type: ignore[union-attr]
+
+
+# --- --bench and --config -------------------------------------------------------------------
+
+
+def _bench_doc(fp32: object) -> str:
+    device = '{"device": "cpu", "name": "x", "kind": "cpu", "matmul_tflops": {"fp32": ' + str(fp32) + "}}"
+    return '{"schema_version": 1, "kind": "bench", "report": {"quick": true}, "devices": [' + device + "]}"
+
+
+@pytest.mark.parametrize("fp32", ["-1", "NaN", "0", "1e400", '"fast"'])
+def test_bench_file_figures_are_checked(tmp_path: Path, fp32: str, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = tmp_path / "bench.json"
+    bench.write_text(_bench_doc(fp32))
+    assert main(["estimate", "--workload", "simple-cnn", "--bench", str(bench)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gpuselect: error:") and str(bench) in err and len(err.strip().splitlines()) == 1
+    assert ("fp32" in err) or ("NaN" in err), err
+
+
+def test_bench_file_in_utf16_is_used(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = tmp_path / "bench.json"
+    bench.write_bytes(_utf16(_bench_doc("0.5")))
+    assert main(["estimate", "--workload", "simple-cnn", "--bench", str(bench), "--format", "json"]) == 0
+    local = json.loads(capsys.readouterr().out)["local"]
+    assert local[0]["device"] == "cpu" and local[0]["total_time_h"] > 0
+
+
+@pytest.mark.parametrize("option", ["--bench", "--config"])
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "deep"])
+def test_bench_and_config_refuse_devices_fifos_and_deep_files(
+    tmp_path: Path, option: str, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "input.json"
+    if kind == "dev-zero":
+        f.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        _fifo(f)
+    else:
+        f.write_text(DEEP_JSON)
+    args = (
+        ["estimate", "--workload", "simple-cnn", "--bench", str(f)]
+        if option == "--bench"
+        else ["estimate", "--config", str(f)]
+    )
+    assert _no_hang(main, args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gpuselect: error:") and len(err.strip().splitlines()) == 1
+
+
+def test_config_in_utf16_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "config.json"
+    cfg.write_bytes(
+        _utf16(
+            json.dumps(
+                {
+                    "model_type": "gpt2",
+                    "n_embd": 768,
+                    "n_layer": 12,
+                    "n_head": 12,
+                    "vocab_size": 50257,
+                    "n_positions": 1024,
+                }
+            )
+        )
+    )
+    assert main(["estimate", "--config", str(cfg), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["workload"]["params"] > 1e8
+
+
+# --- report targets -------------------------------------------------------------------------
+
+
+def test_report_to_a_regular_file_and_through_a_link_keeps_the_link(tmp_path: Path) -> None:
+    real = tmp_path / "real.md"
+    real.write_text("old")
+    link = tmp_path / "link.md"
+    link.symlink_to(real)
+    assert main(["report", "-o", str(link)]) == 0
+    assert link.is_symlink() and real.read_text().startswith("# ")
+
+
+def test_report_to_dev_stdout_prints_it(tmp_path: Path) -> None:
+    # A link of our own like /dev/stdout (-> /proc/self/fd/1): a regression replaces this one,
+    # not the system's.
+    stdout_link = tmp_path / "stdout"
+    stdout_link.symlink_to("/proc/self/fd/1")
+    out = subprocess.run(
+        [sys.executable, "-m", "gpuselect", "report", "-o", str(stdout_link), "--format", "md"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("# ") and "## " in out.stdout
+    assert stdout_link.is_symlink()  # still the link to fd 1, not a regular file
+
+
+def test_report_to_a_link_to_dev_null_keeps_the_device(tmp_path: Path) -> None:
+    link = tmp_path / "null.md"
+    link.symlink_to("/dev/null")
+    assert main(["report", "-o", str(link)]) == 0
+    assert link.is_symlink() and stat.S_ISCHR(os.stat(link).st_mode)
+
+
+def test_report_to_a_fifo_writes_into_it(tmp_path: Path) -> None:
+    fifo = _fifo(tmp_path / "pipe.md")
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    assert main(["report", "-o", str(fifo)]) == 0
+    reader.join(20)
+    assert not reader.is_alive() and got[0].startswith(b"# ")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_report_to_a_folder_is_refused_in_one_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "-o", str(tmp_path), "--format", "md"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == f"gpuselect: error: {tmp_path} is a folder; give a file name to write to"
+    with pytest.raises(OutputError, match="is a folder"):
+        atomic_write_text(tmp_path, "x")
+
+
+def test_notices_are_kept_for_a_face_or_handed_to_its_handler() -> None:
+    notices.warn("first")
+    notices.warn("first")  # once
+    got: list[str] = []
+    notices.set_handler(got.append)  # the CLI's handler gets what was waiting, then new ones
+    notices.warn("second")
+    assert got == ["first", "second"] and notices.drain() == []
+    notices.set_handler(None)
+    notices.warn("third")
+    assert notices.drain() == ["third"] and notices.drain() == []
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
+def test_saving_settings_over_a_device_or_fifo_keeps_it_aside_and_writes_a_file(tmp_path: Path, kind: str) -> None:
+    from gpuselect.settings import save
+
+    p = tmp_path / "settings.json"
+    if kind == "dev-zero":
+        p.symlink_to("/dev/zero")
+    else:
+        _fifo(p)
+    _no_hang(save, Settings(currency_symbol="£"), p)
+    assert p.is_file() and not p.is_symlink() and load(p)[0].currency_symbol == "£"
+    assert len(list(tmp_path.glob("settings.json.corrupt-*"))) == 1
