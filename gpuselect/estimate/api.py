@@ -73,10 +73,14 @@ class Assumptions:
             raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
         if not isinstance(self.optimizer, str) or self.optimizer not in OPTIMIZERS:
             raise UsageError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
-        if self.sharding is not None and self.sharding not in SHARDINGS:
+        if self.sharding is not None and (not isinstance(self.sharding, str) or self.sharding not in SHARDINGS):
             raise UsageError(f"sharding must be one of {', '.join(SHARDINGS)}, not {self.sharding!r}")
-        if self.offload not in OFFLOADS:
+        if not isinstance(self.offload, str) or self.offload not in OFFLOADS:
             raise UsageError(f"offload must be one of {', '.join(OFFLOADS)}, not {self.offload!r}")
+        if self.counts is not None and (not isinstance(self.counts, (tuple, list)) or not self.counts):
+            raise UsageError(f"the GPU counts must be a non-empty list of whole numbers, not {self.counts!r}")
+        if self.interconnect is not None and not isinstance(self.interconnect, MeasuredInterconnect):
+            raise UsageError(f"the interconnect must be a measured `gpuselect fleet` result, not {self.interconnect!r}")
         for n in self.counts or ():
             if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 4096:
                 raise UsageError(f"a GPU count must be a whole number in 1..4096, not {n!r}")
