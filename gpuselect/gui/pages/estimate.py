@@ -39,7 +39,7 @@ from gpuselect.app.money import MoneyFormat
 from gpuselect.estimate.recommend import STAGE_SHORT, explain, fmt_hours, option_name
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
 from gpuselect.gui.plots import themed_plot
-from gpuselect.gui.workers import GeneratorWorker, call_in_generator
+from gpuselect.gui.workers import CLOSING_PROPERTY, GeneratorWorker, call_in_generator
 
 SOURCES = ("Preset", "config.json", "Model file (.py)", "Parameters and FLOPs")
 BUY_COLOUR, RENT_COLOUR, CHOSEN, OTHER = (43, 108, 176), (221, 107, 32), (43, 108, 176), (160, 174, 192)
@@ -679,5 +679,8 @@ class EstimatePage(QWidget):
         super().changeEvent(event)
 
     def shutdown(self) -> None:
+        # Closing: no debounced or "once more" recompute may start a worker after this.
+        self.setProperty(CLOSING_PROPERTY, True)
+        self._debounce.stop()
         if self.worker is not None:
             self.worker.shutdown()
