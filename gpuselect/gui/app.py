@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from PySide6.QtCore import QEvent, QSettings, QThreadPool, QTimer, Slot
+from PySide6.QtCore import QEvent, QSettings, Qt, QThreadPool, QTimer, Slot
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -107,10 +107,19 @@ class MainWindow(QMainWindow):
 
         worker = GeneratorWorker(call_in_generator(work), self)
         worker.finished.connect(lambda p: self.statusBar().showMessage(f"Report written to {p}", 10_000))
-        worker.failed.connect(lambda m: QMessageBox.warning(self, "Export failed", f"The report could not be written: {m}"))
+        worker.failed.connect(self._export_failed)
         self._export_worker = worker
         self.statusBar().showMessage("Writing the report…")
         worker.start()
+
+    @Slot(str)
+    def _export_failed(self, message: str) -> None:
+        # Window-modal but not blocking (open(), not exec()): the event loop and the workers go on.
+        text = f"The report could not be written: {message}"
+        self.statusBar().showMessage(text, 30_000)
+        box = QMessageBox(QMessageBox.Icon.Warning, "Export failed", text, QMessageBox.StandardButton.Ok, self)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
 
     # The hardware page's detected machine also anchors "your machine" in the estimates.
     @Slot(object)
