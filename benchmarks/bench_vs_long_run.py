@@ -78,10 +78,16 @@ def summary(segments: list[float], quick: float) -> tuple[float, float, str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--long-s", type=float, default=30.0, help="seconds of the long run per round (half before, half after)")
+    ap.add_argument(
+        "--long-s", type=float, default=30.0, help="seconds of the long run per round (half before, half after)"
+    )
     ns = ap.parse_args()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    print("| round | quick fp32 TFLOP/s | long fp32 TFLOP/s | diff | verdict | quick copy GB/s | long copy GB/s | diff | verdict | quick wall s |")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+    )
+    print(
+        "| round | quick fp32 TFLOP/s | long fp32 TFLOP/s | diff | verdict | quick copy GB/s | long copy GB/s | diff | verdict | quick wall s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     size, nbytes = 1024, 128 * 1024**2  # first round: the quick run's usual sizes; later rounds reuse what it chose
     diffs: dict[str, list[float]] = {"matmul": [], "copy": []}
@@ -105,16 +111,25 @@ def main() -> None:
             diffs[key].append(diff)
             near[key] += [abs(x / med - 1) <= STEADY for x in segs]
             within[key] += abs(diff) <= STEADY
-        note = "" if (q_size, q_bytes) == (size, nbytes) else f" (long run used {size}, {nbytes >> 20} MiB; quick {q_size}, {q_bytes >> 20} MiB)"
-        print(f"| {rnd} | {q_mm:.4f} | {mm:.4f} | {100 * mm_diff:+.1f} % | {mm_v} | {q_bw:.1f} | {bw:.1f} | "
-              f"{100 * bw_diff:+.1f} % | {bw_v} | {wall:.1f} |{note}", flush=True)
+        note = (
+            ""
+            if (q_size, q_bytes) == (size, nbytes)
+            else f" (long run used {size}, {nbytes >> 20} MiB; quick {q_size}, {q_bytes >> 20} MiB)"
+        )
+        print(
+            f"| {rnd} | {q_mm:.4f} | {mm:.4f} | {100 * mm_diff:+.1f} % | {mm_v} | {q_bw:.1f} | {bw:.1f} | "
+            f"{100 * bw_diff:+.1f} % | {bw_v} | {wall:.1f} |{note}",
+            flush=True,
+        )
         size, nbytes = q_size, q_bytes
     print()
     for key in ("matmul", "copy"):
         ceiling = 100 * sum(near[key]) / max(1, len(near[key]))
-        print(f"{key}: quick within 10 % of the long run in {within[key]} of {ns.rounds} rounds; median difference over rounds "
-              f"{100 * statistics.median(diffs[key]):+.1f} %; the long run's own 1 s segments were within 10 % of their "
-              f"round's median {ceiling:.0f} % of the time")
+        print(
+            f"{key}: quick within 10 % of the long run in {within[key]} of {ns.rounds} rounds; median difference over rounds "
+            f"{100 * statistics.median(diffs[key]):+.1f} %; the long run's own 1 s segments were within 10 % of their "
+            f"round's median {ceiling:.0f} % of the time"
+        )
 
 
 if __name__ == "__main__":

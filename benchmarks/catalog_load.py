@@ -29,11 +29,15 @@ def main() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     times = []
     for _ in range(ns.repeats):
-        out = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, env=env, check=True).stdout.split()
+        out = subprocess.run(
+            [sys.executable, "-c", CODE], capture_output=True, text=True, env=env, check=True
+        ).stdout.split()
         times.append(float(out[0]) * 1000)
         entries, problems = out[1], out[2]
-    print(f"{entries} entries, {problems} problems; cold load + validation: median {statistics.median(times):.1f} ms, "
-          f"min {min(times):.1f} ms, max {max(times):.1f} ms over {ns.repeats} fresh interpreters")
+    print(
+        f"{entries} entries, {problems} problems; cold load + validation: median {statistics.median(times):.1f} ms, "
+        f"min {min(times):.1f} ms, max {max(times):.1f} ms over {ns.repeats} fresh interpreters"
+    )
 
 
 if __name__ == "__main__":

@@ -33,7 +33,10 @@ def measure(args: list[str], repeats: int) -> tuple[list[float], int]:
         start = time.perf_counter()
         out = subprocess.run(
             [sys.executable, "-c", WRAPPER, sys.executable, "-m", "gpuselect", *args],
-            capture_output=True, text=True, env=env, check=True,
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
         )
         times.append(time.perf_counter() - start)
         peak = max(peak, int(out.stdout.strip()))
@@ -50,8 +53,10 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for args in COMMANDS:
         times, peak_kib = measure(args, ns.repeats)
-        print(f"| gpuselect {' '.join(args)} | {statistics.median(times):.3f} | {min(times):.3f} | "
-              f"{max(times):.3f} | {peak_kib / 1024:.1f} |")
+        print(
+            f"| gpuselect {' '.join(args)} | {statistics.median(times):.3f} | {min(times):.3f} | "
+            f"{max(times):.3f} | {peak_kib / 1024:.1f} |"
+        )
 
 
 if __name__ == "__main__":

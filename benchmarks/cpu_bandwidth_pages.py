@@ -41,7 +41,9 @@ def main() -> None:
         rates["4 KiB"].append(fresh_pair_rate(ns.mib * 1024**2, mmap.MADV_NOHUGEPAGE, 0.5))
         rates["huge"].append(fresh_pair_rate(ns.mib * 1024**2, mmap.MADV_HUGEPAGE, 0.5))
     for label, rs in rates.items():
-        print(f"| {label} | {len(rs)} | {min(rs):.1f} | {statistics.median(rs):.1f} | {max(rs):.1f} | {max(rs) / min(rs):.2f} |")
+        print(
+            f"| {label} | {len(rs)} | {min(rs):.1f} | {statistics.median(rs):.1f} | {max(rs):.1f} | {max(rs) / min(rs):.2f} |"
+        )
 
 
 if __name__ == "__main__":

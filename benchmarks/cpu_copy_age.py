@@ -49,12 +49,16 @@ def main() -> None:
         new.append(window(*fresh, nbytes, 0.45))
         del fresh
     diffs = [n / o - 1 for o, n in zip(old, new)]
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {ns.mib} MiB per array, {ns.pairs} pairs, "
-          f"fresh pair waits {ns.wait:g} s before timing")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {ns.mib} MiB per array, {ns.pairs} pairs, "
+        f"fresh pair waits {ns.wait:g} s before timing"
+    )
     print(f"held pair:  median {statistics.median(old):.1f} GB/s (range {min(old):.1f}..{max(old):.1f})")
     print(f"fresh pair: median {statistics.median(new):.1f} GB/s (range {min(new):.1f}..{max(new):.1f})")
-    print(f"fresh / held - 1, paired: median {100 * statistics.median(diffs):+.1f} %, "
-          f"fresh slower in {sum(d < 0 for d in diffs)} of {len(diffs)} pairs")
+    print(
+        f"fresh / held - 1, paired: median {100 * statistics.median(diffs):+.1f} %, "
+        f"fresh slower in {sum(d < 0 for d in diffs)} of {len(diffs)} pairs"
+    )
 
 
 if __name__ == "__main__":

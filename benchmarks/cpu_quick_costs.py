@@ -31,7 +31,9 @@ print(time.perf_counter() - t0)
 
 
 def first_use_s(body: str) -> float:
-    out = subprocess.run([sys.executable, "-c", _FIRST_OPTIM.format(body=body)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _FIRST_OPTIM.format(body=body)], capture_output=True, text=True, check=True
+    )
     return float(out.stdout.strip())
 
 
@@ -56,17 +58,35 @@ def main() -> None:
     for n, r in rates.items():
         r.sort()
         med = statistics.median(r)
-        print(f"| {n} | {len(r)} | {med:.3f} | {r[len(r) // 10]:.3f} | {r[9 * len(r) // 10]:.3f} | {2 * n**3 / med / 1e9:.1f} |")
+        print(
+            f"| {n} | {len(r)} | {med:.3f} | {r[len(r) // 10]:.3f} | {r[9 * len(r) // 10]:.3f} | {2 * n**3 / med / 1e9:.1f} |"
+        )
     meds = [statistics.median(r) for r in rates.values()]
     print(f"largest / smallest median: {max(meds) / min(meds):.3f}")
-    optim = statistics.median(first_use_s("torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9).step()") for _ in range(3))
+    optim = statistics.median(
+        first_use_s("torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9).step()") for _ in range(3)
+    )
     plain = statistics.median(first_use_s("m(torch.zeros(1, 4)).sum().backward()") for _ in range(3))
     imp = statistics.median(
-        float(subprocess.run([sys.executable, "-c", "import time; t0 = time.perf_counter(); import torch; print(time.perf_counter() - t0)"],
-                             capture_output=True, text=True, check=True).stdout.strip()) for _ in range(3))
+        float(
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    "import time; t0 = time.perf_counter(); import torch; print(time.perf_counter() - t0)",
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+        )
+        for _ in range(3)
+    )
     print(f"import torch in a fresh interpreter: {imp:.2f} s (median of 3)")
-    print(f"first torch.optim.SGD step in a fresh interpreter: {optim:.2f} s; a first forward+backward: {plain:.2f} s "
-          "(medians of 3)")
+    print(
+        f"first torch.optim.SGD step in a fresh interpreter: {optim:.2f} s; a first forward+backward: {plain:.2f} s "
+        "(medians of 3)"
+    )
 
 
 if __name__ == "__main__":

@@ -28,9 +28,19 @@ from gpuselect.estimate.api import Assumptions, estimate
 from gpuselect.estimate.roofline import params
 from gpuselect.workloads.presets import PRESETS
 
-LLAMA_CONFIG = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
-                "num_key_value_heads": 8, "num_hidden_layers": 32, "vocab_size": 128256, "max_position_embeddings": 8192,
-                "hidden_act": "silu", "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
+LLAMA_CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 32,
+    "vocab_size": 128256,
+    "max_position_embeddings": 8192,
+    "hidden_act": "silu",
+    "rms_norm_eps": 1e-5,
+    "tie_word_embeddings": False,
+}
 
 
 def main() -> None:
@@ -48,22 +58,34 @@ def main() -> None:
             result = estimate(PRESETS[wid], Assumptions(), catalog, local=[])
             times.append(1000 * (time.perf_counter() - s))
         warm = times[1:]  # the first call builds the workload's trace and compiles it per GPU
-        print(f"{wid:16s} {len(result.rows)} rows: first {times[0]:.0f} ms, then median {statistics.median(warm):.1f} ms "
-              f"(min {min(warm):.1f}, max {max(warm):.1f})")
+        print(
+            f"{wid:16s} {len(result.rows)} rows: first {times[0]:.0f} ms, then median {statistics.median(warm):.1f} ms "
+            f"(min {min(warm):.1f}, max {max(warm):.1f})"
+        )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp) / "config.json"
         cfg.write_text(json.dumps(LLAMA_CONFIG))
-        for label, argv in (("preset", ["--workload", "llama-8b-lora"]), ("--config", ["--config", str(cfg), "--seq-len", "2048"])):
+        for label, argv in (
+            ("preset", ["--workload", "llama-8b-lora"]),
+            ("--config", ["--config", str(cfg), "--seq-len", "2048"]),
+        ):
             walls = []
             for _ in range(3):
                 s = time.perf_counter()
-                proc = subprocess.run([sys.executable, "-m", "gpuselect", "estimate", *argv, "--format", "json"], env=env,
-                                      capture_output=True, text=True, check=False)
+                proc = subprocess.run(
+                    [sys.executable, "-m", "gpuselect", "estimate", *argv, "--format", "json"],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
                 walls.append(time.perf_counter() - s)
                 if proc.returncode != 0:
                     print(proc.stderr[-500:])
-            print(f"process, {label:8s}: median {statistics.median(walls):.2f} s (min {min(walls):.2f}, max {max(walls):.2f})")
+            print(
+                f"process, {label:8s}: median {statistics.median(walls):.2f} s (min {min(walls):.2f}, max {max(walls):.2f})"
+            )
 
 
 if __name__ == "__main__":

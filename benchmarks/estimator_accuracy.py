@@ -36,7 +36,9 @@ def main() -> None:
     catalog = load_catalog(use_overlay=False)
     rows = [r for r in load_reference_rows(catalog) if r.batch_size > 0]  # batch 0 marks a failed run
     full = fit_model(catalog)
-    (ROOT / "gpuselect/estimate/data/calibration.json").write_text(json.dumps(full.to_json(), indent=1, sort_keys=True) + "\n")
+    (ROOT / "gpuselect/estimate/data/calibration.json").write_text(
+        json.dumps(full.to_json(), indent=1, sort_keys=True) + "\n"
+    )
     errors: list[tuple[str, str, str, float]] = []  # gpu, model, precision, |error|
     anchored: list[tuple[str, str, float]] = []  # model, via anchor, |error|
     refs = sorted(full.models)
@@ -56,18 +58,27 @@ def main() -> None:
         entry = catalog.get(gpu)
         assert entry is not None
         for r in (r for r in rows if r.gpu_id == gpu):
-            pred = model.predict_reference(r.model, reference_precision(entry, r.precision), entry, r.generation, batch=r.batch_size)
+            pred = model.predict_reference(
+                r.model, reference_precision(entry, r.precision), entry, r.generation, batch=r.batch_size
+            )
             if pred is None:
                 continue  # no other GPU measured in this generation: nothing to compare with
             errors.append((gpu, r.model, r.precision, abs(pred / r.throughput - 1)))
             a = anchor_of.get(r.model)
             if a is not None:
-                base = model.predict_reference(a, reference_precision(entry, r.precision), entry, r.generation, batch=r.batch_size)
+                base = model.predict_reference(
+                    a, reference_precision(entry, r.precision), entry, r.generation, batch=r.batch_size
+                )
                 if base is not None:
                     # In samples of the anchor, scaled by FLOPs, back to the measured model's unit.
                     pa, pm = PRESETS[a], PRESETS[r.model]
-                    scaled = (base / pa.throughput_units_per_sample * pa.training_flops_per_sample / pm.training_flops_per_sample
-                              * pm.throughput_units_per_sample)
+                    scaled = (
+                        base
+                        / pa.throughput_units_per_sample
+                        * pa.training_flops_per_sample
+                        / pm.training_flops_per_sample
+                        * pm.throughput_units_per_sample
+                    )
                     anchored.append((r.model, a, abs(scaled / r.throughput - 1)))
     all_e = [e for *_, e in errors]
     by_model: dict[str, list[float]] = {}
@@ -84,8 +95,11 @@ def main() -> None:
         # Each reference model's own band where it has enough rows: Tacotron 2's tail is far
         # wider than the precision's band, ResNet-50's narrower.
         "p90_by_model": {
-            m: {p: round(pct(v, 0.9), 3) for p in sorted(by_prec)
-                if len(v := [e for _, mm, pp, e in errors if mm == m and pp == p]) >= MIN_ROWS_FOR_MODEL_BAND}
+            m: {
+                p: round(pct(v, 0.9), 3)
+                for p in sorted(by_prec)
+                if len(v := [e for _, mm, pp, e in errors if mm == m and pp == p]) >= MIN_ROWS_FOR_MODEL_BAND
+            }
             for m in sorted(by_model)
         },
         "n": len(all_e),
@@ -127,8 +141,10 @@ def main() -> None:
     ]
     for m, v in sorted(by_model.items()):
         own = band["p90_by_model"].get(m, {})
-        cols = " | ".join(f"{100 * own[p]:.0f} %" if p in own else f"({100 * band['p90_by_precision'][p]:.0f} %)"
-                          for p in ("fp32", "fp16"))
+        cols = " | ".join(
+            f"{100 * own[p]:.0f} %" if p in own else f"({100 * band['p90_by_precision'][p]:.0f} %)"
+            for p in ("fp32", "fp16")
+        )
         lines.append(f"| {m} | {len(v)} | {100 * statistics.median(v):.1f} % | {100 * pct(v, 0.9):.1f} % | {cols} |")
     lines += ["", "| precision | n | median | p90 |", "|---|---|---|---|"]
     for p, v in sorted(by_prec.items()):
@@ -137,23 +153,37 @@ def main() -> None:
     for g, v in sorted(by_gpu.items(), key=lambda kv: -statistics.median(kv[1]))[:10]:
         lines.append(f"| {g} | {len(v)} | {100 * statistics.median(v):.1f} % |")
     if anchored:
-        lines += ["", "## Workloads without measurements (anchored on a reference model of their kind)", "",
-                  "The app predicts every other workload (GPT-2, ViT, Llama, custom ...) from the reference model of its kind, "
-                  "scaled by training FLOPs. Tested on the reference models themselves (each predicted from another of its kind, "
-                  f"the fit still leaving the GPU out): **median {100 * band['median_anchored']:.0f} %, 90th percentile "
-                  f"{100 * band['p90_anchored']:.0f} %** over {len(anchored)} predictions — this is the error band those "
-                  "workloads carry.", "", "| model | via | n | median |", "|---|---|---|---|"]
-        for (m, a) in sorted({(m, a) for m, a, _ in anchored}):
+        lines += [
+            "",
+            "## Workloads without measurements (anchored on a reference model of their kind)",
+            "",
+            "The app predicts every other workload (GPT-2, ViT, Llama, custom ...) from the reference model of its kind, "
+            "scaled by training FLOPs. Tested on the reference models themselves (each predicted from another of its kind, "
+            f"the fit still leaving the GPU out): **median {100 * band['median_anchored']:.0f} %, 90th percentile "
+            f"{100 * band['p90_anchored']:.0f} %** over {len(anchored)} predictions — this is the error band those "
+            "workloads carry.",
+            "",
+            "| model | via | n | median |",
+            "|---|---|---|---|",
+        ]
+        for m, a in sorted({(m, a) for m, a, _ in anchored}):
             v = [e for mm, aa, e in anchored if (mm, aa) == (m, a)]
             lines.append(f"| {m} | {a} | {len(v)} | {100 * statistics.median(v):.0f} % |")
-        lines += ["", "By kind (the band an anchored workload of that kind carries; kinds with no test — cnn, mlp, rnn, "
-                  "recsys, custom — carry the overall figure):", ""]
+        lines += [
+            "",
+            "By kind (the band an anchored workload of that kind carries; kinds with no test — cnn, mlp, rnn, "
+            "recsys, custom — carry the overall figure):",
+            "",
+        ]
         lines += [f"- {k}: 90th percentile {100 * v:.0f} %" for k, v in band["p90_anchored_by_kind"].items()]
-        lines += ["", "All these models' FLOPs are profiled on DeepLearningExamples-faithful torch models "
-                  "(gpuselect/workloads/reference_models.py), and throughputs the benchmark counts in tokens, mel frames "
-                  "or audio samples are converted to the presets' samples first. What error remains is the models "
-                  "running at different efficiencies per FLOP (narrow matrices, recurrent steps, memory-bound layers), "
-                  "which scaling by FLOPs cannot see."]
+        lines += [
+            "",
+            "All these models' FLOPs are profiled on DeepLearningExamples-faithful torch models "
+            "(gpuselect/workloads/reference_models.py), and throughputs the benchmark counts in tokens, mel frames "
+            "or audio samples are converted to the presets' samples first. What error remains is the models "
+            "running at different efficiencies per FLOP (narrow matrices, recurrent steps, memory-bound layers), "
+            "which scaling by FLOPs cannot see.",
+        ]
     lines += [
         "",
         "Every estimate of a reference model carries its own 90th-percentile error at the precision (the band columns above) as `error_band` "

@@ -52,8 +52,13 @@ SHAPES = {
     "gpt3_27": dict(layers=32, hidden=2560, heads=32, vocab=50257, ffn=10240),
 }
 # DeepLearningExamples model names -> the app's reference presets, and precisions -> the app's.
-DLE_MODELS = {"resnet50_v1.5": "resnet50", "ssd300": "ssd", "bert_large_squad_finetune_seq384": "bert_large_squad",
-              "transformerxl_base": "transformerxlbase", "gnmt": "gnmt"}
+DLE_MODELS = {
+    "resnet50_v1.5": "resnet50",
+    "ssd300": "ssd",
+    "bert_large_squad_finetune_seq384": "bert_large_squad",
+    "transformerxl_base": "transformerxlbase",
+    "gnmt": "gnmt",
+}
 DLE_PRECISION = {"tf32": "tf32", "fp32": "fp32", "amp_fp16": "fp16"}
 
 
@@ -68,8 +73,19 @@ def pct(xs: list[float], q: float) -> float:
 
 def per_gcd(e: GpuEntry) -> GpuEntry:
     """An MI250 as PyTorch sees it: one of its two dies, half the package's figures."""
-    half = {f: getattr(e, f) / 2 for f in ("vram_gb", "memory_bandwidth_gbs", "fp32_tflops", "tf32_tflops",
-                                           "fp16_tflops", "bf16_tflops", "tdp_w") if getattr(e, f)}
+    half = {
+        f: getattr(e, f) / 2
+        for f in (
+            "vram_gb",
+            "memory_bandwidth_gbs",
+            "fp32_tflops",
+            "tf32_tflops",
+            "fp16_tflops",
+            "bf16_tflops",
+            "tdp_w",
+        )
+        if getattr(e, f)
+    }
     return dataclasses.replace(e, **half)
 
 
@@ -89,11 +105,21 @@ def neusight(rows: list[dict], catalog, perf) -> tuple[list[str], dict[str, list
         groups[(r["model"], int(r["seq_len"]), int(r["batch_size_per_gpu"]))][r["gpu"]] = float(r["throughput_per_gpu"])
     errors: dict[str, list[float]] = defaultdict(list)  # gpu label -> signed ratio errors
     absolute: list[float] = []
-    lines.append("| model | seq | batch | GPU | measured seq/s | predicted | measured ratio to V100 | predicted ratio | error |")
+    lines.append(
+        "| model | seq | batch | GPU | measured seq/s | predicted | measured ratio to V100 | predicted ratio | error |"
+    )
     lines.append("|---|---|---|---|---|---|---|---|---|")
     for (model, seq, batch), by_gpu in sorted(groups.items()):
-        w = transformer_workload(model, model, TransformerShape(seq_len=seq, **SHAPES[model]), description="",
-                                 dataset_size=1, epochs=1, batch_size=batch, source="")
+        w = transformer_workload(
+            model,
+            model,
+            TransformerShape(seq_len=seq, **SHAPES[model]),
+            description="",
+            dataset_size=1,
+            epochs=1,
+            batch_size=batch,
+            source="",
+        )
         pred = {g: perf.predict(w, "fp32", spec(catalog, g), batch=batch) for g in by_gpu}
         for g, v in by_gpu.items():
             if pred[g]:
@@ -107,7 +133,9 @@ def neusight(rows: list[dict], catalog, perf) -> tuple[list[str], dict[str, list
             pred_ratio = pred[g] / pred[REFERENCE_GPU]
             err = pred_ratio / meas_ratio - 1
             errors[g].append(err)
-            lines.append(f"| {model} | {seq} | {batch} | {g} | {v:.3g} | {pred[g]:.3g} | {meas_ratio:.2f} | {pred_ratio:.2f} | {100 * err:+.0f} % |")
+            lines.append(
+                f"| {model} | {seq} | {batch} | {g} | {v:.3g} | {pred[g]:.3g} | {meas_ratio:.2f} | {pred_ratio:.2f} | {100 * err:+.0f} % |"
+            )
     errors["_absolute"] = absolute
     return lines, errors
 
@@ -122,9 +150,18 @@ def dle(rows: list[dict], catalog, perf) -> tuple[list[str], list[float], list[s
         n = int(r["num_gpus"])
         key = (DLE_MODELS[r["model"]], pc)
         if n == 1:
-            single[key][r["gpu"]] = (float(r["throughput_per_gpu"]), int(float(r["batch_size_per_gpu"])), r["precision"])
-        multi.append((key, r["gpu"], n, float(r["throughput_per_gpu"]), int(float(r["batch_size_per_gpu"])), r["precision"]))
-    lines = ["| model | precision | A100 | V100 | measured A100/V100 | predicted | error |", "|---|---|---|---|---|---|---|"]
+            single[key][r["gpu"]] = (
+                float(r["throughput_per_gpu"]),
+                int(float(r["batch_size_per_gpu"])),
+                r["precision"],
+            )
+        multi.append(
+            (key, r["gpu"], n, float(r["throughput_per_gpu"]), int(float(r["batch_size_per_gpu"])), r["precision"])
+        )
+    lines = [
+        "| model | precision | A100 | V100 | measured A100/V100 | predicted | error |",
+        "|---|---|---|---|---|---|---|",
+    ]
     errs: list[float] = []
     for (model, pc), by_gpu in sorted(single.items()):
         a100 = [g for g in by_gpu if g.startswith("A100")]
@@ -139,10 +176,15 @@ def dle(rows: list[dict], catalog, perf) -> tuple[list[str], list[float], list[s
             continue
         err = (pred_a / pred_v) / (ta / tv) - 1
         errs.append(err)
-        lines.append(f"| {model} | {pa} vs {pv} | {ga} | {gv} | {ta / tv:.2f} | {pred_a / pred_v:.2f} | {100 * err:+.0f} % |")
+        lines.append(
+            f"| {model} | {pa} vs {pv} | {ga} | {gv} | {ta / tv:.2f} | {pred_a / pred_v:.2f} | {100 * err:+.0f} % |"
+        )
     # Multi-GPU: per-GPU throughput at N GPUs over that at 1, measured vs the app's model.
     ones = {(key, g, p): (t, b) for key, g, n, t, b, p in multi if n == 1}
-    mlines = ["| model | precision | GPU | GPUs | measured per-GPU scaling | predicted | error |", "|---|---|---|---|---|---|---|"]
+    mlines = [
+        "| model | precision | GPU | GPUs | measured per-GPU scaling | predicted | error |",
+        "|---|---|---|---|---|---|---|",
+    ]
     merrs: list[float] = []
     for key, g, n, t, b, p in sorted(multi):
         if n == 1 or (key, g, p) not in ones:
@@ -196,16 +238,32 @@ def main() -> None:
     ]
     for g, es in sorted(ns_err.items()):
         out.append(f"- {g}: {100 * statistics.median(es):+.0f} % (n = {len(es)})")
-    out += ["", *ns_lines, "",
-            "## Reference models under NVIDIA's own software (DeepLearningExamples READMEs)", "",
-            f"A100 over V100, single GPU: **{summary(dle_err)}**", "", *dle_lines, "",
-            "## Data-parallel scaling (DeepLearningExamples multi-GPU rows)", "",
-            f"Per-GPU throughput at N GPUs relative to one GPU, same batch per GPU: **{summary(m_err)}**", "",
-            *m_lines, ""]
+    out += [
+        "",
+        *ns_lines,
+        "",
+        "## Reference models under NVIDIA's own software (DeepLearningExamples READMEs)",
+        "",
+        f"A100 over V100, single GPU: **{summary(dle_err)}**",
+        "",
+        *dle_lines,
+        "",
+        "## Data-parallel scaling (DeepLearningExamples multi-GPU rows)",
+        "",
+        f"Per-GPU throughput at N GPUs relative to one GPU, same batch per GPU: **{summary(m_err)}**",
+        "",
+        *m_lines,
+        "",
+    ]
     OUT.write_text("\n".join(out) + "\n", encoding="utf-8")
-    bands = {"p90_amd": round(pct([abs(x) for x in amd], 0.9), 3), "n_amd": len(amd),
-             "p90_scaling": round(pct([abs(x) for x in m_err], 0.9), 3), "n_scaling": len(m_err),
-             "generated_by": "benchmarks/estimator_external.py", "date": time.strftime("%Y-%m-%d")}
+    bands = {
+        "p90_amd": round(pct([abs(x) for x in amd], 0.9), 3),
+        "n_amd": len(amd),
+        "p90_scaling": round(pct([abs(x) for x in m_err], 0.9), 3),
+        "n_scaling": len(m_err),
+        "generated_by": "benchmarks/estimator_external.py",
+        "date": time.strftime("%Y-%m-%d"),
+    }
     BANDS.write_text(json.dumps(bands, indent=2) + "\n", encoding="utf-8")
     print("\n".join(out[:14]))
     print(f"wrote {OUT.relative_to(ROOT)}")

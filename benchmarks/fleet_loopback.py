@@ -34,8 +34,11 @@ def _port() -> int:
 
 def _clean(text: str) -> str:
     # torchrun's OMP_NUM_THREADS banner says nothing about the run.
-    return "\n".join(ln for ln in text.splitlines() if "OMP_NUM_THREADS" not in ln and not ln.rstrip().endswith("*****") and
-                     not ln.rstrip().endswith("run.py:874]"))
+    return "\n".join(
+        ln
+        for ln in text.splitlines()
+        if "OMP_NUM_THREADS" not in ln and not ln.rstrip().endswith("*****") and not ln.rstrip().endswith("run.py:874]")
+    )
 
 
 def main() -> int:
@@ -55,31 +58,77 @@ def main() -> int:
         "gloo-4ranks-1node": [["--nproc-per-node", "4", "--master-port", str(_port())]],
     }
     port = str(_port())
-    cases["gloo-4ranks-2nodes"] = [["--nnodes", "2", "--node-rank", str(n), "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
-                                    "--master-port", port] for n in (0, 1)]
+    cases["gloo-4ranks-2nodes"] = [
+        [
+            "--nnodes",
+            "2",
+            "--node-rank",
+            str(n),
+            "--nproc-per-node",
+            "2",
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            port,
+        ]
+        for n in (0, 1)
+    ]
     for name, launches in ({} if args.estimate_only else cases).items():
         outputs = [["--output", str(args.out / f"{name}.json")]] + [[] for _ in launches[1:]]
         procs = []
         t0 = time.monotonic()
         for launch, extra in zip(reversed(launches), reversed(outputs)):  # other nodes first, node 0 last
             cmd = run + launch + fleet + extra
-            procs.append((cmd, subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+            procs.append(
+                (
+                    cmd,
+                    subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+                )
+            )
         texts = []
         for cmd, p in reversed(procs):
             out, err = p.communicate(timeout=900)
-            texts.append(f"$ {' '.join(cmd[2:])}\n(exit {p.returncode})\n--- stdout\n{out}\n--- stderr\n{_clean(err)}\n")
+            texts.append(
+                f"$ {' '.join(cmd[2:])}\n(exit {p.returncode})\n--- stdout\n{out}\n--- stderr\n{_clean(err)}\n"
+            )
         took = time.monotonic() - t0
-        (args.out / f"{name}.txt").write_text(f"# {name}: {took:.1f} s wall, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}\n\n" + "\n".join(texts))
+        (args.out / f"{name}.txt").write_text(
+            f"# {name}: {took:.1f} s wall, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}\n\n" + "\n".join(texts)
+        )
         report = args.out / f"{name}.json"
         if report.exists():
-            subprocess.run([sys.executable, "-c", "import json,sys\nfrom gpuselect.fleet import writers\n"
-                            "from gpuselect.fleet.model import report_from_dict\n"
-                            "rep=report_from_dict(json.load(open(sys.argv[1]))['report'])\n"
-                            "writers.write(rep, sys.argv[2])\n" + ("writers.write(rep, sys.argv[3])\n" if "2nodes" in name else ""),
-                            str(report), str(args.out / f"{name}.md"), str(args.out / f"{name}.pdf")], cwd=ROOT, env=env, check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    "import json,sys\nfrom gpuselect.fleet import writers\n"
+                    "from gpuselect.fleet.model import report_from_dict\n"
+                    "rep=report_from_dict(json.load(open(sys.argv[1]))['report'])\n"
+                    "writers.write(rep, sys.argv[2])\n"
+                    + ("writers.write(rep, sys.argv[3])\n" if "2nodes" in name else ""),
+                    str(report),
+                    str(args.out / f"{name}.md"),
+                    str(args.out / f"{name}.pdf"),
+                ],
+                cwd=ROOT,
+                env=env,
+                check=True,
+            )
         print(f"{name}: {took:.1f} s", flush=True)
-    est = [sys.executable, "-m", "gpuselect", "estimate", "--workload", "vgg16", "--gpus", "nvidia-a100-sxm4-80gb",
-           "--max-gpus", "16", "--top", "3"]
+    est = [
+        sys.executable,
+        "-m",
+        "gpuselect",
+        "estimate",
+        "--workload",
+        "vgg16",
+        "--gpus",
+        "nvidia-a100-sxm4-80gb",
+        "--max-gpus",
+        "16",
+        "--top",
+        "3",
+    ]
     inter = ["--interconnect", str(args.out / "gloo-4ranks-2nodes.json")]
     texts = []
     for cmd in (est, est + inter):

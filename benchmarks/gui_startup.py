@@ -31,12 +31,16 @@ def main() -> None:
     walls, inner = [], []
     for _ in range(ns.repeats):
         start = time.perf_counter()
-        out = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, env=env, check=True).stdout.split()
+        out = subprocess.run(
+            [sys.executable, "-c", CODE], capture_output=True, text=True, env=env, check=True
+        ).stdout.split()
         walls.append(time.perf_counter() - start)
         inner.append(float(out[0]))
         torch_loaded = out[1]
-    print(f"window shown after {statistics.median(inner):.2f} s of imports and construction (median of {ns.repeats}); "
-          f"whole process including start and exit {statistics.median(walls):.2f} s; torch imported: {torch_loaded}")
+    print(
+        f"window shown after {statistics.median(inner):.2f} s of imports and construction (median of {ns.repeats}); "
+        f"whole process including start and exit {statistics.median(walls):.2f} s; torch imported: {torch_loaded}"
+    )
 
 
 if __name__ == "__main__":

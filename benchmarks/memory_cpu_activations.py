@@ -92,7 +92,11 @@ class Block(nn.Module):
         super().__init__()
         self.n1, self.n2 = RMSNorm(h), RMSNorm(h)
         self.q, self.k, self.v, self.o = (nn.Linear(h, h, bias=False) for _ in range(4))
-        self.gate, self.up, self.down = nn.Linear(h, f, bias=False), nn.Linear(h, f, bias=False), nn.Linear(f, h, bias=False)
+        self.gate, self.up, self.down = (
+            nn.Linear(h, f, bias=False),
+            nn.Linear(h, f, bias=False),
+            nn.Linear(f, h, bias=False),
+        )
         self.heads = heads
         self.lora_q: LoRA | None = None
         self.lora_v: LoRA | None = None
@@ -145,9 +149,13 @@ def step(model: nn.Module, make_loss) -> tuple[int, int, float]:  # type: ignore
 def main() -> int:
     torch.manual_seed(0)
     torch.set_num_threads(max(1, torch.get_num_threads()))
-    lines = ["Activation memory: predicted vs torch's saved tensors, one fp32 training step on this CPU",
-             "Rerun: PYTHONPATH=. python benchmarks/memory_cpu_activations.py", f"torch {torch.__version__}", "",
-             f"{'model':34s} {'batch':>5s} {'measured MB':>12s} {'predicted MB':>13s} {'error':>7s} {'saved tensors':>13s} {'step s':>7s}"]
+    lines = [
+        "Activation memory: predicted vs torch's saved tensors, one fp32 training step on this CPU",
+        "Rerun: PYTHONPATH=. python benchmarks/memory_cpu_activations.py",
+        f"torch {torch.__version__}",
+        "",
+        f"{'model':34s} {'batch':>5s} {'measured MB':>12s} {'predicted MB':>13s} {'error':>7s} {'saved tensors':>13s} {'step s':>7s}",
+    ]
     errors: list[float] = []
     trace_rows: list[str] = []
     fp32 = M.MemoryOptions(precision="fp32")
@@ -161,10 +169,21 @@ def main() -> int:
             sb, n, dt = step(model, lambda m=model, x=x, y=y: F.cross_entropy(m(x), y))
             pred = batch * M.activation_bytes_per_sample(PRESETS[wid], fp32)
             errors.append(pred / sb - 1)
-            lines.append(f"{wid:34s} {batch:5d} {sb / 1e6:12.3f} {pred / 1e6:13.3f} {100 * (pred / sb - 1):+6.1f}% {n:13d} {dt:7.3f}")
+            lines.append(
+                f"{wid:34s} {batch:5d} {sb / 1e6:12.3f} {pred / 1e6:13.3f} {100 * (pred / sb - 1):+6.1f}% {n:13d} {dt:7.3f}"
+            )
 
-    shape = TransformerShape(layers=4, hidden=256, heads=4, vocab=2000, seq_len=128, ffn=688, kv_heads=4, gated_ffn=True,
-                             tied_embeddings=False)
+    shape = TransformerShape(
+        layers=4,
+        hidden=256,
+        heads=4,
+        vocab=2000,
+        seq_len=128,
+        ffn=688,
+        kv_heads=4,
+        gated_ffn=True,
+        tied_embeddings=False,
+    )
     for mode in ("full", "lora"):
         for batch in (2, 8):
             model = TinyDecoder(shape)
@@ -185,19 +204,30 @@ def main() -> int:
             out = shape.hidden * (1 + (2 if mode == "full" else 0)) + shape.vocab
             pred = batch * shape.seq_len * (shape.layers * layer + out) * 4
             errors.append(pred / sb - 1)
-            lines.append(f"{'tiny decoder (4x256, SDPA) ' + mode:34s} {batch:5d} {sb / 1e6:12.3f} {pred / 1e6:13.3f} "
-                         f"{100 * (pred / sb - 1):+6.1f}% {n:13d} {dt:7.3f}")
+            lines.append(
+                f"{'tiny decoder (4x256, SDPA) ' + mode:34s} {batch:5d} {sb / 1e6:12.3f} {pred / 1e6:13.3f} "
+                f"{100 * (pred / sb - 1):+6.1f}% {n:13d} {dt:7.3f}"
+            )
             if mode == "full":  # the step trace's own saved counts (gpuselect.workloads.traces), for comparison
                 t = transformer_trace(replace(shape, norm="rmsnorm"), mode="full")
                 tb = batch * ((t.saved_elems_per_sample + t.saved_fp32_elems_per_sample) * 4 + t.saved_bytes_per_sample)
-                trace_rows.append(f"{'  step trace (analytic), full':34s} {batch:5d} {sb / 1e6:12.3f} {tb / 1e6:13.3f} "
-                                  f"{100 * (tb / sb - 1):+6.1f}%")
+                trace_rows.append(
+                    f"{'  step trace (analytic), full':34s} {batch:5d} {sb / 1e6:12.3f} {tb / 1e6:13.3f} "
+                    f"{100 * (tb / sb - 1):+6.1f}%"
+                )
     med = sorted(abs(e) for e in errors)[len(errors) // 2]
-    lines += ["", "For comparison, not used for the transformer activations: the operator trace's saved counts", *trace_rows]
-    lines += ["", f"median |error| {100 * med:.1f} %, worst {100 * max(abs(e) for e in errors):.1f} % over {len(errors)} cases",
-              "The transformer rows check the per-layer count the LLM predictions build on; the app multiplies it by",
-              f"ACTIVATION_FACTOR = {M.ACTIVATION_FACTOR:.2f} (fitted on LitGPT's GPU peaks: eager copies and the backward's working set).",
-              "Note: on CPU a dropout mask is a float tensor (4 bytes here); on CUDA it is 1 byte, which the count assumes."]
+    lines += [
+        "",
+        "For comparison, not used for the transformer activations: the operator trace's saved counts",
+        *trace_rows,
+    ]
+    lines += [
+        "",
+        f"median |error| {100 * med:.1f} %, worst {100 * max(abs(e) for e in errors):.1f} % over {len(errors)} cases",
+        "The transformer rows check the per-layer count the LLM predictions build on; the app multiplies it by",
+        f"ACTIVATION_FACTOR = {M.ACTIVATION_FACTOR:.2f} (fitted on LitGPT's GPU peaks: eager copies and the backward's working set).",
+        "Note: on CPU a dropout mask is a float tensor (4 bytes here); on CUDA it is 1 byte, which the count assumes.",
+    ]
     text = "\n".join(lines) + "\n"
     print(text)
     OUT.parent.mkdir(parents=True, exist_ok=True)

@@ -43,14 +43,21 @@ from gpuselect.workloads.transformer import TransformerShape, transformer_worklo
 
 def nvml_used_bytes() -> int | None:
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
-                             capture_output=True, text=True, timeout=30, check=True).stdout
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
         return int(out.split()[0]) * 2**20
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return None
 
 
-def run(shape: TransformerShape, mode: str, precision: str, batch: int, ckpt: bool) -> dict[str, float | int | str | None]:
+def run(
+    shape: TransformerShape, mode: str, precision: str, batch: int, ckpt: bool
+) -> dict[str, float | int | str | None]:
     dev = torch.device("cuda")
     dtype = torch.bfloat16 if precision == "bf16-true" else torch.float32
     model = TinyDecoder(shape).to(dev, dtype)
@@ -73,10 +80,17 @@ def run(shape: TransformerShape, mode: str, precision: str, batch: int, ckpt: bo
         del x, logits, loss
     torch.cuda.synchronize()
     rec: dict[str, float | int | str | None] = {
-        "mode": mode, "precision": precision, "batch": batch, "checkpointing": ckpt,
-        "allocated": torch.cuda.max_memory_allocated(), "reserved": torch.cuda.max_memory_reserved(), "nvml_used": nvml_used_bytes(),
+        "mode": mode,
+        "precision": precision,
+        "batch": batch,
+        "checkpointing": ckpt,
+        "allocated": torch.cuda.max_memory_allocated(),
+        "reserved": torch.cuda.max_memory_reserved(),
+        "nvml_used": nvml_used_bytes(),
     }
-    w = transformer_workload("m", "m", shape, description="", mode=mode, dataset_size=1, epochs=1, batch_size=batch, source="", lora_rank=8)
+    w = transformer_workload(
+        "m", "m", shape, description="", mode=mode, dataset_size=1, epochs=1, batch_size=batch, source="", lora_rank=8
+    )
     o = M.MemoryOptions(precision=precision, checkpointing=ckpt, lora_targets="qv", lora_dropout=True)
     b = M.peak_memory(w, batch, o, shape)
     rec["predicted_peak"] = b.total()
@@ -92,28 +106,49 @@ def main() -> int:
         print("no CUDA GPU: nothing measured")
         return 1
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "validation" / "memory-gpu"
-    shape = TransformerShape(layers=12, hidden=1024, heads=16, vocab=32000, seq_len=1024, ffn=2816, kv_heads=16, gated_ffn=True,
-                             tied_embeddings=False)
+    shape = TransformerShape(
+        layers=12,
+        hidden=1024,
+        heads=16,
+        vocab=32000,
+        seq_len=1024,
+        ffn=2816,
+        kv_heads=16,
+        gated_ffn=True,
+        tied_embeddings=False,
+    )
     recs = []
     for precision in ("bf16-true", "bf16"):
         for mode in ("full", "lora"):
             for ckpt in (False, True):
                 for batch in (1, 2, 4, 8):
                     recs.append(run(replace(shape), mode, precision, batch, ckpt))
-    lines = [f"GPU: {torch.cuda.get_device_name(0)}, torch {torch.__version__}", "",
-             (f"{'precision':10s} {'mode':5s} {'ckpt':5s} {'b':>2s} {'alloc GiB':>10s} {'pred alloc':>10s} {'err':>7s} "
-             f"{'reserved':>9s} {'nvml used':>10s} {'pred peak':>10s} {'err':>7s}")]
+    lines = [
+        f"GPU: {torch.cuda.get_device_name(0)}, torch {torch.__version__}",
+        "",
+        (
+            f"{'precision':10s} {'mode':5s} {'ckpt':5s} {'b':>2s} {'alloc GiB':>10s} {'pred alloc':>10s} {'err':>7s} "
+            f"{'reserved':>9s} {'nvml used':>10s} {'pred peak':>10s} {'err':>7s}"
+        ),
+    ]
     gib = 2**30
     for r in recs:
         alloc, pa = float(r["allocated"] or 0), float(r["predicted_allocated"] or 0)
         used, pp = r["nvml_used"], float(r["predicted_peak"] or 0)
-        lines.append(f"{r['precision']!s:10s} {r['mode']!s:5s} {r['checkpointing']!s:5s} {r['batch']!s:>2s} {alloc / gib:10.2f} "
-                     f"{pa / gib:10.2f} {100 * (pa / alloc - 1):+6.1f}% {float(r['reserved'] or 0) / gib:9.2f} "
-                     + (f"{float(used) / gib:10.2f} {pp / gib:10.2f} {100 * (pp / float(used) - 1):+6.1f}%" if used else "n/a"))
+        lines.append(
+            f"{r['precision']!s:10s} {r['mode']!s:5s} {r['checkpointing']!s:5s} {r['batch']!s:>2s} {alloc / gib:10.2f} "
+            f"{pa / gib:10.2f} {100 * (pa / alloc - 1):+6.1f}% {float(r['reserved'] or 0) / gib:9.2f} "
+            + (f"{float(used) / gib:10.2f} {pp / gib:10.2f} {100 * (pp / float(used) - 1):+6.1f}%" if used else "n/a")
+        )
     slack = statistics.median(float(r["reserved"] or 0) / float(r["allocated"] or 1) - 1 for r in recs)
     ctx = [float(r["nvml_used"]) - float(r["reserved"] or 0) for r in recs if r["nvml_used"]]  # type: ignore[arg-type]
-    lines += ["", f"allocator slack (median reserved/allocated - 1): {100 * slack:.1f} %",
-              f"context (median NVML used - reserved): {statistics.median(ctx) / gib:.2f} GiB" if ctx else "context: NVML not readable"]
+    lines += [
+        "",
+        f"allocator slack (median reserved/allocated - 1): {100 * slack:.1f} %",
+        f"context (median NVML used - reserved): {statistics.median(ctx) / gib:.2f} GiB"
+        if ctx
+        else "context: NVML not readable",
+    ]
     text = "\n".join(lines) + "\n"
     print(text)
     out.mkdir(parents=True, exist_ok=True)

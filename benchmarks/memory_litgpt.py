@@ -60,12 +60,26 @@ SHAPES: dict[str, S] = {
 # (config_hub/finetune/<model>/lora.yaml and qlora.yaml): "all" = query, key, value, projection,
 # MLP and head; "qv" = query and value. Models whose file was not read are marked (assumed).
 LORA = {
-    "gemma-2b": ("all", 8), "tiny-llama": ("all", 32), "phi-2": ("all", 8), "phi-3-mini-4k-instruct": ("all", 8),
-    "gemma-2-2b": ("all", 16), "gemma-7b": ("all", 16), "gemma-2-9b": ("all", 16),  # gemma-7b, gemma-2-9b: assumed
-    "llama-2-7b": ("qv", 32), "llama-3-8b": ("qv", 32), "llama-3.2-1b": ("qv", 32), "falcon-7b": ("qv", 32),
-    "llama-3.2-3b": ("qv", 32), "mistral-7b": ("qv", 32), "stablelm-base-alpha-3b": ("qv", 32),  # last three: assumed
+    "gemma-2b": ("all", 8),
+    "tiny-llama": ("all", 32),
+    "phi-2": ("all", 8),
+    "phi-3-mini-4k-instruct": ("all", 8),
+    "gemma-2-2b": ("all", 16),
+    "gemma-7b": ("all", 16),
+    "gemma-2-9b": ("all", 16),  # gemma-7b, gemma-2-9b: assumed
+    "llama-2-7b": ("qv", 32),
+    "llama-3-8b": ("qv", 32),
+    "llama-3.2-1b": ("qv", 32),
+    "falcon-7b": ("qv", 32),
+    "llama-3.2-3b": ("qv", 32),
+    "mistral-7b": ("qv", 32),
+    "stablelm-base-alpha-3b": ("qv", 32),  # last three: assumed
 }
-ALIASES = {"llama-3.1-8b": "llama-3-8b", "mistral-7b-v0.2": "mistral-7b", "gemma-2-2b (table model column says gemma-2b)": "gemma-2-2b"}
+ALIASES = {
+    "llama-3.1-8b": "llama-3-8b",
+    "mistral-7b-v0.2": "mistral-7b",
+    "gemma-2-2b (table model column says gemma-2b)": "gemma-2-2b",
+}
 
 
 @dataclass
@@ -101,17 +115,39 @@ def cases() -> list[Case]:
             per_layer = rank * ((h + h) + 2 * (h + kv) + (h + h) + (3 if shape.gated_ffn else 2) * (h + f))
         trainable = shape.layers * per_layer if mode != "full" else 0
         params = int(float(r["params_b"]) * 1e9)
-        w = Workload(id=name, name=name, description="", kind="transformer", params=params,
-                     trainable_params=trainable or params, forward_flops_per_sample=1.0, memory_traffic_bytes_per_sample=0.0,
-                     activation_bytes_per_sample=0.0, input_shape=(seq,), sample_unit="sequence", layers=shape.layers,
-                     default_dataset_size=1, default_epochs=1, default_batch_size=1, seq_len=seq, mode=mode)
+        w = Workload(
+            id=name,
+            name=name,
+            description="",
+            kind="transformer",
+            params=params,
+            trainable_params=trainable or params,
+            forward_flops_per_sample=1.0,
+            memory_traffic_bytes_per_sample=0.0,
+            activation_bytes_per_sample=0.0,
+            input_shape=(seq,),
+            sample_unit="sequence",
+            layers=shape.layers,
+            default_dataset_size=1,
+            default_epochs=1,
+            default_batch_size=1,
+            seq_len=seq,
+            mode=mode,
+        )
         quant = "nf4-dq" if "nf4-dq" in r["precision"] else "nf4"
         # LitGPT's multi-GPU scripts wrap each Block for FSDP with activation checkpointing; the
         # tutorial's multi-GPU rows say "not stated", but their peaks grow by 0.1-0.4 GB per sample
         # where the same runs on one GPU grow by 2-8 GB: checkpointing was on.
         ckpt = "checkpointing on Block" in r["grad_checkpointing"] or gpus > 1
-        opts = M.MemoryOptions(precision="bf16-true", optimizer="adamw", checkpointing=ckpt,
-                               sharding="fsdp" if gpus > 1 else "none", gpus=gpus, quant=quant, lora_targets=targets)
+        opts = M.MemoryOptions(
+            precision="bf16-true",
+            optimizer="adamw",
+            checkpointing=ckpt,
+            sharding="fsdp" if gpus > 1 else "none",
+            gpus=gpus,
+            quant=quant,
+            lora_targets=targets,
+        )
         out.append(Case(r, shape, w, int(r["batch"]), opts, float(r["peak_memory_gb"]), table, gpus > 1))
     return out
 
@@ -131,8 +167,10 @@ def summary(label: str, cs: list[Case]) -> str:
     e = sorted(abs(err(c)) for c in cs)
     p90 = e[min(len(e) - 1, math.ceil(0.9 * len(e)) - 1)]
     signed = statistics.median(err(c) for c in cs)
-    return (f"{label}: {len(cs)} rows, median |error| {100 * statistics.median(e):.1f} %, p90 {100 * p90:.1f} %, "
-            f"median signed {100 * signed:+.1f} %")
+    return (
+        f"{label}: {len(cs)} rows, median |error| {100 * statistics.median(e):.1f} %, p90 {100 * p90:.1f} %, "
+        f"median signed {100 * signed:+.1f} %"
+    )
 
 
 def inconsistent(c: Case) -> bool:
@@ -181,20 +219,34 @@ def main() -> int:
         "",
         summary("fitted on: tutorial single-GPU", train),
         summary("held out: config-hub single-GPU", [c for c in cs if c.table == "config-hub" and not c.multi]),
-        summary("held out: config-hub single-GPU LoRA/QLoRA", [c for c in cs if c.table == "config-hub" and not c.multi and c.workload.mode != "full"]),
-        summary("held out: config-hub single-GPU full fine-tuning", [c for c in cs if c.table == "config-hub" and not c.multi and c.workload.mode == "full"]),
+        summary(
+            "held out: config-hub single-GPU LoRA/QLoRA",
+            [c for c in cs if c.table == "config-hub" and not c.multi and c.workload.mode != "full"],
+        ),
+        summary(
+            "held out: config-hub single-GPU full fine-tuning",
+            [c for c in cs if c.table == "config-hub" and not c.multi and c.workload.mode == "full"],
+        ),
         summary("held out: multi-GPU FSDP rows", [c for c in cs if c.multi]),
         summary("all single-GPU rows", [c for c in cs if not c.multi]),
         summary("all rows", cs),
-        summary("all rows but the 3 inconsistent single-GPU rows and the 13 multi-GPU rows above the unsharded model",
-                [c for c in cs if not inconsistent(c) and not setup_peak(c)]),
-        (f"inconsistent single-GPU rows (state alone > measured peak): {sum(inconsistent(c) for c in cs)}; "
-         f"multi-GPU rows whose peak exceeds the whole 16-bit model: {sum(setup_peak(c) for c in cs)} of {sum(c.multi for c in cs)}"),
-        (f"fit decision: every run in the table ran, and the model says it fits its GPU (peak incl. context and allocator "
-         f"slack <= capacity) for {sum(fits_its_gpu(c) for c in cs)} of {len(cs)}"),
+        summary(
+            "all rows but the 3 inconsistent single-GPU rows and the 13 multi-GPU rows above the unsharded model",
+            [c for c in cs if not inconsistent(c) and not setup_peak(c)],
+        ),
+        (
+            f"inconsistent single-GPU rows (state alone > measured peak): {sum(inconsistent(c) for c in cs)}; "
+            f"multi-GPU rows whose peak exceeds the whole 16-bit model: {sum(setup_peak(c) for c in cs)} of {sum(c.multi for c in cs)}"
+        ),
+        (
+            f"fit decision: every run in the table ran, and the model says it fits its GPU (peak incl. context and allocator "
+            f"slack <= capacity) for {sum(fits_its_gpu(c) for c in cs)} of {len(cs)}"
+        ),
         "",
-        (f"{'model':24s} {'mode':6s} {'quant':7s} {'seq':>5s} {'b':>2s} {'gpus':>4s} {'ckpt':>4s} {'table':10s} "
-         f"{'meas GB':>8s} {'pred GB':>8s} {'err':>7s}  (pred = weights + grads + optimizer + activations + logits)"),
+        (
+            f"{'model':24s} {'mode':6s} {'quant':7s} {'seq':>5s} {'b':>2s} {'gpus':>4s} {'ckpt':>4s} {'table':10s} "
+            f"{'meas GB':>8s} {'pred GB':>8s} {'err':>7s}  (pred = weights + grads + optimizer + activations + logits)"
+        ),
     ]
     for c in cs:
         b = M.peak_memory(c.workload, c.batch, c.opts, c.shape)
@@ -203,15 +255,22 @@ def main() -> int:
             f"{c.shape.seq_len:5d} {c.batch:2d} {c.opts.gpus:4d} {'yes' if c.opts.checkpointing else 'no':>4s} {c.table:10s} "
             f"{c.measured_gb:8.2f} {predict_allocated_gb(c):8.2f} {100 * err(c):+6.1f}%  "
             f"(w {b.weights / 1e9:.2f}, g {b.gradients / 1e9:.2f}, o {b.optimizer / 1e9:.2f}, a {b.activations / 1e9:.2f}, l {b.logits / 1e9:.2f})"
-            + (" INCONSISTENT" if inconsistent(c) else " ABOVE-UNSHARDED" if setup_peak(c) else "") + ("" if fits_its_gpu(c) else " (model: does not fit)"))
+            + (" INCONSISTENT" if inconsistent(c) else " ABOVE-UNSHARDED" if setup_peak(c) else "")
+            + ("" if fits_its_gpu(c) else " (model: does not fit)")
+        )
     text = "\n".join(lines) + "\n"
     print(text)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(text, encoding="utf-8")
     if write:
         doc = json.loads(FIT.read_text(encoding="utf-8")) if FIT.exists() else {}
-        doc.update({"activation_factor": k, "activation_factor_source": "benchmarks/memory_litgpt.py: median |log error| on "
-                    f"{len(train)} single-GPU rows of LitGPT's tutorials/resource-tables.md"})
+        doc.update(
+            {
+                "activation_factor": k,
+                "activation_factor_source": "benchmarks/memory_litgpt.py: median |log error| on "
+                f"{len(train)} single-GPU rows of LitGPT's tutorials/resource-tables.md",
+            }
+        )
         FIT.parent.mkdir(parents=True, exist_ok=True)
         FIT.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -27,7 +27,9 @@ def main() -> None:
         out = str(Path(tmp) / "r.pdf")
         print(f"hardware report, no benchmark: {run(['-o', out]):.2f} s")
         print(f"with an estimate (resnet50), no benchmark: {run(['-o', out, '--workload', 'resnet50']):.2f} s")
-        print(f"with an estimate and --bench-quick: {run(['-o', out, '--workload', 'resnet50', '--bench-quick']):.2f} s")
+        print(
+            f"with an estimate and --bench-quick: {run(['-o', out, '--workload', 'resnet50', '--bench-quick']):.2f} s"
+        )
 
 
 if __name__ == "__main__":

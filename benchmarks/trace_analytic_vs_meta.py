@@ -35,14 +35,25 @@ CASES = [
     ("ViT-B/16 (224x224, 1000 classes)", 1000, 768, 12, 12, 3072, 197, None),
     ("tiny Llama, full (2k vocab, 128, 3 layers, seq 64)", 2000, 128, 3, 4, 352, 64, "llama"),
     ("tiny Llama, LoRA rank 8", 2000, 128, 3, 4, 352, 64, "llama-lora"),
-    ("Llama-style slice with GQA (16 heads, 4 KV heads), LoRA rank 16 (32k vocab, 2048, 4 layers, seq 2048)", 32000,
-     2048, 4, 16, 5504, 2048, "llama-lora16"),
+    (
+        "Llama-style slice with GQA (16 heads, 4 KV heads), LoRA rank 16 (32k vocab, 2048, 4 layers, seq 2048)",
+        32000,
+        2048,
+        4,
+        16,
+        5504,
+        2048,
+        "llama-lora16",
+    ),
 ]
 
 
 def dense(t: StepTrace, phase: Phase) -> float:
-    return sum(o.flops_per_sample * o.count for o in t.ops
-               if o.kind in (OpKind.GEMM, OpKind.ATTENTION, OpKind.CONV) and o.phase is phase)
+    return sum(
+        o.flops_per_sample * o.count
+        for o in t.ops
+        if o.kind in (OpKind.GEMM, OpKind.ATTENTION, OpKind.CONV) and o.phase is phase
+    )
 
 
 def launches(t: StepTrace, phase: Phase) -> int:
@@ -60,14 +71,34 @@ def main() -> None:
             kv_heads = 4 if rank == 16 else heads
             llama = functools.partial(TinyLlama, v, h, layers, heads, ffn, rank, kv_heads)
             meta, meta_ck = trace_module(llama, (s,), torch.long, loss="ce", labels_per_sample=s)
-            shape = TransformerShape(layers=layers, hidden=h, heads=heads, kv_heads=kv_heads, vocab=v, seq_len=s, ffn=ffn,
-                                     gated_ffn=True,
-                                     tied_embeddings=False, norm="rmsnorm", rotary=True)
+            shape = TransformerShape(
+                layers=layers,
+                hidden=h,
+                heads=heads,
+                kv_heads=kv_heads,
+                vocab=v,
+                seq_len=s,
+                ffn=ffn,
+                gated_ffn=True,
+                tied_embeddings=False,
+                norm="rmsnorm",
+                rotary=True,
+            )
         elif causal is None:  # ViT: the reference model, pre-norm, fused q/k/v
             vit = functools.partial(ViT, 224, 16, h, layers, heads, ffn, v, True)
             meta, meta_ck = trace_module(vit, (3, 224, 224), loss="ce")
-            shape = TransformerShape(layers=layers, hidden=h, heads=heads, vocab=v, seq_len=s, ffn=ffn, lm_head=False,
-                                     causal=False, fused_qkv=True, patch=16)
+            shape = TransformerShape(
+                layers=layers,
+                hidden=h,
+                heads=heads,
+                vocab=v,
+                seq_len=s,
+                ffn=ffn,
+                lm_head=False,
+                causal=False,
+                fused_qkv=True,
+                patch=16,
+            )
         else:
             factory = functools.partial(TinyTransformer, v, h, layers, heads, ffn, s, causal, causal, True)
             meta, meta_ck = trace_module(factory, (s,), torch.long, loss="ce", labels_per_sample=s)
@@ -79,17 +110,25 @@ def main() -> None:
         for ph in (Phase.FORWARD, Phase.BACKWARD):
             r = dense(ana, ph) / dense(meta, ph)
             worst = max(worst, abs(r - 1))
-            print(f"  {ph.value:9s} dense GFLOP/sample  analytic {dense(ana, ph) / 1e9:10.4f}  meta {dense(meta, ph) / 1e9:10.4f}"
-                  f"  ratio {r:.4f}   launches analytic {launches(ana, ph):5d}  meta {launches(meta, ph):5d}")
+            print(
+                f"  {ph.value:9s} dense GFLOP/sample  analytic {dense(ana, ph) / 1e9:10.4f}  meta {dense(meta, ph) / 1e9:10.4f}"
+                f"  ratio {r:.4f}   launches analytic {launches(ana, ph):5d}  meta {launches(meta, ph):5d}"
+            )
         r = dense(ana_ck, Phase.RECOMPUTE) / dense(meta_ck, Phase.RECOMPUTE)
-        print(f"  recompute dense GFLOP/sample  analytic {dense(ana_ck, Phase.RECOMPUTE) / 1e9:10.4f}  "
-              f"meta {dense(meta_ck, Phase.RECOMPUTE) / 1e9:10.4f}  ratio {r:.4f}")
+        print(
+            f"  recompute dense GFLOP/sample  analytic {dense(ana_ck, Phase.RECOMPUTE) / 1e9:10.4f}  "
+            f"meta {dense(meta_ck, Phase.RECOMPUTE) / 1e9:10.4f}  ratio {r:.4f}"
+        )
         a = ana.saved_elems_per_sample + ana.saved_fp32_elems_per_sample
         ac = ana_ck.saved_elems_per_sample_ckpt + ana_ck.saved_fp32_elems_per_sample_ckpt
-        print(f"  saved M elements/sample    analytic {a / 1e6:10.3f}  meta {meta.saved_elems_per_sample / 1e6:10.3f}  "
-              f"ratio {a / meta.saved_elems_per_sample:.4f}")
-        print(f"  saved, checkpointed        analytic {ac / 1e6:10.3f}  meta {meta_ck.saved_elems_per_sample_ckpt / 1e6:10.3f}  "
-              f"ratio {ac / meta_ck.saved_elems_per_sample_ckpt:.4f}")
+        print(
+            f"  saved M elements/sample    analytic {a / 1e6:10.3f}  meta {meta.saved_elems_per_sample / 1e6:10.3f}  "
+            f"ratio {a / meta.saved_elems_per_sample:.4f}"
+        )
+        print(
+            f"  saved, checkpointed        analytic {ac / 1e6:10.3f}  meta {meta_ck.saved_elems_per_sample_ckpt / 1e6:10.3f}  "
+            f"ratio {ac / meta_ck.saved_elems_per_sample_ckpt:.4f}"
+        )
     print(f"\nlargest dense-FLOP deviation: {100 * worst:.2f} %")
 
 

@@ -24,7 +24,16 @@ from gpuselect.errors import GpuselectError
 
 #: Subcommands in the order ``--help`` lists them; each is ``gpuselect.commands.<name>``.
 COMMANDS: tuple[str, ...] = (
-    "gui", "detect", "health", "bench", "catalog", "workloads", "estimate", "report", "fleet", "exporter",
+    "gui",
+    "detect",
+    "health",
+    "bench",
+    "catalog",
+    "workloads",
+    "estimate",
+    "report",
+    "fleet",
+    "exporter",
 )
 
 EXIT_INTERNAL = 70  # EX_SOFTWARE: distinct from usage (2) and health's codes
@@ -38,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     # allow_abbrev=False everywhere: an abbreviation must never pick an option (``--mode`` was
     # once read as ``--model``, which runs a file's code).
     parser = argparse.ArgumentParser(
-        prog="gpuselect", allow_abbrev=False,
+        prog="gpuselect",
+        allow_abbrev=False,
         description=(
             "What hardware do I need to train this, how long will it take, and what will it "
             "cost? Without a subcommand, opens the desktop app."
@@ -72,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Output piped into `head` and closed early: not an error worth a traceback.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except Exception as exc:  # noqa: BLE001 - the last line of defence for users
+    except Exception as exc:
         if os.environ.get("GPUSELECT_DEBUG"):
             raise
         print(

@@ -20,7 +20,11 @@ def to_jsonable(value: Any) -> Any:
     Non-finite floats become ``None``: a NaN or infinity never reaches a JSON document.
     """
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.metadata.get("json", True)}
+        return {
+            f.name: to_jsonable(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if f.metadata.get("json", True)
+        }
     if isinstance(value, enum.Enum):
         return to_jsonable(value.value)
     if isinstance(value, float):

@@ -14,7 +14,10 @@ import pynvml
 
 def main() -> None:
     pynvml.nvmlInit()
-    out: dict[str, object] = {"driver": pynvml.nvmlSystemGetDriverVersion(), "cuda": pynvml.nvmlSystemGetCudaDriverVersion_v2()}
+    out: dict[str, object] = {
+        "driver": pynvml.nvmlSystemGetDriverVersion(),
+        "cuda": pynvml.nvmlSystemGetCudaDriverVersion_v2(),
+    }
     gpus = []
     for i in range(pynvml.nvmlDeviceGetCount()):
         h = pynvml.nvmlDeviceGetHandleByIndex(i)
@@ -53,7 +56,9 @@ def main() -> None:
         if torch.cuda.is_available():
             p = torch.cuda.get_device_properties(0)
             out["torch"] = {
-                "version": torch.__version__, "cuda": torch.version.cuda, "uuid_str": str(getattr(p, "uuid", None)),
+                "version": torch.__version__,
+                "cuda": torch.version.cuda,
+                "uuid_str": str(getattr(p, "uuid", None)),
                 "pci": [getattr(p, a, None) for a in ("pci_domain_id", "pci_bus_id", "pci_device_id")],
             }
     except Exception as exc:  # noqa: BLE001

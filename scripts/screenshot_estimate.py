@@ -22,12 +22,20 @@ PRESET = sys.argv[3] if len(sys.argv) > 3 else "llama-8b-qlora"
 
 def dark_palette() -> QPalette:
     p = QPalette()
-    for role, colour in ((QPalette.ColorRole.Window, "#202124"), (QPalette.ColorRole.WindowText, "#e8eaed"),
-                         (QPalette.ColorRole.Base, "#17181a"), (QPalette.ColorRole.AlternateBase, "#25272a"),
-                         (QPalette.ColorRole.Text, "#e8eaed"), (QPalette.ColorRole.Button, "#2d2f33"),
-                         (QPalette.ColorRole.ButtonText, "#e8eaed"), (QPalette.ColorRole.Highlight, "#3d6fb4"),
-                         (QPalette.ColorRole.HighlightedText, "#ffffff"), (QPalette.ColorRole.ToolTipBase, "#2d2f33"),
-                         (QPalette.ColorRole.ToolTipText, "#e8eaed"), (QPalette.ColorRole.PlaceholderText, "#9aa0a6")):
+    for role, colour in (
+        (QPalette.ColorRole.Window, "#202124"),
+        (QPalette.ColorRole.WindowText, "#e8eaed"),
+        (QPalette.ColorRole.Base, "#17181a"),
+        (QPalette.ColorRole.AlternateBase, "#25272a"),
+        (QPalette.ColorRole.Text, "#e8eaed"),
+        (QPalette.ColorRole.Button, "#2d2f33"),
+        (QPalette.ColorRole.ButtonText, "#e8eaed"),
+        (QPalette.ColorRole.Highlight, "#3d6fb4"),
+        (QPalette.ColorRole.HighlightedText, "#ffffff"),
+        (QPalette.ColorRole.ToolTipBase, "#2d2f33"),
+        (QPalette.ColorRole.ToolTipText, "#e8eaed"),
+        (QPalette.ColorRole.PlaceholderText, "#9aa0a6"),
+    ):
         p.setColor(role, QColor(colour))
     return p
 

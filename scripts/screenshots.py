@@ -95,8 +95,12 @@ def main() -> int:
         act()
         QTimer.singleShot(settle, run_next)
 
-    monitor_full = lambda: w.hardware._snapshot is not None and (  # noqa: E731
-        MACHINE == "nogpu" or w.hardware.telemetry_updates >= 150)
+    monitor_full = lambda: (
+        w.hardware._snapshot is not None
+        and (  # noqa: E731
+            MACHINE == "nogpu" or w.hardware.telemetry_updates >= 150
+        )
+    )
     then(monitor_full, lambda: None, 500)
     then(lambda: True, lambda: shot("hardware"), 300)
 
@@ -120,8 +124,14 @@ def main() -> int:
 
     then(lambda: True, to_estimate, 5000)
     then(lambda: True, lambda: shot("estimate"), 300)
-    then(lambda: True, lambda: (w.tabs.setCurrentWidget(w.catalog), w.catalog.family.setCurrentText("datacenter"),
-                                w.catalog.table.setCurrentIndex(w.catalog.proxy.index(10, 0))))
+    then(
+        lambda: True,
+        lambda: (
+            w.tabs.setCurrentWidget(w.catalog),
+            w.catalog.family.setCurrentText("datacenter"),
+            w.catalog.table.setCurrentIndex(w.catalog.proxy.index(10, 0)),
+        ),
+    )
     then(lambda: True, lambda: shot("catalog"), 300)
     then(lambda: True, lambda: w.tabs.setCurrentWidget(w.settings_page))
     then(lambda: True, lambda: shot("settings"), 300)

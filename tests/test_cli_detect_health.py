@@ -14,9 +14,23 @@ from tests.conftest import REPO_ROOT
 from tests.fakes import fake_nvml as F
 
 GPU_KEYS = {
-    "index", "vendor", "name", "uuid", "pci_bus_id", "memory_total_bytes", "memory_used_bytes",
-    "compute_capability", "temperature_c", "power_draw_w", "power_limit_w", "clocks", "pcie",
-    "utilization", "ecc", "processes", "unavailable",
+    "index",
+    "vendor",
+    "name",
+    "uuid",
+    "pci_bus_id",
+    "memory_total_bytes",
+    "memory_used_bytes",
+    "compute_capability",
+    "temperature_c",
+    "power_draw_w",
+    "power_limit_w",
+    "clocks",
+    "pcie",
+    "utilization",
+    "ecc",
+    "processes",
+    "unavailable",
 }
 
 
@@ -36,7 +50,7 @@ def _check_detect_doc(doc: dict) -> None:
     for key in ("available", "driver_version", "cuda_driver_version", "error"):
         assert key in doc["nvml"]
     for gpu in doc["gpus"]:
-        assert GPU_KEYS <= set(gpu), GPU_KEYS - set(gpu)
+        assert set(gpu) >= GPU_KEYS, GPU_KEYS - set(gpu)
         for k in ("sm_mhz", "sm_max_mhz", "memory_mhz", "memory_max_mhz"):
             assert k in gpu["clocks"]
         for k in ("generation", "max_generation", "width", "max_width"):
@@ -71,7 +85,9 @@ def test_detect_and_health_json_on_every_scenario(
 
 
 @pytest.mark.parametrize("name", sorted(F.INIT_FAILURES))
-def test_init_failures_through_the_cli(name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_init_failures_through_the_cli(
+    name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake = F.FakeNVML(init_error=F.INIT_FAILURES[name])
     monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: fake)
     code, doc = _json(capsys, ["detect", "--format", "json"])
@@ -89,7 +105,9 @@ def test_health_exit_codes(capsys: pytest.CaptureFixture[str], monkeypatch: pyte
     assert codes == {"thermal_throttling": 3, "power_capped": 1}
 
 
-def test_text_output_names_severity_in_words(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_text_output_names_severity_in_words(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake = F.thermal_throttling()
     monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: fake)
     main(["health", "--no-probe"])
@@ -106,7 +124,9 @@ def test_bad_usage_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 def _run(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "gpuselect", *args], capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "gpuselect", *args], capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=120
+    )
 
 
 def test_real_process_detect_json_stdout_is_one_document() -> None:
@@ -133,13 +153,19 @@ def test_torch_probe_subprocess_reports_this_machine() -> None:
     result = probe_framework("torch")
     assert "error" not in result, result
     # Against torch itself (the old `in (True, False)` could not fail for any probe result).
-    truth = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
-                           capture_output=True, text=True, check=True).stdout.strip()
+    truth = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert result["backends"]["cuda"] is (truth == "True")
     assert probe_framework("nosuchframework").get("error")
 
 
-def test_gui_without_a_display_is_one_sentence(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_gui_without_a_display_is_one_sentence(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     for var in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
         monkeypatch.delenv(var, raising=False)
     if not sys.platform.startswith("linux"):

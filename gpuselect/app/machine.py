@@ -4,7 +4,6 @@ user's GPUs as owned cards, a critical finding keeping a card out of the plan)."
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,8 +76,13 @@ def bench_from_doc(doc: dict[str, Any]) -> Any:
                 d[k] = {n: Timing(**t) for n, t in (d.get(k) or {}).items()}
             devices.append(DeviceResult(**d))
         meta = doc.get("report", {})
-        return BenchReport(devices, bool(meta.get("quick", True)), meta.get("torch_version"), bool(meta.get("cancelled", False)),
-                           float(meta.get("duration_s", 0.0)))
+        return BenchReport(
+            devices,
+            bool(meta.get("quick", True)),
+            meta.get("torch_version"),
+            bool(meta.get("cancelled", False)),
+            float(meta.get("duration_s", 0.0)),
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"the benchmark result is not in the expected form ({type(exc).__name__}: {exc})") from exc
 
@@ -136,19 +140,39 @@ def owned_gpus(machine: Machine, catalog: Any) -> list[Any]:
 def local_estimates(w: Any, a: Any, machine: Machine, catalog: Any, perf: Any) -> list[Any]:
     """This CPU's estimate (its benchmark's matmul rate when there is one) and each GPU's own."""
     from gpuselect.estimate.api import local_cpu_estimate, local_gpu_estimate
-
     from gpuselect.output import to_jsonable
 
     cpu = machine.snapshot.cpu
     cpu_rec = None
     if machine.bench is not None:
         dev = next((d for d in machine.bench.devices if d.kind == "cpu"), None)
-        cpu_rec = to_jsonable(dev) if dev is not None else None  # the record form the estimator reads (a value, not a file)
-    out = [local_cpu_estimate(w, a, cores=cpu.physical_cores or cpu.logical_cores, mhz=cpu.max_mhz or cpu.current_mhz,
-                              features=cpu.features, name=cpu.model or "this CPU", bench=cpu_rec)]
+        cpu_rec = (
+            to_jsonable(dev) if dev is not None else None
+        )  # the record form the estimator reads (a value, not a file)
+    out = [
+        local_cpu_estimate(
+            w,
+            a,
+            cores=cpu.physical_cores or cpu.logical_cores,
+            mhz=cpu.max_mhz or cpu.current_mhz,
+            features=cpu.features,
+            name=cpu.model or "this CPU",
+            bench=cpu_rec,
+        )
+    ]
     for g in machine.snapshot.gpus:
         dev = bench_device_for(machine, g)
-        out.append(local_gpu_estimate(w, a, catalog, perf, name=g.name, memory_bytes=g.memory_total_bytes, device=f"gpu{g.index}",
-                                      spec_ratio=dev.spec_ratio if dev is not None else None,
-                                      bench=to_jsonable(dev) if dev is not None else None))
+        out.append(
+            local_gpu_estimate(
+                w,
+                a,
+                catalog,
+                perf,
+                name=g.name,
+                memory_bytes=g.memory_total_bytes,
+                device=f"gpu{g.index}",
+                spec_ratio=dev.spec_ratio if dev is not None else None,
+                bench=to_jsonable(dev) if dev is not None else None,
+            )
+        )
     return out

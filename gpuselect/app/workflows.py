@@ -6,16 +6,13 @@ intensity) and decide redaction and currency."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from gpuselect.app.machine import Machine, local_estimates, owned_gpus
 from gpuselect.app.money import MoneyFormat
 from gpuselect.errors import UsageError
 from gpuselect.settings import Settings
-
 
 
 @dataclass(frozen=True)
@@ -45,9 +42,18 @@ def load_workload(spec: WorkloadSpec) -> Any:
     from gpuselect.workloads.build import build_workload
 
     shape = ",".join(str(d) for d in spec.input_shape) if spec.input_shape else None
-    return build_workload(workload=spec.preset, config=spec.config, params=spec.params, flops_per_sample=spec.flops_per_sample,
-                          model=spec.model, factory=spec.factory, input_shape=shape, seq_len=spec.seq_len, mode=spec.mode,
-                          lora_rank=spec.lora_rank)
+    return build_workload(
+        workload=spec.preset,
+        config=spec.config,
+        params=spec.params,
+        flops_per_sample=spec.flops_per_sample,
+        model=spec.model,
+        factory=spec.factory,
+        input_shape=shape,
+        seq_len=spec.seq_len,
+        mode=spec.mode,
+        lora_rank=spec.lora_rank,
+    )
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -65,8 +71,12 @@ def assumptions(settings: Settings, **given: Any) -> Any:
     and budget where the face left them None."""
     from gpuselect.estimate.api import Assumptions
 
-    defaults = {"electricity_usd_per_kwh": settings.electricity_usd_per_kwh, "grid_kg_co2_per_kwh": settings.grid_kg_co2_per_kwh,
-                "deadline_hours": settings.default_deadline_hours, "budget_usd": settings.default_budget_usd}
+    defaults = {
+        "electricity_usd_per_kwh": settings.electricity_usd_per_kwh,
+        "grid_kg_co2_per_kwh": settings.grid_kg_co2_per_kwh,
+        "deadline_hours": settings.default_deadline_hours,
+        "budget_usd": settings.default_budget_usd,
+    }
     values = {k: v for k, v in given.items() if v is not None}
     for k, v in defaults.items():
         values.setdefault(k, v)
@@ -77,8 +87,9 @@ def assumptions(settings: Settings, **given: Any) -> Any:
     return a
 
 
-def estimate_for_machine(w: Any, a: Any, machine: Machine | None, *, gpu_ids: list[str] | None = None,
-                         catalog: Any = None, perf: Any = None) -> Any:
+def estimate_for_machine(
+    w: Any, a: Any, machine: Machine | None, *, gpu_ids: list[str] | None = None, catalog: Any = None, perf: Any = None
+) -> Any:
     """Every catalog option, this machine's CPU and GPUs, and the advice that starts from them.
     ``machine`` None: no local figures (a catalog-only estimate)."""
     from gpuselect.catalog import load_catalog
@@ -92,12 +103,20 @@ def estimate_for_machine(w: Any, a: Any, machine: Machine | None, *, gpu_ids: li
     return estimate(w, a, catalog, perf, gpu_ids=gpu_ids, local=local, owned=owned)
 
 
-def build_machine_report(machine: Machine, result: Any = None, *, settings: Settings, redact: bool | None = None,
-                         catalog: Any = None) -> Any:
+def build_machine_report(
+    machine: Machine, result: Any = None, *, settings: Settings, redact: bool | None = None, catalog: Any = None
+) -> Any:
     """The report: ``redact`` None follows the settings (``redact_reports``); money in the settings' currency."""
     from gpuselect.catalog import load_catalog
     from gpuselect.report.model import build_report
 
     redact = settings.redact_reports if redact is None else redact
-    return build_report(machine.snapshot, machine.health, bench=machine.bench, estimate=result, redact=redact,
-                        catalog=catalog or load_catalog(), money=MoneyFormat.from_settings(settings))
+    return build_report(
+        machine.snapshot,
+        machine.health,
+        bench=machine.bench,
+        estimate=result,
+        redact=redact,
+        catalog=catalog or load_catalog(),
+        money=MoneyFormat.from_settings(settings),
+    )

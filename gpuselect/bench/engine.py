@@ -53,8 +53,16 @@ def list_devices(torch: Any) -> list[_Device]:
         for i in range(torch.cuda.device_count()):
             p = torch.cuda.get_device_properties(i)
             uuid = getattr(p, "uuid", None)
-            out.append(_Device(f"cuda:{i}", "rocm" if hip else "cuda", p.name, torch.device(f"cuda:{i}"),
-                               uuid=f"GPU-{uuid}" if uuid is not None else None, memory_total_bytes=int(p.total_memory)))
+            out.append(
+                _Device(
+                    f"cuda:{i}",
+                    "rocm" if hip else "cuda",
+                    p.name,
+                    torch.device(f"cuda:{i}"),
+                    uuid=f"GPU-{uuid}" if uuid is not None else None,
+                    memory_total_bytes=int(p.total_memory),
+                )
+            )
     mps = getattr(torch.backends, "mps", None)
     if mps is not None and mps.is_available():
         out.append(_Device("mps", "mps", "Apple GPU (MPS)", torch.device("mps")))
@@ -84,7 +92,9 @@ def select_devices(available: list[_Device], wanted: tuple[str, ...]) -> list[_D
 class _Runner:
     """Times operations on one device with warm-up, synchronisation and repeats."""
 
-    def __init__(self, torch: Any, dev: _Device, cfg: BenchConfig, cancel: CancelFlag, start: float | None = None) -> None:
+    def __init__(
+        self, torch: Any, dev: _Device, cfg: BenchConfig, cancel: CancelFlag, start: float | None = None
+    ) -> None:
         self.torch, self.dev, self.cfg, self.cancel = torch, dev, cfg, cancel
         self.budget = cfg.measurement_budget_s()
         self.deadline = (time.perf_counter() if start is None else start) + cfg.device_time_box_s()
@@ -105,8 +115,17 @@ class _Runner:
         if self.cancel.is_set():
             raise Cancelled()
 
-    def time(self, op: Callable[[], Any], *, inner: int = 1, warmup: int = 1, budget: float | None = None,
-             min_repeats: int = 3, max_repeats: int = 200, settle_s: float | None = None) -> list[float]:
+    def time(
+        self,
+        op: Callable[[], Any],
+        *,
+        inner: int = 1,
+        warmup: int = 1,
+        budget: float | None = None,
+        min_repeats: int = 3,
+        max_repeats: int = 200,
+        settle_s: float | None = None,
+    ) -> list[float]:
         """Seconds per call of ``op`` for each repeat (``inner`` calls per timed repeat).
 
         Warm-up runs for 40 % of the budget (first calls pay for page faults, thread start-up,
@@ -169,7 +188,9 @@ def _sig(v: float, digits: int = 4) -> float:
 def _timing(samples: list[float], to_value: Callable[[float], float], size: str, note: str | None = None) -> Timing:
     """Median, min and max of per-repeat values (throughputs: faster repeats give higher values)."""
     values = sorted(to_value(s) for s in samples)
-    return Timing(value=statistics.median(values), low=values[0], high=values[-1], repeats=len(values), size=size, note=note)
+    return Timing(
+        value=statistics.median(values), low=values[0], high=values[-1], repeats=len(values), size=size, note=note
+    )
 
 
 # --- individual measurements --------------------------------------------------------------
@@ -307,7 +328,9 @@ def measure_fp8(r: _Runner, res: DeviceResult) -> None:
         r.empty_cache()
         return
     flop = 2.0 * n * n * n
-    timing = _timing(samples, lambda s: flop / s / 1e12, f"{n}x{n}x{n}", note="torch._scaled_mm, e4m3 inputs, bf16 output")
+    timing = _timing(
+        samples, lambda s: flop / s / 1e12, f"{n}x{n}x{n}", note="torch._scaled_mm, e4m3 inputs, bf16 output"
+    )
     res.matmul_detail["fp8"] = timing
     res.matmul_tflops["fp8"] = _sig(timing.value)
 
@@ -353,7 +376,9 @@ def measure_bandwidth(r: _Runner, res: DeviceResult) -> None:
             r.empty_cache()
     size = f"{nbytes / 1024**2:.0f} MiB per array"
     res.bandwidth_detail["copy"] = _timing(copy, lambda s: 2 * nbytes / s / 1e9, size, "y = x: bytes read + written")
-    res.bandwidth_detail["triad"] = _timing(triad, lambda s: 3 * nbytes / s / 1e9, size, "y = x + 2*z: 2 reads + 1 write")
+    res.bandwidth_detail["triad"] = _timing(
+        triad, lambda s: 3 * nbytes / s / 1e9, size, "y = x + 2*z: 2 reads + 1 write"
+    )
     res.memory_bandwidth_gbs = round(res.bandwidth_detail["copy"].value, 1)
 
 
@@ -403,9 +428,16 @@ def _make_model(torch: Any, name: str) -> tuple[Any, Callable[[int], tuple[Any, 
     if name == "simple_cnn":
         # The background material's simple CNN: two conv + pool layers, two linear layers, 28x28x1 input.
         model = nn.Sequential(
-            nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10),
+            nn.Conv2d(1, 32, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(64 * 7 * 7, 128),
+            nn.ReLU(),
+            nn.Linear(128, 10),
         )
 
         def batch(bs: int) -> tuple[Any, Any]:
@@ -413,6 +445,7 @@ def _make_model(torch: Any, name: str) -> tuple[Any, Callable[[int], tuple[Any, 
 
         return model, batch, nn.CrossEntropyLoss()
     if name == "lstm":
+
         class LstmLM(nn.Module):
             def __init__(self) -> None:
                 super().__init__()
@@ -429,6 +462,7 @@ def _make_model(torch: Any, name: str) -> tuple[Any, Callable[[int], tuple[Any, 
 
         return LstmLM(), batch, nn.CrossEntropyLoss()
     if name == "transformer":
+
         class Block(nn.Module):
             def __init__(self) -> None:
                 super().__init__()
@@ -483,7 +517,8 @@ def measure_train(r: _Runner, res: DeviceResult, model_name: str, batch_sizes: t
     for bs in batch_sizes:
         if r.out_of_time():
             res.skipped[f"train {model_name} batches >= {bs}"] = (
-                f"the device's time box ({r.cfg.device_time_box_s():.1f} s) was used up")
+                f"the device's time box ({r.cfg.device_time_box_s():.1f} s) was used up"
+            )
             break
         if prev is not None:
             # A step costs at most ~linear in the batch; the warm-up step and at least one timed
@@ -493,7 +528,8 @@ def measure_train(r: _Runner, res: DeviceResult, model_name: str, batch_sizes: t
             if 2 * predicted > left:
                 res.skipped[f"train {model_name} batches >= {bs}"] = (
                     f"a step at batch {bs} would take ~{predicted:.2f} s (from batch {prev[0]}) and "
-                    f"{max(left, 0.0):.1f} s of the device's time box ({r.cfg.device_time_box_s():.1f} s) are left")
+                    f"{max(left, 0.0):.1f} s of the device's time box ({r.cfg.device_time_box_s():.1f} s) are left"
+                )
                 break
         x_host, y_host = make_batch(bs)
         if on_accel and r.dev.kind in ("cuda", "rocm"):
@@ -565,7 +601,9 @@ def run_benchmark(cfg: BenchConfig, cancel: CancelFlag | None = None) -> Generat
     except ImportError:
         from gpuselect.errors import UsageError
 
-        raise UsageError("the benchmark needs PyTorch, which is not installed: pip install 'gpuselect[bench]'") from None
+        raise UsageError(
+            "the benchmark needs PyTorch, which is not installed: pip install 'gpuselect[bench]'"
+        ) from None
 
     devices = select_devices(list_devices(torch), cfg.devices)
     plans = [(dev, _plan(dev, cfg)) for dev in devices]
@@ -578,7 +616,9 @@ def run_benchmark(cfg: BenchConfig, cancel: CancelFlag | None = None) -> Generat
         elapsed = time.perf_counter() - start
         frac = min(1.0, done / total) if total else 1.0
         eta = elapsed / frac * (1 - frac) if frac > 0 else None
-        return ProgressEvent(step=step, fraction=frac, elapsed_s=round(elapsed, 3), eta_s=None if eta is None else round(eta, 1))
+        return ProgressEvent(
+            step=step, fraction=frac, elapsed_s=round(elapsed, 3), eta_s=None if eta is None else round(eta, 1)
+        )
 
     try:
         for i, (dev, plan) in enumerate(plans):

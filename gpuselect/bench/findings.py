@@ -37,16 +37,32 @@ def bench_findings(report: BenchReport) -> list[Finding]:
                 continue  # FP32 non-tensor peaks are rarely reached by cuBLAS; not a health signal
             label = key.replace("matmul_", "").upper() if key.startswith("matmul_") else "memory bandwidth"
             if ratio < warn:
-                findings.append(Finding(
-                    f"bench.spec_ratio.{key}", Severity.WARNING, dev,
-                    f"reaches {100 * ratio:.0f} % of its {label} spec",
-                    f"measured against the catalog's {res.spec_name}",
-                    remedy="check cooling and the power limit (see the throttling findings), other processes on the GPU, and the PCIe/NVLink setup",
-                    value=round(ratio, 3), threshold=warn, unit="of spec", source=SOURCE,
-                ))
+                findings.append(
+                    Finding(
+                        f"bench.spec_ratio.{key}",
+                        Severity.WARNING,
+                        dev,
+                        f"reaches {100 * ratio:.0f} % of its {label} spec",
+                        f"measured against the catalog's {res.spec_name}",
+                        remedy="check cooling and the power limit (see the throttling findings), other processes on the GPU, and the PCIe/NVLink setup",
+                        value=round(ratio, 3),
+                        threshold=warn,
+                        unit="of spec",
+                        source=SOURCE,
+                    )
+                )
             else:
-                findings.append(Finding(
-                    f"bench.spec_ratio.{key}", Severity.OK, dev, f"reaches {100 * ratio:.0f} % of its {label} spec",
-                    f"measured against the catalog's {res.spec_name}", value=round(ratio, 3), threshold=warn, unit="of spec", source=SOURCE,
-                ))
+                findings.append(
+                    Finding(
+                        f"bench.spec_ratio.{key}",
+                        Severity.OK,
+                        dev,
+                        f"reaches {100 * ratio:.0f} % of its {label} spec",
+                        f"measured against the catalog's {res.spec_name}",
+                        value=round(ratio, 3),
+                        threshold=warn,
+                        unit="of spec",
+                        source=SOURCE,
+                    )
+                )
     return findings

@@ -12,7 +12,20 @@ from dataclasses import dataclass
 
 from gpuselect.catalog.schema import GpuEntry
 
-_VENDOR_WORDS = {"nvidia", "amd", "ati", "geforce", "tesla", "radeon", "instinct", "graphics", "gpu", "(r)", "(tm)", "edition"}
+_VENDOR_WORDS = {
+    "nvidia",
+    "amd",
+    "ati",
+    "geforce",
+    "tesla",
+    "radeon",
+    "instinct",
+    "graphics",
+    "gpu",
+    "(r)",
+    "(tm)",
+    "edition",
+}
 _SYNONYMS = {"pcie": "pcie", "sxm": "sxm", "laptop": "laptop", "mobile": "laptop", "notebook": "laptop", "maxq": "maxq"}
 
 

@@ -13,10 +13,14 @@ HELP = "microbenchmark the CPU and every GPU: matmul per precision, bandwidth, t
 def configure(parser: argparse.ArgumentParser) -> None:
     add_format_option(parser)
     parser.add_argument(
-        "--device", default="all", metavar="DEV",
+        "--device",
+        default="all",
+        metavar="DEV",
         help="cpu, cuda:N, mps, or all (default: all devices torch sees); comma-separated for several",
     )
-    parser.add_argument("--quick", action="store_true", help="about 10 s on a small machine (default run: about a minute)")
+    parser.add_argument(
+        "--quick", action="store_true", help="about 10 s on a small machine (default run: about a minute)"
+    )
 
 
 def _progress(ev: object) -> None:

@@ -42,8 +42,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpuselect: warning: {p} (skipped)", file=sys.stderr)
     entries = catalog.by_family(args.family) if args.family else catalog.entries
     if args.format == "json":
-        print(json_document({"count": len(entries), "overlay": str(overlay_path()), "entries": entries,
-                             "sources": catalog.sources}, kind="catalog"))
+        print(
+            json_document(
+                {"count": len(entries), "overlay": str(overlay_path()), "entries": entries, "sources": catalog.sources},
+                kind="catalog",
+            )
+        )
     elif args.format == "csv":
         fields = [f.name for f in dataclasses.fields(entries[0])] if entries else []
         buf = io.StringIO()
@@ -56,14 +60,21 @@ def run(args: argparse.Namespace) -> int:
             writer.writerow(row)
         print(buf.getvalue(), end="")
     else:
+
         def n(v: float | None, fmt: str = "{:.0f}") -> str:
             return "—" if v is None else fmt.format(v)
 
-        print(f"{'id':32s} {'name':28s} {'family':11s} {'VRAM':>5s} {'GB/s':>6s} {'FP32':>6s} {'FP16':>7s} {'BF16':>7s} {'W':>5s} {'$/h':>6s}")
+        print(
+            f"{'id':32s} {'name':28s} {'family':11s} {'VRAM':>5s} {'GB/s':>6s} {'FP32':>6s} {'FP16':>7s} {'BF16':>7s} {'W':>5s} {'$/h':>6s}"
+        )
         for e in entries:
-            print(f"{e.id:32s} {e.name[:28]:28s} {e.family:11s} {e.vram_gb:5.0f} {e.memory_bandwidth_gbs:6.0f} "
-                  f"{e.fp32_tflops:6.1f} {n(e.fp16_tflops, '{:.1f}'):>7s} {n(e.bf16_tflops, '{:.1f}'):>7s} {e.tdp_w:5.0f} "
-                  f"{n(e.cloud_usd_per_hour, '{:.2f}'):>6s}")
-        print(f"{len(entries)} GPUs. TFLOPS are dense; FP16/BF16 are tensor rates with FP32 accumulate. "
-              f"`--format json` shows every figure's source. Your overlay: {overlay_path()}")
+            print(
+                f"{e.id:32s} {e.name[:28]:28s} {e.family:11s} {e.vram_gb:5.0f} {e.memory_bandwidth_gbs:6.0f} "
+                f"{e.fp32_tflops:6.1f} {n(e.fp16_tflops, '{:.1f}'):>7s} {n(e.bf16_tflops, '{:.1f}'):>7s} {e.tdp_w:5.0f} "
+                f"{n(e.cloud_usd_per_hour, '{:.2f}'):>6s}"
+            )
+        print(
+            f"{len(entries)} GPUs. TFLOPS are dense; FP16/BF16 are tensor rates with FP32 accumulate. "
+            f"`--format json` shows every figure's source. Your overlay: {overlay_path()}"
+        )
     return 0

@@ -42,8 +42,18 @@ def run(args: argparse.Namespace) -> int:
     result = compute(args, opts.load_bench(args), settings)
     w, a = result.workload, result.assumptions
     if args.format == "json":  # numbers in US dollars, as the core returns them
-        print(json_document({"workload": result.workload, "assumptions": result.assumptions, "rows": result.rows,
-                             "local": result.local, "recommendation": result.recommendation}, kind="estimate"))
+        print(
+            json_document(
+                {
+                    "workload": result.workload,
+                    "assumptions": result.assumptions,
+                    "rows": result.rows,
+                    "local": result.local,
+                    "recommendation": result.recommendation,
+                },
+                kind="estimate",
+            )
+        )
         return 0
     if args.format == "csv":
         fields = [f.name for f in dataclasses.fields(result.rows[0])]
@@ -59,34 +69,56 @@ def run(args: argparse.Namespace) -> int:
     money = MoneyFormat.from_settings(settings)
     rec = result.recommendation
     choice, why = explain(rec, money)
-    print(f"{w.name}: {w.params / 1e6:,.1f} M parameters, {w.training_flops_per_sample / 1e9:,.2f} GFLOP per sample to train; "
-          f"{a.precision}, {a.optimizer}, deadline {fmt_hours(a.deadline_hours)}" + (f", budget {money(a.budget_usd)}" if a.budget_usd else "")
-          + f", electricity {money.per_kwh(a.electricity_usd_per_kwh)}")
-    print("Several GPUs: " + (a.interconnect.describe() if a.interconnect else "spec link bandwidths (NVLink, PCIe, 25 GB/s between nodes)"))
+    print(
+        f"{w.name}: {w.params / 1e6:,.1f} M parameters, {w.training_flops_per_sample / 1e9:,.2f} GFLOP per sample to train; "
+        f"{a.precision}, {a.optimizer}, deadline {fmt_hours(a.deadline_hours)}"
+        + (f", budget {money(a.budget_usd)}" if a.budget_usd else "")
+        + f", electricity {money.per_kwh(a.electricity_usd_per_kwh)}"
+    )
+    print(
+        "Several GPUs: "
+        + (
+            a.interconnect.describe()
+            if a.interconnect
+            else "spec link bandwidths (NVLink, PCIe, 25 GB/s between nodes)"
+        )
+    )
     print(f"\nStage {rec.stage} — {STAGE_SHORT[rec.stage]}: {choice}\n{why}\n")
     left_out = {x.split(" ", 1)[0] for x in rec.excluded}
     for l in result.local:
-        state = "left out of the plan (critical health finding)" if l.device in left_out else \
-            f"{fmt_hours(l.total_time_h)} (±{100 * l.error_band:.0f} %; {l.basis})"
+        state = (
+            "left out of the plan (critical health finding)"
+            if l.device in left_out
+            else f"{fmt_hours(l.total_time_h)} (±{100 * l.error_band:.0f} %; {l.basis})"
+        )
         print(f"Your machine, {l.device} ({l.name}): {state}")
     if rec.own and int(rec.own["count"]) > 1:  # type: ignore[call-overload]
-        print(f"Your {rec.own['count']}x {rec.own['name']} together: {fmt_hours(rec.own['total_time_h'])}"  # type: ignore[arg-type]
-              f" (±{100 * float(rec.own['error_band']):.0f} %; electricity {money(rec.own['cost_usd'])})")  # type: ignore[arg-type]
+        print(
+            f"Your {rec.own['count']}x {rec.own['name']} together: {fmt_hours(rec.own['total_time_h'])}"  # type: ignore[arg-type]
+            f" (±{100 * float(rec.own['error_band']):.0f} %; electricity {money(rec.own['cost_usd'])})"
+        )  # type: ignore[arg-type]
     ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)  # type: ignore[arg-type, return-value]
     sym = money.symbol
-    for title, rows in (("Single GPUs, fastest first", [r for r in ok if r.count == 1]), ("Several GPUs", [r for r in ok if r.count > 1])):
+    for title, rows in (
+        ("Single GPUs, fastest first", [r for r in ok if r.count == 1]),
+        ("Several GPUs", [r for r in ok if r.count > 1]),
+    ):
         if not rows:
             continue
         rate = "tokens/s" if w.seq_len else "samples/s"
-        print(f"\n{title}:\n{'option':34s} {'batch':>6s} {'memory GB':>11s} {rate:>11s} {'prec':>9s} {'par':>5s} {'bound':>13s} "
-              f"{'time':>9s} {'±':>5s} {'buy ' + sym:>9s} {'cloud ' + sym:>9s} {'kWh':>8s}")
+        print(
+            f"\n{title}:\n{'option':34s} {'batch':>6s} {'memory GB':>11s} {rate:>11s} {'prec':>9s} {'par':>5s} {'bound':>13s} "
+            f"{'time':>9s} {'±':>5s} {'buy ' + sym:>9s} {'cloud ' + sym:>9s} {'kWh':>8s}"
+        )
         for r in rows[: args.top if title.startswith("Single") else max(3, args.top // 3)]:
             mem = f"{r.peak_memory_gb:.1f}/{r.vram_gb:g}" if r.peak_memory_gb is not None and r.vram_gb else "—"
             speed = (r.tokens_per_s if w.seq_len else r.throughput_samples_per_s) or 0
-            print(f"{r.count}x {r.name[:30]:31s} {r.batch_size or 0:6d} {mem:>11s} {speed:11,.0f} {r.precision_used or '—':>9s} "
-                  f"{r.parallelism:>5s} {r.bound or '—':>13s} "
-                  f"{fmt_hours(r.total_time_h):>9s} {100 * r.error_band:4.0f}% {money(r.buy_cost_usd):>9s} {money(r.cloud_cost_usd):>9s} {r.energy_kwh or 0:8,.1f}"
-                  + ("" if r.meets_deadline else "  (misses deadline)"))
+            print(
+                f"{r.count}x {r.name[:30]:31s} {r.batch_size or 0:6d} {mem:>11s} {speed:11,.0f} {r.precision_used or '—':>9s} "
+                f"{r.parallelism:>5s} {r.bound or '—':>13s} "
+                f"{fmt_hours(r.total_time_h):>9s} {100 * r.error_band:4.0f}% {money(r.buy_cost_usd):>9s} {money(r.cloud_cost_usd):>9s} {r.energy_kwh or 0:8,.1f}"
+                + ("" if r.meets_deadline else "  (misses deadline)")
+            )
     nofit = sum(1 for r in result.rows if r.count == 1 and not r.fits)
     misfits = [r for r in result.rows if r.count == 1 and not r.fits and r.peak_memory_gb is not None]
     if misfits and len({r.gpu_id for r in result.rows}) <= 3:  # the user named the cards: say why each does not fit
@@ -94,8 +126,10 @@ def run(args: argparse.Namespace) -> int:
         for r in misfits:
             tip = f"; try {r.suggestions[0]}" if r.suggestions else ""
             print(f"1x {r.name}: {r.note}{tip}")
-    print(f"\n{len(ok)} of {len(result.rows)} options fit; {nofit} single GPUs do not. ± is the error band of each row's "
-          "regime (small overhead-bound models, CNNs, transformers, LLMs on one or many GPUs, AMD), wide enough to cover "
-          "80 % of that regime's validation cases (docs/accuracy.md). Rates are for the whole option; `bound` says what "
-          "limits a step. `--format json` has every row with its per-step time breakdown and what would make a GPU fit.")
+    print(
+        f"\n{len(ok)} of {len(result.rows)} options fit; {nofit} single GPUs do not. ± is the error band of each row's "
+        "regime (small overhead-bound models, CNNs, transformers, LLMs on one or many GPUs, AMD), wide enough to cover "
+        "80 % of that regime's validation cases (docs/accuracy.md). Rates are for the whole option; `bound` says what "
+        "limits a step. `--format json` has every row with its per-step time breakdown and what would make a GPU fit."
+    )
     return 0

@@ -30,7 +30,9 @@ def _counts(text: str) -> tuple[int, ...]:
     for part in text.split(","):
         part = part.strip()
         if not part.isdigit() or not 1 <= int(part) <= 4096:
-            raise argparse.ArgumentTypeError(f"--count takes whole numbers in 1..4096 separated by commas, not {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"--count takes whole numbers in 1..4096 separated by commas, not {text!r}"
+            )
         out.append(int(part))
     return tuple(out)
 
@@ -40,52 +42,128 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
     src = parser.add_mutually_exclusive_group(required=workload_required)
     src.add_argument("--workload", metavar="ID", help="a preset (see `gpuselect workloads`)")
     src.add_argument("--config", metavar="FILE", help="a Hugging Face style config.json (read as data, no code runs)")
-    src.add_argument("--params", type=_number(float, 1, 1e13, "the parameter count"), metavar="N", help="your own model: parameter count (with --flops-per-sample)")
-    src.add_argument("--model", metavar="FILE.py",
-                     help="trace a PyTorch model file with --factory and --input-shape: this RUNS THE FILE'S CODE (in a "
-                          "separate process, 60 s at most); only use files you trust")
-    parser.add_argument("--flops-per-sample", type=_number(float, 1, 1e18, "FLOPs per sample"), metavar="F", help="forward FLOPs per sample (with --params)")
+    src.add_argument(
+        "--params",
+        type=_number(float, 1, 1e13, "the parameter count"),
+        metavar="N",
+        help="your own model: parameter count (with --flops-per-sample)",
+    )
+    src.add_argument(
+        "--model",
+        metavar="FILE.py",
+        help="trace a PyTorch model file with --factory and --input-shape: this RUNS THE FILE'S CODE (in a "
+        "separate process, 60 s at most); only use files you trust",
+    )
+    parser.add_argument(
+        "--flops-per-sample",
+        type=_number(float, 1, 1e18, "FLOPs per sample"),
+        metavar="F",
+        help="forward FLOPs per sample (with --params)",
+    )
     parser.add_argument("--factory", metavar="NAME", help="with --model: the function that builds the model")
     parser.add_argument("--input-shape", metavar="D,D,...", help="with --model: one sample's shape, e.g. 3,224,224")
-    parser.add_argument("--mode", choices=("full", "lora", "qlora"),
-                        help="train every weight (full), LoRA adapters on frozen 16-bit weights, or QLoRA on 4-bit weights "
-                             "(transformer presets and --config; default: the preset's own)")
-    parser.add_argument("--lora-rank", type=_number(int, 1, 65_536, "--lora-rank"), metavar="R",
-                        help="LoRA/QLoRA adapter rank (default 16)")
-    parser.add_argument("--seq-len", type=_number(int, 1, 1_048_576, "the sequence length"), help="with --config: tokens per sample")
-    parser.add_argument("--precision", choices=("auto", "fp32", "tf32", "fp16", "bf16", "bf16-true", "fp8"), default="auto",
-                        help="auto (default): what each card trains well in (bf16 on Ampere and newer, fp16 mixed on Volta/Turing, "
-                             "fp32 before); fp16/bf16 mean mixed precision (fp32 master weights); bf16-true is pure bf16 (no master "
-                             "copy); fp8 on Ada, Hopper, Blackwell and CDNA 3. A card that cannot run the request falls back "
-                             "(fp8->bf16->fp16->fp32, tf32->fp32) and its row says which precision it used")
-    parser.add_argument("--batch-size", default="auto", help="per-GPU batch, or auto: the workload's default capped by memory")
-    parser.add_argument("--dataset-size", type=_number(int, 1, 1e13, "the dataset size"), metavar="N", help="samples per epoch")
+    parser.add_argument(
+        "--mode",
+        choices=("full", "lora", "qlora"),
+        help="train every weight (full), LoRA adapters on frozen 16-bit weights, or QLoRA on 4-bit weights "
+        "(transformer presets and --config; default: the preset's own)",
+    )
+    parser.add_argument(
+        "--lora-rank",
+        type=_number(int, 1, 65_536, "--lora-rank"),
+        metavar="R",
+        help="LoRA/QLoRA adapter rank (default 16)",
+    )
+    parser.add_argument(
+        "--seq-len", type=_number(int, 1, 1_048_576, "the sequence length"), help="with --config: tokens per sample"
+    )
+    parser.add_argument(
+        "--precision",
+        choices=("auto", "fp32", "tf32", "fp16", "bf16", "bf16-true", "fp8"),
+        default="auto",
+        help="auto (default): what each card trains well in (bf16 on Ampere and newer, fp16 mixed on Volta/Turing, "
+        "fp32 before); fp16/bf16 mean mixed precision (fp32 master weights); bf16-true is pure bf16 (no master "
+        "copy); fp8 on Ada, Hopper, Blackwell and CDNA 3. A card that cannot run the request falls back "
+        "(fp8->bf16->fp16->fp32, tf32->fp32) and its row says which precision it used",
+    )
+    parser.add_argument(
+        "--batch-size", default="auto", help="per-GPU batch, or auto: the workload's default capped by memory"
+    )
+    parser.add_argument(
+        "--dataset-size", type=_number(int, 1, 1e13, "the dataset size"), metavar="N", help="samples per epoch"
+    )
     parser.add_argument("--epochs", type=_number(int, 1, 100_000, "the number of epochs"))
-    parser.add_argument("--deadline-hours", type=_number(float, 1e-3, 1e6, "the deadline"), default=None, metavar="H",
-                        help="default: the settings' default deadline (72 h unless you changed it)")
-    parser.add_argument("--budget-usd", type=_number(float, 1e-3, 1e10, "the budget"), metavar="B",
-                        help="default: the settings' default budget (none unless you set one)")
-    parser.add_argument("--electricity-usd-per-kwh", type=_number(float, 0, 100, "the electricity price"), default=None, metavar="X",
-                        help="default: the settings' price (0.15 unless you changed it); shown in the settings' currency")
-    parser.add_argument("--optimizer", choices=("sgd", "sgd-momentum", "adam", "adamw", "adam8bit", "paged-adamw8bit"), default="adamw",
-                        help="sets the optimizer state held per trainable parameter (default adamw: two fp32 values)")
-    parser.add_argument("--checkpointing", action=argparse.BooleanOptionalAction, default=None,
-                        help="gradient checkpointing (less memory, ~4/3 the compute); default: only where the model does not fit otherwise")
-    parser.add_argument("--sharding", choices=("none", "zero1", "zero2", "fsdp"), default=None,
-                        help="split optimizer state (zero1), also gradients (zero2), or everything (fsdp) over the GPUs of an "
-                             "option; default: FSDP only where several GPUs need it to fit")
-    parser.add_argument("--offload", choices=("none", "optimizer", "params"), default="none",
-                        help="keep the optimizer state (optimizer) or also weights and gradients (params) in CPU memory")
+    parser.add_argument(
+        "--deadline-hours",
+        type=_number(float, 1e-3, 1e6, "the deadline"),
+        default=None,
+        metavar="H",
+        help="default: the settings' default deadline (72 h unless you changed it)",
+    )
+    parser.add_argument(
+        "--budget-usd",
+        type=_number(float, 1e-3, 1e10, "the budget"),
+        metavar="B",
+        help="default: the settings' default budget (none unless you set one)",
+    )
+    parser.add_argument(
+        "--electricity-usd-per-kwh",
+        type=_number(float, 0, 100, "the electricity price"),
+        default=None,
+        metavar="X",
+        help="default: the settings' price (0.15 unless you changed it); shown in the settings' currency",
+    )
+    parser.add_argument(
+        "--optimizer",
+        choices=("sgd", "sgd-momentum", "adam", "adamw", "adam8bit", "paged-adamw8bit"),
+        default="adamw",
+        help="sets the optimizer state held per trainable parameter (default adamw: two fp32 values)",
+    )
+    parser.add_argument(
+        "--checkpointing",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="gradient checkpointing (less memory, ~4/3 the compute); default: only where the model does not fit otherwise",
+    )
+    parser.add_argument(
+        "--sharding",
+        choices=("none", "zero1", "zero2", "fsdp"),
+        default=None,
+        help="split optimizer state (zero1), also gradients (zero2), or everything (fsdp) over the GPUs of an "
+        "option; default: FSDP only where several GPUs need it to fit",
+    )
+    parser.add_argument(
+        "--offload",
+        choices=("none", "optimizer", "params"),
+        default="none",
+        help="keep the optimizer state (optimizer) or also weights and gradients (params) in CPU memory",
+    )
     parser.add_argument("--gpus", default="all", help="all, or comma-separated catalog ids")
-    parser.add_argument("--max-gpus", type=_number(int, 1, 4096, "--max-gpus"), default=8, metavar="N",
-                        help="the largest box considered first (default 8); when none meets the deadline or holds the model, "
-                             "datacenter cards are tried over nodes up to 1,024 GPUs")
-    parser.add_argument("--count", type=_counts, metavar="N[,N...]", help="evaluate exactly these GPU counts (e.g. 1,8,64)")
-    parser.add_argument("--interconnect", metavar="FILE",
-                        help="a `gpuselect fleet` JSON report: use its measured all-reduce bandwidths for several GPUs instead of spec figures")
+    parser.add_argument(
+        "--max-gpus",
+        type=_number(int, 1, 4096, "--max-gpus"),
+        default=8,
+        metavar="N",
+        help="the largest box considered first (default 8); when none meets the deadline or holds the model, "
+        "datacenter cards are tried over nodes up to 1,024 GPUs",
+    )
+    parser.add_argument(
+        "--count", type=_counts, metavar="N[,N...]", help="evaluate exactly these GPU counts (e.g. 1,8,64)"
+    )
+    parser.add_argument(
+        "--interconnect",
+        metavar="FILE",
+        help="a `gpuselect fleet` JSON report: use its measured all-reduce bandwidths for several GPUs instead of spec figures",
+    )
     bench = parser.add_mutually_exclusive_group()
-    bench.add_argument("--bench", metavar="FILE", help="anchor this machine's estimates on a saved `gpuselect bench --format json` result")
-    bench.add_argument("--bench-quick", action="store_true", help="run `gpuselect bench --quick` first (about 10 s) and anchor on it")
+    bench.add_argument(
+        "--bench",
+        metavar="FILE",
+        help="anchor this machine's estimates on a saved `gpuselect bench --format json` result",
+    )
+    bench.add_argument(
+        "--bench-quick", action="store_true", help="run `gpuselect bench --quick` first (about 10 s) and anchor on it"
+    )
 
 
 def workload_spec(args: argparse.Namespace) -> Any:
@@ -99,9 +177,18 @@ def workload_spec(args: argparse.Namespace) -> Any:
         from gpuselect.errors import UsageError
 
         raise UsageError("--params needs --flops-per-sample")
-    return WorkloadSpec(preset=args.workload, config=args.config, seq_len=args.seq_len, mode=args.mode, lora_rank=args.lora_rank,
-                        params=args.params, flops_per_sample=args.flops_per_sample, model=args.model, factory=args.factory,
-                        input_shape=parse_shape(args.input_shape) if args.model else None)
+    return WorkloadSpec(
+        preset=args.workload,
+        config=args.config,
+        seq_len=args.seq_len,
+        mode=args.mode,
+        lora_rank=args.lora_rank,
+        params=args.params,
+        flops_per_sample=args.flops_per_sample,
+        model=args.model,
+        factory=args.factory,
+        input_shape=parse_shape(args.input_shape) if args.model else None,
+    )
 
 
 def batch_size(args: argparse.Namespace) -> int | None:
@@ -121,10 +208,23 @@ def batch_size(args: argparse.Namespace) -> int | None:
 def assumptions(args: argparse.Namespace, settings: Any) -> Any:
     from gpuselect.app.workflows import assumptions as build
 
-    return build(settings, precision=args.precision, batch_size=batch_size(args), dataset_size=args.dataset_size, epochs=args.epochs,
-                 deadline_hours=args.deadline_hours, budget_usd=args.budget_usd, electricity_usd_per_kwh=args.electricity_usd_per_kwh,
-                 optimizer=args.optimizer, checkpointing=args.checkpointing, max_gpus=args.max_gpus, counts=args.count,
-                 sharding=args.sharding, offload=args.offload, interconnect=interconnect(args))
+    return build(
+        settings,
+        precision=args.precision,
+        batch_size=batch_size(args),
+        dataset_size=args.dataset_size,
+        epochs=args.epochs,
+        deadline_hours=args.deadline_hours,
+        budget_usd=args.budget_usd,
+        electricity_usd_per_kwh=args.electricity_usd_per_kwh,
+        optimizer=args.optimizer,
+        checkpointing=args.checkpointing,
+        max_gpus=args.max_gpus,
+        counts=args.count,
+        sharding=args.sharding,
+        offload=args.offload,
+        interconnect=interconnect(args),
+    )
 
 
 def interconnect(args: argparse.Namespace) -> Any:

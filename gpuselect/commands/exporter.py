@@ -28,12 +28,26 @@ def _port(text: str) -> int:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=_port, default=9401, help="TCP port (default 9401; 0 picks a free one)")
-    parser.add_argument("--bind", default="127.0.0.1", metavar="ADDR",
-                        help="address to listen on (default 127.0.0.1, this machine only; 0.0.0.0 for every interface)")
-    parser.add_argument("--interval", type=_seconds("--interval", 0, 3600), default=10.0, metavar="S",
-                        help="collect at most this often; scrapes in between get the same data (default 10)")
-    parser.add_argument("--scrape-timeout", type=_seconds("--scrape-timeout", 0.1, 300), default=5.0, metavar="S",
-                        help="a scrape waits at most this long for fresh data, then gets the last good data (default 5)")
+    parser.add_argument(
+        "--bind",
+        default="127.0.0.1",
+        metavar="ADDR",
+        help="address to listen on (default 127.0.0.1, this machine only; 0.0.0.0 for every interface)",
+    )
+    parser.add_argument(
+        "--interval",
+        type=_seconds("--interval", 0, 3600),
+        default=10.0,
+        metavar="S",
+        help="collect at most this often; scrapes in between get the same data (default 10)",
+    )
+    parser.add_argument(
+        "--scrape-timeout",
+        type=_seconds("--scrape-timeout", 0.1, 300),
+        default=5.0,
+        metavar="S",
+        help="a scrape waits at most this long for fresh data, then gets the last good data (default 5)",
+    )
     parser.add_argument("--bench", metavar="FILE", help="also serve a saved `gpuselect bench --format json` result")
 
 
@@ -44,13 +58,18 @@ def run(args: argparse.Namespace) -> int:
     from gpuselect.metrics.exporter import CachedCollector, machine_collector, serve
 
     bench = _load_bench(args.bench) if args.bench else None
-    source = CachedCollector(machine_collector(bench_devices=bench), max_age_s=args.interval, scrape_timeout_s=args.scrape_timeout)
+    source = CachedCollector(
+        machine_collector(bench_devices=bench), max_age_s=args.interval, scrape_timeout_s=args.scrape_timeout
+    )
     server = serve(source, args.port, args.bind)
     host, port = server.server_address[:2]
     print(f"gpuselect exporter: serving http://{host}:{port}/metrics (Ctrl-C stops)", file=sys.stderr, flush=True)
     if args.bind not in ("127.0.0.1", "::1", "localhost"):
-        print("gpuselect exporter: note: anyone who can reach this address can read the metrics (host name, GPU UUIDs)",
-              file=sys.stderr, flush=True)
+        print(
+            "gpuselect exporter: note: anyone who can reach this address can read the metrics (host name, GPU UUIDs)",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
         while True:
             time.sleep(3600)

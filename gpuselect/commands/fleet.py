@@ -31,11 +31,13 @@ def _size(text: str) -> int:
     units = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30}
     t = text.strip().lower().replace(" ", "")
     num = t.rstrip("kmgib")
-    unit = t[len(num):]
+    unit = t[len(num) :]
     try:
         value = float(num) * units[unit]
     except (ValueError, KeyError):
-        raise argparse.ArgumentTypeError(f"--max-bytes must be a size such as 65536, 64K, 16M or 1G, not {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"--max-bytes must be a size such as 65536, 64K, 16M or 1G, not {text!r}"
+        ) from None
     if not value.is_integer() or value < 1:
         raise argparse.ArgumentTypeError(f"--max-bytes must be a whole number of bytes, not {text!r}")
     return int(value)
@@ -60,15 +62,41 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", metavar="FILE", help="rank 0 writes the report here: .json, .md or .pdf")
     add_format_option(parser)
     add_probe_option(parser)
-    parser.add_argument("--bench-quick", action="store_true", help="also run `bench --quick` on every rank's device (about 10 s)")
-    parser.add_argument("--max-bytes", type=_size, default=None, metavar="SIZE",
-                        help="largest buffer of the sweep from 8 B (default 1G on NCCL, 64M on Gloo)")
-    parser.add_argument("--repeats", type=_positive(int, "--repeats", 1000), default=5, help="timed repeats per size (default 5; the median counts)")
-    parser.add_argument("--timeout-s", type=_positive(float, "--timeout-s", 86400), default=120.0, metavar="S",
-                        help="a rank that does not answer within this many seconds fails the run, named (default 120)")
-    parser.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto", help="auto: NCCL when torch sees CUDA GPUs, else Gloo")
-    parser.add_argument("--from", dest="from_file", metavar="FILE.json",
-                        help="measure nothing: redraw a saved fleet report (e.g. as --output fleet.pdf)")
+    parser.add_argument(
+        "--bench-quick", action="store_true", help="also run `bench --quick` on every rank's device (about 10 s)"
+    )
+    parser.add_argument(
+        "--max-bytes",
+        type=_size,
+        default=None,
+        metavar="SIZE",
+        help="largest buffer of the sweep from 8 B (default 1G on NCCL, 64M on Gloo)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=_positive(int, "--repeats", 1000),
+        default=5,
+        help="timed repeats per size (default 5; the median counts)",
+    )
+    parser.add_argument(
+        "--timeout-s",
+        type=_positive(float, "--timeout-s", 86400),
+        default=120.0,
+        metavar="S",
+        help="a rank that does not answer within this many seconds fails the run, named (default 120)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("auto", "nccl", "gloo"),
+        default="auto",
+        help="auto: NCCL when torch sees CUDA GPUs, else Gloo",
+    )
+    parser.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="FILE.json",
+        help="measure nothing: redraw a saved fleet report (e.g. as --output fleet.pdf)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,7 +111,11 @@ def run(args: argparse.Namespace) -> int:
     def on_output(rep):  # type: ignore[no-untyped-def]
         if args.output:
             path = write(rep, args.output)
-            print(f"gpuselect fleet: wrote {path}" + ("" if rep.complete else " (INCOMPLETE)"), file=sys.stderr, flush=True)
+            print(
+                f"gpuselect fleet: wrote {path}" + ("" if rep.complete else " (INCOMPLETE)"),
+                file=sys.stderr,
+                flush=True,
+            )
         if args.format == "json":
             print(to_json(rep), flush=True)
         else:
@@ -92,8 +124,15 @@ def run(args: argparse.Namespace) -> int:
     if args.from_file:
         on_output(_load(args.from_file))
         return 0
-    cfg = FleetConfig(max_bytes=args.max_bytes, repeats=args.repeats, timeout_s=args.timeout_s, bench_quick=args.bench_quick,
-                      backend=args.backend, probe=bool(args.probe), on_output=on_output)
+    cfg = FleetConfig(
+        max_bytes=args.max_bytes,
+        repeats=args.repeats,
+        timeout_s=args.timeout_s,
+        bench_quick=args.bench_quick,
+        backend=args.backend,
+        probe=bool(args.probe),
+        on_output=on_output,
+    )
     _report, code = run_fleet(cfg)
     return code
 

@@ -26,8 +26,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gpuselect.hardware.snapshot import detect
-    from gpuselect.health.text import format_health
     from gpuselect.health.rules import evaluate
+    from gpuselect.health.text import format_health
     from gpuselect.output import json_document
 
     snapshot = detect(probe=args.probe)

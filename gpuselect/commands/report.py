@@ -10,13 +10,27 @@ HELP = "write a hardware report (PDF, JSON or Markdown): machine, health, benchm
 def configure(parser: argparse.ArgumentParser) -> None:
     from gpuselect.commands.estimate_options import add_estimate_options
 
-    parser.add_argument("--output", "-o", required=True, metavar="FILE", help="where to write the report (written atomically)")
-    parser.add_argument("--format", choices=("pdf", "json", "md"), default=None, help="default: from the file name, else pdf")
-    parser.add_argument("--redact", action=argparse.BooleanOptionalAction, default=None,
-                        help="leave out the host name, GPU serial numbers, UUIDs and the folders of your files "
-                             "(default: the settings' redact_reports)")
-    parser.add_argument("--paper", choices=("a4", "letter"), default=None, help="default: from the locale (Letter in North America)")
-    parser.add_argument("--no-bench", action="store_true", help="no benchmark section (the default unless --bench-quick or --bench FILE)")
+    parser.add_argument(
+        "--output", "-o", required=True, metavar="FILE", help="where to write the report (written atomically)"
+    )
+    parser.add_argument(
+        "--format", choices=("pdf", "json", "md"), default=None, help="default: from the file name, else pdf"
+    )
+    parser.add_argument(
+        "--redact",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="leave out the host name, GPU serial numbers, UUIDs and the folders of your files "
+        "(default: the settings' redact_reports)",
+    )
+    parser.add_argument(
+        "--paper", choices=("a4", "letter"), default=None, help="default: from the locale (Letter in North America)"
+    )
+    parser.add_argument(
+        "--no-bench",
+        action="store_true",
+        help="no benchmark section (the default unless --bench-quick or --bench FILE)",
+    )
     add_estimate_options(parser, workload_required=False)
 
 

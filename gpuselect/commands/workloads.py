@@ -23,8 +23,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'id':20s} {'params':>9s} {'trainable':>10s} {'fwd GFLOP':>11s} {'act. MB':>9s}  sample / name")
     for w in PRESETS.values():
         mark = "" if w.profiler_checked else " (approx.)"
-        print(f"{canonical_id(w.id):20s} {w.params / 1e6:8.1f}M {w.trainable_params / 1e6:9.2f}M {w.forward_flops_per_sample / 1e9:11.3f} "
-              f"{w.activation_bytes_per_sample / 1e6:9.1f}  {w.sample_unit}: {w.name}{mark}")
-    print("FLOPs: one forward pass of one sample (training costs about 3x). Activation memory: 16-bit, kept for the "
-          "backward pass, per sample. '(approx.)': derived from papers, not measured with torch's FLOP counter.")
+        print(
+            f"{canonical_id(w.id):20s} {w.params / 1e6:8.1f}M {w.trainable_params / 1e6:9.2f}M {w.forward_flops_per_sample / 1e9:11.3f} "
+            f"{w.activation_bytes_per_sample / 1e6:9.1f}  {w.sample_unit}: {w.name}{mark}"
+        )
+    print(
+        "FLOPs: one forward pass of one sample (training costs about 3x). Activation memory: 16-bit, kept for the "
+        "backward pass, per sample. '(approx.)': derived from papers, not measured with torch's FLOP counter."
+    )
     return 0

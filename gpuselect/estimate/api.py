@@ -23,12 +23,12 @@ from gpuselect.estimate.memory import (
     suggestions,
 )
 from gpuselect.estimate.perf import PerfModel, StepTime, step_time, workload_trace
-from gpuselect.estimate.roofline import params as roofline_params
 from gpuselect.estimate.roofline import (
     DeviceModel,
     catalog_device,
     resolve_precision,
 )
+from gpuselect.estimate.roofline import params as roofline_params
 from gpuselect.fleet.interconnect import MeasuredInterconnect, measured_link_gbs
 from gpuselect.safe_io import finite_number
 from gpuselect.workloads.model import Workload
@@ -299,9 +299,21 @@ def trace_cached(w: Workload, checkpointing: bool) -> object:
     return t[1]  # type: ignore[index]
 
 
-def predict_step(w: Workload, d: DeviceModel, e: GpuEntry | None, batch: int, precision: str, *, count: int = 1,
-                 checkpointing: bool = False, sharding: str = "none", optimizer: str = "adamw", offload: str = "none",
-                 a: Assumptions | None = None, calibrated: bool = True) -> tuple[StepTime, str]:
+def predict_step(
+    w: Workload,
+    d: DeviceModel,
+    e: GpuEntry | None,
+    batch: int,
+    precision: str,
+    *,
+    count: int = 1,
+    checkpointing: bool = False,
+    sharding: str = "none",
+    optimizer: str = "adamw",
+    offload: str = "none",
+    a: Assumptions | None = None,
+    calibrated: bool = True,
+) -> tuple[StepTime, str]:
     """One training step of ``w`` per GPU of a ``count``-GPU option, and its parallelism."""
     a = a or Assumptions()
     trace = trace_cached(w, checkpointing)
@@ -313,7 +325,9 @@ def predict_step(w: Workload, d: DeviceModel, e: GpuEntry | None, batch: int, pr
         from gpuselect.estimate.roofline import params
 
         cp = parallel.CommParams(**params().doc.get("comm", {}))
-        measured = measured_link_gbs(a.interconnect, count, a.gpus_per_node)  # `gpuselect fleet` figures replace spec links
+        measured = measured_link_gbs(
+            a.interconnect, count, a.gpus_per_node
+        )  # `gpuselect fleet` figures replace spec links
         grad_bytes = w.trainable_params * (2.0 if precision == "bf16-true" or (par == "fsdp" and mixed_p) else 4.0)
         if par == "fsdp":
             param_bytes = w.params * (2.0 if mixed_p or precision == "bf16-true" else 4.0)
@@ -321,12 +335,16 @@ def predict_step(w: Workload, d: DeviceModel, e: GpuEntry | None, batch: int, pr
                 param_bytes = w.params * 0.55
 
             def comm(compute_s: float, _backward_s: float) -> parallel.CommTime:
-                return parallel.fsdp_traffic(param_bytes, grad_bytes, compute_s, e, count, a.gpus_per_node, a.network_gbs, cp,
-                                             measured=measured)
+                return parallel.fsdp_traffic(
+                    param_bytes, grad_bytes, compute_s, e, count, a.gpus_per_node, a.network_gbs, cp, measured=measured
+                )
         else:
+
             def comm(_compute_s: float, backward_s: float) -> parallel.CommTime:  # type: ignore[misc]
-                return parallel.ddp_allreduce(grad_bytes, backward_s, e, count, a.gpus_per_node, a.network_gbs, cp,
-                                              measured=measured)
+                return parallel.ddp_allreduce(
+                    grad_bytes, backward_s, e, count, a.gpus_per_node, a.network_gbs, cp, measured=measured
+                )
+
     st = step_time(trace, d, batch, precision, optimizer=opt, full_params=w.mode == "full", comm=comm)
     legacy = _per_model_seconds(w, trace, d, e, batch, precision) if e is not None and calibrated else None
     if legacy is not None:
@@ -339,7 +357,11 @@ def predict_step(w: Workload, d: DeviceModel, e: GpuEntry | None, batch: int, pr
             c = comm(legacy, legacy * 2 / 3)
             bd["communication"] = c.exposed_s
             seconds += c.exposed_s
-        bound = "communication" if bd.get("communication", 0) > legacy else ("overhead" if st.host_s > legacy else "compute")
+        bound = (
+            "communication"
+            if bd.get("communication", 0) > legacy
+            else ("overhead" if st.host_s > legacy else "compute")
+        )
         st = StepTime(seconds, bd, bound, legacy, st.host_s, st.launches)
     if offload != "none" and d.h2d_gbs:
         # The optimizer runs on the host: gradients down and weights up over PCIe each step, and the
@@ -363,7 +385,9 @@ def is_traced(trace: object) -> bool:
     return not str(getattr(trace, "source", "")).startswith("APPROXIMATION")
 
 
-def _per_model_seconds(w: Workload, trace: object, d: DeviceModel, e: GpuEntry, batch: int, precision: str) -> float | None:
+def _per_model_seconds(
+    w: Workload, trace: object, d: DeviceModel, e: GpuEntry, batch: int, precision: str
+) -> float | None:
     """Seconds of the GPU's part of one step from the per-model calibration (``perf.PerfModel``),
     for the reference models that have no traced operators; None otherwise."""
     if is_traced(trace) or d.kind == "cpu" or "measured by gpuselect bench" in d.notes:
@@ -382,16 +406,41 @@ def _per_model_seconds(w: Workload, trace: object, d: DeviceModel, e: GpuEntry, 
         return None
     return batch / thr
 
-def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel | None, band: float | None,
-         device: DeviceModel | None = None, single_fit: Fit | None = None, fit_out: list[Fit] | None = None) -> EstimateRow:
-    base = EstimateRow(gpu_id=e.id, name=e.name, family=e.family, count=count, fits=False, batch_size=None,
-                       throughput_samples_per_s=None, epoch_time_s=None, total_time_h=None, buy_cost_usd=None,
-                       cloud_cost_usd=None, energy_kwh=None, co2_kg=None, error_band=band if band is not None else 1.0,
-                       vram_gb=e.vram_gb)
+
+def _row(
+    w: Workload,
+    e: GpuEntry,
+    count: int,
+    a: Assumptions,
+    perf: PerfModel | None,
+    band: float | None,
+    device: DeviceModel | None = None,
+    single_fit: Fit | None = None,
+    fit_out: list[Fit] | None = None,
+) -> EstimateRow:
+    base = EstimateRow(
+        gpu_id=e.id,
+        name=e.name,
+        family=e.family,
+        count=count,
+        fits=False,
+        batch_size=None,
+        throughput_samples_per_s=None,
+        epoch_time_s=None,
+        total_time_h=None,
+        buy_cost_usd=None,
+        cloud_cost_usd=None,
+        energy_kwh=None,
+        co2_kg=None,
+        error_band=band if band is not None else 1.0,
+        vram_gb=e.vram_gb,
+    )
     prec = resolve_precision(e, a.precision)
     base.precision_used = prec
     mem_prec = "bf16" if prec == "fp8" else prec  # fp8 training keeps bf16 weights and activations
-    mo = MemoryOptions(precision=mem_prec, optimizer=a.optimizer, sharding=a.sharding or "none", offload=a.offload, gpus=count)
+    mo = MemoryOptions(
+        precision=mem_prec, optimizer=a.optimizer, sharding=a.sharding or "none", offload=a.offload, gpus=count
+    )
     if single_fit is not None and single_fit.fits and a.sharding in (None, "none") and a.offload == "none":
         fit = single_fit  # data parallel replicates the one-GPU state: the same fit (plan() shards only what does not fit)
     else:
@@ -406,15 +455,34 @@ def _row(w: Workload, e: GpuEntry, count: int, a: Assumptions, perf: PerfModel |
     notes = [f"{a.precision} is not supported here: runs {prec}"] if a.precision not in ("auto", prec) else []
     if not fit.fits:
         base.suggestions = suggestions(w, e.vram_gb, fit.options, a.batch_size) if count == 1 else []
-        base.note = "; ".join(notes + [f"needs {fit.peak_gb:.1f} of {e.vram_gb:g} GB" + (
-            f" at batch {fit.batch_size}; at most batch {fit.max_batch} fits" if fit.max_batch else "; not even batch 1 fits")])
+        base.note = "; ".join(
+            notes
+            + [
+                f"needs {fit.peak_gb:.1f} of {e.vram_gb:g} GB"
+                + (
+                    f" at batch {fit.batch_size}; at most batch {fit.max_batch} fits"
+                    if fit.max_batch
+                    else "; not even batch 1 fits"
+                )
+            ]
+        )
         return base
     base.fits = True
     if fit_out is not None:
         fit_out.append(fit)  # handed to the same card's multi-GPU rows (no shared state: the GUI estimates in threads)
-    st, par = predict_step(w, device or device_for(e), e, fit.batch_size, prec, count=count, checkpointing=ckpt,
-                           sharding=fit.options.sharding if count > 1 else "none", optimizer=a.optimizer,
-                           offload=a.offload, a=a)
+    st, par = predict_step(
+        w,
+        device or device_for(e),
+        e,
+        fit.batch_size,
+        prec,
+        count=count,
+        checkpointing=ckpt,
+        sharding=fit.options.sharding if count > 1 else "none",
+        optimizer=a.optimizer,
+        offload=a.offload,
+        a=a,
+    )
     base.parallelism = par
     if count > 1:
         cp = parallel.CommParams(**roofline_params().doc.get("comm", {}))
@@ -482,9 +550,17 @@ def _measured(w: Workload, rec: dict | None, batch: int) -> tuple[float, int] | 
     return float(best["samples_per_s"]), int(best["batch_size"])
 
 
-def local_cpu_estimate(w: Workload, a: Assumptions, *, cores: int | None, mhz: float | None, features: list[str],
-                       measured_tflops: float | None = None, name: str = "this CPU",
-                       bench: dict | None = None) -> LocalEstimate:  # type: ignore[type-arg]
+def local_cpu_estimate(
+    w: Workload,
+    a: Assumptions,
+    *,
+    cores: int | None,
+    mhz: float | None,
+    features: list[str],
+    measured_tflops: float | None = None,
+    name: str = "this CPU",
+    bench: dict | None = None,
+) -> LocalEstimate:  # type: ignore[type-arg]
     """The CPU as a device: the step-time model with the CPU's measured matmul rate, bandwidth and
     per-op cost (``bench``: its `gpuselect bench` record), or rough figures when unmeasured
     (stated). A workload the benchmark trained itself is reported as measured."""
@@ -505,27 +581,48 @@ def local_cpu_estimate(w: Workload, a: Assumptions, *, cores: int | None, mhz: f
         thr, b = hit
         # The band stays the CPU regime's: a busy machine's steps vary as much as the model errs
         # (docs/validation/cpu-vm-2026-11-23: two runs 4-10x apart under load).
-        return LocalEstimate("cpu", name, thr, samples / thr / 3600,
-                             f"measured: this CPU trained {w.name} at batch {b} in its benchmark", regime_band("cpu", "NVIDIA"))
+        return LocalEstimate(
+            "cpu",
+            name,
+            thr,
+            samples / thr / 3600,
+            f"measured: this CPU trained {w.name} at batch {b} in its benchmark",
+            regime_band("cpu", "NVIDIA"),
+        )
     d = cpu_device(rec or None, cores=cores, name=name, mhz=mhz, features=features)
     prec = "fp32"
     if a.precision in ("auto", "bf16", "bf16-true", "fp16", "fp8"):
         # The fastest precision the benchmark found (CPUs without AMX run 16-bit slower than fp32).
         fastest = max(d.peak_tflops, key=lambda k: d.peak_tflops[k])
-        prec = fastest if a.precision == "auto" else ("fp32" if d.peak_tflops.get(fastest, 0) <= d.peak_tflops["fp32"] else fastest)
+        prec = (
+            fastest
+            if a.precision == "auto"
+            else ("fp32" if d.peak_tflops.get(fastest, 0) <= d.peak_tflops["fp32"] else fastest)
+        )
     st, _ = predict_step(w, d, None, batch, prec, optimizer=a.optimizer, checkpointing=bool(a.checkpointing), a=a)
     thr = batch / st.seconds
     measured = bool((rec.get("matmul_tflops") or {}).get("fp32"))
-    basis = (f"step-time model with this CPU's measured matmul ({d.peak_tflops['fp32'] * 1e3:.0f} GFLOP/s fp32), bandwidth "
-             f"and per-op cost, {prec}, batch {batch}" if measured else
-             "unmeasured: " + "; ".join(d.notes) + " (run `gpuselect bench` for a measured figure)")
+    basis = (
+        f"step-time model with this CPU's measured matmul ({d.peak_tflops['fp32'] * 1e3:.0f} GFLOP/s fp32), bandwidth "
+        f"and per-op cost, {prec}, batch {batch}"
+        if measured
+        else "unmeasured: " + "; ".join(d.notes) + " (run `gpuselect bench` for a measured figure)"
+    )
     band = regime_band("cpu", "NVIDIA") if measured else 1.0
     return LocalEstimate("cpu", name, thr, samples / thr / 3600, basis, band)
 
 
 def local_gpu_estimate(
-    w: Workload, a: Assumptions, catalog: Catalog, perf: PerfModel | None, *, name: str | None, memory_bytes: int | None,
-    device: str, spec_ratio: dict[str, float] | None = None, bench: dict | None = None,  # type: ignore[type-arg]
+    w: Workload,
+    a: Assumptions,
+    catalog: Catalog,
+    perf: PerfModel | None,
+    *,
+    name: str | None,
+    memory_bytes: int | None,
+    device: str,
+    spec_ratio: dict[str, float] | None = None,
+    bench: dict | None = None,  # type: ignore[type-arg]
 ) -> LocalEstimate:
     """This machine's GPU: its catalog entry's row, with the benchmark's measured matmul rates,
     bandwidth, dispatch cost and copy rate replacing the defaults where ``bench`` (its record) is
@@ -535,12 +632,17 @@ def local_gpu_estimate(
     a.validate()
     match = catalog.match(name or "", memory_bytes) if name else None
     if match is None:
-        return LocalEstimate(device, name or "unknown GPU", None, None, "not in the catalog: no estimate", 1.0, fits=False)
+        return LocalEstimate(
+            device, name or "unknown GPU", None, None, "not in the catalog: no estimate", 1.0, fits=False
+        )
     e = match.entry
     d = benchmarked_gpu_device(e, bench) if bench else None
     r = _row(w, e, 1, a, perf, None, device=d)
-    basis = f"catalog entry {e.id}; " + ("step-time model with this card's benchmark (matmul, bandwidth, launch overhead)"
-                                         if bench else "unmeasured (`gpuselect bench` measures it)")
+    basis = f"catalog entry {e.id}; " + (
+        "step-time model with this card's benchmark (matmul, bandwidth, launch overhead)"
+        if bench
+        else "unmeasured (`gpuselect bench` measures it)"
+    )
     thr, hours = r.throughput_samples_per_s, r.total_time_h
     if bench and r.batch_size:
         hit = _measured(w, bench, r.batch_size)
@@ -563,8 +665,14 @@ def option_counts(a: Assumptions) -> list[int]:
 
 
 def estimate(
-    w: Workload, a: Assumptions, catalog: Catalog, perf: PerfModel | None = None, *, gpu_ids: list[str] | None = None,
-    local: list[LocalEstimate] | None = None, owned: Sequence[OwnedGpu] = (),
+    w: Workload,
+    a: Assumptions,
+    catalog: Catalog,
+    perf: PerfModel | None = None,
+    *,
+    gpu_ids: list[str] | None = None,
+    local: list[LocalEstimate] | None = None,
+    owned: Sequence[OwnedGpu] = (),
 ) -> EstimateResult:
     """Every plausible catalog option (``recommend.plausible_count``), this machine's CPU and GPUs
     (``local``), and the recommendation. ``owned``: the user's GPUs, which form one option together
@@ -616,5 +724,14 @@ from gpuselect.estimate.recommend import (  # noqa: E402
     recommend,
 )
 
-__all__ = ["STAGE_NAMES", "Assumptions", "EstimateResult", "EstimateRow", "LocalEstimate", "OwnedGpu", "Recommendation",
-           "estimate", "recommend"]
+__all__ = [
+    "STAGE_NAMES",
+    "Assumptions",
+    "EstimateResult",
+    "EstimateRow",
+    "LocalEstimate",
+    "OwnedGpu",
+    "Recommendation",
+    "estimate",
+    "recommend",
+]

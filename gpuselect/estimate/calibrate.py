@@ -123,8 +123,13 @@ class Fit:
         if kv is None or key not in self.r:
             return None
         u = self.u.get(key, 0.0)
-        return kv - math.log(1.0 / (self.eff(ob.arch, ob.pc) * ob.compute) + self.r[key] / ob.bandwidth + self.o[key]
-                             + self.q[key] / ob.batch + u / (ob.batch * ob.bandwidth))
+        return kv - math.log(
+            1.0 / (self.eff(ob.arch, ob.pc) * ob.compute)
+            + self.r[key] / ob.bandwidth
+            + self.o[key]
+            + self.q[key] / ob.batch
+            + u / (ob.batch * ob.bandwidth)
+        )
 
 
 def read_reference_rows(path: Path = REFERENCE_CSV) -> list[dict[str, str]]:
@@ -132,7 +137,9 @@ def read_reference_rows(path: Path = REFERENCE_CSV) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def build_observations(rows: Iterable[dict[str, str]], spec_for: Callable[[str], GpuEntry | None]) -> tuple[list[Obs], list[str]]:
+def build_observations(
+    rows: Iterable[dict[str, str]], spec_for: Callable[[str], GpuEntry | None]
+) -> tuple[list[Obs], list[str]]:
     """Observations for rows whose GPU has specs; also the labels that had none."""
     out: list[Obs] = []
     missing: set[str] = set()
@@ -150,8 +157,19 @@ def build_observations(rows: Iterable[dict[str, str]], spec_for: Callable[[str],
             missing.add(label)
             continue
         prec = reference_precision(row["precision"], entry)
-        out.append(Obs(label, row["model"], precision_class(row["precision"]), row["bench_version"], thr,
-                       compute_tflops(entry, prec), entry.memory_bandwidth_gbs / 1000.0, arch_key(entry), batch))
+        out.append(
+            Obs(
+                label,
+                row["model"],
+                precision_class(row["precision"]),
+                row["bench_version"],
+                thr,
+                compute_tflops(entry, prec),
+                entry.memory_bandwidth_gbs / 1000.0,
+                arch_key(entry),
+                batch,
+            )
+        )
     return out, sorted(missing)
 
 
@@ -185,7 +203,9 @@ def _offsets_and_loss(z, onehot, counts, delta: float | None, steps: int):
     return loc, _huber_np(z - loc @ onehot.T, delta).sum(axis=1)
 
 
-def _fit_group(obs: list[Obs], fit: Fit, exhaustive: bool = False) -> tuple[float, float, float, float, dict[str, float], float]:
+def _fit_group(
+    obs: list[Obs], fit: Fit, exhaustive: bool = False
+) -> tuple[float, float, float, float, dict[str, float], float]:
     """Best (r, o, q, u, log_k per version, loss) for one (model, pc) with ``e`` fixed.
 
     Grid search: every other grid point in each dimension first, then the full-resolution
@@ -213,7 +233,9 @@ def _fit_group(obs: list[Obs], fit: Fit, exhaustive: bool = False) -> tuple[floa
         shape = [len(a) for a in axes]
         inner = inv_c.astype(dtype).reshape([1] * 4 + [-1])
         for d, a in enumerate(axes):
-            inner = inner + (grids[d][a][:, None] * terms[d]).astype(dtype).reshape([shape[d] if k == d else 1 for k in range(4)] + [-1])
+            inner = inner + (grids[d][a][:, None] * terms[d]).astype(dtype).reshape(
+                [shape[d] if k == d else 1 for k in range(4)] + [-1]
+            )
         idx = np.stack([g.ravel() for g in np.meshgrid(*axes, indexing="ij")], axis=1)
         return idx, (y.astype(dtype) + np.log(inner)).reshape(-1, len(y))
 
@@ -222,7 +244,9 @@ def _fit_group(obs: list[Obs], fit: Fit, exhaustive: bool = False) -> tuple[floa
     else:
         # Coarse: every other grid point (and the last) in each dimension.
         idx, z = z_product([np.array(sorted(set(range(0, len(g), 2)) | {len(g) - 1})) for g in grids], _COARSE_DTYPE)
-        _, loss = _offsets_and_loss(z, onehot.astype(z.dtype), counts.astype(z.dtype), HUBER_DELTA, HUBER_LOCATION_STEPS)
+        _, loss = _offsets_and_loss(
+            z, onehot.astype(z.dtype), counts.astype(z.dtype), HUBER_DELTA, HUBER_LOCATION_STEPS
+        )
         near: set[tuple[int, ...]] = set()
         for b in idx[np.argsort(loss, kind="stable")[:_REFINE_TOP]]:
             near.update(itertools.product(*[range(max(0, b[d] - 2), min(len(grids[d]), b[d] + 3)) for d in range(4)]))

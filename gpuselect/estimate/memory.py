@@ -127,7 +127,10 @@ class MemoryBreakdown:
         return self.weights + self.gradients + self.optimizer + self.activations + self.logits + self.overhead
 
     def as_gb(self) -> dict[str, float]:
-        return {k: round(getattr(self, k) / GB, 3) for k in ("weights", "gradients", "optimizer", "activations", "logits", "overhead")}
+        return {
+            k: round(getattr(self, k) / GB, 3)
+            for k in ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
+        }
 
 
 # --- model state -----------------------------------------------------------------------------------
@@ -157,8 +160,14 @@ def _state_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None) 
     weights = base + trainable * e16
     grads = trainable * (4 if mixed(p) else e16)  # autocast: gradients of the fp32 parameters
     state_e = 2 if true16 else 4  # Adam/momentum values: fp32, or 16-bit in pure 16-bit training
-    per = {"sgd": 0.0, "sgd-momentum": state_e, "adam": 2 * state_e, "adamw": 2 * state_e,
-           "adam8bit": 2.0, "paged-adamw8bit": 2.0}[o.optimizer]
+    per = {
+        "sgd": 0.0,
+        "sgd-momentum": state_e,
+        "adam": 2 * state_e,
+        "adamw": 2 * state_e,
+        "adam8bit": 2.0,
+        "paged-adamw8bit": 2.0,
+    }[o.optimizer]
     master = 4.0 if mixed(p) else 0.0
     opt = trainable * (per + master)
     evictable = trainable * per if o.optimizer == "paged-adamw8bit" else 0.0
@@ -311,8 +320,15 @@ def _needed(b: MemoryBreakdown) -> float:
 def _at(zero: MemoryBreakdown, act: float, logits: float, batch: int) -> MemoryBreakdown:
     """The peak at ``batch`` from the one at batch 0 and the per-sample terms (the peak is linear in the batch)."""
     allocated = zero.weights + zero.gradients + zero.optimizer + batch * (act + logits)
-    return MemoryBreakdown(zero.weights, zero.gradients, zero.optimizer, batch * act, batch * logits,
-                           FIXED_OVERHEAD_BYTES + ALLOCATOR_SLACK * allocated, zero.evictable)
+    return MemoryBreakdown(
+        zero.weights,
+        zero.gradients,
+        zero.optimizer,
+        batch * act,
+        batch * logits,
+        FIXED_OVERHEAD_BYTES + ALLOCATOR_SLACK * allocated,
+        zero.evictable,
+    )
 
 
 @functools.lru_cache(maxsize=4096)
@@ -330,14 +346,26 @@ def _max_batch(zero: MemoryBreakdown, act: float, logits: float, cap: float, lim
         return 0
     if per <= 0:
         return limit
-    b = min(limit, int(((cap - FIXED_OVERHEAD_BYTES) / (1 + ALLOCATOR_SLACK) - (zero.weights + zero.gradients + zero.optimizer)
-                        + zero.evictable) // per) + 1)
+    b = min(
+        limit,
+        int(
+            (
+                (cap - FIXED_OVERHEAD_BYTES) / (1 + ALLOCATOR_SLACK)
+                - (zero.weights + zero.gradients + zero.optimizer)
+                + zero.evictable
+            )
+            // per
+        )
+        + 1,
+    )
     while b > 1 and _needed(_at(zero, act, logits, b)) > cap:  # the float edge
         b -= 1
     return b
 
 
-def max_batch_size(w: Workload, vram_gb: float, o: MemoryOptions, shape: TransformerShape | None = None, limit: int = 1 << 24) -> int:
+def max_batch_size(
+    w: Workload, vram_gb: float, o: MemoryOptions, shape: TransformerShape | None = None, limit: int = 1 << 24
+) -> int:
     """The largest per-GPU batch whose peak fits (0: not even one sample)."""
     zero, act, logits = _parts(w, o, shape)
     return _max_batch(zero, act, logits, capacity_bytes(vram_gb), limit)
@@ -361,8 +389,14 @@ class Fit:
         return self.breakdown.as_gb() if self.breakdown else {}
 
 
-def fit_with(w: Workload, vram_gb: float, o: MemoryOptions, *, batch_size: int | None = None,
-             shape: TransformerShape | None = None) -> Fit:
+def fit_with(
+    w: Workload,
+    vram_gb: float,
+    o: MemoryOptions,
+    *,
+    batch_size: int | None = None,
+    shape: TransformerShape | None = None,
+) -> Fit:
     zero, act, logits = _parts(w, o, shape)
     cap = capacity_bytes(vram_gb)
     mb = _max_batch(zero, act, logits, cap, 1 << 24)
@@ -370,26 +404,53 @@ def fit_with(w: Workload, vram_gb: float, o: MemoryOptions, *, batch_size: int |
     used = max(1, wanted if batch_size is not None else min(wanted, mb))
     b = _at(zero, act, logits, used)
     return Fit(
-        fits=mb >= used and _needed(b) <= cap, max_batch=mb, batch_size=used,
+        fits=mb >= used and _needed(b) <= cap,
+        max_batch=mb,
+        batch_size=used,
         state_gb=(zero.weights + zero.gradients + zero.optimizer) / GB,
-        activation_gb_per_sample=(act + logits) / GB, usable_gb=cap / GB,
-        peak_gb=b.total() / GB, breakdown=b, options=o,
+        activation_gb_per_sample=(act + logits) / GB,
+        usable_gb=cap / GB,
+        peak_gb=b.total() / GB,
+        breakdown=b,
+        options=o,
     )
 
 
 def fit_on_gpu(
-    w: Workload, vram_gb: float, precision: str, *, optimizer: str = "adamw", checkpointing: bool = False,
-    batch_size: int | None = None, shards: int = 1, sharding: str | None = None, offload: str = "none",
+    w: Workload,
+    vram_gb: float,
+    precision: str,
+    *,
+    optimizer: str = "adamw",
+    checkpointing: bool = False,
+    batch_size: int | None = None,
+    shards: int = 1,
+    sharding: str | None = None,
+    offload: str = "none",
     shape: TransformerShape | None = None,
 ) -> Fit:
     """Shorthand: ``shards`` > 1 without a ``sharding`` means FSDP over that many GPUs."""
-    o = MemoryOptions(precision=precision, optimizer=optimizer, checkpointing=checkpointing,
-                      sharding=sharding or ("fsdp" if shards > 1 else "none"), offload=offload, gpus=max(1, shards))
+    o = MemoryOptions(
+        precision=precision,
+        optimizer=optimizer,
+        checkpointing=checkpointing,
+        sharding=sharding or ("fsdp" if shards > 1 else "none"),
+        offload=offload,
+        gpus=max(1, shards),
+    )
     return fit_with(w, vram_gb, o, batch_size=batch_size, shape=shape)
 
 
-def plan(w: Workload, vram_gb: float, o: MemoryOptions, *, checkpointing: bool | None, sharding: str | None,
-         batch_size: int | None, shape: TransformerShape | None = None) -> Fit:
+def plan(
+    w: Workload,
+    vram_gb: float,
+    o: MemoryOptions,
+    *,
+    checkpointing: bool | None,
+    sharding: str | None,
+    batch_size: int | None,
+    shape: TransformerShape | None = None,
+) -> Fit:
     """The fit an estimate row shows: ``checkpointing`` None turns it on only where the model does not
     fit otherwise; ``sharding`` None shards (FSDP) only where several GPUs need it to fit. Cached:
     many catalog cards share a memory size (treat the result as read-only)."""
@@ -397,8 +458,15 @@ def plan(w: Workload, vram_gb: float, o: MemoryOptions, *, checkpointing: bool |
 
 
 @functools.lru_cache(maxsize=4096)
-def _plan(w: Workload, vram_gb: float, o: MemoryOptions, checkpointing: bool | None, sharding: str | None,
-          batch_size: int | None, shape: TransformerShape | None) -> Fit:
+def _plan(
+    w: Workload,
+    vram_gb: float,
+    o: MemoryOptions,
+    checkpointing: bool | None,
+    sharding: str | None,
+    batch_size: int | None,
+    shape: TransformerShape | None,
+) -> Fit:
     o = replace(o, checkpointing=bool(checkpointing), sharding=sharding or "none")
     fit = fit_with(w, vram_gb, o, batch_size=batch_size, shape=shape)
     if not fit.fits and checkpointing is None:
@@ -417,16 +485,18 @@ def _plan(w: Workload, vram_gb: float, o: MemoryOptions, checkpointing: bool | N
 # --- what would make it fit ---------------------------------------------------------------------------
 
 
-def suggestions(w: Workload, vram_gb: float, o: MemoryOptions, batch_size: int | None,
-                shape: TransformerShape | None = None) -> list[str]:
+def suggestions(
+    w: Workload, vram_gb: float, o: MemoryOptions, batch_size: int | None, shape: TransformerShape | None = None
+) -> list[str]:
     """Changes that make the workload fit this card, cheapest first; each one is checked to fit
     (with the other settings as given) before it is offered."""
     return list(_suggestions(w, vram_gb, o, batch_size, shape))
 
 
 @functools.lru_cache(maxsize=1024)
-def _suggestions(w: Workload, vram_gb: float, o: MemoryOptions, batch_size: int | None,
-                 shape: TransformerShape | None) -> tuple[str, ...]:
+def _suggestions(
+    w: Workload, vram_gb: float, o: MemoryOptions, batch_size: int | None, shape: TransformerShape | None
+) -> tuple[str, ...]:
     tips: list[str] = []
     shape = shape or shape_of(w)
 
@@ -469,8 +539,10 @@ def _suggestions(w: Workload, vram_gb: float, o: MemoryOptions, batch_size: int 
                 tips.append(f"sharding the model state over {n} such GPUs (FSDP / ZeRO-3) with checkpointing")
                 break
     if o.offload != "params" and ok(b=1, sharding="fsdp", gpus=max(2, o.gpus), offload="params", checkpointing=True):
-        tips.append(f"FSDP over {max(2, o.gpus)} GPUs with the parameters offloaded to CPU memory, checkpointing and "
-                    "batch 1 (much slower)")
+        tips.append(
+            f"FSDP over {max(2, o.gpus)} GPUs with the parameters offloaded to CPU memory, checkpointing and "
+            "batch 1 (much slower)"
+        )
     return tuple(tips)
 
 
@@ -485,7 +557,7 @@ def _as_adapter(w: Workload, mode: str, shape: TransformerShape | None, rank: in
 
 
 def needs_text(fit: Fit, vram_gb: float) -> str:
-    """"needs X of Y GB" as the faces print it."""
+    """ "needs X of Y GB" as the faces print it."""
     return f"needs {fit.peak_gb:.1f} of {vram_gb:g} GB"
 
 

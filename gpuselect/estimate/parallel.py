@@ -36,8 +36,14 @@ class CommTime:
     bandwidth_gbs: float  # per GPU per direction, after efficiency
 
 
-def link_bandwidth(e: GpuEntry, count: int, gpus_per_node: int, network_gbs: float, p: CommParams,
-                   measured: tuple[float, str] | None = None) -> tuple[float, str]:
+def link_bandwidth(
+    e: GpuEntry,
+    count: int,
+    gpus_per_node: int,
+    network_gbs: float,
+    p: CommParams,
+    measured: tuple[float, str] | None = None,
+) -> tuple[float, str]:
     """Per-direction bandwidth each GPU's ring gets, after efficiency, and what carries it.
     ``measured``: a bus bandwidth `gpuselect fleet` measured (efficiency included) replaces the spec."""
     if measured is not None:
@@ -56,8 +62,17 @@ def link_bandwidth(e: GpuEntry, count: int, gpus_per_node: int, network_gbs: flo
     return intra, name
 
 
-def ddp_allreduce(grad_bytes: float, backward_s: float, e: GpuEntry, count: int, gpus_per_node: int, network_gbs: float,
-                  p: CommParams = CommParams(), *, measured: tuple[float, str] | None = None) -> CommTime:
+def ddp_allreduce(
+    grad_bytes: float,
+    backward_s: float,
+    e: GpuEntry,
+    count: int,
+    gpus_per_node: int,
+    network_gbs: float,
+    p: CommParams = CommParams(),
+    *,
+    measured: tuple[float, str] | None = None,
+) -> CommTime:
     if count <= 1:
         return CommTime(0.0, 0.0, "", 0.0)
     bw, name = link_bandwidth(e, count, gpus_per_node, network_gbs, p, measured)
@@ -67,9 +82,19 @@ def ddp_allreduce(grad_bytes: float, backward_s: float, e: GpuEntry, count: int,
     return CommTime(total, max(total - backward_s, last), name, bw)
 
 
-def fsdp_traffic(param_bytes_16: float, grad_bytes: float, compute_s: float, e: GpuEntry, count: int, gpus_per_node: int,
-                 network_gbs: float, p: CommParams = CommParams(), *, reshard_after_forward: bool = True,
-                 measured: tuple[float, str] | None = None) -> CommTime:
+def fsdp_traffic(
+    param_bytes_16: float,
+    grad_bytes: float,
+    compute_s: float,
+    e: GpuEntry,
+    count: int,
+    gpus_per_node: int,
+    network_gbs: float,
+    p: CommParams = CommParams(),
+    *,
+    reshard_after_forward: bool = True,
+    measured: tuple[float, str] | None = None,
+) -> CommTime:
     """ZeRO-3 / FSDP FULL_SHARD: all-gather the weights for the forward and again for the backward,
     reduce-scatter the gradients."""
     if count <= 1:

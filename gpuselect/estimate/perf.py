@@ -41,8 +41,14 @@ TENSOR_ARCHS_TF32 = {"Ampere", "Ada Lovelace", "Hopper", "Blackwell", "Blackwell
 
 #: Which measured reference model stands in for a workload of each kind.
 ANCHORS: dict[str, str] = {
-    "transformer": "bert_large_squad", "cnn": "resnet50", "mlp": "resnet50", "custom": "resnet50",
-    "rnn": "gnmt", "detection": "maskrcnn", "recsys": "ncf", "speech": "tacotron2",
+    "transformer": "bert_large_squad",
+    "cnn": "resnet50",
+    "mlp": "resnet50",
+    "custom": "resnet50",
+    "rnn": "gnmt",
+    "detection": "maskrcnn",
+    "recsys": "ncf",
+    "speech": "tacotron2",
 }
 
 
@@ -86,14 +92,25 @@ def load_reference_rows(catalog: Catalog, path: Path = DATA) -> list[RefRow]:
             match = catalog.match(r["gpu"])
             if match is None:
                 continue
-            rows.append(RefRow(r["bench_version"], r["model"], r["precision"], match.entry.id,
-                               float(r["throughput_per_gpu_median"]), r["unit"], int(float(r["batch_size_per_gpu"] or 0))))
+            rows.append(
+                RefRow(
+                    r["bench_version"],
+                    r["model"],
+                    r["precision"],
+                    match.entry.id,
+                    float(r["throughput_per_gpu_median"]),
+                    r["unit"],
+                    int(float(r["batch_size_per_gpu"] or 0)),
+                )
+            )
     return rows
 
 
 @dataclass
 class PerfModel:
-    models: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # model -> pc -> {r, o, q, u, log_k{gen}}
+    models: dict[str, dict[str, dict[str, Any]]] = field(
+        default_factory=dict
+    )  # model -> pc -> {r, o, q, u, log_k{gen}}
     arch_eff: dict[str, dict[str, float]] = field(default_factory=dict)  # pc -> arch -> e
     typical_batch: dict[str, int] = field(default_factory=dict)  # model -> median measured batch
 
@@ -103,14 +120,17 @@ class PerfModel:
             doc = json.loads(path.read_text(encoding="utf-8"))
             return cls(doc["models"], doc["arch_eff"], {k: int(v) for k, v in doc.get("typical_batch", {}).items()})
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise DataError(f"the estimator's calibration {path.name} is missing or corrupt ({exc}); "
-                            "rerun benchmarks/estimator_accuracy.py") from exc
+            raise DataError(
+                f"the estimator's calibration {path.name} is missing or corrupt ({exc}); "
+                "rerun benchmarks/estimator_accuracy.py"
+            ) from exc
 
     def to_json(self) -> dict[str, Any]:
         return {"models": self.models, "arch_eff": self.arch_eff, "typical_batch": self.typical_batch}
 
-    def predict_reference(self, model: str, precision: str, e: GpuEntry, generation: str | None = None,
-                          batch: int | None = None) -> float | None:
+    def predict_reference(
+        self, model: str, precision: str, e: GpuEntry, generation: str | None = None, batch: int | None = None
+    ) -> float | None:
         """Throughput of a reference model on a GPU in its benchmark's unit (reference_throughput.csv:
         images, sequences, tokens, mel frames or audio samples per second; newest generation unless
         one is named). ``predict`` turns it into samples/s."""
@@ -177,8 +197,13 @@ def fit_model(catalog: Catalog, exclude_gpu: str | None = None, iterations: int 
     pm = PerfModel()
     for (model, pc), r in f.r.items():
         gens = {v: k for (mm, p, v), k in f.log_k.items() if mm == model and p == pc}
-        pm.models.setdefault(model, {})[pc] = {"r": r, "o": f.o[(model, pc)], "q": f.q[(model, pc)], "u": f.u[(model, pc)],
-                                             "log_k": gens}
+        pm.models.setdefault(model, {})[pc] = {
+            "r": r,
+            "o": f.o[(model, pc)],
+            "q": f.q[(model, pc)],
+            "u": f.u[(model, pc)],
+            "log_k": gens,
+        }
     for (arch, pc), e in f.e.items():
         pm.arch_eff.setdefault(pc, {})[arch] = e
     for model in {o.model for o in obs}:
@@ -217,26 +242,37 @@ def simple_cnn_trace() -> Any:
     a1, p1, a2, p2 = 32 * 28 * 28, 32 * 14 * 14, 64 * 14 * 14, 64 * 7 * 7
     ops = [
         Op(C, F, "conv1", 2 * 784 * 32 * 9, 784 + a1, 320, 784, 32, 9),
-        Op(E, F, "relu1", 0, 2 * a1), Op(E, F, "pool1", 0, a1 + p1),
+        Op(E, F, "relu1", 0, 2 * a1),
+        Op(E, F, "pool1", 0, a1 + p1),
         Op(C, F, "conv2", 2 * 196 * 64 * 288, p1 + a2, 18496, 196, 64, 288),
-        Op(E, F, "relu2", 0, 2 * a2), Op(E, F, "pool2", 0, a2 + p2),
+        Op(E, F, "relu2", 0, 2 * a2),
+        Op(E, F, "pool2", 0, a2 + p2),
         Op(G, F, "fc1", 2 * 3136 * 128, 3136 + 128, 401536, 1, 128, 3136),
-        Op(E, F, "relu3", 0, 256), Op(G, F, "fc2", 2 * 128 * 10, 138, 1290, 1, 10, 128),
+        Op(E, F, "relu3", 0, 256),
+        Op(G, F, "fc2", 2 * 128 * 10, 138, 1290, 1, 10, 128),
         Op(E, F, "loss", 0, 30, count=2, fp32_only=True),
         Op(E, B, "loss.backward", 0, 30, count=2, fp32_only=True),
-        Op(G, B, "fc2.dX", 2 * 128 * 10, 138, 1280, 1, 128, 10), Op(G, B, "fc2.dW", 2 * 128 * 10, 138, 1280, 1, 10, 128),
-        Op(E, B, "fc2.db", 0, 20), Op(E, B, "relu3.backward", 0, 384),
-        Op(G, B, "fc1.dX", 2 * 3136 * 128, 3264, 401408, 1, 3136, 128), Op(G, B, "fc1.dW", 2 * 3136 * 128, 3264, 401408, 1, 128, 3136),
+        Op(G, B, "fc2.dX", 2 * 128 * 10, 138, 1280, 1, 128, 10),
+        Op(G, B, "fc2.dW", 2 * 128 * 10, 138, 1280, 1, 10, 128),
+        Op(E, B, "fc2.db", 0, 20),
+        Op(E, B, "relu3.backward", 0, 384),
+        Op(G, B, "fc1.dX", 2 * 3136 * 128, 3264, 401408, 1, 3136, 128),
+        Op(G, B, "fc1.dW", 2 * 3136 * 128, 3264, 401408, 1, 128, 3136),
         Op(E, B, "fc1.db", 0, 256),
-        Op(E, B, "pool2.backward", 0, p2 + a2), Op(E, B, "relu2.backward", 0, 3 * a2),
+        Op(E, B, "pool2.backward", 0, p2 + a2),
+        Op(E, B, "relu2.backward", 0, 3 * a2),
         Op(C, B, "conv2.dX", 2 * 196 * 64 * 288, a2 + p1, 18432, 784 // 4, 32, 576),
-        Op(C, B, "conv2.dW", 2 * 196 * 64 * 288, a2 + p1, 18432, 196, 64, 288), Op(E, B, "conv2.db", 0, a2),
-        Op(E, B, "pool1.backward", 0, p1 + a1), Op(E, B, "relu1.backward", 0, 3 * a1),
-        Op(C, B, "conv1.dW", 2 * 784 * 32 * 9, a1 + 784, 288, 784, 32, 9), Op(E, B, "conv1.db", 0, a1),
+        Op(C, B, "conv2.dW", 2 * 196 * 64 * 288, a2 + p1, 18432, 196, 64, 288),
+        Op(E, B, "conv2.db", 0, a2),
+        Op(E, B, "pool1.backward", 0, p1 + a1),
+        Op(E, B, "relu1.backward", 0, 3 * a1),
+        Op(C, B, "conv1.dW", 2 * 784 * 32 * 9, a1 + 784, 288, 784, 32, 9),
+        Op(E, B, "conv1.db", 0, a1),
     ]
     params = 320 + 18496 + 401536 + 1290
-    return StepTrace(tuple(ops), params, params, 784 * 4 + 8, a1 * 3 + a2 * 3 + p2, 0.0, source="hand-written eager trace")
-
+    return StepTrace(
+        tuple(ops), params, params, 784 * 4 + 8, a1 * 3 + a2 * 3 + p2, 0.0, source="hand-written eager trace"
+    )
 
 
 #: Hand-written eager traces for presets the trace builders only approximate (validated against
@@ -270,20 +306,42 @@ def fallback_trace(w: Workload, *, checkpointing: bool) -> Any:
     width = max(64, int(math.sqrt(max(1.0, w.params / layers / 12))) // 64 * 64) if w.kind == "transformer" else 512
     ew = w.memory_traffic_bytes_per_sample / 2.0 / layers / 3  # elements (16-bit) per kernel
     wts = w.params / layers
-    ops = [Op(OpKind.GEMM, Phase.FORWARD, "layer.gemm", f, 0.0, wts, seq, width, width, layers),
-           Op(OpKind.ELEMENTWISE, Phase.FORWARD, "layer.ew", 0.0, ew, 0.0, count=3 * layers),
-           Op(OpKind.GEMM, Phase.BACKWARD, "layer.gemm.dX", f, 0.0, wts, seq, width, width, layers),
-           Op(OpKind.ELEMENTWISE, Phase.BACKWARD, "layer.ew.backward", 0.0, 1.5 * ew, 0.0, count=3 * layers)]
+    ops = [
+        Op(OpKind.GEMM, Phase.FORWARD, "layer.gemm", f, 0.0, wts, seq, width, width, layers),
+        Op(OpKind.ELEMENTWISE, Phase.FORWARD, "layer.ew", 0.0, ew, 0.0, count=3 * layers),
+        Op(OpKind.GEMM, Phase.BACKWARD, "layer.gemm.dX", f, 0.0, wts, seq, width, width, layers),
+        Op(OpKind.ELEMENTWISE, Phase.BACKWARD, "layer.ew.backward", 0.0, 1.5 * ew, 0.0, count=3 * layers),
+    ]
     if w.mode == "full":
         ops.append(Op(OpKind.GEMM, Phase.BACKWARD, "layer.gemm.dW", f, 0.0, wts, seq, width, width, layers))
     if checkpointing:
-        ops += [Op(o.kind, Phase.RECOMPUTE, o.name, o.flops_per_sample, o.elems_per_sample, o.elems_fixed, o.m_per_sample,
-                   o.n, o.k, o.count) for o in ops if o.phase is Phase.FORWARD]
+        ops += [
+            Op(
+                o.kind,
+                Phase.RECOMPUTE,
+                o.name,
+                o.flops_per_sample,
+                o.elems_per_sample,
+                o.elems_fixed,
+                o.m_per_sample,
+                o.n,
+                o.k,
+                o.count,
+            )
+            for o in ops
+            if o.phase is Phase.FORWARD
+        ]
     inputs = 4.0 * math.prod(w.input_shape) if w.input_shape else 0.0
-    return StepTrace(ops=tuple(ops), params=w.params, trainable_params=w.trainable_params, input_bytes_per_sample=inputs,
-                     saved_elems_per_sample=w.activation_bytes_per_sample / 2,
-                     saved_elems_per_sample_ckpt=w.activation_bytes_per_sample / 2 / layers, checkpointing=checkpointing,
-                     source="APPROXIMATION: synthetic trace from the workload's totals (perf.fallback_trace)")
+    return StepTrace(
+        ops=tuple(ops),
+        params=w.params,
+        trainable_params=w.trainable_params,
+        input_bytes_per_sample=inputs,
+        saved_elems_per_sample=w.activation_bytes_per_sample / 2,
+        saved_elems_per_sample_ckpt=w.activation_bytes_per_sample / 2 / layers,
+        checkpointing=checkpointing,
+        source="APPROXIMATION: synthetic trace from the workload's totals (perf.fallback_trace)",
+    )
 
 
 _LAUNCHES: dict[int, tuple[Any, int]] = {}
@@ -299,15 +357,31 @@ def _launches(trace: Any) -> int:
     return hit[1]
 
 
-def step_time(trace: Any, d: Any, batch: int, precision: str, *, optimizer: str = "adamw", full_params: bool = True,
-              comm: Any = None) -> StepTime:
+def step_time(
+    trace: Any,
+    d: Any,
+    batch: int,
+    precision: str,
+    *,
+    optimizer: str = "adamw",
+    full_params: bool = True,
+    comm: Any = None,
+) -> StepTime:
     """Seconds of one training step of ``trace`` at per-device ``batch`` on device model ``d``
     (``roofline.DeviceModel``). ``comm``: a callable (compute seconds, backward seconds) ->
     ``parallel.CommTime`` for multi-GPU steps."""
     from gpuselect.estimate.roofline import compile_ops, device_time, params
 
     p = params()
-    bd = {"compute": 0.0, "memory": 0.0, "kernel_floor": 0.0, "optimizer": 0.0, "host": 0.0, "copy": 0.0, "communication": 0.0}
+    bd = {
+        "compute": 0.0,
+        "memory": 0.0,
+        "kernel_floor": 0.0,
+        "optimizer": 0.0,
+        "host": 0.0,
+        "copy": 0.0,
+        "communication": 0.0,
+    }
     compiled = compile_ops(d, trace.ops, precision)
     hit = _DEVICE_TIMES.get((id(compiled), batch))
     if hit is None or hit[0] is not compiled:  # the same step at other GPU counts: computed once
@@ -343,8 +417,12 @@ def step_time(trace: Any, d: Any, batch: int, precision: str, *, optimizer: str 
         c = comm(device, backward)
         bd["communication"] = c.exposed_s
         step += c.exposed_s
-    share = {"compute": bd["compute"], "memory": bd["memory"] + bd["optimizer"],
-             "overhead": bd["kernel_floor"] + bd["host"] + bd["copy"], "communication": bd["communication"]}
+    share = {
+        "compute": bd["compute"],
+        "memory": bd["memory"] + bd["optimizer"],
+        "overhead": bd["kernel_floor"] + bd["host"] + bd["copy"],
+        "communication": bd["communication"],
+    }
     bound = max(share, key=lambda k: share[k])
     return StepTime(step, {k: v for k, v in bd.items()}, bound, device, host, launches)
 
@@ -361,8 +439,14 @@ def _bench_steps(rec: dict[str, Any]) -> list[dict[str, Any]]:
     return [s for s in steps if isinstance(s, dict)]
 
 
-def cpu_device(rec: dict[str, Any] | None, *, cores: int | None, name: str = "this CPU", mhz: float | None = None,
-               features: list[str] | tuple[str, ...] = ()) -> Any:
+def cpu_device(
+    rec: dict[str, Any] | None,
+    *,
+    cores: int | None,
+    name: str = "this CPU",
+    mhz: float | None = None,
+    features: list[str] | tuple[str, ...] = (),
+) -> Any:
     """A CPU as a device: its peak is its measured matmul rate, its bandwidth the measured copy
     rate, its per-op cost its measured launch overhead x the fitted ratio. Without a benchmark:
     cores x clock x FLOP/cycle at 25 % (stated in the basis), 10 GB/s, 20 µs per op."""
@@ -385,10 +469,21 @@ def cpu_device(rec: dict[str, Any] | None, *, cores: int | None, name: str = "th
                 peaks["bf16-true"] = float(mm[prec])
     launch = rec.get("launch_overhead_us") or 5.0
     return DeviceModel(
-        name=name, kind="cpu", vendor="cpu", arch="cpu", peak_tflops=peaks, vector_tflops=float(fp32),
-        bandwidth_gbs=float(rec.get("memory_bandwidth_gbs") or 10.0), units=max(1, cores or 1),
-        gemm_eff={"fp32": 1.0, "16": 1.0, "tf32": 1.0, "fp8": 1.0}, mem_eff=1.0, kernel_floor_s=0.0,
-        dispatch_s=float(launch) * 1e-6 * p["cpu"]["dispatch_per_launch_overhead"], h2d_gbs=None, notes=tuple(notes))
+        name=name,
+        kind="cpu",
+        vendor="cpu",
+        arch="cpu",
+        peak_tflops=peaks,
+        vector_tflops=float(fp32),
+        bandwidth_gbs=float(rec.get("memory_bandwidth_gbs") or 10.0),
+        units=max(1, cores or 1),
+        gemm_eff={"fp32": 1.0, "16": 1.0, "tf32": 1.0, "fp8": 1.0},
+        mem_eff=1.0,
+        kernel_floor_s=0.0,
+        dispatch_s=float(launch) * 1e-6 * p["cpu"]["dispatch_per_launch_overhead"],
+        h2d_gbs=None,
+        notes=tuple(notes),
+    )
 
 
 def benchmarked_gpu_device(e: GpuEntry, rec: dict[str, Any]) -> Any:
@@ -420,7 +515,13 @@ def benchmarked_gpu_device(e: GpuEntry, rec: dict[str, Any]) -> Any:
 
         m = re.search(r"'host_to_device_pageable': \{'value': ([0-9.]+)", detail)
         h2d = float(m.group(1)) if m else None
-    return replace(d, peak_tflops=peaks, gemm_eff=eff, bandwidth_gbs=float(bw) if bw else d.bandwidth_gbs,
-                   mem_eff=1.0 if bw else d.mem_eff,
-                   dispatch_s=float(launch) * 1e-6 * p["host"]["dispatch_per_launch_overhead"] if launch else d.dispatch_s,
-                   h2d_gbs=float(h2d) if h2d else d.h2d_gbs, notes=d.notes + ("measured by gpuselect bench",))
+    return replace(
+        d,
+        peak_tflops=peaks,
+        gemm_eff=eff,
+        bandwidth_gbs=float(bw) if bw else d.bandwidth_gbs,
+        mem_eff=1.0 if bw else d.mem_eff,
+        dispatch_s=float(launch) * 1e-6 * p["host"]["dispatch_per_launch_overhead"] if launch else d.dispatch_s,
+        h2d_gbs=float(h2d) if h2d else d.h2d_gbs,
+        notes=d.notes + ("measured by gpuselect bench",),
+    )

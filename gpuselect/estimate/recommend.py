@@ -31,7 +31,12 @@ STAGE_NAMES = {
     4: "a GPU cluster",
 }
 #: The stages' short names, the same in the CLI, the GUI and the report.
-STAGE_SHORT = {1: "no GPU (this CPU)", 2: "one consumer GPU", 3: "workstation / rented GPUs", 4: "cluster (several machines)"}
+STAGE_SHORT = {
+    1: "no GPU (this CPU)",
+    2: "one consumer GPU",
+    3: "workstation / rented GPUs",
+    4: "cluster (several machines)",
+}
 
 CONSUMER_MAX_PER_BOX = 4
 
@@ -115,11 +120,27 @@ def describe(r: EstimateRow | None, *, kind: str | None = None, owned: int = 0) 
         return None
     cost = row_cost(r)
     if kind is None:
-        kind = "rent" if r.cloud_cost_usd is not None and (r.buy_cost_usd is None or r.cloud_cost_usd <= r.buy_cost_usd) else "buy"
+        kind = (
+            "rent"
+            if r.cloud_cost_usd is not None and (r.buy_cost_usd is None or r.cloud_cost_usd <= r.buy_cost_usd)
+            else "buy"
+        )
     lo, hi = time_range(r.total_time_h, r.error_band) if r.total_time_h is not None else (None, None)
-    return {"gpu_id": r.gpu_id, "name": r.name, "count": r.count, "total_time_h": r.total_time_h, "cost_usd": cost,
-            "meets_deadline": r.meets_deadline, "kind": kind, "owned": owned, "error_band": r.error_band,
-            "time_low_h": lo, "time_high_h": hi, "buy_cost_usd": r.buy_cost_usd, "cloud_cost_usd": r.cloud_cost_usd}
+    return {
+        "gpu_id": r.gpu_id,
+        "name": r.name,
+        "count": r.count,
+        "total_time_h": r.total_time_h,
+        "cost_usd": cost,
+        "meets_deadline": r.meets_deadline,
+        "kind": kind,
+        "owned": owned,
+        "error_band": r.error_band,
+        "time_low_h": lo,
+        "time_high_h": hi,
+        "buy_cost_usd": r.buy_cost_usd,
+        "cloud_cost_usd": r.cloud_cost_usd,
+    }
 
 
 _describe = describe
@@ -138,8 +159,12 @@ def _best(rows: list[EstimateRow], a: Assumptions) -> EstimateRow | None:
     return min(ok, key=lambda r: r.total_time_h or math.inf) if ok else None
 
 
-def own_option(owned: Sequence[OwnedGpu], entries: dict[str, GpuEntry],
-               make_row: Callable[[GpuEntry, int], EstimateRow], a: Assumptions) -> EstimateRow | None:
+def own_option(
+    owned: Sequence[OwnedGpu],
+    entries: dict[str, GpuEntry],
+    make_row: Callable[[GpuEntry, int], EstimateRow],
+    a: Assumptions,
+) -> EstimateRow | None:
     """The user's healthy, catalogued GPUs together as one option: the largest group of one model
     (mixed cards do not form one data-parallel job here), priced at its electricity only."""
     groups: dict[str, list[OwnedGpu]] = {}
@@ -155,14 +180,24 @@ def own_option(owned: Sequence[OwnedGpu], entries: dict[str, GpuEntry],
     scale = min(g.scale for g in cards)
     hours = r.total_time_h / scale
     kwh = (r.energy_kwh or 0.0) / scale
-    return replace(r, total_time_h=hours, epoch_time_s=(r.epoch_time_s or 0) / scale,
-                   throughput_samples_per_s=(r.throughput_samples_per_s or 0) * scale,
-                   meets_deadline=hours <= a.deadline_hours, energy_kwh=kwh, co2_kg=kwh * a.grid_kg_co2_per_kwh,
-                   buy_cost_usd=kwh * a.electricity_usd_per_kwh, cloud_cost_usd=None, break_even_hours=None,
-                   price_note="owned: electricity only")
+    return replace(
+        r,
+        total_time_h=hours,
+        epoch_time_s=(r.epoch_time_s or 0) / scale,
+        throughput_samples_per_s=(r.throughput_samples_per_s or 0) * scale,
+        meets_deadline=hours <= a.deadline_hours,
+        energy_kwh=kwh,
+        co2_kg=kwh * a.grid_kg_co2_per_kwh,
+        buy_cost_usd=kwh * a.electricity_usd_per_kwh,
+        cloud_cost_usd=None,
+        break_even_hours=None,
+        price_note="owned: electricity only",
+    )
 
 
-def account_for_owned(rows: list[EstimateRow], owned_id: str | None, owned_n: int, price_usd: float | None) -> list[EstimateRow]:
+def account_for_owned(
+    rows: list[EstimateRow], owned_id: str | None, owned_n: int, price_usd: float | None
+) -> list[EstimateRow]:
     """Purchases are only what the user lacks: a row of the card they own counts the extra cards'
     price; rows they already cover (count <= what they own) are their own option, not a purchase."""
     if not owned_id or owned_n <= 0:
@@ -171,14 +206,26 @@ def account_for_owned(rows: list[EstimateRow], owned_id: str | None, owned_n: in
     for r in rows:
         if r.gpu_id == owned_id and r.buy_cost_usd is not None and price_usd is not None:
             extra = max(0, r.count - owned_n)
-            r = replace(r, buy_cost_usd=r.buy_cost_usd - price_usd * (r.count - extra),
-                        note=((r.note + "; ") if r.note else "") + (f"you own {owned_n}: buy {extra} more" if extra else f"you own {owned_n}: nothing to buy"))
+            r = replace(
+                r,
+                buy_cost_usd=r.buy_cost_usd - price_usd * (r.count - extra),
+                note=((r.note + "; ") if r.note else "")
+                + (f"you own {owned_n}: buy {extra} more" if extra else f"you own {owned_n}: nothing to buy"),
+            )
         out.append(r)
     return out
 
 
-def recommend(rows: list[EstimateRow], local: list[LocalEstimate], a: Assumptions, w: Workload, *,
-              own: EstimateRow | None = None, owned_n: int = 0, excluded: Sequence[str] = ()) -> Recommendation:
+def recommend(
+    rows: list[EstimateRow],
+    local: list[LocalEstimate],
+    a: Assumptions,
+    w: Workload,
+    *,
+    own: EstimateRow | None = None,
+    owned_n: int = 0,
+    excluded: Sequence[str] = (),
+) -> Recommendation:
     cpu = next((l for l in local if l.device == "cpu"), None)
     by_stage: dict[int, list[EstimateRow]] = {2: [], 3: [], 4: []}
     for r in rows:
@@ -189,26 +236,55 @@ def recommend(rows: list[EstimateRow], local: list[LocalEstimate], a: Assumption
     cpu_entry: dict[str, object] | None = None
     if cpu is not None:
         lo, hi = time_range(cpu.total_time_h, cpu.error_band) if cpu.total_time_h is not None else (None, None)
-        cpu_entry = {"device": "cpu", "name": cpu.name, "count": 1, "total_time_h": cpu.total_time_h, "cost_usd": 0.0,
-                     "meets_deadline": bool(cpu.total_time_h is not None and cpu.total_time_h <= a.deadline_hours),
-                     "kind": "cpu", "owned": 1, "error_band": cpu.error_band, "time_low_h": lo, "time_high_h": hi}
+        cpu_entry = {
+            "device": "cpu",
+            "name": cpu.name,
+            "count": 1,
+            "total_time_h": cpu.total_time_h,
+            "cost_usd": 0.0,
+            "meets_deadline": bool(cpu.total_time_h is not None and cpu.total_time_h <= a.deadline_hours),
+            "kind": "cpu",
+            "owned": 1,
+            "error_band": cpu.error_band,
+            "time_low_h": lo,
+            "time_high_h": hi,
+        }
     per_stage: dict[str, dict[str, object] | None] = {"1": cpu_entry, **{str(s): describe(b) for s, b in best.items()}}
-    own_d = describe(own, kind="have", owned=owned_n) if own is not None and own.fits and own.total_time_h is not None else None
+    own_d = (
+        describe(own, kind="have", owned=owned_n)
+        if own is not None and own.fits and own.total_time_h is not None
+        else None
+    )
     if own_d is not None:  # the user's GPUs take their stage's slot when they are quicker or cheaper there
         key = str(stage_of(own, a))  # type: ignore[arg-type]
         cur = per_stage.get(key)
         if cur is None or not cur.get("meets_deadline") or own_d["meets_deadline"]:
             per_stage[key] = own_d
 
-    rec = Recommendation(0, "", "", per_stage, "", False, excluded=list(excluded), own=own_d,
-                         deadline_hours=a.deadline_hours, budget_usd=a.budget_usd, workload=w.name)
+    rec = Recommendation(
+        0,
+        "",
+        "",
+        per_stage,
+        "",
+        False,
+        excluded=list(excluded),
+        own=own_d,
+        deadline_hours=a.deadline_hours,
+        budget_usd=a.budget_usd,
+        workload=w.name,
+    )
 
     def good(r: EstimateRow | None) -> bool:
         return bool(r and r.meets_deadline and (a.budget_usd is None or (row_cost(r) or math.inf) <= a.budget_usd))
 
     measured = bool(cpu and "measured" in cpu.basis and "unmeasured" not in cpu.basis)  # from its own benchmark
-    cpu_ok = bool(cpu and cpu.total_time_h is not None and cpu.total_time_h <= a.deadline_hours and (
-        cpu.total_time_h * (1 + cpu.error_band) <= a.deadline_hours or measured))
+    cpu_ok = bool(
+        cpu
+        and cpu.total_time_h is not None
+        and cpu.total_time_h <= a.deadline_hours
+        and (cpu.total_time_h * (1 + cpu.error_band) <= a.deadline_hours or measured)
+    )
     if cpu_ok:
         rec.stage, rec.action, rec.option = 1, "cpu", cpu_entry
     elif own_d is not None and own_d["meets_deadline"]:
@@ -217,7 +293,10 @@ def recommend(rows: list[EstimateRow], local: list[LocalEstimate], a: Assumption
         stage = next((s for s in (2, 3, 4) if good(best[s])), 0)
         if stage:
             chosen = best[stage]
-            rec.stage, rec.option = stage, per_stage[str(stage)] if per_stage[str(stage)] is not own_d else describe(chosen)
+            rec.stage, rec.option = (
+                stage,
+                per_stage[str(stage)] if per_stage[str(stage)] is not own_d else describe(chosen),
+            )
             rec.action = str(rec.option["kind"])  # type: ignore[index]
         else:
             cands = [b for b in best.values() if b is not None] + ([own] if own_d is not None else [])
@@ -285,22 +364,28 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
     parts: list[str] = []
     if rec.action == "none" or o is None:
         choice = "no option in the catalog fits this workload"
-        parts.append(f"{rec.workload} does not fit any catalog GPU with these settings, even sharded; raise the GPU limit or use LoRA/QLoRA.")
+        parts.append(
+            f"{rec.workload} does not fit any catalog GPU with these settings, even sharded; raise the GPU limit or use LoRA/QLoRA."
+        )
     else:
         name = option_name(o)
         t = fmt_hours(o.get("total_time_h"))  # type: ignore[arg-type]
         cost = o.get("cost_usd")
         if rec.action == "cpu":
             choice = f"train on {name} (~{t})"
-            parts.append(f"{rec.workload} is small enough that the CPU finishes in about {t}{_range(o)}, inside your {deadline} deadline. "
-                         "A GPU would be faster, but you do not need one.")
+            parts.append(
+                f"{rec.workload} is small enough that the CPU finishes in about {t}{_range(o)}, inside your {deadline} deadline. "
+                "A GPU would be faster, but you do not need one."
+            )
             if rec.own:
                 parts.append(f"{_cap(option_name(rec.own))} would take about {fmt_hours(rec.own.get('total_time_h'))}.")  # type: ignore[arg-type]
         elif rec.action == "have":
             choice = f"Use {name} (~{t})"
             energy = f"; electricity about {money(float(cost))}" if isinstance(cost, (int, float)) else ""
             verb = "finish" if _int(o.get("count"), 1) > 1 else "finishes"
-            parts.append(f"You already have what you need: {name} {verb} in about {t}{_range(o)}, inside your {deadline} deadline{energy}.")
+            parts.append(
+                f"You already have what you need: {name} {verb} in about {t}{_range(o)}, inside your {deadline} deadline{energy}."
+            )
         elif rec.action in ("buy", "rent"):
             verb = "rent" if rec.action == "rent" else "buy"
             if verb == "buy" and rec.own and rec.own.get("gpu_id") == o.get("gpu_id"):
@@ -319,18 +404,25 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 lead = f"{_cap(option_name(rec.own))} would need ~{fmt_hours(rec.own.get('total_time_h'))}, beyond your {deadline} deadline. "  # type: ignore[arg-type]
             elif rec.per_stage.get("1") and rec.per_stage["1"].get("total_time_h"):  # type: ignore[union-attr]
                 lead = f"The CPU would need ~{fmt_hours(rec.per_stage['1']['total_time_h'])}, beyond your {deadline} deadline. "  # type: ignore[index, arg-type]
-            where = {2: "one consumer card is enough", 3: "a workstation with these cards or rented datacenter GPUs",
-                     4: "more than one machine"}[rec.stage]
+            where = {
+                2: "one consumer card is enough",
+                3: "a workstation with these cards or rented datacenter GPUs",
+                4: "more than one machine",
+            }[rec.stage]
             parts.append(f"{lead}{_cap(name)} finishes in about {t}{_range(o)}{cost_txt}: {where}.")
             choice = _cap(choice) + f" (~{t})"
         else:  # miss
             choice = f"{name} (~{t})"
             budget = f" and the {money(rec.budget_usd)} budget" if rec.budget_usd else ""
-            parts.append(f"No option meets both the {deadline} deadline{budget}. The fastest option is {name}, about {t}{_range(o)}. "
-                         "Relax the deadline or budget, or shrink the workload.")
+            parts.append(
+                f"No option meets both the {deadline} deadline{budget}. The fastest option is {name}, about {t}{_range(o)}. "
+                "Relax the deadline or budget, or shrink the workload."
+            )
         if rec.crosses_deadline:
-            parts.append(f"Its error range reaches past your {deadline} deadline (up to {fmt_hours(o.get('time_high_h'))}): "  # type: ignore[arg-type]
-                         "leave room, or pick a faster option.")
+            parts.append(
+                f"Its error range reaches past your {deadline} deadline (up to {fmt_hours(o.get('time_high_h'))}): "  # type: ignore[arg-type]
+                "leave room, or pick a faster option."
+            )
     for x in rec.excluded:
         parts.append(f"Left out of the plan: {x}.")
     return choice, " ".join(parts)

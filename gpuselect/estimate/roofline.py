@@ -37,16 +37,48 @@ PARAMS_FILE = Path(__file__).resolve().parent / "data" / "steptime.json"
 
 #: Per vendor, architectures oldest first: "nearest" for borrowing efficiencies.
 ARCH_ORDER: dict[str, tuple[str, ...]] = {
-    "NVIDIA": ("Kepler", "Maxwell", "Pascal", "Volta", "Turing", "Ampere", "Ada Lovelace", "Hopper", "Blackwell",
-               "Blackwell Ultra"),
-    "AMD": ("GCN 5.0 (Vega 10)", "GCN 5.1 (Vega 20)", "CDNA 1", "RDNA 2", "CDNA 2", "RDNA 3", "CDNA 3", "RDNA 4", "CDNA 4"),
+    "NVIDIA": (
+        "Kepler",
+        "Maxwell",
+        "Pascal",
+        "Volta",
+        "Turing",
+        "Ampere",
+        "Ada Lovelace",
+        "Hopper",
+        "Blackwell",
+        "Blackwell Ultra",
+    ),
+    "AMD": (
+        "GCN 5.0 (Vega 10)",
+        "GCN 5.1 (Vega 20)",
+        "CDNA 1",
+        "RDNA 2",
+        "CDNA 2",
+        "RDNA 3",
+        "CDNA 3",
+        "RDNA 4",
+        "CDNA 4",
+    ),
     "Intel": ("Xe-HPG", "Xe-HPC", "Gaudi"),
 }
 TF32_ARCHS = frozenset({"Ampere", "Ada Lovelace", "Hopper", "Blackwell", "Blackwell Ultra", "CDNA 3", "CDNA 4"})
 #: CDNA 1/2 run FP32 GEMMs on their matrix cores (the catalog's tf32 field holds that FP32-matrix rate).
 FP32_MATRIX_ARCHS = frozenset({"CDNA 1", "CDNA 2"})
-BF16_ARCHS = frozenset({"Ampere", "Ada Lovelace", "Hopper", "Blackwell", "Blackwell Ultra", "CDNA 2", "CDNA 3", "CDNA 4",
-                        "RDNA 3", "RDNA 4"})
+BF16_ARCHS = frozenset(
+    {
+        "Ampere",
+        "Ada Lovelace",
+        "Hopper",
+        "Blackwell",
+        "Blackwell Ultra",
+        "CDNA 2",
+        "CDNA 3",
+        "CDNA 4",
+        "RDNA 3",
+        "RDNA 4",
+    }
+)
 FP16_ARCHS = frozenset({"Volta", "Turing", "CDNA 1", "RDNA 2", "GCN 5.1 (Vega 20)"}) | BF16_ARCHS
 FP8_ARCHS = frozenset({"Ada Lovelace", "Hopper", "Blackwell", "Blackwell Ultra", "CDNA 3", "CDNA 4"})
 
@@ -105,8 +137,10 @@ class Params:
         try:
             return cls(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError) as exc:
-            raise DataError(f"the step-time model's parameters {path.name} are missing or corrupt ({exc}); "
-                            "rerun python -m gpuselect.estimate.fit") from exc
+            raise DataError(
+                f"the step-time model's parameters {path.name} are missing or corrupt ({exc}); "
+                "rerun python -m gpuselect.estimate.fit"
+            ) from exc
 
     def __getitem__(self, key: str) -> Any:
         return self.doc[key]
@@ -152,7 +186,9 @@ class DeviceModel:
         tiles = math.ceil(m / tile) * math.ceil(n / tile)
         waves = math.ceil(tiles / self.units)
         fill = tiles / (waves * self.units)
-        eff = e * fill * k / (k + (0.0 if self.kind == "cpu" else p["k0"]))  # CPU GEMMs have no tile prologue worth modelling
+        eff = (
+            e * fill * k / (k + (0.0 if self.kind == "cpu" else p["k0"]))
+        )  # CPU GEMMs have no tile prologue worth modelling
         if pc != "fp32" and (k % 64 or n % 8):
             eff *= p["align_penalty"]
         return max(eff, 1e-4)
@@ -213,14 +249,24 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
     pcie = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}.get(gen, 16.0)
     h2d = host.get("h2d_gbs") or pcie * p["host"]["h2d_fraction_of_pcie"]
     return DeviceModel(
-        name=e.name, kind="gpu", vendor=e.vendor, arch=e.architecture, peak_tflops=peaks, vector_tflops=e.fp32_tflops,
-        bandwidth_gbs=e.memory_bandwidth_gbs, units=units, gemm_eff=gemm_eff, mem_eff=mem_eff,
+        name=e.name,
+        kind="gpu",
+        vendor=e.vendor,
+        arch=e.architecture,
+        peak_tflops=peaks,
+        vector_tflops=e.fp32_tflops,
+        bandwidth_gbs=e.memory_bandwidth_gbs,
+        units=units,
+        gemm_eff=gemm_eff,
+        mem_eff=mem_eff,
         kernel_floor_s=p["device"]["kernel_floor_us"] * 1e-6,
         # A catalog row's host: the H100 machine's per-op cost x the factor fitted on the throughput
         # tables' benchmark rigs (step.dispatch_factor); a benchmarked machine uses its own.
-        dispatch_s=host.get("dispatch_s") or p["host"]["dispatch_us"] * 1e-6 * p.doc.get("step", {}).get("dispatch_factor", 1.0),
+        dispatch_s=host.get("dispatch_s")
+        or p["host"]["dispatch_us"] * 1e-6 * p.doc.get("step", {}).get("dispatch_factor", 1.0),
         h2d_gbs=h2d,
-        h2d_latency_s=p["host"]["h2d_latency_us"] * 1e-6, notes=tuple(notes),
+        h2d_latency_s=p["host"]["h2d_latency_us"] * 1e-6,
+        notes=tuple(notes),
     )
 
 
@@ -236,12 +282,17 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
     flops = op.flops_per_sample * batch
     if op.kind in (OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION) and not op.fp32_only:
         pc = precision_class(precision)
-        peak = d.peak_tflops.get(precision, d.peak_tflops["fp32"]) * 1e12 * (
-            step.get("gemm_factor", 1.0) if pc != "fp32" or d.kind == "cpu" else 1.0)
+        peak = (
+            d.peak_tflops.get(precision, d.peak_tflops["fp32"])
+            * 1e12
+            * (step.get("gemm_factor", 1.0) if pc != "fp32" or d.kind == "cpu" else 1.0)
+        )
         m = op.m_per_sample * batch
         if op.kind is OpKind.ATTENTION:
             att = p["attention"]
-            e = d.gemm_eff.get(pc, d.gemm_eff["fp32"]) * att.get("factor_by_arch", {}).get(f"{d.vendor}/{d.arch}", att["factor"])
+            e = d.gemm_eff.get(pc, d.gemm_eff["fp32"]) * att.get("factor_by_arch", {}).get(
+                f"{d.vendor}/{d.arch}", att["factor"]
+            )
             e *= op.n / (op.n + p["attention"]["s0"])  # short sequences do not fill the kernel
             e *= min(1.0, m / (d.units * p["attention"]["rows_per_unit"]))
         else:
@@ -252,7 +303,11 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
     else:
         t_c = flops / (d.vector_tflops * 1e12 * p["device"]["vector_eff"]) if flops else 0.0
     stream = op.kind in (OpKind.DEQUANT, OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION)
-    t_m = nbytes / (d.bandwidth_gbs * 1e9 * d.mem_eff * (1.0 if stream else step.get("mem_factor", 1.0))) if nbytes else 0.0
+    t_m = (
+        nbytes / (d.bandwidth_gbs * 1e9 * d.mem_eff * (1.0 if stream else step.get("mem_factor", 1.0)))
+        if nbytes
+        else 0.0
+    )
     one = max(t_c, t_m, d.kernel_floor_s)
     return one * op.count, t_c * op.count, t_m * op.count
 
@@ -281,8 +336,11 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
     vec = d.vector_tflops * 1e12 * p["device"]["vector_eff"]
     e_pc = d.gemm_eff.get(pc, d.gemm_eff.get("fp32", 0.5))
     # Tensor-core GEMMs run at the power limit in a long step (clocks drop); vector FP32 does not.
-    peak = d.peak_tflops.get(precision, d.peak_tflops["fp32"]) * 1e12 * (
-        step.get("gemm_factor", 1.0) if pc != "fp32" or d.kind == "cpu" else 1.0)
+    peak = (
+        d.peak_tflops.get(precision, d.peak_tflops["fp32"])
+        * 1e12
+        * (step.get("gemm_factor", 1.0) if pc != "fp32" or d.kind == "cpu" else 1.0)
+    )
     conv = p["cpu"]["conv_factor"] if d.kind == "cpu" else p["conv"]["factor"]
     att = p["attention"]
     att_f = att.get("factor_by_arch", {}).get(f"{d.vendor}/{d.arch}", att["factor"])
@@ -299,8 +357,20 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
             if op.kind is OpKind.ATTENTION:
                 e = e_pc * att_f * op.n / (op.n + att["s0"])
                 # kind 2: attention; m saturation at units x rows_per_unit
-                out.append((2.0, op.count, op.flops_per_sample, b_ps, b_fix, op.m_per_sample, d.units * att["rows_per_unit"],
-                            peak * e, bw_stream, backward))
+                out.append(
+                    (
+                        2.0,
+                        op.count,
+                        op.flops_per_sample,
+                        b_ps,
+                        b_fix,
+                        op.m_per_sample,
+                        d.units * att["rows_per_unit"],
+                        peak * e,
+                        bw_stream,
+                        backward,
+                    )
+                )
             else:
                 e = e_pc * (op.k / (op.k + k0) if op.k > 0 else 1.0)
                 if pc != "fp32" and (op.k % 64 or op.n % 8):
@@ -308,18 +378,39 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
                 if op.kind is OpKind.CONV:
                     e *= conv
                 ntiles = math.ceil(op.n / tile) if op.n > 0 else 0
-                out.append((1.0, op.count, op.flops_per_sample, b_ps, b_fix, op.m_per_sample, float(ntiles), peak * e, bw_stream,
-                            backward))
+                out.append(
+                    (
+                        1.0,
+                        op.count,
+                        op.flops_per_sample,
+                        b_ps,
+                        b_fix,
+                        op.m_per_sample,
+                        float(ntiles),
+                        peak * e,
+                        bw_stream,
+                        backward,
+                    )
+                )
         else:
-            stream = op.kind in (OpKind.DEQUANT, OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION)  # fp32-only GEMMs stay streaming
-            out.append((0.0, op.count, op.flops_per_sample, b_ps, b_fix, 0.0, 0.0, vec, bw_stream if stream else bw, backward))
+            stream = op.kind in (
+                OpKind.DEQUANT,
+                OpKind.GEMM,
+                OpKind.CONV,
+                OpKind.ATTENTION,
+            )  # fp32-only GEMMs stay streaming
+            out.append(
+                (0.0, op.count, op.flops_per_sample, b_ps, b_fix, 0.0, 0.0, vec, bw_stream if stream else bw, backward)
+            )
     if len(_COMPILED) > 4096:
         _COMPILED.clear()
     _COMPILED[key] = (ops, d, p, out)
     return out
 
 
-def device_time(d: DeviceModel, compiled: list[tuple[float, ...]], batch: int) -> tuple[float, float, float, float, float]:
+def device_time(
+    d: DeviceModel, compiled: list[tuple[float, ...]], batch: int
+) -> tuple[float, float, float, float, float]:
     """(total, compute-bound, memory-bound, floor-bound, backward) seconds of the compiled ops at ``batch``."""
     floor = d.kernel_floor_s
     units = d.units

@@ -83,9 +83,15 @@ def measure_group(
             if op == "all_reduce":
                 bufs = (torch.ones(n_el, dtype=torch.float32, device=dev),)
             elif op == "all_gather":  # (output, input)
-                bufs = (torch.empty(n_el * ranks, dtype=torch.float32, device=dev), torch.ones(n_el, dtype=torch.float32, device=dev))
+                bufs = (
+                    torch.empty(n_el * ranks, dtype=torch.float32, device=dev),
+                    torch.ones(n_el, dtype=torch.float32, device=dev),
+                )
             else:
-                bufs = (torch.empty(n_el, dtype=torch.float32, device=dev), torch.ones(n_el * ranks, dtype=torch.float32, device=dev))
+                bufs = (
+                    torch.empty(n_el, dtype=torch.float32, device=dev),
+                    torch.ones(n_el * ranks, dtype=torch.float32, device=dev),
+                )
 
             def call(fn: Callable[..., Any] = fn, bufs: tuple[Any, ...] = bufs) -> None:
                 fn(*bufs, group=group)

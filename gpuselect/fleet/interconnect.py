@@ -42,9 +42,15 @@ class MeasuredInterconnect:
             parts.append(f"inter-node {self.inter_node_gbs:,.2f} GB/s ({self.nodes} nodes, one rank each)")
         if self.all_ranks_gbs is not None:
             parts.append(f"all ranks {self.all_ranks_gbs:,.2f} GB/s ({self.all_ranks} ranks)")
-        return (f"measured all-reduce bus bandwidth from {self.source} ({self.backend}, {self.at_bytes:,} B buffers): "
-                + (", ".join(parts) or "nothing")
-                + ("; buffers this small understate what large gradient all-reduces get" if self.at_bytes < 64 << 20 else ""))
+        return (
+            f"measured all-reduce bus bandwidth from {self.source} ({self.backend}, {self.at_bytes:,} B buffers): "
+            + (", ".join(parts) or "nothing")
+            + (
+                "; buffers this small understate what large gradient all-reduces get"
+                if self.at_bytes < 64 << 20
+                else ""
+            )
+        )
 
 
 def from_fleet_doc(doc: Any, source: str) -> MeasuredInterconnect:
@@ -52,7 +58,11 @@ def from_fleet_doc(doc: Any, source: str) -> MeasuredInterconnect:
         raise DataError(f"{source} is not a `gpuselect fleet --output FILE.json` report")
     rep = doc["report"]
     points = [p for p in rep.get("bandwidth") or [] if isinstance(p, dict) and p.get("op") == "all_reduce"]
-    ok = [p for p in points if isinstance(p.get("busbw_gbs"), (int, float)) and p["busbw_gbs"] > 0 and isinstance(p.get("bytes"), int)]
+    ok = [
+        p
+        for p in points
+        if isinstance(p.get("busbw_gbs"), (int, float)) and p["busbw_gbs"] > 0 and isinstance(p.get("bytes"), int)
+    ]
     if not ok:
         raise DataError(f"{source} has no all-reduce bandwidth: run fleet under torchrun with at least two ranks")
     if rep.get("complete") is False:
@@ -69,9 +79,17 @@ def from_fleet_doc(doc: Any, source: str) -> MeasuredInterconnect:
     intra, intra_ranks, b1 = at_largest("intra-node")
     inter, _, b2 = at_largest("inter-node")
     world, world_ranks, b3 = at_largest("all-ranks")
-    return MeasuredInterconnect(source=source, backend=str(rep.get("backend")), intra_node_gbs=intra, intra_node_ranks=intra_ranks,
-                                inter_node_gbs=inter, nodes=len(rep.get("nodes") or []), at_bytes=max(b1, b2, b3),
-                                all_ranks_gbs=world, all_ranks=world_ranks)
+    return MeasuredInterconnect(
+        source=source,
+        backend=str(rep.get("backend")),
+        intra_node_gbs=intra,
+        intra_node_ranks=intra_ranks,
+        inter_node_gbs=inter,
+        nodes=len(rep.get("nodes") or []),
+        at_bytes=max(b1, b2, b3),
+        all_ranks_gbs=world,
+        all_ranks=world_ranks,
+    )
 
 
 def load_interconnect(path: str) -> MeasuredInterconnect:
@@ -94,8 +112,14 @@ def measured_link_gbs(m: MeasuredInterconnect | None, count: int, gpus_per_node:
             return None
         return m.intra_node_gbs, f"measured intra-node {m.intra_node_gbs:,.2f} GB/s ({m.source})"
     if m.all_ranks_gbs is not None:
-        return m.all_ranks_gbs, f"measured across nodes, all {m.all_ranks} ranks: {m.all_ranks_gbs:,.2f} GB/s ({m.source})"
+        return (
+            m.all_ranks_gbs,
+            f"measured across nodes, all {m.all_ranks} ranks: {m.all_ranks_gbs:,.2f} GB/s ({m.source})",
+        )
     if m.inter_node_gbs is None:
         return None
     ring = min(m.inter_node_gbs, m.intra_node_gbs) if m.intra_node_gbs is not None else m.inter_node_gbs
-    return ring, f"measured across nodes: min(intra-node, inter-node {m.inter_node_gbs:,.2f} GB/s) = {ring:,.2f} GB/s ({m.source})"
+    return (
+        ring,
+        f"measured across nodes: min(intra-node, inter-node {m.inter_node_gbs:,.2f} GB/s) = {ring:,.2f} GB/s ({m.source})",
+    )

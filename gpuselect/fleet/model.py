@@ -80,11 +80,33 @@ def _sig(v: float, digits: int = 6) -> float:
     return float(f"{v:.{digits}g}")
 
 
-def point(scope: str, group: str, op: str, ranks: int, nbytes: int, t_s: float, lo_s: float, hi_s: float,
-          repeats: int, iterations: int) -> BandwidthPoint:
+def point(
+    scope: str,
+    group: str,
+    op: str,
+    ranks: int,
+    nbytes: int,
+    t_s: float,
+    lo_s: float,
+    hi_s: float,
+    repeats: int,
+    iterations: int,
+) -> BandwidthPoint:
     algbw = nbytes / t_s / 1e9 if t_s > 0 else 0.0
-    return BandwidthPoint(scope, group, op, ranks, nbytes, _sig(t_s * 1e6), _sig(lo_s * 1e6), _sig(hi_s * 1e6),
-                          _sig(algbw), _sig(algbw * bus_factor(op, ranks)), repeats, iterations)
+    return BandwidthPoint(
+        scope,
+        group,
+        op,
+        ranks,
+        nbytes,
+        _sig(t_s * 1e6),
+        _sig(lo_s * 1e6),
+        _sig(hi_s * 1e6),
+        _sig(algbw),
+        _sig(algbw * bus_factor(op, ranks)),
+        repeats,
+        iterations,
+    )
 
 
 @dataclass
@@ -171,7 +193,9 @@ def _median(values: list[float]) -> float:
     return float(statistics.median(values))
 
 
-def peak_busbw(points: list[BandwidthPoint], scope: str, group: str | None = None, op: str = "all_reduce") -> float | None:
+def peak_busbw(
+    points: list[BandwidthPoint], scope: str, group: str | None = None, op: str = "all_reduce"
+) -> float | None:
     """Bus bandwidth at the largest buffer measured (where large transfers settle), or None."""
     pts = [p for p in points if p.scope == scope and p.op == op and (group is None or p.group == group)]
     if not pts:
@@ -180,8 +204,9 @@ def peak_busbw(points: list[BandwidthPoint], scope: str, group: str | None = Non
     return _median([p.busbw_gbs for p in pts if p.bytes == largest])
 
 
-def find_stragglers(nodes: list[NodeInfo], ranks: list[RankInfo], points: list[BandwidthPoint],
-                    fraction: float = STRAGGLER_FRACTION) -> list[Straggler]:
+def find_stragglers(
+    nodes: list[NodeInfo], ranks: list[RankInfo], points: list[BandwidthPoint], fraction: float = STRAGGLER_FRACTION
+) -> list[Straggler]:
     """Nodes (and GPUs) more than ``fraction`` below the median of their peers on a figure.
 
     Figures: each node's intra-node all-reduce bus bandwidth at the largest size; with
@@ -245,10 +270,12 @@ def report_from_dict(d: dict[str, Any]) -> FleetReport:
         g = r.get("gpu")
         return RankInfo(**{**r, "gpu": GpuFigures(**g) if isinstance(g, dict) else None})
 
-    return FleetReport(**{
-        **d,
-        "nodes": [NodeInfo(**n) for n in d.get("nodes") or []],
-        "ranks": [rank(r) for r in d.get("ranks") or []],
-        "bandwidth": [BandwidthPoint(**p) for p in d.get("bandwidth") or []],
-        "stragglers": [Straggler(**s) for s in d.get("stragglers") or []],
-    })
+    return FleetReport(
+        **{
+            **d,
+            "nodes": [NodeInfo(**n) for n in d.get("nodes") or []],
+            "ranks": [rank(r) for r in d.get("ranks") or []],
+            "bandwidth": [BandwidthPoint(**p) for p in d.get("bandwidth") or []],
+            "stragglers": [Straggler(**s) for s in d.get("stragglers") or []],
+        }
+    )

@@ -119,11 +119,14 @@ class Progress:
     step: that is progress), ``beat/R`` a wall-clock time every second, ``arrived/SEQ`` how many
     ranks reached a stage, ``abort`` the message of the rank that declared the run failed."""
 
-    def __init__(self, store: Any, rank: int, world: int, timeout_s: float, grace_s: float,
-                 on_timeout: Callable[[str], None]) -> None:
+    def __init__(
+        self, store: Any, rank: int, world: int, timeout_s: float, grace_s: float, on_timeout: Callable[[str], None]
+    ) -> None:
         self.store, self.rank, self.world = store, rank, world
         # One namespace per launch attempt: an elastic restart must not see the last attempt's keys.
-        self.prefix = f"{KEY}{os.environ.get('TORCHELASTIC_RUN_ID', 'run')}/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/"
+        self.prefix = (
+            f"{KEY}{os.environ.get('TORCHELASTIC_RUN_ID', 'run')}/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/"
+        )
         self.timeout_s, self.grace_s, self.on_timeout = timeout_s, grace_s, on_timeout
         self.seq, self.name, self.since = 0, "start", time.monotonic()
         self.last_progress = self.since
@@ -323,13 +326,25 @@ def gpu_figures(snapshot: Any, uuid: str | None, local_rank: int) -> GpuFigures 
     gpus = list(snapshot.gpus)
     match = next((g for g in gpus if uuid and _uuid_key(g.uuid) == _uuid_key(uuid)), None)
     if match is None:
-        match = next((g for g in gpus if g.torch_index == local_rank), None) or (gpus[local_rank] if local_rank < len(gpus) else None)
+        match = next((g for g in gpus if g.torch_index == local_rank), None) or (
+            gpus[local_rank] if local_rank < len(gpus) else None
+        )
     if match is None:
         return None
     p = match.pcie
     pcie = None if p.generation is None else f"gen{p.generation} x{p.width} (max gen{p.max_generation} x{p.max_width})"
-    return GpuFigures(match.name, match.uuid, match.pci_bus_id, match.memory_total_bytes, match.temperature_c,
-                      match.power_draw_w, match.power_limit_w, match.clocks.sm_mhz, match.clocks.sm_max_mhz, pcie)
+    return GpuFigures(
+        match.name,
+        match.uuid,
+        match.pci_bus_id,
+        match.memory_total_bytes,
+        match.temperature_c,
+        match.power_draw_w,
+        match.power_limit_w,
+        match.clocks.sm_mhz,
+        match.clocks.sm_max_mhz,
+        pcie,
+    )
 
 
 def bench_figures(device: str) -> dict[str, Any]:
@@ -341,24 +356,44 @@ def bench_figures(device: str) -> dict[str, Any]:
     if not rep.devices:
         return {"device": device, "error": "the benchmark found no such device"}
     d = rep.devices[0]
-    return {"device": d.device, "name": d.name, "matmul_tflops": dict(d.matmul_tflops),
-            "memory_bandwidth_gbs": d.memory_bandwidth_gbs, "host_to_device_gbs": d.host_to_device_gbs,
-            "spec_ratio": d.spec_ratio, "spec_name": d.spec_name, "skipped": dict(d.skipped)}
+    return {
+        "device": d.device,
+        "name": d.name,
+        "matmul_tflops": dict(d.matmul_tflops),
+        "memory_bandwidth_gbs": d.memory_bandwidth_gbs,
+        "host_to_device_gbs": d.host_to_device_gbs,
+        "spec_ratio": d.spec_ratio,
+        "spec_name": d.spec_name,
+        "skipped": dict(d.skipped),
+    }
 
 
-def local_info(env: LaunchEnv, node: str, device: str, uuid: str | None, torch_version: str | None,
-               cfg: FleetConfig) -> RankInfo:
+def local_info(
+    env: LaunchEnv, node: str, device: str, uuid: str | None, torch_version: str | None, cfg: FleetConfig
+) -> RankInfo:
     from gpuselect.hardware.snapshot import detect
     from gpuselect.health.rules import evaluate
 
     snap = detect(probe=cfg.probe)
     health = evaluate(snap)
-    findings = [{"severity": f.severity.value, "id": f.id, "device": f.device, "title": f.title, "remedy": f.remedy}
-                for f in health.findings if f.severity.value != "ok"]
+    findings = [
+        {"severity": f.severity.value, "id": f.id, "device": f.device, "title": f.title, "remedy": f.remedy}
+        for f in health.findings
+        if f.severity.value != "ok"
+    ]
     return RankInfo(
-        rank=env.rank, local_rank=env.local_rank, node=node, host=snap.host, device=device, torch_version=torch_version,
-        cpu_model=snap.cpu.model, gpu=gpu_figures(snap, uuid, env.local_rank) if device.startswith("cuda") else None,
-        gpus_on_node=len(snap.gpus), health_worst=health.worst.value, health_counts=dict(health.counts), findings=findings,
+        rank=env.rank,
+        local_rank=env.local_rank,
+        node=node,
+        host=snap.host,
+        device=device,
+        torch_version=torch_version,
+        cpu_model=snap.cpu.model,
+        gpu=gpu_figures(snap, uuid, env.local_rank) if device.startswith("cuda") else None,
+        gpus_on_node=len(snap.gpus),
+        health_worst=health.worst.value,
+        health_counts=dict(health.counts),
+        findings=findings,
     )
 
 
@@ -393,14 +428,26 @@ def build_report(state: _State, world: int, complete: bool) -> FleetReport:
             if len(n.ranks) == 1:
                 state.notes.append(f"{n.name}: one rank, so no intra-node bandwidth")
         if len(nodes) == 1:
-            state.notes.append("one node: no inter-node bandwidth (run torchrun with --nnodes M on M nodes to measure it)")
+            state.notes.append(
+                "one node: no inter-node bandwidth (run torchrun with --nnodes M on M nodes to measure it)"
+            )
     if not complete and len(ranks) < world:
         state.notes.append(f"only {len(ranks)} of {world} ranks reported: the run stopped before the gather")
     return FleetReport(
-        generated_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), app_version=__version__,
-        backend=state.backend, world_size=world, torch_version=state.torch_version, settings=state.settings,
-        nodes=nodes, ranks=ranks, bandwidth=state.points, stragglers=find_stragglers(nodes, ranks, state.points),
-        notes=state.notes, errors=state.errors, complete=complete, duration_s=round(time.monotonic() - state.start, 2),
+        generated_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        app_version=__version__,
+        backend=state.backend,
+        world_size=world,
+        torch_version=state.torch_version,
+        settings=state.settings,
+        nodes=nodes,
+        ranks=ranks,
+        bandwidth=state.points,
+        stragglers=find_stragglers(nodes, ranks, state.points),
+        notes=state.notes,
+        errors=state.errors,
+        complete=complete,
+        duration_s=round(time.monotonic() - state.start, 2),
     )
 
 
@@ -437,8 +484,10 @@ def run_fleet(cfg: FleetConfig, environ: dict[str, str] | None = None) -> tuple[
         state.info = local_info(env, "node0", device, uuid, state.torch_version, cfg)
         if cfg.bench_quick:
             state.info.bench = bench_figures(device)
-        state.notes.append("one process: no collective bandwidth measured; launch with "
-                           "torchrun --nproc-per-node N -m gpuselect fleet to measure it")
+        state.notes.append(
+            "one process: no collective bandwidth measured; launch with "
+            "torchrun --nproc-per-node N -m gpuselect fleet to measure it"
+        )
         report = build_report(state, 1, True)
         if cfg.on_output is not None:
             cfg.on_output(report)
@@ -464,8 +513,10 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
         if not torch.cuda.is_available():
             raise UsageError("--backend nccl needs CUDA GPUs, and torch sees none")
         if env.local_rank >= torch.cuda.device_count():
-            raise UsageError(f"this node runs {env.local_world_size} ranks but torch sees {torch.cuda.device_count()} GPUs: "
-                             "use --nproc-per-node at most the GPU count")
+            raise UsageError(
+                f"this node runs {env.local_world_size} ranks but torch sees {torch.cuda.device_count()} GPUs: "
+                "use --nproc-per-node at most the GPU count"
+            )
         torch.cuda.set_device(env.local_rank)
         device = f"cuda:{env.local_rank}"
     else:
@@ -473,8 +524,15 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
     state.backend = backend
     max_bytes = cfg.max_bytes if cfg.max_bytes is not None else (GIB if backend == "nccl" else 64 << 20)
     byte_sizes = sizes(max_bytes, cfg.min_bytes, cfg.factor)
-    state.settings = {"max_bytes": max_bytes, "min_bytes": cfg.min_bytes, "factor": cfg.factor, "warmup": cfg.warmup,
-                      "repeats": cfg.repeats, "timeout_s": cfg.timeout_s, "bench_quick": cfg.bench_quick}
+    state.settings = {
+        "max_bytes": max_bytes,
+        "min_bytes": cfg.min_bytes,
+        "factor": cfg.factor,
+        "warmup": cfg.warmup,
+        "repeats": cfg.repeats,
+        "timeout_s": cfg.timeout_s,
+        "bench_quick": cfg.bench_quick,
+    }
     # Gloo raises when a collective passes the process-group timeout; NCCL's own watchdog would
     # abort the process without naming anyone, so ours fires first there.
     pg_timeout = cfg.timeout_s if backend == "gloo" else cfg.timeout_s + 30
@@ -482,7 +540,9 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
     timeout = dt.timedelta(seconds=pg_timeout)
     try:
         # Binding the device up front lets NCCL set up eagerly and barrier() know its GPU.
-        dist.init_process_group(backend, timeout=timeout, **({"device_id": torch.device(device)} if backend == "nccl" else {}))
+        dist.init_process_group(
+            backend, timeout=timeout, **({"device_id": torch.device(device)} if backend == "nccl" else {})
+        )
     except TypeError:  # torch older than 2.3 has no device_id
         dist.init_process_group(backend, timeout=timeout)
     try:
@@ -520,8 +580,14 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
         signal.signal(signal.SIGTERM, on_sigterm)
     try:
         prog.enter(1, "detect and health")
-        state.info = local_info(env, node_guess, device, _torch_uuid(torch, env.local_rank) if backend == "nccl" else None,
-                                state.torch_version, cfg)
+        state.info = local_info(
+            env,
+            node_guess,
+            device,
+            _torch_uuid(torch, env.local_rank) if backend == "nccl" else None,
+            state.torch_version,
+            cfg,
+        )
         if cfg.bench_quick and (device != "cpu" or env.local_rank == 0):
             # CPU ranks of one node share its cores: one benchmark per node says what they can do.
             prog.enter(2, "quick benchmark")
@@ -545,7 +611,9 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
         members = by_node[my_node]
         prog.enter(5, "intra-node collectives")
         if len(members) > 1:
-            pts = _measure(torch, dist, groups[my_node], len(members), device, "intra-node", my_node, byte_sizes, cfg, prog.step)
+            pts = _measure(
+                torch, dist, groups[my_node], len(members), device, "intra-node", my_node, byte_sizes, cfg, prog.step
+            )
             if rank == members[0]:
                 state.points.extend(pts)
         members = None
@@ -555,7 +623,9 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
         if len(leaders) > 1 and rank in leaders:
             members = leaders
             prog.enter(7, "inter-node collectives")
-            pts = _measure(torch, dist, leader_group, len(leaders), device, "inter-node", "nodes", byte_sizes, cfg, prog.step)
+            pts = _measure(
+                torch, dist, leader_group, len(leaders), device, "inter-node", "nodes", byte_sizes, cfg, prog.step
+            )
             if rank == leaders[0]:
                 state.points.extend(pts)
             members = None
@@ -576,7 +646,10 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
         if rank == 0:
             assert gathered is not None
             state.gathered = [g[0] for g in gathered]
-            state.points = sorted((p for g in gathered for p in g[1]), key=lambda p: (SCOPES.index(p.scope), p.group, OPS.index(p.op), p.bytes))
+            state.points = sorted(
+                (p for g in gathered for p in g[1]),
+                key=lambda p: (SCOPES.index(p.scope), p.group, OPS.index(p.op), p.bytes),
+            )
         prog.enter(11, "done")
         dist.barrier()
     except FleetFailed as exc:
@@ -615,12 +688,33 @@ def _assign_nodes(topo: list[Any]) -> dict[int, str]:
     return out
 
 
-def _measure(torch: Any, dist: Any, group: Any | None, n: int, device: str, scope: str, label: str, byte_sizes: list[int],
-             cfg: FleetConfig, on_step: Callable[[str], None]) -> list[BandwidthPoint]:
+def _measure(
+    torch: Any,
+    dist: Any,
+    group: Any | None,
+    n: int,
+    device: str,
+    scope: str,
+    label: str,
+    byte_sizes: list[int],
+    cfg: FleetConfig,
+    on_step: Callable[[str], None],
+) -> list[BandwidthPoint]:
     from gpuselect.fleet.collectives import measure_group
 
-    return measure_group(torch, dist, group, n, device, scope=scope, label=label, byte_sizes=byte_sizes,
-                         warmup=cfg.warmup, repeats=cfg.repeats, on_step=on_step)
+    return measure_group(
+        torch,
+        dist,
+        group,
+        n,
+        device,
+        scope=scope,
+        label=label,
+        byte_sizes=byte_sizes,
+        warmup=cfg.warmup,
+        repeats=cfg.repeats,
+        on_step=on_step,
+    )
 
 
 def _write_partial(cfg: FleetConfig, state: _State, env: LaunchEnv) -> None:

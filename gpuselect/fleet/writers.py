@@ -27,11 +27,16 @@ def fmt_bytes(n: int) -> str:
 
 
 def verdict(rep: FleetReport) -> str:
-    head = (f"{rep.world_size} ranks on {len(rep.nodes)} node(s), {rep.backend}" if rep.world_size > 1
-            else "one process (no torchrun): no bandwidth measured")
+    head = (
+        f"{rep.world_size} ranks on {len(rep.nodes)} node(s), {rep.backend}"
+        if rep.world_size > 1
+        else "one process (no torchrun): no bandwidth measured"
+    )
     if not rep.complete:
         return f"INCOMPLETE: the run failed ({head}); see the errors"
-    worst = max((n.health_worst for n in rep.nodes), key=["ok", "info", "unknown", "warning", "critical"].index, default="ok")
+    worst = max(
+        (n.health_worst for n in rep.nodes), key=["ok", "info", "unknown", "warning", "critical"].index, default="ok"
+    )
     parts = [head, f"worst health: {worst}"]
     intra = peak_busbw(rep.bandwidth, "intra-node")
     inter = peak_busbw(rep.bandwidth, "inter-node")
@@ -54,8 +59,18 @@ def _gbs(v: float) -> str:
 def bandwidth_table(points: list[BandwidthPoint]) -> list[list[str]]:
     rows = [["scope", "group", "op", "ranks", "size", "time µs", "algbw GB/s", "busbw GB/s"]]
     for p in points:
-        rows.append([p.scope, p.group, p.op, str(p.ranks), fmt_bytes(p.bytes), f"{p.time_us:,.1f}",
-                     _gbs(p.algbw_gbs), _gbs(p.busbw_gbs)])
+        rows.append(
+            [
+                p.scope,
+                p.group,
+                p.op,
+                str(p.ranks),
+                fmt_bytes(p.bytes),
+                f"{p.time_us:,.1f}",
+                _gbs(p.algbw_gbs),
+                _gbs(p.busbw_gbs),
+            ]
+        )
     return rows
 
 
@@ -68,10 +83,21 @@ def _sections(rep: FleetReport) -> list[tuple[str, list[str], list[list[str]] | 
     for n in rep.nodes:
         counts = ", ".join(f"{v} {k}" for k, v in n.health_counts.items() if v and k != "ok")
         bw = peak_busbw(rep.bandwidth, "intra-node", n.name)
-        nodes.append([n.name, n.host, ",".join(map(str, n.ranks)), str(n.gpus), n.health_worst, counts or "—",
-                      "—" if bw is None else _gbs(bw)])
+        nodes.append(
+            [
+                n.name,
+                n.host,
+                ",".join(map(str, n.ranks)),
+                str(n.gpus),
+                n.health_worst,
+                counts or "—",
+                "—" if bw is None else _gbs(bw),
+            ]
+        )
     out.append(("Nodes and health", ["Every rank ran detect and health; a node shows its worst rank's result."], nodes))
-    gpus = [["rank", "node", "device", "model", "memory GiB", "temp °C", "power W / limit", "SM MHz / max", "PCIe", "bench"]]
+    gpus = [
+        ["rank", "node", "device", "model", "memory GiB", "temp °C", "power W / limit", "SM MHz / max", "PCIe", "bench"]
+    ]
     for r in rep.ranks:
         g = r.gpu
         b = r.bench or {}
@@ -79,17 +105,36 @@ def _sections(rep: FleetReport) -> list[tuple[str, list[str], list[list[str]] | 
         bench = ", ".join(f"{k} {v:.3g} TFLOP/s" for k, v in mm.items() if isinstance(v, (int, float)))
         if isinstance(b.get("memory_bandwidth_gbs"), (int, float)):
             bench += f"; mem {b['memory_bandwidth_gbs']:.3g} GB/s"
-        gpus.append([str(r.rank), r.node, r.device, (g.name if g else None) or (r.cpu_model or "CPU"),
-                     f"{g.memory_total_bytes / 2**30:.0f}" if g and g.memory_total_bytes else "—",
-                     str(g.temperature_c) if g and g.temperature_c is not None else "—",
-                     f"{g.power_draw_w:.0f} / {g.power_limit_w:.0f}" if g and g.power_draw_w is not None and g.power_limit_w else "—",
-                     f"{g.sm_mhz} / {g.sm_max_mhz}" if g and g.sm_mhz is not None else "—",
-                     (g.pcie if g else None) or "—", bench or "—"])
+        gpus.append(
+            [
+                str(r.rank),
+                r.node,
+                r.device,
+                (g.name if g else None) or (r.cpu_model or "CPU"),
+                f"{g.memory_total_bytes / 2**30:.0f}" if g and g.memory_total_bytes else "—",
+                str(g.temperature_c) if g and g.temperature_c is not None else "—",
+                f"{g.power_draw_w:.0f} / {g.power_limit_w:.0f}"
+                if g and g.power_draw_w is not None and g.power_limit_w
+                else "—",
+                f"{g.sm_mhz} / {g.sm_max_mhz}" if g and g.sm_mhz is not None else "—",
+                (g.pcie if g else None) or "—",
+                bench or "—",
+            ]
+        )
     out.append(("Ranks and their devices", [], gpus))
-    findings = sorted({(f["severity"], r.node, f.get("device") or "", f["title"]) for r in rep.ranks for f in r.findings
-                       if f["severity"] in ("warning", "critical")}, key=lambda t: (t[0] != "critical", t[1]))
+    findings = sorted(
+        {
+            (f["severity"], r.node, f.get("device") or "", f["title"])
+            for r in rep.ranks
+            for f in r.findings
+            if f["severity"] in ("warning", "critical")
+        },
+        key=lambda t: (t[0] != "critical", t[1]),
+    )
     if findings:
-        out.append(("Health findings (warnings and critical)", [f"[{s}] {n} {d}: {t}" for s, n, d, t in findings], None))
+        out.append(
+            ("Health findings (warnings and critical)", [f"[{s}] {n} {d}: {t}" for s, n, d, t in findings], None)
+        )
     lines = [rep.method]
     if rep.bandwidth:
         out.append(("Collective bandwidth", lines, bandwidth_table(rep.bandwidth)))
@@ -97,7 +142,10 @@ def _sections(rep: FleetReport) -> list[tuple[str, list[str], list[list[str]] | 
         out.append(("Collective bandwidth", lines + ["Nothing measured."], None))
     if rep.stragglers:
         st = [["who", "figure", "value", "median", "below median"]]
-        st += [[s.what, s.metric, f"{s.value:,.3f}", f"{s.median:,.3f}", f"{100 * s.below_median:.0f} %"] for s in rep.stragglers]
+        st += [
+            [s.what, s.metric, f"{s.value:,.3f}", f"{s.median:,.3f}", f"{100 * s.below_median:.0f} %"]
+            for s in rep.stragglers
+        ]
         out.append(("Stragglers (more than 10 % below the median)", [], st))
     else:
         out.append(("Stragglers (more than 10 % below the median)", ["None found."], None))
@@ -183,7 +231,9 @@ def bandwidth_chart(points: list[BandwidthPoint], width: float, font: str) -> An
             if by_size:  # several nodes: their median per size
                 import statistics
 
-                series[f"{op} {scope}"] = [(math.log10(b), math.log10(statistics.median(v))) for b, v in sorted(by_size.items())]
+                series[f"{op} {scope}"] = [
+                    (math.log10(b), math.log10(statistics.median(v))) for b, v in sorted(by_size.items())
+                ]
     d = Drawing(width, 250)
     if not series:
         return d
@@ -208,7 +258,7 @@ def bandwidth_chart(points: list[BandwidthPoint], width: float, font: str) -> An
     for axis in (lp.xValueAxis, lp.yValueAxis):
         axis.labels.fontName, axis.labels.fontSize = font, 7
     lp.xValueAxis.labelTextFormat = lambda v: fmt_bytes(round(10**v))
-    lp.yValueAxis.labelTextFormat = lambda v: f"{10 ** v:g}"
+    lp.yValueAxis.labelTextFormat = lambda v: f"{10**v:g}"
     d.add(lp)
     legend = Legend()
     legend.x, legend.y = lp.x + lp.width + 18, 215
@@ -243,9 +293,18 @@ def to_pdf_bytes(rep: FleetReport) -> bytes:
     font, bold = _fonts()
     size = landscape(A4)  # the tables are wide
     buf = io.BytesIO()
-    doc = SimpleDocTemplate(buf, pagesize=size, leftMargin=14 * mm, rightMargin=14 * mm, topMargin=14 * mm, bottomMargin=16 * mm,
-                            title="gpuselect fleet report", author="gpuselect", subject=verdict(rep),
-                            creator=f"gpuselect {rep.app_version}")
+    doc = SimpleDocTemplate(
+        buf,
+        pagesize=size,
+        leftMargin=14 * mm,
+        rightMargin=14 * mm,
+        topMargin=14 * mm,
+        bottomMargin=16 * mm,
+        title="gpuselect fleet report",
+        author="gpuselect",
+        subject=verdict(rep),
+        creator=f"gpuselect {rep.app_version}",
+    )
     body = ParagraphStyle("body", fontName=font, fontSize=9, leading=12)
     small = ParagraphStyle("small", fontName=font, fontSize=7, leading=9)
     h1 = ParagraphStyle("h1", fontName=bold, fontSize=18, leading=22, spaceAfter=6)
@@ -254,7 +313,12 @@ def to_pdf_bytes(rep: FleetReport) -> bytes:
     width = size[0] - 28 * mm
     story: list[Any] = [
         Paragraph("gpuselect fleet report", h1),
-        Paragraph(escape(f"{rep.generated_at} · gpuselect {rep.app_version} · torch {rep.torch_version} · {rep.duration_s:g} s"), body),
+        Paragraph(
+            escape(
+                f"{rep.generated_at} · gpuselect {rep.app_version} · torch {rep.torch_version} · {rep.duration_s:g} s"
+            ),
+            body,
+        ),
         Paragraph(escape(verdict(rep)), strong),
     ]
     for title, lines, table in _sections(rep):
@@ -266,13 +330,21 @@ def to_pdf_bytes(rep: FleetReport) -> bytes:
             story.append(bandwidth_chart(rep.bandwidth, width, font))
         if table:
             ncol = len(table[0])
-            t = Table([[Paragraph(escape(c), small) for c in row] for row in table], repeatRows=1,
-                      colWidths=[width / ncol] * ncol, splitByRow=1)
-            t.setStyle(TableStyle([
-                ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#e2e8f0")),
-                ("GRID", (0, 0), (-1, -1), 0.25, colors.HexColor("#a0aec0")),
-                ("VALIGN", (0, 0), (-1, -1), "TOP"),
-            ]))
+            t = Table(
+                [[Paragraph(escape(c), small) for c in row] for row in table],
+                repeatRows=1,
+                colWidths=[width / ncol] * ncol,
+                splitByRow=1,
+            )
+            t.setStyle(
+                TableStyle(
+                    [
+                        ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#e2e8f0")),
+                        ("GRID", (0, 0), (-1, -1), 0.25, colors.HexColor("#a0aec0")),
+                        ("VALIGN", (0, 0), (-1, -1), "TOP"),
+                    ]
+                )
+            )
             story.append(t)
 
     def footer(canvas: Any, doc_: Any) -> None:

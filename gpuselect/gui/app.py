@@ -50,7 +50,9 @@ class MainWindow(QMainWindow):
         self.estimate.apply_settings(self.settings_page.settings)
         self.setCentralWidget(self.tabs)
         self.hardware.detected.connect(self._on_detected)
-        refresh = QAction("&Refresh hardware", self, shortcut=QKeySequence.StandardKey.Refresh, triggered=self.hardware.refresh)
+        refresh = QAction(
+            "&Refresh hardware", self, shortcut=QKeySequence.StandardKey.Refresh, triggered=self.hardware.refresh
+        )
         quit_ = QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit, triggered=self.close)
         self.export_action = QAction("&Export PDF report…", self, shortcut=QKeySequence("Ctrl+E"))
         self.export_action.triggered.connect(lambda _checked=False: self.export_report())
@@ -81,7 +83,9 @@ class MainWindow(QMainWindow):
     def export_report(self) -> None:
         """File -> Export (Ctrl+E): ask where, then write. Takes no argument on purpose: QAction's
         ``triggered(bool checked)`` would otherwise arrive as the path."""
-        path, _ = QFileDialog.getSaveFileName(self, "Export report", "gpuselect-report.pdf", "PDF (*.pdf);;Markdown (*.md);;JSON (*.json)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export report", "gpuselect-report.pdf", "PDF (*.pdf);;Markdown (*.md);;JSON (*.json)"
+        )
         if path:
             self.export_to(path)
 
@@ -158,7 +162,7 @@ class MainWindow(QMainWindow):
         s.setValue("estimate/precision", e.precision.currentText())
         s.sync()
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt naming
+    def changeEvent(self, event: QEvent) -> None:
         # The system switched light/dark (or the palette changed): re-theme the plots too.
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
             import pyqtgraph as pg
@@ -175,7 +179,7 @@ class MainWindow(QMainWindow):
 
         return QThreadPool.globalInstance().waitForDone(msecs) and not live_workers()
 
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt naming
+    def closeEvent(self, event: QCloseEvent) -> None:
         from gpuselect.gui.workers import CLOSING_PROPERTY, shutdown_all
 
         # No new work from here on: pending debounce timers stop, and a worker a late slot tries

@@ -40,10 +40,10 @@ class RowsModel(QAbstractTableModel):
         self.rows = list(rows)
         self.endResetModel()
 
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802 - Qt naming
+    def rowCount(self, parent: Index = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
 
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent: Index = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.columns)
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
@@ -63,7 +63,7 @@ class RowsModel(QAbstractTableModel):
             return col.tooltip or None
         return None
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:  # noqa: N802
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if orientation == Qt.Orientation.Horizontal and 0 <= section < len(self.columns):
             if role == Qt.ItemDataRole.DisplayRole:
                 return self.columns[section].header
@@ -85,17 +85,30 @@ class FindingsModel(RowsModel):
     """Health findings: severity shown by icon *and* word, never colour alone."""
 
     def __init__(self, parent: Any = None) -> None:
-        super().__init__([
-            Column("Severity", lambda f: f.severity.value.upper(), tooltip="critical, warning, info, ok or not checked"),
-            Column("Device", lambda f: f.device),
-            Column("Finding", lambda f: f.title),
-            Column("Measured", lambda f: None if f.value is None else f"{f.value}{' ' + f.unit if f.unit else ''}"),
-            Column("Threshold", lambda f: None if f.threshold is None else f"{f.threshold}{' ' + f.unit if f.unit else ''}"),
-            Column("What to do", lambda f: f.remedy),
-        ], parent)
+        super().__init__(
+            [
+                Column(
+                    "Severity", lambda f: f.severity.value.upper(), tooltip="critical, warning, info, ok or not checked"
+                ),
+                Column("Device", lambda f: f.device),
+                Column("Finding", lambda f: f.title),
+                Column("Measured", lambda f: None if f.value is None else f"{f.value}{' ' + f.unit if f.unit else ''}"),
+                Column(
+                    "Threshold",
+                    lambda f: None if f.threshold is None else f"{f.threshold}{' ' + f.unit if f.unit else ''}",
+                ),
+                Column("What to do", lambda f: f.remedy),
+            ],
+            parent,
+        )
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if role == Qt.ItemDataRole.DecorationRole and index.isValid() and index.column() == 0 and index.row() < len(self.rows):
+        if (
+            role == Qt.ItemDataRole.DecorationRole
+            and index.isValid()
+            and index.column() == 0
+            and index.row() < len(self.rows)
+        ):
             app = QApplication.instance()
             if app is not None:
                 return app.style().standardIcon(_SEVERITY_ICON[self.rows[index.row()].severity.value])  # type: ignore[attr-defined]

@@ -23,10 +23,21 @@ def _palette(dark: bool) -> QPalette:
         window, base, alt, text, button, mid = "#efefef", "#ffffff", "#f5f5f5", "#1a1a1a", "#e6e6e6", "#b5b5b5"
         highlight, link, disabled = "#2f6db5", "#1a55a0", "#8c8c8c"
     for role, colour in (
-        (R.Window, window), (R.WindowText, text), (R.Base, base), (R.AlternateBase, alt), (R.Text, text),
-        (R.Button, button), (R.ButtonText, text), (R.ToolTipBase, base), (R.ToolTipText, text),
-        (R.Highlight, highlight), (R.HighlightedText, "#ffffff"), (R.Link, link), (R.Mid, mid),
-        (R.PlaceholderText, disabled), (R.BrightText, "#ff5555"),
+        (R.Window, window),
+        (R.WindowText, text),
+        (R.Base, base),
+        (R.AlternateBase, alt),
+        (R.Text, text),
+        (R.Button, button),
+        (R.ButtonText, text),
+        (R.ToolTipBase, base),
+        (R.ToolTipText, text),
+        (R.Highlight, highlight),
+        (R.HighlightedText, "#ffffff"),
+        (R.Link, link),
+        (R.Mid, mid),
+        (R.PlaceholderText, disabled),
+        (R.BrightText, "#ff5555"),
     ):
         p.setColor(role, QColor(colour))
     for role in (R.WindowText, R.Text, R.ButtonText):

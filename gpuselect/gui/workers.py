@@ -95,7 +95,9 @@ class GeneratorWorker(QObject):
     finished = Signal(object)
     failed = Signal(str)
 
-    def __init__(self, make: Callable[[threading.Event], Generator[Any, None, Any]], parent: QObject | None = None) -> None:
+    def __init__(
+        self, make: Callable[[threading.Event], Generator[Any, None, Any]], parent: QObject | None = None
+    ) -> None:
         super().__init__(parent)
         self.cancel_flag = threading.Event()
         self._thread = QThread()

@@ -21,7 +21,9 @@ def _torch() -> dict[str, Any]:
             if uuid is not None:
                 dev["uuid"] = str(uuid)
             if hasattr(p, "pci_bus_id"):
-                dev["pci_bus_id"] = f"{getattr(p, 'pci_domain_id', 0):04x}:{p.pci_bus_id:02x}:{getattr(p, 'pci_device_id', 0):02x}.0"
+                dev["pci_bus_id"] = (
+                    f"{getattr(p, 'pci_domain_id', 0):04x}:{p.pci_bus_id:02x}:{getattr(p, 'pci_device_id', 0):02x}.0"
+                )
             dev["capability"] = f"{p.major}.{p.minor}"
             devices.append(dev)
     mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())

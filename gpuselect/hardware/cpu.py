@@ -92,9 +92,7 @@ def _sysfs_max_mhz() -> float | None:
 
 def _mac_sysctl(names: list[str]) -> dict[str, str]:
     try:
-        out = subprocess.run(
-            ["sysctl", *names], capture_output=True, text=True, timeout=2, check=False
-        ).stdout
+        out = subprocess.run(["sysctl", *names], capture_output=True, text=True, timeout=2, check=False).stdout
     except (OSError, subprocess.SubprocessError):
         return {}
     values: dict[str, str] = {}
@@ -153,9 +151,7 @@ def detect_cpu(
     if max_mhz is None:
         max_mhz = _sysfs_max_mhz()
     if max_mhz is None:
-        unavailable["max_mhz"] = (
-            "the OS reports no maximum CPU frequency (common in virtual machines and containers)"
-        )
+        unavailable["max_mhz"] = "the OS reports no maximum CPU frequency (common in virtual machines and containers)"
     if current_mhz is None:
         unavailable.setdefault("current_mhz", "the OS reports no current CPU frequency")
 
@@ -179,5 +175,3 @@ def detect_memory() -> MemoryInfo:
     except Exception:  # noqa: BLE001
         swap = None
     return MemoryInfo(total_bytes=int(vm.total), available_bytes=int(vm.available), swap_total_bytes=swap)
-
-

@@ -138,7 +138,9 @@ def apply_probe(info: FrameworkInfo, result: dict[str, object]) -> None:
         info.probe_error = str(result["error"])
         return
     devices = result.get("devices") or []
-    info.devices = [str(d.get("name") if isinstance(d, dict) else d) for d in devices] if isinstance(devices, list) else []
+    info.devices = (
+        [str(d.get("name") if isinstance(d, dict) else d) for d in devices] if isinstance(devices, list) else []
+    )
     backends = result.get("backends")
     info.backends = {str(k): bool(v) for k, v in backends.items()} if isinstance(backends, dict) else {}
     info.sees_gpu = bool(result.get("sees_gpu"))

@@ -110,7 +110,9 @@ class _GpuReader:
         g.power_draw_w = power / 1000.0 if power is not None else None
         limit = self.take(
             "power_limit_w",
-            self.s.first(("nvmlDeviceGetEnforcedPowerLimit", (self.h,)), ("nvmlDeviceGetPowerManagementLimit", (self.h,))),
+            self.s.first(
+                ("nvmlDeviceGetEnforcedPowerLimit", (self.h,)), ("nvmlDeviceGetPowerManagementLimit", (self.h,))
+            ),
         )
         g.power_limit_w = limit / 1000.0 if limit is not None else None
         default = self.get("power_default_limit_w", "nvmlDeviceGetPowerManagementDefaultLimit")
@@ -162,8 +164,10 @@ class _GpuReader:
             out.shutdown_tlimit_c = int(shutdown) if shutdown is not None else None
             out.slowdown_tlimit_c = int(slowdown) if slowdown is not None else None
         for attr, which in (
-            ("shutdown_c", THRESHOLD_SHUTDOWN), ("slowdown_c", THRESHOLD_SLOWDOWN),
-            ("memory_max_c", THRESHOLD_MEM_MAX), ("gpu_max_c", THRESHOLD_GPU_MAX),
+            ("shutdown_c", THRESHOLD_SHUTDOWN),
+            ("slowdown_c", THRESHOLD_SLOWDOWN),
+            ("memory_max_c", THRESHOLD_MEM_MAX),
+            ("gpu_max_c", THRESHOLD_GPU_MAX),
         ):
             value = self.get(f"temperature_thresholds.{attr}", "nvmlDeviceGetTemperatureThreshold", which)
             setattr(out, attr, int(value) if value is not None else None)
@@ -212,7 +216,10 @@ class _GpuReader:
     def _processes(self) -> list[GpuProcess] | None:
         seen: dict[int, GpuProcess] = {}
         any_ok = False
-        for kind, fn in (("compute", "nvmlDeviceGetComputeRunningProcesses"), ("graphics", "nvmlDeviceGetGraphicsRunningProcesses")):
+        for kind, fn in (
+            ("compute", "nvmlDeviceGetComputeRunningProcesses"),
+            ("graphics", "nvmlDeviceGetGraphicsRunningProcesses"),
+        ):
             procs = self.get(f"processes.{kind}", fn)
             if procs is None:
                 continue
@@ -223,7 +230,13 @@ class _GpuReader:
                 # NVML reports "not available" (e.g. under WDDM or without permission) as a huge sentinel.
                 used_bytes = int(used) if isinstance(used, int) and used < (1 << 62) else None
                 if pid not in seen:
-                    seen[pid] = GpuProcess(pid=pid, name=_process_name(self.s, pid), used_memory_bytes=used_bytes, kind=kind, is_self=pid == os.getpid())
+                    seen[pid] = GpuProcess(
+                        pid=pid,
+                        name=_process_name(self.s, pid),
+                        used_memory_bytes=used_bytes,
+                        kind=kind,
+                        is_self=pid == os.getpid(),
+                    )
         if not any_ok:
             return None
         self.gpu.unavailable.pop("processes.compute", None)
@@ -364,7 +377,9 @@ class TelemetrySession:
 
             power = val("nvmlDeviceGetPowerUsage")
             limit = val("nvmlDeviceGetEnforcedPowerLimit")
-            mask = s.first(("nvmlDeviceGetCurrentClocksEventReasons", (h,)), ("nvmlDeviceGetCurrentClocksThrottleReasons", (h,)))
+            mask = s.first(
+                ("nvmlDeviceGetCurrentClocksEventReasons", (h,)), ("nvmlDeviceGetCurrentClocksThrottleReasons", (h,))
+            )
             util = val("nvmlDeviceGetUtilizationRates")
             mem = val("nvmlDeviceGetMemoryInfo")
             procs = val("nvmlDeviceGetComputeRunningProcesses")

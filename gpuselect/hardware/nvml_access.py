@@ -9,9 +9,10 @@ runs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -50,8 +51,7 @@ _REASONS: dict[int, str] = {
     ERROR_GPU_IS_LOST: "the GPU is lost: it stopped answering (fallen off the bus)",
     ERROR_RESET_REQUIRED: "the GPU needs a reset",
     ERROR_LIB_RM_VERSION_MISMATCH: (
-        "the NVML library and the loaded kernel driver have different versions "
-        "(driver updated without a reboot?)"
+        "the NVML library and the loaded kernel driver have different versions (driver updated without a reboot?)"
     ),
     ERROR_NO_DATA: "NVML has no data for it yet",
     ERROR_DEPRECATED: "this query is deprecated in the installed driver",

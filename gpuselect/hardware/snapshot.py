@@ -32,7 +32,7 @@ def _uuid_key(uuid: str | None) -> str | None:
     u = uuid.strip().lower()
     for prefix in ("gpu-", "mig-"):
         if u.startswith(prefix):
-            u = u[len(prefix):]
+            u = u[len(prefix) :]
     return u
 
 
@@ -99,7 +99,7 @@ def detect(
             if info.name == "torch" and isinstance(result.get("devices"), list):
                 gpus = merge_torch_devices(gpus, [d for d in result["devices"] if isinstance(d, dict)])
     return Snapshot(
-        taken_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        taken_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         host=socket.gethostname(),
         os=f"{platform.system()} {platform.release()}".strip(),
         python=platform.python_version(),

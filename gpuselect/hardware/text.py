@@ -61,10 +61,22 @@ def format_snapshot(s: Snapshot) -> str:
         if not fw.installed:
             lines.append(f"{fw.name}: not installed")
             continue
-        built = "CPU-only build" if fw.cpu_only_build else f"built for CUDA {fw.built_cuda}" if fw.built_cuda else f"built for ROCm {fw.built_rocm}" if fw.built_rocm else "build unknown"
+        built = (
+            "CPU-only build"
+            if fw.cpu_only_build
+            else f"built for CUDA {fw.built_cuda}"
+            if fw.built_cuda
+            else f"built for ROCm {fw.built_rocm}"
+            if fw.built_rocm
+            else "build unknown"
+        )
         seen = ""
         if fw.probed:
-            seen = f"; probe error: {fw.probe_error}" if fw.probe_error else f"; sees GPU: {'yes' if fw.sees_gpu else 'no'}"
+            seen = (
+                f"; probe error: {fw.probe_error}"
+                if fw.probe_error
+                else f"; sees GPU: {'yes' if fw.sees_gpu else 'no'}"
+            )
         lines.append(f"{fw.name} {fw.version}: {built}{seen}")
     if not s.gpus:
         lines.append("GPUs: none found")

@@ -35,14 +35,21 @@ def _unknown(rule: str, g: GpuInfo, what: str, reason: str | None) -> Finding:
 def rule_state(g: GpuInfo) -> Iterable[Finding]:
     if g.state == "lost":
         yield Finding(
-            "gpu.lost", Severity.CRITICAL, _dev(g), "GPU is lost: it stopped answering the driver",
+            "gpu.lost",
+            Severity.CRITICAL,
+            _dev(g),
+            "GPU is lost: it stopped answering the driver",
             g.unavailable.get("device") or g.unavailable.get("name") or "NVML reports the GPU as lost",
             remedy="save your work, then reset the GPU (nvidia-smi -r) or reboot; if it recurs, check seating, power and the kernel log for Xid 79",
-            value="lost", threshold="responding",
+            value="lost",
+            threshold="responding",
         )
     elif g.state == "error":
         yield Finding(
-            "gpu.error", Severity.CRITICAL, _dev(g), "GPU could not be opened",
+            "gpu.error",
+            Severity.CRITICAL,
+            _dev(g),
+            "GPU could not be opened",
             g.unavailable.get("device", "NVML could not open the device"),
             remedy="check the driver installation and the kernel log (dmesg) for NVIDIA Xid errors",
         )
@@ -55,8 +62,12 @@ def rule_temperature(g: GpuInfo) -> Iterable[Finding]:
     if g.temperature_c is None and (g.temperature_margin_c is None or th.slowdown_tlimit_c is None):
         yield _unknown(rule, g, "temperature", g.unavailable.get("temperature_c"))
         return
-    if g.temperature_c is None or (th.slowdown_c is None and th.shutdown_c is None and th.slowdown_tlimit_c is not None
-                                   and g.temperature_margin_c is not None):
+    if g.temperature_c is None or (
+        th.slowdown_c is None
+        and th.shutdown_c is None
+        and th.slowdown_tlimit_c is not None
+        and g.temperature_margin_c is not None
+    ):
         # Only relative readings (newer GPUs): headroom = margin now - margin at slowdown.
         assert g.temperature_margin_c is not None and th.slowdown_tlimit_c is not None
         headroom = g.temperature_margin_c - th.slowdown_tlimit_c
@@ -64,10 +75,16 @@ def rule_temperature(g: GpuInfo) -> Iterable[Finding]:
         crit, warn = 0.0, T.TEMP_WARN_MARGIN_BELOW_SLOWDOWN_C
         sev = Severity.CRITICAL if headroom <= crit else Severity.WARNING if headroom <= warn else Severity.OK
         yield Finding(
-            rule, sev, _dev(g), f"{headroom} °C below the slowdown point",
+            rule,
+            sev,
+            _dev(g),
+            f"{headroom} °C below the slowdown point",
             f"T.Limit margin {g.temperature_margin_c} °C; slowdown trips at margin {th.slowdown_tlimit_c} °C (card's own thresholds)",
-            remedy=None if sev is Severity.OK else remedy, value=value,
-            threshold=crit if sev is Severity.CRITICAL else warn, unit=unit, source=T.TEMP_SOURCE,
+            remedy=None if sev is Severity.OK else remedy,
+            value=value,
+            threshold=crit if sev is Severity.CRITICAL else warn,
+            unit=unit,
+            source=T.TEMP_SOURCE,
         )
         return
     t = g.temperature_c
@@ -83,11 +100,22 @@ def rule_temperature(g: GpuInfo) -> Iterable[Finding]:
         sev, title = Severity.WARNING, f"temperature {t} °C is within {crit - t:.0f} °C of slowdown ({crit:.0f} °C)"
     else:
         sev, title = Severity.OK, f"temperature {t} °C ({crit - t:.0f} °C below slowdown)"
-    detail = f"GPU core at {t} °C; slowdown {th.slowdown_c} °C, shutdown {th.shutdown_c} °C (card's own thresholds)" \
-        if th.slowdown_c is not None else f"GPU core at {t} °C; the card reports no thresholds, generic limits used"
+    detail = (
+        f"GPU core at {t} °C; slowdown {th.slowdown_c} °C, shutdown {th.shutdown_c} °C (card's own thresholds)"
+        if th.slowdown_c is not None
+        else f"GPU core at {t} °C; the card reports no thresholds, generic limits used"
+    )
     yield Finding(
-        rule, sev, _dev(g), title, detail, remedy=None if sev is Severity.OK else remedy,
-        value=t, threshold=crit if sev is Severity.CRITICAL else warn, unit="°C", source=source,
+        rule,
+        sev,
+        _dev(g),
+        title,
+        detail,
+        remedy=None if sev is Severity.OK else remedy,
+        value=t,
+        threshold=crit if sev is Severity.CRITICAL else warn,
+        unit="°C",
+        source=source,
     )
 
 
@@ -99,8 +127,16 @@ def rule_clock_events(g: GpuInfo) -> Iterable[Finding]:
     bad = [r for r in g.clock_event_reasons if r in T.CLOCK_EVENT_SEVERITY]
     if not bad:
         active = ", ".join(g.clock_event_reasons) or "none"
-        yield Finding(rule, Severity.OK, _dev(g), "no throttling", f"active clock-event reasons: {active}",
-                      value=active, threshold="no thermal or power slowdown", source=T.CLOCK_EVENT_SOURCE)
+        yield Finding(
+            rule,
+            Severity.OK,
+            _dev(g),
+            "no throttling",
+            f"active clock-event reasons: {active}",
+            value=active,
+            threshold="no thermal or power slowdown",
+            source=T.CLOCK_EVENT_SOURCE,
+        )
         return
     busy = (g.utilization.gpu_percent or 0) >= T.PCIE_LOAD_UTILIZATION_PERCENT
     for reason in bad:
@@ -109,9 +145,15 @@ def rule_clock_events(g: GpuInfo) -> Iterable[Finding]:
         if reason == "sw_power_cap" and not busy:
             sev = Severity.INFO  # a power cap at low load is harmless
         yield Finding(
-            f"{rule}.{reason}", sev, _dev(g), title,
+            f"{rule}.{reason}",
+            sev,
+            _dev(g),
+            title,
             f"NVML reports the active clock-event reason '{reason}' (SM clock {g.clocks.sm_mhz} of max {g.clocks.sm_max_mhz} MHz)",
-            remedy=remedy, value=reason, threshold="not active", source=T.CLOCK_EVENT_SOURCE,
+            remedy=remedy,
+            value=reason,
+            threshold="not active",
+            source=T.CLOCK_EVENT_SOURCE,
         )
 
 
@@ -125,23 +167,43 @@ def rule_power_limit(g: GpuInfo) -> Iterable[Finding]:
     if g.power_limit_w < floor:
         pct = 100 * g.power_limit_w / g.power_default_limit_w
         yield Finding(
-            rule, Severity.WARNING, _dev(g),
+            rule,
+            Severity.WARNING,
+            _dev(g),
             f"power limit lowered to {g.power_limit_w:.0f} W ({pct:.0f} % of the default {g.power_default_limit_w:.0f} W)",
             "a lower power cap makes the GPU clock down under sustained load, so training runs slower",
             remedy="raise it back with `sudo nvidia-smi -pl <watts>` if cooling and the power supply allow",
-            value=round(g.power_limit_w, 1), threshold=round(floor, 1), unit="W", source=T.POWER_SOURCE,
+            value=round(g.power_limit_w, 1),
+            threshold=round(floor, 1),
+            unit="W",
+            source=T.POWER_SOURCE,
         )
     else:
-        yield Finding(rule, Severity.OK, _dev(g), f"power limit {g.power_limit_w:.0f} W (default {g.power_default_limit_w:.0f} W)",
-                      "the enforced limit is at its default", value=round(g.power_limit_w, 1),
-                      threshold=round(floor, 1), unit="W", source=T.POWER_SOURCE)
+        yield Finding(
+            rule,
+            Severity.OK,
+            _dev(g),
+            f"power limit {g.power_limit_w:.0f} W (default {g.power_default_limit_w:.0f} W)",
+            "the enforced limit is at its default",
+            value=round(g.power_limit_w, 1),
+            threshold=round(floor, 1),
+            unit="W",
+            source=T.POWER_SOURCE,
+        )
 
 
 def rule_pcie(g: GpuInfo) -> Iterable[Finding]:
     rule = "gpu.pcie_link"
     p = g.pcie
     if p.generation is None or p.width is None or p.max_generation is None or p.max_width is None:
-        reason = next((g.unavailable[k] for k in ("pcie.generation", "pcie.width", "pcie.max_generation", "pcie.max_width") if k in g.unavailable), None)
+        reason = next(
+            (
+                g.unavailable[k]
+                for k in ("pcie.generation", "pcie.width", "pcie.max_generation", "pcie.max_width")
+                if k in g.unavailable
+            ),
+            None,
+        )
         yield _unknown(rule, g, "PCIe link", reason)
         return
     now, best = f"Gen{p.generation} x{p.width}", f"Gen{p.max_generation} x{p.max_width}"
@@ -150,25 +212,48 @@ def rule_pcie(g: GpuInfo) -> Iterable[Finding]:
     under_load = util is not None and util >= T.PCIE_LOAD_UTILIZATION_PERCENT
     if degraded and under_load:
         yield Finding(
-            rule, Severity.WARNING, _dev(g), f"PCIe link runs at {now} under load, below its maximum {best}",
+            rule,
+            Severity.WARNING,
+            _dev(g),
+            f"PCIe link runs at {now} under load, below its maximum {best}",
             f"at {util} % utilisation the link should run at full speed; host↔device copies are slower",
             remedy="reseat the card, use a full x16 slot wired to the CPU, check BIOS PCIe settings and riser cables",
-            value=now, threshold=best, source=T.PCIE_SOURCE,
+            value=now,
+            threshold=best,
+            source=T.PCIE_SOURCE,
         )
     elif degraded:
         yield Finding(
-            rule, Severity.INFO, _dev(g), f"PCIe link at {now} (max {best}) while idle",
+            rule,
+            Severity.INFO,
+            _dev(g),
+            f"PCIe link at {now} (max {best}) while idle",
             "links train down at idle to save power; judged only under load (run `gpuselect health` during a benchmark)",
-            value=now, threshold=best, source=T.PCIE_SOURCE,
+            value=now,
+            threshold=best,
+            source=T.PCIE_SOURCE,
         )
     else:
-        yield Finding(rule, Severity.OK, _dev(g), f"PCIe link {now}", "running at its maximum", value=now, threshold=best, source=T.PCIE_SOURCE)
+        yield Finding(
+            rule,
+            Severity.OK,
+            _dev(g),
+            f"PCIe link {now}",
+            "running at its maximum",
+            value=now,
+            threshold=best,
+            source=T.PCIE_SOURCE,
+        )
     if p.gpu_max_generation is not None and p.gpu_max_generation > p.max_generation:
         yield Finding(
-            "gpu.pcie_slot", Severity.INFO, _dev(g),
+            "gpu.pcie_slot",
+            Severity.INFO,
+            _dev(g),
             f"the GPU supports PCIe Gen{p.gpu_max_generation} but this system's link tops out at Gen{p.max_generation}",
             "the slot or platform limits host↔device bandwidth",
-            value=f"Gen{p.max_generation}", threshold=f"Gen{p.gpu_max_generation}", source="NVML max PCIe generation of GPU vs link",
+            value=f"Gen{p.max_generation}",
+            threshold=f"Gen{p.gpu_max_generation}",
+            source="NVML max PCIe generation of GPU vs link",
         )
 
 
@@ -177,24 +262,57 @@ def rule_ecc(g: GpuInfo) -> Iterable[Finding]:
     if e.enabled is None:
         return  # GeForce and many workstation cards have no ECC: nothing to judge
     if e.enabled is False:
-        yield Finding("gpu.ecc", Severity.INFO, _dev(g), "ECC is disabled", "memory errors would go undetected",
-                      remedy="enable it with `sudo nvidia-smi -e 1` and reboot, if you need error detection", value="disabled", threshold="enabled")
+        yield Finding(
+            "gpu.ecc",
+            Severity.INFO,
+            _dev(g),
+            "ECC is disabled",
+            "memory errors would go undetected",
+            remedy="enable it with `sudo nvidia-smi -e 1` and reboot, if you need error detection",
+            value="disabled",
+            threshold="enabled",
+        )
         return
     vol, agg = e.uncorrected_volatile, e.uncorrected_aggregate
     if vol is None and agg is None:
         yield _unknown("gpu.ecc", g, "ECC error counters", g.unavailable.get("ecc.uncorrected_volatile"))
     elif vol:
-        yield Finding("gpu.ecc", Severity.CRITICAL, _dev(g), f"{vol} uncorrectable ECC error(s) since the driver loaded",
-                      "uncorrectable memory errors corrupt or kill the running job",
-                      remedy="drain the GPU, reset it, run the vendor's memory diagnostics (dcgmi diag -r 3); RMA if errors recur",
-                      value=vol, threshold=T.ECC_UNCORRECTED_VOLATILE.critical, unit="errors", source=T.ECC_UNCORRECTED_VOLATILE.source)
+        yield Finding(
+            "gpu.ecc",
+            Severity.CRITICAL,
+            _dev(g),
+            f"{vol} uncorrectable ECC error(s) since the driver loaded",
+            "uncorrectable memory errors corrupt or kill the running job",
+            remedy="drain the GPU, reset it, run the vendor's memory diagnostics (dcgmi diag -r 3); RMA if errors recur",
+            value=vol,
+            threshold=T.ECC_UNCORRECTED_VOLATILE.critical,
+            unit="errors",
+            source=T.ECC_UNCORRECTED_VOLATILE.source,
+        )
     elif agg:
-        yield Finding("gpu.ecc", Severity.WARNING, _dev(g), f"{agg} uncorrectable ECC error(s) over the GPU's lifetime",
-                      "none since the driver loaded; the history is worth watching",
-                      remedy="watch the counter; check retired pages / remapped rows", value=agg, threshold=1, unit="errors",
-                      source=T.ECC_UNCORRECTED_VOLATILE.source)
+        yield Finding(
+            "gpu.ecc",
+            Severity.WARNING,
+            _dev(g),
+            f"{agg} uncorrectable ECC error(s) over the GPU's lifetime",
+            "none since the driver loaded; the history is worth watching",
+            remedy="watch the counter; check retired pages / remapped rows",
+            value=agg,
+            threshold=1,
+            unit="errors",
+            source=T.ECC_UNCORRECTED_VOLATILE.source,
+        )
     else:
-        yield Finding("gpu.ecc", Severity.OK, _dev(g), "no uncorrectable ECC errors", "ECC enabled, counters at zero", value=0, threshold=1, unit="errors")
+        yield Finding(
+            "gpu.ecc",
+            Severity.OK,
+            _dev(g),
+            "no uncorrectable ECC errors",
+            "ECC enabled, counters at zero",
+            value=0,
+            threshold=1,
+            unit="errors",
+        )
 
 
 def rule_retired_pages(g: GpuInfo) -> Iterable[Finding]:
@@ -204,14 +322,35 @@ def rule_retired_pages(g: GpuInfo) -> Iterable[Finding]:
     total = (e.retired_pages_single_bit or 0) + (e.retired_pages_double_bit or 0)
     th = T.RETIRED_PAGES
     sev = Severity.CRITICAL if total >= th.critical else Severity.WARNING if total >= th.warning else Severity.OK
-    remedy = None if sev is Severity.OK else "plan a replacement (RMA) — the memory is wearing out; retired pages reduce usable VRAM"
-    yield Finding("gpu.retired_pages", sev, _dev(g), f"{total} retired memory page(s)",
-                  f"{e.retired_pages_double_bit or 0} from double-bit errors, {e.retired_pages_single_bit or 0} from repeated single-bit errors",
-                  remedy=remedy, value=total, threshold=th.critical if sev is Severity.CRITICAL else th.warning, unit="pages", source=th.source)
+    remedy = (
+        None
+        if sev is Severity.OK
+        else "plan a replacement (RMA) — the memory is wearing out; retired pages reduce usable VRAM"
+    )
+    yield Finding(
+        "gpu.retired_pages",
+        sev,
+        _dev(g),
+        f"{total} retired memory page(s)",
+        f"{e.retired_pages_double_bit or 0} from double-bit errors, {e.retired_pages_single_bit or 0} from repeated single-bit errors",
+        remedy=remedy,
+        value=total,
+        threshold=th.critical if sev is Severity.CRITICAL else th.warning,
+        unit="pages",
+        source=th.source,
+    )
     if e.retired_pages_pending:
-        yield Finding("gpu.retired_pages_pending", Severity.WARNING, _dev(g), "page retirement pending",
-                      "pages are marked for retirement at the next driver reload", remedy="reset the GPU or reboot to retire them",
-                      value="pending", threshold="none pending", source=th.source)
+        yield Finding(
+            "gpu.retired_pages_pending",
+            Severity.WARNING,
+            _dev(g),
+            "page retirement pending",
+            "pages are marked for retirement at the next driver reload",
+            remedy="reset the GPU or reboot to retire them",
+            value="pending",
+            threshold="none pending",
+            source=th.source,
+        )
 
 
 def rule_row_remap(g: GpuInfo) -> Iterable[Finding]:
@@ -220,17 +359,40 @@ def rule_row_remap(g: GpuInfo) -> Iterable[Finding]:
         return
     source = "NVIDIA DCGM: any row-remap failure fails; pending remaps need a GPU reset"
     if e.remapped_rows_failure:
-        yield Finding("gpu.row_remap", Severity.CRITICAL, _dev(g), "row remapping failed",
-                      "the GPU ran out of spare memory rows to replace failing ones",
-                      remedy="take the GPU out of service and RMA it", value="failure", threshold="no failure", source=source)
+        yield Finding(
+            "gpu.row_remap",
+            Severity.CRITICAL,
+            _dev(g),
+            "row remapping failed",
+            "the GPU ran out of spare memory rows to replace failing ones",
+            remedy="take the GPU out of service and RMA it",
+            value="failure",
+            threshold="no failure",
+            source=source,
+        )
     elif e.remapped_rows_pending:
-        yield Finding("gpu.row_remap", Severity.WARNING, _dev(g), "row remap pending",
-                      f"{e.remapped_rows_uncorrectable or 0} row(s) remapped after uncorrectable errors; the remap applies at the next reset",
-                      remedy="reset the GPU (nvidia-smi -r) when idle", value="pending", threshold="none pending", source=source)
+        yield Finding(
+            "gpu.row_remap",
+            Severity.WARNING,
+            _dev(g),
+            "row remap pending",
+            f"{e.remapped_rows_uncorrectable or 0} row(s) remapped after uncorrectable errors; the remap applies at the next reset",
+            remedy="reset the GPU (nvidia-smi -r) when idle",
+            value="pending",
+            threshold="none pending",
+            source=source,
+        )
     else:
-        yield Finding("gpu.row_remap", Severity.OK, _dev(g), "no row-remap failure or pending remap",
-                      f"rows remapped so far: {e.remapped_rows_correctable or 0} correctable, {e.remapped_rows_uncorrectable or 0} uncorrectable",
-                      value=(e.remapped_rows_correctable or 0) + (e.remapped_rows_uncorrectable or 0), threshold="no failure", source=source)
+        yield Finding(
+            "gpu.row_remap",
+            Severity.OK,
+            _dev(g),
+            "no row-remap failure or pending remap",
+            f"rows remapped so far: {e.remapped_rows_correctable or 0} correctable, {e.remapped_rows_uncorrectable or 0} uncorrectable",
+            value=(e.remapped_rows_correctable or 0) + (e.remapped_rows_uncorrectable or 0),
+            threshold="no failure",
+            source=source,
+        )
 
 
 def rule_foreign_memory(g: GpuInfo) -> Iterable[Finding]:
@@ -240,9 +402,16 @@ def rule_foreign_memory(g: GpuInfo) -> Iterable[Finding]:
     if g.processes is None:
         used = g.memory_used_bytes or 0
         if used / g.memory_total_bytes >= T.UNATTRIBUTED_MEMORY_FRACTION:
-            yield Finding("gpu.memory_in_use", Severity.INFO, _dev(g), f"{used / GIB:.1f} GiB of VRAM in use",
-                          "the process list is unavailable (" + g.unavailable.get("processes.compute", "no permission") + ")",
-                          value=round(used / g.memory_total_bytes, 3), threshold=T.UNATTRIBUTED_MEMORY_FRACTION, unit="fraction of VRAM")
+            yield Finding(
+                "gpu.memory_in_use",
+                Severity.INFO,
+                _dev(g),
+                f"{used / GIB:.1f} GiB of VRAM in use",
+                "the process list is unavailable (" + g.unavailable.get("processes.compute", "no permission") + ")",
+                value=round(used / g.memory_total_bytes, 3),
+                threshold=T.UNATTRIBUTED_MEMORY_FRACTION,
+                unit="fraction of VRAM",
+            )
         return
     others = [p for p in g.processes if not p.is_self]
     held = sum(p.used_memory_bytes or 0 for p in others)
@@ -252,22 +421,53 @@ def rule_foreign_memory(g: GpuInfo) -> Iterable[Finding]:
         # Another job using the card is about availability, not a fault: a warning however much
         # it holds (the card itself is fine; it is just not free).
         most = " — most of the card is taken" if frac >= th.critical else ""
-        yield Finding("gpu.memory_held_by_others", Severity.WARNING, _dev(g),
-                      f"in use by another job: {held / GIB:.1f} GiB of VRAM ({100 * frac:.0f} %) held by other processes{most}",
-                      f"held by: {who}. The GPU is busy, not faulty.",
-                      remedy="wait for that job, ask its owner, or pick another GPU; otherwise your batch size must shrink",
-                      value=round(frac, 3), threshold=th.warning, unit="fraction of VRAM", source=th.source)
+        yield Finding(
+            "gpu.memory_held_by_others",
+            Severity.WARNING,
+            _dev(g),
+            f"in use by another job: {held / GIB:.1f} GiB of VRAM ({100 * frac:.0f} %) held by other processes{most}",
+            f"held by: {who}. The GPU is busy, not faulty.",
+            remedy="wait for that job, ask its owner, or pick another GPU; otherwise your batch size must shrink",
+            value=round(frac, 3),
+            threshold=th.warning,
+            unit="fraction of VRAM",
+            source=th.source,
+        )
     elif others:
-        yield Finding("gpu.memory_held_by_others", Severity.INFO, _dev(g), f"{len(others)} other process(es) use this GPU",
-                      f"held by: {who}", value=round(frac, 3), threshold=th.warning, unit="fraction of VRAM", source=th.source)
+        yield Finding(
+            "gpu.memory_held_by_others",
+            Severity.INFO,
+            _dev(g),
+            f"{len(others)} other process(es) use this GPU",
+            f"held by: {who}",
+            value=round(frac, 3),
+            threshold=th.warning,
+            unit="fraction of VRAM",
+            source=th.source,
+        )
     else:
-        yield Finding("gpu.memory_held_by_others", Severity.OK, _dev(g), "no other process holds GPU memory", "the GPU is free",
-                      value=0.0, threshold=th.warning, unit="fraction of VRAM", source=th.source)
+        yield Finding(
+            "gpu.memory_held_by_others",
+            Severity.OK,
+            _dev(g),
+            "no other process holds GPU memory",
+            "the GPU is free",
+            value=0.0,
+            threshold=th.warning,
+            unit="fraction of VRAM",
+            source=th.source,
+        )
 
 
 GPU_RULES: tuple[Callable[[GpuInfo], Iterable[Finding]], ...] = (
-    rule_temperature, rule_clock_events, rule_power_limit, rule_pcie, rule_ecc, rule_retired_pages,
-    rule_row_remap, rule_foreign_memory,
+    rule_temperature,
+    rule_clock_events,
+    rule_power_limit,
+    rule_pcie,
+    rule_ecc,
+    rule_retired_pages,
+    rule_row_remap,
+    rule_foreign_memory,
 )
 
 
@@ -279,28 +479,55 @@ def rule_no_gpu(s: Snapshot) -> Iterable[Finding]:
         return
     why = s.nvml.error or "no GPU backend found a device"
     yield Finding(
-        "system.no_gpu", Severity.INFO, "system", "no GPU found: training runs on the CPU",
+        "system.no_gpu",
+        Severity.INFO,
+        "system",
+        "no GPU found: training runs on the CPU",
         f"NVML: {why}. Small networks with small batches train fine on a fast CPU; large models and "
         "batches need a GPU (typically 10-30× faster).",
         remedy="run `gpuselect estimate` to see whether your workload needs a GPU at all",
-        value=0, threshold=1, unit="GPUs",
+        value=0,
+        threshold=1,
+        unit="GPUs",
     )
 
 
 def rule_nvml(s: Snapshot) -> Iterable[Finding]:
     code = s.nvml.error_code
     if code == ERROR_LIB_RM_VERSION_MISMATCH:
-        yield Finding("nvml.driver_mismatch", Severity.CRITICAL, "system", "NVIDIA driver/library version mismatch",
-                      s.nvml.error or "", remedy="reboot (the driver was updated but the old kernel module is still loaded), or reinstall one driver version",
-                      value="mismatch", threshold="matching versions", source="NVML_ERROR_LIB_RM_VERSION_MISMATCH")
+        yield Finding(
+            "nvml.driver_mismatch",
+            Severity.CRITICAL,
+            "system",
+            "NVIDIA driver/library version mismatch",
+            s.nvml.error or "",
+            remedy="reboot (the driver was updated but the old kernel module is still loaded), or reinstall one driver version",
+            value="mismatch",
+            threshold="matching versions",
+            source="NVML_ERROR_LIB_RM_VERSION_MISMATCH",
+        )
     elif code == ERROR_DRIVER_NOT_LOADED:
-        yield Finding("nvml.driver_not_loaded", Severity.WARNING, "system", "NVIDIA driver installed but not loaded",
-                      s.nvml.error or "", remedy="load it (sudo modprobe nvidia) or check Secure Boot / dmesg for why it failed",
-                      value="not loaded", threshold="loaded")
+        yield Finding(
+            "nvml.driver_not_loaded",
+            Severity.WARNING,
+            "system",
+            "NVIDIA driver installed but not loaded",
+            s.nvml.error or "",
+            remedy="load it (sudo modprobe nvidia) or check Secure Boot / dmesg for why it failed",
+            value="not loaded",
+            threshold="loaded",
+        )
     elif code == ERROR_NO_PERMISSION:
-        yield Finding("nvml.no_permission", Severity.WARNING, "system", "no permission to query the NVIDIA driver",
-                      s.nvml.error or "", remedy="add your user to the group owning /dev/nvidia* (often 'video') or check container device mounts",
-                      value="denied", threshold="allowed")
+        yield Finding(
+            "nvml.no_permission",
+            Severity.WARNING,
+            "system",
+            "no permission to query the NVIDIA driver",
+            s.nvml.error or "",
+            remedy="add your user to the group owning /dev/nvidia* (often 'video') or check container device mounts",
+            value="denied",
+            threshold="allowed",
+        )
     elif s.nvml.available and s.nvml.error:
         yield Finding("nvml.error", Severity.WARNING, "system", "NVML works only partly", s.nvml.error)
 
@@ -323,38 +550,75 @@ def _framework_rules(s: Snapshot, fw: FrameworkInfo) -> Iterable[Finding]:
     nvidia = [g for g in s.gpus if g.vendor == "NVIDIA" and g.source == "nvml"]
     dev = f"{fw.name} {fw.version or ''}".strip()
     if nvidia and fw.cpu_only_build:
-        yield Finding(f"framework.{fw.name}.cpu_only", Severity.WARNING, dev,
-                      f"{fw.name} is a CPU-only build on a machine with an NVIDIA GPU",
-                      f"{fw.name} {fw.version} was built without CUDA, so it will never use the GPU",
-                      remedy=f"reinstall {fw.name} with CUDA support (for torch: `pip install torch --index-url https://download.pytorch.org/whl/cu128` or the CUDA version your driver supports)",
-                      value="cpu-only", threshold="CUDA build")
+        yield Finding(
+            f"framework.{fw.name}.cpu_only",
+            Severity.WARNING,
+            dev,
+            f"{fw.name} is a CPU-only build on a machine with an NVIDIA GPU",
+            f"{fw.name} {fw.version} was built without CUDA, so it will never use the GPU",
+            remedy=f"reinstall {fw.name} with CUDA support (for torch: `pip install torch --index-url https://download.pytorch.org/whl/cu128` or the CUDA version your driver supports)",
+            value="cpu-only",
+            threshold="CUDA build",
+        )
     built, driver = _version_tuple(fw.built_cuda), _version_tuple(s.nvml.cuda_driver_version)
     if nvidia and built and driver:
         if built[0] > driver[0]:
-            yield Finding(f"framework.{fw.name}.cuda_too_new", Severity.CRITICAL, dev,
-                          f"{fw.name} needs CUDA {fw.built_cuda} but the driver supports only CUDA {s.nvml.cuda_driver_version}",
-                          f"a CUDA {built[0]}.x build cannot run on a driver for CUDA {driver[0]}.x: {fw.name} will not see the GPU",
-                          remedy=f"update the NVIDIA driver, or install a {fw.name} build for CUDA {s.nvml.cuda_driver_version} or older",
-                          value=fw.built_cuda, threshold=s.nvml.cuda_driver_version, source=T.CUDA_COMPAT_SOURCE)
+            yield Finding(
+                f"framework.{fw.name}.cuda_too_new",
+                Severity.CRITICAL,
+                dev,
+                f"{fw.name} needs CUDA {fw.built_cuda} but the driver supports only CUDA {s.nvml.cuda_driver_version}",
+                f"a CUDA {built[0]}.x build cannot run on a driver for CUDA {driver[0]}.x: {fw.name} will not see the GPU",
+                remedy=f"update the NVIDIA driver, or install a {fw.name} build for CUDA {s.nvml.cuda_driver_version} or older",
+                value=fw.built_cuda,
+                threshold=s.nvml.cuda_driver_version,
+                source=T.CUDA_COMPAT_SOURCE,
+            )
         elif built[:2] > driver[:2]:
-            yield Finding(f"framework.{fw.name}.cuda_minor_newer", Severity.INFO, dev,
-                          f"{fw.name} was built for CUDA {fw.built_cuda}, newer than the driver's {s.nvml.cuda_driver_version}",
-                          "minor-version compatibility lets it run, but some features (PTX JIT of newer code) may fail",
-                          remedy="update the driver when convenient", value=fw.built_cuda, threshold=s.nvml.cuda_driver_version,
-                          source=T.CUDA_COMPAT_SOURCE)
+            yield Finding(
+                f"framework.{fw.name}.cuda_minor_newer",
+                Severity.INFO,
+                dev,
+                f"{fw.name} was built for CUDA {fw.built_cuda}, newer than the driver's {s.nvml.cuda_driver_version}",
+                "minor-version compatibility lets it run, but some features (PTX JIT of newer code) may fail",
+                remedy="update the driver when convenient",
+                value=fw.built_cuda,
+                threshold=s.nvml.cuda_driver_version,
+                source=T.CUDA_COMPAT_SOURCE,
+            )
     if fw.probed and s.gpus:
         if fw.probe_error:
-            yield Finding(f"framework.{fw.name}.probe_failed", Severity.WARNING, dev, f"{fw.name} failed to start",
-                          fw.probe_error, remedy=f"reinstall {fw.name}; run `python -c 'import {fw.name}'` to see the full error")
+            yield Finding(
+                f"framework.{fw.name}.probe_failed",
+                Severity.WARNING,
+                dev,
+                f"{fw.name} failed to start",
+                fw.probe_error,
+                remedy=f"reinstall {fw.name}; run `python -c 'import {fw.name}'` to see the full error",
+            )
         elif fw.sees_gpu is False:
-            yield Finding(f"framework.{fw.name}.no_gpu", Severity.CRITICAL, dev,
-                          f"the GPU is there but {fw.name} does not see it",
-                          f"{len(s.gpus)} GPU(s) detected by the driver; {fw.name} reports none",
-                          remedy=f"check the {fw.name} build (CUDA vs CPU), the driver version, and CUDA_VISIBLE_DEVICES",
-                          value=0, threshold=len(s.gpus), unit="GPUs")
+            yield Finding(
+                f"framework.{fw.name}.no_gpu",
+                Severity.CRITICAL,
+                dev,
+                f"the GPU is there but {fw.name} does not see it",
+                f"{len(s.gpus)} GPU(s) detected by the driver; {fw.name} reports none",
+                remedy=f"check the {fw.name} build (CUDA vs CPU), the driver version, and CUDA_VISIBLE_DEVICES",
+                value=0,
+                threshold=len(s.gpus),
+                unit="GPUs",
+            )
         elif fw.sees_gpu:
-            yield Finding(f"framework.{fw.name}.sees_gpu", Severity.OK, dev, f"{fw.name} sees the GPU",
-                          "devices: " + ", ".join(fw.devices), value=len(fw.devices), threshold=1, unit="GPUs")
+            yield Finding(
+                f"framework.{fw.name}.sees_gpu",
+                Severity.OK,
+                dev,
+                f"{fw.name} sees the GPU",
+                "devices: " + ", ".join(fw.devices),
+                value=len(fw.devices),
+                threshold=1,
+                unit="GPUs",
+            )
 
 
 def rule_frameworks(s: Snapshot) -> Iterable[Finding]:
@@ -374,11 +638,18 @@ def rule_ram(s: Snapshot) -> Iterable[Finding]:
         sev, title = Severity.INFO, "system RAM is less than twice the GPUs' memory"
     else:
         sev, title = Severity.OK, "system RAM is ample for the GPUs' memory"
-    yield Finding("system.ram_vs_vram", sev, "system", title,
-                  f"{s.memory.total_bytes / GIB:.0f} GiB RAM for {vram / GIB:.0f} GiB of VRAM ({ratio:.1f}×)",
-                  remedy=None if sev is Severity.OK else "add RAM: data loading, pinned buffers and checkpoints need host memory",
-                  value=round(ratio, 2), threshold=th.warning if sev is Severity.WARNING else T.RAM_TO_VRAM_COMFORTABLE,
-                  unit="× total VRAM", source=th.source)
+    yield Finding(
+        "system.ram_vs_vram",
+        sev,
+        "system",
+        title,
+        f"{s.memory.total_bytes / GIB:.0f} GiB RAM for {vram / GIB:.0f} GiB of VRAM ({ratio:.1f}×)",
+        remedy=None if sev is Severity.OK else "add RAM: data loading, pinned buffers and checkpoints need host memory",
+        value=round(ratio, 2),
+        threshold=th.warning if sev is Severity.WARNING else T.RAM_TO_VRAM_COMFORTABLE,
+        unit="× total VRAM",
+        source=th.source,
+    )
 
 
 SYSTEM_RULES: tuple[Callable[[Snapshot], Iterable[Finding]], ...] = (rule_no_gpu, rule_nvml, rule_frameworks, rule_ram)

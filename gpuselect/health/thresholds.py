@@ -16,22 +16,30 @@ class Threshold:
 #: Temperature margins below the card's own slowdown threshold (from NVML). The card's
 #: thresholds are the authority; the margin only gives early warning.
 TEMP_WARN_MARGIN_BELOW_SLOWDOWN_C = 10.0
-TEMP_SOURCE = "the card's own slowdown/shutdown thresholds reported by NVML (nvmlDeviceGetTemperatureThreshold / field values)"
+TEMP_SOURCE = (
+    "the card's own slowdown/shutdown thresholds reported by NVML (nvmlDeviceGetTemperatureThreshold / field values)"
+)
 #: When the card reports no thresholds: typical GPU maximum operating temperatures (NVIDIA
 #: GeForce spec pages list 83-93 °C maximum GPU temperature for recent desktop cards).
 TEMP_FALLBACK = Threshold(
-    warning=83.0, critical=93.0, unit="°C",
+    warning=83.0,
+    critical=93.0,
+    unit="°C",
     source="generic: NVIDIA GeForce spec pages list 83-93 °C maximum GPU temperature",
 )
 
 #: Retired pages (double-bit + multiple single-bit): DCGM's limits.
 RETIRED_PAGES = Threshold(
-    warning=15, critical=63, unit="pages",
+    warning=15,
+    critical=63,
+    unit="pages",
     source="NVIDIA DCGM diagnostics: retired pages warn at 15 and fail at 63",
 )
 #: Uncorrectable ECC errors since the driver loaded: any is serious.
 ECC_UNCORRECTED_VOLATILE = Threshold(
-    warning=1, critical=1, unit="errors",
+    warning=1,
+    critical=1,
+    unit="errors",
     source="NVIDIA DCGM / GPU memory error management: uncorrectable (double-bit) errors kill the running job",
 )
 
@@ -45,16 +53,20 @@ PCIE_SOURCE = "NVIDIA DCGM: PCIe link speed and width drop when idle, so they ar
 
 #: Memory on a GPU held by other processes, as a fraction of its VRAM.
 FOREIGN_MEMORY = Threshold(
-    warning=0.10, critical=0.50, unit="fraction of VRAM",
+    warning=0.10,
+    critical=0.50,
+    unit="fraction of VRAM",
     source="gpuselect: >10 % of VRAM held by others shrinks the batch you can train; >50 % halves it "
-           "(both a warning about availability: the card is busy, not faulty)",
+    "(both a warning about availability: the card is busy, not faulty)",
 )
 #: Memory in use with no process visible (other containers, MPS, permission) — informational.
 UNATTRIBUTED_MEMORY_FRACTION = 0.10
 
 #: System RAM relative to total GPU memory.
 RAM_TO_VRAM = Threshold(
-    warning=1.0, critical=0.0, unit="× total VRAM",
+    warning=1.0,
+    critical=0.0,
+    unit="× total VRAM",
     source=(
         "common practice (e.g. Tim Dettmers' GPU guide): at least as much RAM as GPU memory, "
         "better twice, for data loading, pinned buffers and checkpoints"
@@ -67,23 +79,28 @@ RAM_TO_VRAM_COMFORTABLE = 2.0
 CLOCK_EVENT_SEVERITY: dict[str, tuple[str, str, str]] = {
     # reason: (severity, title, remedy)
     "hw_thermal_slowdown": (
-        "critical", "hardware thermal slowdown: clocks cut hard because the GPU is too hot",
+        "critical",
+        "hardware thermal slowdown: clocks cut hard because the GPU is too hot",
         "improve cooling: check fans, airflow, dust and ambient temperature",
     ),
     "hw_power_brake_slowdown": (
-        "critical", "hardware power brake: the board's external power brake is asserted",
+        "critical",
+        "hardware power brake: the board's external power brake is asserted",
         "check the power supply and cables (the PSU or chassis asserted the brake)",
     ),
     "hw_slowdown": (
-        "warning", "hardware slowdown: clocks reduced by ≥2× (temperature or power)",
+        "warning",
+        "hardware slowdown: clocks reduced by ≥2× (temperature or power)",
         "check cooling and power delivery; see the thermal and power findings",
     ),
     "sw_thermal_slowdown": (
-        "warning", "software thermal slowdown: the driver lowers clocks to stay under its temperature target",
+        "warning",
+        "software thermal slowdown: the driver lowers clocks to stay under its temperature target",
         "improve cooling so the GPU stays below its target temperature",
     ),
     "sw_power_cap": (
-        "warning", "software power cap: clocks limited to stay within the power limit",
+        "warning",
+        "software power cap: clocks limited to stay within the power limit",
         "expected under heavy load; if the limit was lowered, raise it (nvidia-smi -pl) or accept slower training",
     ),
 }

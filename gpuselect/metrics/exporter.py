@@ -19,8 +19,14 @@ from gpuselect.metrics.families import Family
 class CachedCollector:
     """Collect at most every ``max_age_s``, wait at most ``scrape_timeout_s``, keep the last good."""
 
-    def __init__(self, collect: Callable[[], list[Family]], *, max_age_s: float = 10.0, scrape_timeout_s: float = 5.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        collect: Callable[[], list[Family]],
+        *,
+        max_age_s: float = 10.0,
+        scrape_timeout_s: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._collect, self.max_age_s, self.scrape_timeout_s, self._clock = collect, max_age_s, scrape_timeout_s, clock
         self._lock = threading.Lock()
         self._good: list[Family] | None = None
@@ -66,12 +72,31 @@ class CachedCollector:
             age = None if self._good_at is None else self._clock() - self._good_at
             ok = self._last_ok and not timed_out
             meta = [
-                Family("gpuselect_exporter_collect_success", "gauge",
-                       "1 when this scrape's data was collected in time, 0 when it is older data (a slow or failed collection)."),
-                Family("gpuselect_exporter_data_age_seconds", "gauge", "Age of the data served (seconds since it was collected)."),
-                Family("gpuselect_exporter_collect_duration_seconds", "gauge", "How long the last finished collection took."),
-                Family("gpuselect_exporter_collect_failures", "gauge", "Collections that failed since the exporter started."),
-                Family("gpuselect_exporter_scrape_timeouts", "gauge", "Scrapes answered with older data because collection ran past the time bound."),
+                Family(
+                    "gpuselect_exporter_collect_success",
+                    "gauge",
+                    "1 when this scrape's data was collected in time, 0 when it is older data (a slow or failed collection).",
+                ),
+                Family(
+                    "gpuselect_exporter_data_age_seconds",
+                    "gauge",
+                    "Age of the data served (seconds since it was collected).",
+                ),
+                Family(
+                    "gpuselect_exporter_collect_duration_seconds",
+                    "gauge",
+                    "How long the last finished collection took.",
+                ),
+                Family(
+                    "gpuselect_exporter_collect_failures",
+                    "gauge",
+                    "Collections that failed since the exporter started.",
+                ),
+                Family(
+                    "gpuselect_exporter_scrape_timeouts",
+                    "gauge",
+                    "Scrapes answered with older data because collection ran past the time bound.",
+                ),
             ]
             meta[0].add({}, 1 if ok else 0)
             meta[1].add({}, age)
@@ -118,7 +143,9 @@ def serve(source: CachedCollector, port: int, bind: str = "127.0.0.1") -> Any:
     return server
 
 
-def machine_collector(*, nvml: Any | None = None, bench_devices: list[dict[str, Any]] | None = None) -> Callable[[], list[Family]]:
+def machine_collector(
+    *, nvml: Any | None = None, bench_devices: list[dict[str, Any]] | None = None
+) -> Callable[[], list[Family]]:
     """Detect + health (+ a saved benchmark's figures) each time it is called."""
 
     def collect() -> list[Family]:

@@ -37,8 +37,13 @@ class Family:
 
 
 def _gpu_labels(g: Any, host: str) -> dict[str, str]:
-    labels = {"gpu": str(g.index), "UUID": g.uuid or "", "device": f"nvidia{g.index}" if g.vendor == "NVIDIA" else f"gpu{g.index}",
-              "modelName": g.name or "", "Hostname": host}
+    labels = {
+        "gpu": str(g.index),
+        "UUID": g.uuid or "",
+        "device": f"nvidia{g.index}" if g.vendor == "NVIDIA" else f"gpu{g.index}",
+        "modelName": g.name or "",
+        "Hostname": host,
+    }
     if g.pci_bus_id:
         labels["pci_bus_id"] = g.pci_bus_id
     return labels
@@ -51,27 +56,71 @@ _GPU_FIELDS: tuple[tuple[str, str, Any], ...] = (
     ("DCGM_FI_DEV_POWER_MGMT_LIMIT", "Enforced power limit (in W).", lambda g: g.power_limit_w),
     ("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", lambda g: g.utilization.gpu_percent),
     ("DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", lambda g: g.utilization.memory_percent),
-    ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).",
-     lambda g: None if g.memory_used_bytes is None else g.memory_used_bytes / MIB),
-    ("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).",
-     lambda g: None if g.memory_used_bytes is None or g.memory_total_bytes is None else (g.memory_total_bytes - g.memory_used_bytes) / MIB),
+    (
+        "DCGM_FI_DEV_FB_USED",
+        "Framebuffer memory used (in MiB).",
+        lambda g: None if g.memory_used_bytes is None else g.memory_used_bytes / MIB,
+    ),
+    (
+        "DCGM_FI_DEV_FB_FREE",
+        "Framebuffer memory free (in MiB).",
+        lambda g: (
+            None
+            if g.memory_used_bytes is None or g.memory_total_bytes is None
+            else (g.memory_total_bytes - g.memory_used_bytes) / MIB
+        ),
+    ),
     ("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", lambda g: g.clocks.sm_mhz),
     ("DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", lambda g: g.clocks.memory_mhz),
     ("DCGM_FI_DEV_FAN_SPEED", "Fan speed (in %).", lambda g: g.fan_percent),
     ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "Total number of PCIe retries.", lambda g: g.pcie.replay_counter),
     ("DCGM_FI_DEV_PCIE_LINK_GEN", "PCIe link generation now.", lambda g: g.pcie.generation),
     ("DCGM_FI_DEV_PCIE_LINK_WIDTH", "PCIe link width (lanes) now.", lambda g: g.pcie.width),
-    ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "Total number of single-bit volatile ECC errors.", lambda g: g.ecc.corrected_volatile),
-    ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Total number of double-bit volatile ECC errors.", lambda g: g.ecc.uncorrected_volatile),
-    ("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "Total number of double-bit persistent ECC errors.", lambda g: g.ecc.uncorrected_aggregate),
-    ("DCGM_FI_DEV_RETIRED_SBE", "Total number of retired pages due to single-bit errors.", lambda g: g.ecc.retired_pages_single_bit),
-    ("DCGM_FI_DEV_RETIRED_DBE", "Total number of retired pages due to double-bit errors.", lambda g: g.ecc.retired_pages_double_bit),
-    ("DCGM_FI_DEV_RETIRED_PENDING", "Total number of pages pending retirement.",
-     lambda g: None if g.ecc.retired_pages_pending is None else int(g.ecc.retired_pages_pending)),
-    ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for correctable errors.", lambda g: g.ecc.remapped_rows_correctable),
-    ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for uncorrectable errors.", lambda g: g.ecc.remapped_rows_uncorrectable),
-    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "Whether remapping of rows has failed.",
-     lambda g: None if g.ecc.remapped_rows_failure is None else int(g.ecc.remapped_rows_failure)),
+    (
+        "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+        "Total number of single-bit volatile ECC errors.",
+        lambda g: g.ecc.corrected_volatile,
+    ),
+    (
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+        "Total number of double-bit volatile ECC errors.",
+        lambda g: g.ecc.uncorrected_volatile,
+    ),
+    (
+        "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+        "Total number of double-bit persistent ECC errors.",
+        lambda g: g.ecc.uncorrected_aggregate,
+    ),
+    (
+        "DCGM_FI_DEV_RETIRED_SBE",
+        "Total number of retired pages due to single-bit errors.",
+        lambda g: g.ecc.retired_pages_single_bit,
+    ),
+    (
+        "DCGM_FI_DEV_RETIRED_DBE",
+        "Total number of retired pages due to double-bit errors.",
+        lambda g: g.ecc.retired_pages_double_bit,
+    ),
+    (
+        "DCGM_FI_DEV_RETIRED_PENDING",
+        "Total number of pages pending retirement.",
+        lambda g: None if g.ecc.retired_pages_pending is None else int(g.ecc.retired_pages_pending),
+    ),
+    (
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+        "Number of remapped rows for correctable errors.",
+        lambda g: g.ecc.remapped_rows_correctable,
+    ),
+    (
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        "Number of remapped rows for uncorrectable errors.",
+        lambda g: g.ecc.remapped_rows_uncorrectable,
+    ),
+    (
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        "Whether remapping of rows has failed.",
+        lambda g: None if g.ecc.remapped_rows_failure is None else int(g.ecc.remapped_rows_failure),
+    ),
 )
 
 
@@ -79,7 +128,9 @@ def gpu_families(snapshot: Any) -> list[Family]:
     """Every GPU reading the snapshot has, one family per field (absent readings: no sample)."""
     host = snapshot.host
     fams = [Family(name, "gauge", help_) for name, help_, _ in _GPU_FIELDS]
-    info = Family("gpuselect_gpu_info", "gauge", "1 per GPU detected; its state (ok, lost, error) and backend as labels.")
+    info = Family(
+        "gpuselect_gpu_info", "gauge", "1 per GPU detected; its state (ok, lost, error) and backend as labels."
+    )
     mem_total = Family("gpuselect_gpu_memory_total_bytes", "gauge", "GPU memory in total (bytes).")
     for g in snapshot.gpus:
         labels = _gpu_labels(g, host)
@@ -102,27 +153,49 @@ def health_families(report: Any, host: str) -> list[Family]:
     counts = Family("gpuselect_health_findings", "gauge", "Health findings on this machine, by severity.")
     for sev in SEVERITIES:
         counts.add({"severity": sev, "Hostname": host}, report.counts.get(sev, 0))
-    worst = Family("gpuselect_health_worst_severity", "gauge",
-                   "Worst health severity: 0 ok, 1 info, 2 unknown (not checkable), 3 warning, 4 critical.")
+    worst = Family(
+        "gpuselect_health_worst_severity",
+        "gauge",
+        "Worst health severity: 0 ok, 1 info, 2 unknown (not checkable), 3 warning, 4 critical.",
+    )
     worst.add({"Hostname": host}, SEVERITY_VALUE[report.worst.value])
-    status = Family("gpuselect_health_exit_code", "gauge", "What `gpuselect health` would exit with: 0 fine, 1 warnings, 3 critical.")
+    status = Family(
+        "gpuselect_health_exit_code",
+        "gauge",
+        "What `gpuselect health` would exit with: 0 fine, 1 warnings, 3 critical.",
+    )
     status.add({"Hostname": host}, report.exit_code)
-    each = Family("gpuselect_health_finding", "gauge",
-                  "One per finding that is not ok; the value is its severity on the worst-severity scale.")
+    each = Family(
+        "gpuselect_health_finding",
+        "gauge",
+        "One per finding that is not ok; the value is its severity on the worst-severity scale.",
+    )
     for f in report.findings:
         if f.severity.value == "ok":
             continue
-        each.add({"rule": f.id, "device": f.device or "", "severity": f.severity.value, "title": f.title[:200], "Hostname": host},
-                 SEVERITY_VALUE[f.severity.value])
+        each.add(
+            {
+                "rule": f.id,
+                "device": f.device or "",
+                "severity": f.severity.value,
+                "title": f.title[:200],
+                "Hostname": host,
+            },
+            SEVERITY_VALUE[f.severity.value],
+        )
     return [counts, worst, status, each]
 
 
 def bench_families(devices: Iterable[dict[str, Any]], host: str) -> list[Family]:
     """A saved benchmark's figures (``gpuselect bench --format json``'s devices) and spec ratios."""
     mm = Family("gpuselect_bench_matmul_tflops", "gauge", "Measured matmul rate by precision (TFLOP/s).")
-    bw = Family("gpuselect_bench_memory_bandwidth_gbs", "gauge", "Measured device memory bandwidth, read + write (GB/s).")
+    bw = Family(
+        "gpuselect_bench_memory_bandwidth_gbs", "gauge", "Measured device memory bandwidth, read + write (GB/s)."
+    )
     h2d = Family("gpuselect_bench_host_to_device_gbs", "gauge", "Measured pinned host-to-device copy rate (GB/s).")
-    ratio = Family("gpuselect_bench_spec_ratio", "gauge", "Measured / the catalog's spec figure, by figure (1.0 = the spec).")
+    ratio = Family(
+        "gpuselect_bench_spec_ratio", "gauge", "Measured / the catalog's spec figure, by figure (1.0 = the spec)."
+    )
     for d in devices:
         labels = {"device": str(d.get("device")), "name": str(d.get("name") or ""), "Hostname": host}
         for prec, v in (d.get("matmul_tflops") or {}).items():
@@ -166,4 +239,6 @@ def render(families: Iterable[Family]) -> str:
 
 
 def machine_families(snapshot: Any, health: Any, bench_devices: Iterable[dict[str, Any]] = ()) -> list[Family]:
-    return gpu_families(snapshot) + health_families(health, snapshot.host) + bench_families(bench_devices, snapshot.host)
+    return (
+        gpu_families(snapshot) + health_families(health, snapshot.host) + bench_families(bench_devices, snapshot.host)
+    )

@@ -79,8 +79,10 @@ def _fmt(v: Any, unit: str = "", digits: int = 1) -> str:
 def _machine_section(snap: Any, redact: bool) -> Section:
     cpu, mem = snap.cpu, snap.memory
     s = Section("This machine")
-    s.lines.append(f"CPU: {cpu.model or 'unknown'} ({cpu.architecture}), {cpu.physical_cores} cores / {cpu.logical_cores} threads, "
-                   f"ISA: {', '.join(cpu.features) or 'none found'}.")
+    s.lines.append(
+        f"CPU: {cpu.model or 'unknown'} ({cpu.architecture}), {cpu.physical_cores} cores / {cpu.logical_cores} threads, "
+        f"ISA: {', '.join(cpu.features) or 'none found'}."
+    )
     s.lines.append(f"RAM: {mem.total_bytes / 1024**3:.1f} GiB. Python {snap.python}.")
     if snap.nvml.available:
         s.lines.append(f"NVIDIA driver {snap.nvml.driver_version}, CUDA {snap.nvml.cuda_driver_version}.")
@@ -88,19 +90,27 @@ def _machine_section(snap: Any, redact: bool) -> Section:
         s.lines.append(f"NVIDIA driver: not available ({snap.nvml.error}).")
     for fw in snap.frameworks:
         if fw.installed:
-            built = "CPU-only build" if fw.cpu_only_build else f"built for CUDA {fw.built_cuda}" if fw.built_cuda else "build unknown"
+            built = (
+                "CPU-only build"
+                if fw.cpu_only_build
+                else f"built for CUDA {fw.built_cuda}"
+                if fw.built_cuda
+                else "build unknown"
+            )
             s.lines.append(f"{fw.name} {fw.version}: {built}.")
     rows = [["GPU", "VRAM", "Temp", "Power / limit", "SM clock / max", "PCIe", "UUID" if not redact else "State"]]
     for g in snap.gpus:
-        rows.append([
-            f"{g.index}: {g.name or 'unknown'}",
-            _fmt(g.memory_total_bytes / 1024**3 if g.memory_total_bytes else None, " GiB"),
-            _fmt(g.temperature_c, " °C"),
-            f"{_fmt(g.power_draw_w, ' W', 0)} / {_fmt(g.power_limit_w, ' W', 0)}",
-            f"{_fmt(g.clocks.sm_mhz)} / {_fmt(g.clocks.sm_max_mhz, ' MHz')}",
-            f"Gen{_fmt(g.pcie.generation)} x{_fmt(g.pcie.width)} (max Gen{_fmt(g.pcie.max_generation)} x{_fmt(g.pcie.max_width)})",
-            g.state if redact else (g.uuid or "n/a"),
-        ])
+        rows.append(
+            [
+                f"{g.index}: {g.name or 'unknown'}",
+                _fmt(g.memory_total_bytes / 1024**3 if g.memory_total_bytes else None, " GiB"),
+                _fmt(g.temperature_c, " °C"),
+                f"{_fmt(g.power_draw_w, ' W', 0)} / {_fmt(g.power_limit_w, ' W', 0)}",
+                f"{_fmt(g.clocks.sm_mhz)} / {_fmt(g.clocks.sm_max_mhz, ' MHz')}",
+                f"Gen{_fmt(g.pcie.generation)} x{_fmt(g.pcie.width)} (max Gen{_fmt(g.pcie.max_generation)} x{_fmt(g.pcie.max_width)})",
+                g.state if redact else (g.uuid or "n/a"),
+            ]
+        )
     if len(rows) == 1:
         s.lines.append("No GPU found.")
     else:
@@ -112,24 +122,43 @@ def _health_section(health: Any) -> Section:
     s = Section("Health")
     worst = health.worst.value
     if worst in ("ok", "info", "unknown"):
-        s.lines.append("All checks passed: no warning and no critical finding." if health.counts.get("ok") else
-                       "No problems found (no check reported a warning or a critical finding).")
+        s.lines.append(
+            "All checks passed: no warning and no critical finding."
+            if health.counts.get("ok")
+            else "No problems found (no check reported a warning or a critical finding)."
+        )
     c = health.counts
-    s.lines.append(f"{c.get('critical', 0)} critical, {c.get('warning', 0)} warning(s), {c.get('info', 0)} informational, "
-                   f"{c.get('unknown', 0)} not checkable, {c.get('ok', 0)} passed.")
+    s.lines.append(
+        f"{c.get('critical', 0)} critical, {c.get('warning', 0)} warning(s), {c.get('info', 0)} informational, "
+        f"{c.get('unknown', 0)} not checkable, {c.get('ok', 0)} passed."
+    )
     rows = [["Severity", "Device", "Finding", "Measured", "Threshold", "What to do"]]
     for f in health.findings:
         unit = f" {f.unit}" if f.unit else ""
-        rows.append([f.severity.value.upper(), f.device or "", f.title, "" if f.value is None else f"{f.value}{unit}",
-                     "" if f.threshold is None else f"{f.threshold}{unit}", f.remedy or ""])
+        rows.append(
+            [
+                f.severity.value.upper(),
+                f.device or "",
+                f.title,
+                "" if f.value is None else f"{f.value}{unit}",
+                "" if f.threshold is None else f"{f.threshold}{unit}",
+                f.remedy or "",
+            ]
+        )
     s.table = rows
     return s
 
 
 def _bench_section(bench: Any) -> Section:
     s = Section("Benchmark")
-    s.lines.append(f"{'Quick' if bench.quick else 'Full'} run with torch {bench.torch_version}, {bench.duration_s:.1f} s"
-                   + (" (cancelled: partial)" if bench.cancelled else "") + ". " + bench.method[:1].upper() + bench.method[1:] + ".")
+    s.lines.append(
+        f"{'Quick' if bench.quick else 'Full'} run with torch {bench.torch_version}, {bench.duration_s:.1f} s"
+        + (" (cancelled: partial)" if bench.cancelled else "")
+        + ". "
+        + bench.method[:1].upper()
+        + bench.method[1:]
+        + "."
+    )
     rows = [["Device", "Figure", "Measured", "% of spec"]]
     chart: dict[str, list[tuple[int, float]]] = {}
     for d in bench.devices:
@@ -137,7 +166,9 @@ def _bench_section(bench: Any) -> Section:
         for p, v in d.matmul_tflops.items():
             if v is not None:
                 rows.append([d.device, f"matmul {p} (TFLOP/s)", f"{v:,.3g}", _pct(ratio.get(f"matmul_{p}"))])
-        rows.append([d.device, "memory bandwidth (GB/s)", _fmt(d.memory_bandwidth_gbs), _pct(ratio.get("memory_bandwidth"))])
+        rows.append(
+            [d.device, "memory bandwidth (GB/s)", _fmt(d.memory_bandwidth_gbs), _pct(ratio.get("memory_bandwidth"))]
+        )
         if d.kind != "cpu":
             rows.append([d.device, "host to device, pinned (GB/s)", _fmt(d.host_to_device_gbs, "", 2), ""])
         rows.append([d.device, "launch overhead (us)", _fmt(d.launch_overhead_us, "", 2), ""])
@@ -158,22 +189,43 @@ def _pct(v: float | None) -> str:
 def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
     w, a = result.workload, result.assumptions
     s = Section("Workload and assumptions")
-    text = (f"{w.name}: {w.description}. {w.params / 1e6:,.1f} M parameters ({w.trainable_params / 1e6:,.2f} M trained), "
-            f"{w.forward_flops_per_sample / 1e9:,.3g} GFLOP per sample forward. Figures: {w.source}.")
+    text = (
+        f"{w.name}: {w.description}. {w.params / 1e6:,.1f} M parameters ({w.trainable_params / 1e6:,.2f} M trained), "
+        f"{w.forward_flops_per_sample / 1e9:,.3g} GFLOP per sample forward. Figures: {w.source}."
+    )
     s.lines.append(scrub_paths(text) if redact else text)
     dataset = a.dataset_size or w.default_dataset_size
     epochs = a.epochs or w.default_epochs
-    s.lines.append(f"Precision {a.precision}, optimizer {a.optimizer}, batch {a.batch_size or 'auto'}, {dataset:,} samples x {epochs} epochs, "
-                   f"deadline {fmt_hours(a.deadline_hours)}, budget {money(a.budget_usd) if a.budget_usd else 'none'}, "
-                   f"electricity {money.per_kwh(a.electricity_usd_per_kwh)}, grid {a.grid_kg_co2_per_kwh} kg CO2/kWh, up to {a.max_gpus} GPUs.")
-    s.lines.append("Prices: launch prices from vendors and Epoch AI; cloud prices are the cheapest on-demand offers in SkyPilot's "
-                   "public catalog, late-2025 snapshot (dated 2025-11 in the catalog)."
-                   + ("" if money.is_usd else f" Costs are shown in {money.symbol} at {money.rate:g} per US dollar (your settings)."))
+    s.lines.append(
+        f"Precision {a.precision}, optimizer {a.optimizer}, batch {a.batch_size or 'auto'}, {dataset:,} samples x {epochs} epochs, "
+        f"deadline {fmt_hours(a.deadline_hours)}, budget {money(a.budget_usd) if a.budget_usd else 'none'}, "
+        f"electricity {money.per_kwh(a.electricity_usd_per_kwh)}, grid {a.grid_kg_co2_per_kwh} kg CO2/kWh, up to {a.max_gpus} GPUs."
+    )
+    s.lines.append(
+        "Prices: launch prices from vendors and Epoch AI; cloud prices are the cheapest on-demand offers in SkyPilot's "
+        "public catalog, late-2025 snapshot (dated 2025-11 in the catalog)."
+        + (
+            ""
+            if money.is_usd
+            else f" Costs are shown in {money.symbol} at {money.rate:g} per US dollar (your settings)."
+        )
+    )
     return s
 
 
-def _option_row(label: str, fits: bool, batch: Any, hours: float | None, buy: str, cloud: str, kwh: float | None, band: float) -> list[str]:
-    return [label, "yes" if fits else "no", "" if batch is None else str(batch), fmt_hours(hours), buy, cloud, _fmt(kwh), f"+/- {100 * band:.0f} %"]
+def _option_row(
+    label: str, fits: bool, batch: Any, hours: float | None, buy: str, cloud: str, kwh: float | None, band: float
+) -> list[str]:
+    return [
+        label,
+        "yes" if fits else "no",
+        "" if batch is None else str(batch),
+        fmt_hours(hours),
+        buy,
+        cloud,
+        _fmt(kwh),
+        f"+/- {100 * band:.0f} %",
+    ]
 
 
 def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
@@ -182,9 +234,11 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
     choice, why = explain(rec, money)
     s.lines.append(f"Stage {rec.stage} — {STAGE_SHORT[rec.stage]}: {choice}. {why}")
     for l in result.local:
-        s.lines.append(f"Your machine, {l.device} ({l.name}): {fmt_hours(l.total_time_h)} (+/- {100 * l.error_band:.0f} %; {l.basis}).")
+        s.lines.append(
+            f"Your machine, {l.device} ({l.name}): {fmt_hours(l.total_time_h)} (+/- {100 * l.error_band:.0f} %; {l.basis})."
+        )
     ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)
-    singles = [r for r in ok if r.count == 1][: top]
+    singles = [r for r in ok if r.count == 1][:top]
     multis = [r for r in ok if r.count > 1][: max(3, top // 3)]
     opt = rec.option or {}
     if opt.get("gpu_id") and opt.get("kind") != "have":  # the recommended option is always in the table
@@ -196,16 +250,44 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
     left_out = {x.split(" ", 1)[0] for x in rec.excluded}
     for l in result.local:  # this machine first: the row every other option is compared with
         note = " - left out: critical health finding" if l.device in left_out else ""
-        rows.append(_option_row(f"your {l.device} ({l.name}){note}", l.fits, None, l.total_time_h, "owned", "", None, l.error_band))
+        rows.append(
+            _option_row(
+                f"your {l.device} ({l.name}){note}", l.fits, None, l.total_time_h, "owned", "", None, l.error_band
+            )
+        )
     if rec.own:
         o = rec.own
         label = option_name(o) + (" (all healthy cards together)" if int(o["count"]) > 1 else " (healthy)")
-        rows.append(_option_row(label + ("  (recommended)" if rec.action == "have" else ""), True,
-                                None, o["total_time_h"], f"owned ({money(o['cost_usd'])} power)", "", None, float(o["error_band"])))
+        rows.append(
+            _option_row(
+                label + ("  (recommended)" if rec.action == "have" else ""),
+                True,
+                None,
+                o["total_time_h"],
+                f"owned ({money(o['cost_usd'])} power)",
+                "",
+                None,
+                float(o["error_band"]),
+            )
+        )
     for r in singles + multis:
-        mark = "  (recommended)" if opt.get("gpu_id") == r.gpu_id and opt.get("count") == r.count and rec.action in ("buy", "rent", "miss") else ""
-        rows.append(_option_row(f"{r.count}x {r.name}{mark}", r.fits, r.batch_size, r.total_time_h, money(r.buy_cost_usd),
-                                money(r.cloud_cost_usd), r.energy_kwh, r.error_band))
+        mark = (
+            "  (recommended)"
+            if opt.get("gpu_id") == r.gpu_id and opt.get("count") == r.count and rec.action in ("buy", "rent", "miss")
+            else ""
+        )
+        rows.append(
+            _option_row(
+                f"{r.count}x {r.name}{mark}",
+                r.fits,
+                r.batch_size,
+                r.total_time_h,
+                money(r.buy_cost_usd),
+                money(r.cloud_cost_usd),
+                r.energy_kwh,
+                r.error_band,
+            )
+        )
     s.table = rows
     per_stage = {k: _in_currency(v, money) for k, v in rec.per_stage.items() if v}
     points = []
@@ -215,9 +297,17 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
         if r.cloud_cost_usd is not None:
             points.append((r.total_time_h, money.value(r.cloud_cost_usd), f"{r.count}x {r.name}", "rent"))
     local = [(l.total_time_h, l.device) for l in result.local if l.total_time_h and l.device not in left_out]
-    s.chart = {"kind": "estimate", "per_stage": per_stage, "points": points, "deadline_h": result.assumptions.deadline_hours,
-               "budget": money.value(result.assumptions.budget_usd) if result.assumptions.budget_usd else None, "local": local,
-               "stage": rec.stage, "currency": sym, "stage_names": {str(k): f"{k}  {v}" for k, v in STAGE_SHORT.items()}}
+    s.chart = {
+        "kind": "estimate",
+        "per_stage": per_stage,
+        "points": points,
+        "deadline_h": result.assumptions.deadline_hours,
+        "budget": money.value(result.assumptions.budget_usd) if result.assumptions.budget_usd else None,
+        "local": local,
+        "stage": rec.stage,
+        "currency": sym,
+        "stage_names": {str(k): f"{k}  {v}" for k, v in STAGE_SHORT.items()},
+    }
     return s
 
 
@@ -248,8 +338,17 @@ def summary_text(health: Any, n_gpus: int, result: Any, money: MoneyFormat) -> s
     return f"Stage {rec.stage} — {STAGE_SHORT[rec.stage]} — for {result.workload.name}: {choice}. {machine} {why}"
 
 
-def build_report(snapshot: Any, health: Any, *, bench: Any = None, estimate: Any = None, redact: bool = False,
-                 catalog: Any = None, top: int = 12, money: MoneyFormat | None = None) -> Report:
+def build_report(
+    snapshot: Any,
+    health: Any,
+    *,
+    bench: Any = None,
+    estimate: Any = None,
+    redact: bool = False,
+    catalog: Any = None,
+    top: int = 12,
+    money: MoneyFormat | None = None,
+) -> Report:
     """A report without a workload is a hardware health report (machine, health, benchmark, method).
     Money in ``money``'s currency (the settings'); US dollars when None."""
     money = money or MoneyFormat()
@@ -276,23 +375,35 @@ def build_report(snapshot: Any, health: Any, *, bench: Any = None, estimate: Any
 
         try:
             accuracy = json.loads(ERROR_BAND_FILE.read_text())
-            method.lines.append(f"Validated accuracy (leave one GPU out, docs/accuracy.md): median error {100 * accuracy['median']:.1f} %, "
-                                f"90th percentile {100 * accuracy['p90']:.1f} % over {accuracy['n']} measurements; every estimate "
-                                "carries a validated error band: the 90th-percentile error of its reference model at its precision, of anchoring for workloads "
-                                "without measurements, compounded with the errors measured on independent data for AMD cards "
-                                "and several GPUs (docs/accuracy-external.md).")
+            method.lines.append(
+                f"Validated accuracy (leave one GPU out, docs/accuracy.md): median error {100 * accuracy['median']:.1f} %, "
+                f"90th percentile {100 * accuracy['p90']:.1f} % over {accuracy['n']} measurements; every estimate "
+                "carries a validated error band: the 90th-percentile error of its reference model at its precision, of anchoring for workloads "
+                "without measurements, compounded with the errors measured on independent data for AMD cards "
+                "and several GPUs (docs/accuracy-external.md)."
+            )
         except (OSError, ValueError, KeyError):
-            method.lines.append("Validated accuracy: the error-band file is missing; rerun benchmarks/estimator_accuracy.py.")
+            method.lines.append(
+                "Validated accuracy: the error-band file is missing; rerun benchmarks/estimator_accuracy.py."
+            )
     sources = []
     if catalog is not None:
         sources = [f"{v.get('title', k)} <{v.get('url', '')}>" for k, v in sorted(catalog.sources.items())]
-        method.lines.append("GPU figures come from the gpuselect catalog (docs/catalog.md); each field names its source. "
-                            "Launch prices and some datacenter tensor figures: Epoch AI, 'Machine Learning Hardware' (CC BY 4.0).")
+        method.lines.append(
+            "GPU figures come from the gpuselect catalog (docs/catalog.md); each field names its source. "
+            "Launch prices and some datacenter tensor figures: Epoch AI, 'Machine Learning Hardware' (CC BY 4.0)."
+        )
     sections.append(method)
     return Report(
         title="gpuselect hardware report",
         generated_at=dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-        app_version=__version__, host=host, os=f"{snapshot.os} ({platform.machine()})", verdict=verdict,
-        redacted=redact, sections=sections, accuracy=accuracy, sources=sources,
+        app_version=__version__,
+        host=host,
+        os=f"{snapshot.os} ({platform.machine()})",
+        verdict=verdict,
+        redacted=redact,
+        sections=sections,
+        accuracy=accuracy,
+        sources=sources,
         summary=summary_text(health, len(snapshot.gpus), estimate, money),
     )

@@ -33,8 +33,14 @@ def to_json(report: Report) -> str:
 
 
 def to_markdown(report: Report) -> str:
-    out = [f"# {report.title}", "", f"{report.generated_at} · gpuselect {report.app_version} · host {report.host} · {report.os}", "",
-           f"**{report.verdict}**", ""] + ([report.summary, ""] if report.summary else [])
+    out = [
+        f"# {report.title}",
+        "",
+        f"{report.generated_at} · gpuselect {report.app_version} · host {report.host} · {report.os}",
+        "",
+        f"**{report.verdict}**",
+        "",
+    ] + ([report.summary, ""] if report.summary else [])
     for s in report.sections:
         out += [f"## {s.title}", ""]
         out += [ln + "\n" for ln in s.lines]
@@ -49,7 +55,9 @@ def to_markdown(report: Report) -> str:
     return "\n".join(out)
 
 
-def write(report: Report, path: str | os.PathLike[str], fmt: str, *, paper: str | None = None, compress: bool = True) -> Path:
+def write(
+    report: Report, path: str | os.PathLike[str], fmt: str, *, paper: str | None = None, compress: bool = True
+) -> Path:
     if fmt == "json":
         return atomic_write_text(path, to_json(report) + "\n")
     if fmt == "md":
@@ -81,7 +89,10 @@ def _batch_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     from reportlab.graphics.widgets.markers import makeMarker
     from reportlab.lib import colors
 
-    series = [(name, [(math.log10(b), math.log10(v)) for b, v in pts if b > 0 and v > 0]) for name, pts in chart["series"].items()]
+    series = [
+        (name, [(math.log10(b), math.log10(v)) for b, v in pts if b > 0 and v > 0])
+        for name, pts in chart["series"].items()
+    ]
     series = [(n, pts) for n, pts in series if pts]
     d = Drawing(width, 230)
     if not series:
@@ -89,7 +100,10 @@ def _batch_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     lp = LinePlot()
     lp.x, lp.y, lp.width, lp.height = 45, 40, width - 200, 160
     lp.data = [pts for _, pts in series]
-    palette = [colors.HexColor(c) for c in ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")]
+    palette = [
+        colors.HexColor(c)
+        for c in ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+    ]
     for i, (name, _) in enumerate(series):
         lp.lines[i].strokeColor = palette[i % len(palette)]
         lp.lines[i].strokeWidth = 1.5
@@ -99,16 +113,22 @@ def _batch_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     xs = [x for _, pts in series for x, _ in pts]
     ys = [y for _, pts in series for _, y in pts]
     for axis, vals in ((lp.xValueAxis, xs), (lp.yValueAxis, ys)):
-        axis.valueMin, axis.valueMax = math.floor(min(vals)), math.ceil(max(vals)) if max(vals) > min(vals) else math.floor(min(vals)) + 1
+        axis.valueMin, axis.valueMax = (
+            math.floor(min(vals)),
+            math.ceil(max(vals)) if max(vals) > min(vals) else math.floor(min(vals)) + 1,
+        )
         axis.valueSteps = _log_ticks(axis.valueMin, axis.valueMax)
-        axis.labelTextFormat = lambda v: f"{10 ** v:g}"
+        axis.labelTextFormat = lambda v: f"{10**v:g}"
         axis.labels.fontName = font
         axis.labels.fontSize = 7
     d.add(lp)
     legend = Legend()
     legend.x, legend.y = width - 145, 190
     legend.fontName, legend.fontSize = font, 7
-    legend.colorNamePairs = [(palette[i % len(palette)], name + ("" if name.startswith("cpu") else " (dashed)")) for i, (name, _) in enumerate(series)]
+    legend.colorNamePairs = [
+        (palette[i % len(palette)], name + ("" if name.startswith("cpu") else " (dashed)"))
+        for i, (name, _) in enumerate(series)
+    ]
     d.add(legend)
     d.add(String(45, 215, chart["title"], fontName=font, fontSize=9))
     d.add(String(45 + (width - 200) / 2, 12, "batch size (log)", fontName=font, fontSize=7))
@@ -162,8 +182,13 @@ def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-def place_labels(anchors: list[tuple[float, float, str]], font: str, size: float, area: tuple[float, float, float, float],
-                 taken: list[tuple[float, float, float, float]] | None = None) -> list[tuple[float, float, str]]:
+def place_labels(
+    anchors: list[tuple[float, float, str]],
+    font: str,
+    size: float,
+    area: tuple[float, float, float, float],
+    taken: list[tuple[float, float, float, float]] | None = None,
+) -> list[tuple[float, float, str]]:
     """Each label beside its point where it overlaps no other label and stays inside ``area``
     (x0, y0, x1, y1); a label with no free place is left out (the table names every option)."""
     from reportlab.pdfbase.pdfmetrics import stringWidth
@@ -182,7 +207,12 @@ def place_labels(anchors: list[tuple[float, float, str]], font: str, size: float
     return placed
 
 
-STAGE_NAMES_PDF = {"1": "1  no GPU (this CPU)", "2": "2  one consumer GPU", "3": "3  workstation / rented GPUs", "4": "4  cluster"}
+STAGE_NAMES_PDF = {
+    "1": "1  no GPU (this CPU)",
+    "2": "2  one consumer GPU",
+    "3": "3  workstation / rented GPUs",
+    "4": "4  cluster",
+}
 BLUE, GREY, ORANGE, RED, GREEN = "#2b6cb0", "#a0aec0", "#dd6b20", "#c53030", "#2f855a"
 
 
@@ -199,7 +229,15 @@ def _stage_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     deadline = chart["deadline_h"]
     height = 190
     d = Drawing(width, height)
-    d.add(String(0, height - 12, "Best option per stage: training time (log scale), error range and cost", fontName=font, fontSize=9))
+    d.add(
+        String(
+            0,
+            height - 12,
+            "Best option per stage: training time (log scale), error range and cost",
+            fontName=font,
+            fontSize=9,
+        )
+    )
     x0 = 140
     vals = [deadline]
     for v in per.values():
@@ -235,7 +273,15 @@ def _stage_chart(chart: dict[str, Any], width: float, font: str) -> Any:
             d.add(Line(xl, y + 2, xl, y + 10, strokeColor=colors.black, strokeWidth=0.8))
             d.add(Line(xh, y + 2, xh, y + 10, strokeColor=colors.black, strokeWidth=0.8))
         kind = v.get("kind")
-        who = v.get("name") if kind == "cpu" else (f"your {v.get('count', 1)}x {v.get('name')}" if kind == "have" else f"{v.get('count', 1)}x {v.get('name')}")
+        who = (
+            v.get("name")
+            if kind == "cpu"
+            else (
+                f"your {v.get('count', 1)}x {v.get('name')}"
+                if kind == "have"
+                else f"{v.get('count', 1)}x {v.get('name')}"
+            )
+        )
         cost = v.get("cost_usd")
         how = {"cpu": "owned", "have": "owned, power", "rent": "rented", "buy": "to buy"}.get(str(kind), "")
         money = "" if cost is None or kind == "cpu" else f", {sym}{float(cost):,.0f} {how}".rstrip()
@@ -244,8 +290,16 @@ def _stage_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         d.add(String(x0 + 2, y - 8, label, fontName=font, fontSize=6.5))
     xd = ax.pos(deadline)
     d.add(Line(xd, base, xd, top + 4, strokeColor=colors.HexColor(RED), strokeDashArray=[3, 2], strokeWidth=1.2))
-    d.add(String(min(xd + 2, width - 60), top + 6, f"deadline {hours_tick_short(deadline)}", fontName=font, fontSize=7,
-                 fillColor=colors.HexColor(RED)))
+    d.add(
+        String(
+            min(xd + 2, width - 60),
+            top + 6,
+            f"deadline {hours_tick_short(deadline)}",
+            fontName=font,
+            fontSize=7,
+            fillColor=colors.HexColor(RED),
+        )
+    )
     d._axis = ax  # type: ignore[attr-defined] # for tests: the transform the marks used
     return d
 
@@ -289,8 +343,15 @@ def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     sym = chart.get("currency", "$")
     height = 270
     d = Drawing(width, height)
-    d.add(String(0, height - 12, "Time vs cost of every option (log-log); line: the Pareto front; dashed: deadline",
-                 fontName=font, fontSize=9))
+    d.add(
+        String(
+            0,
+            height - 12,
+            "Time vs cost of every option (log-log); line: the Pareto front; dashed: deadline",
+            fontName=font,
+            fontSize=9,
+        )
+    )
     if not pts:
         d.add(String(0, height - 30, "No option with a known price fits.", fontName=font, fontSize=8))
         return d
@@ -315,7 +376,14 @@ def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     for t, c, _, k in pts:
         x, y = ax.pos(t), ay.pos(c)
         if k == "rent":
-            d.add(Polygon([x - 2.6, y - 2, x + 2.6, y - 2, x, y + 2.6], fillColor=None, strokeColor=colors.HexColor(ORANGE), strokeWidth=0.7))
+            d.add(
+                Polygon(
+                    [x - 2.6, y - 2, x + 2.6, y - 2, x, y + 2.6],
+                    fillColor=None,
+                    strokeColor=colors.HexColor(ORANGE),
+                    strokeWidth=0.7,
+                )
+            )
         else:
             d.add(Circle(x, y, 1.8, fillColor=colors.HexColor(BLUE), strokeColor=None))
     front, best = [], math.inf
@@ -331,8 +399,16 @@ def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     xd = ax.pos(chart["deadline_h"])
     d.add(Line(xd, py0, xd, py0 + ph, strokeColor=colors.HexColor(RED), strokeDashArray=[3, 2], strokeWidth=1.2))
     taken = [_label_box(xd + 2, py0 + ph - 9, f"deadline {hours_tick_short(chart['deadline_h'])}", font, 6.5)]
-    d.add(String(xd + 2, py0 + ph - 9, f"deadline {hours_tick_short(chart['deadline_h'])}", fontName=font, fontSize=6.5,
-                 fillColor=colors.HexColor(RED)))
+    d.add(
+        String(
+            xd + 2,
+            py0 + ph - 9,
+            f"deadline {hours_tick_short(chart['deadline_h'])}",
+            fontName=font,
+            fontSize=6.5,
+            fillColor=colors.HexColor(RED),
+        )
+    )
     if chart.get("budget"):
         yb = ay.pos(chart["budget"])
         d.add(Line(px0, yb, px0 + pw, yb, strokeColor=colors.HexColor(RED), strokeDashArray=[1, 2]))
@@ -347,13 +423,28 @@ def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         anchors.append((ax.pos(front[-1][0]), ay.pos(front[-1][1]), f"cheapest: {front[-1][2]} ({front[-1][3]})"))
     anchors += [(ax.pos(t), py0 + 4, f"your {dev}") for t, dev in chart["local"] if 10**ax.lo <= t <= 10**ax.hi]
     for x, y, text in place_labels(anchors, font, 6.5, (px0 + 1, py0 + 1, px0 + pw - 1, py0 + ph - 1), taken):
-        d.add(String(x, y, text, fontName=font, fontSize=6.5,
-                     fillColor=colors.HexColor(GREEN) if text.startswith("your ") else colors.black))
+        d.add(
+            String(
+                x,
+                y,
+                text,
+                fontName=font,
+                fontSize=6.5,
+                fillColor=colors.HexColor(GREEN) if text.startswith("your ") else colors.black,
+            )
+        )
     ly = height - 28  # legend
     d.add(Circle(px0 + 4, ly + 2, 1.8, fillColor=colors.HexColor(BLUE), strokeColor=None))
     d.add(String(px0 + 10, ly, "buy (price + electricity)", fontName=font, fontSize=7))
     lx = px0 + 120
-    d.add(Polygon([lx - 2.6, ly, lx + 2.6, ly, lx, ly + 4.6], fillColor=None, strokeColor=colors.HexColor(ORANGE), strokeWidth=0.7))
+    d.add(
+        Polygon(
+            [lx - 2.6, ly, lx + 2.6, ly, lx, ly + 4.6],
+            fillColor=None,
+            strokeColor=colors.HexColor(ORANGE),
+            strokeWidth=0.7,
+        )
+    )
     d.add(String(lx + 6, ly, "rent (cloud, on demand)", fontName=font, fontSize=7))
     d.add(Line(lx + 110, ly + 2, lx + 124, ly + 2, strokeColor=colors.HexColor(GREEN), strokeDashArray=[1, 2]))
     d.add(String(lx + 127, ly, "your machine", fontName=font, fontSize=7))
@@ -383,9 +474,19 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
     font, bold = _fonts()
     size = LETTER if paper == "letter" else A4
     buf = io.BytesIO()
-    doc = SimpleDocTemplate(buf, pagesize=size, leftMargin=16 * mm, rightMargin=16 * mm, topMargin=16 * mm, bottomMargin=18 * mm,
-                            title=report.title, author="gpuselect", subject=report.verdict, creator=f"gpuselect {report.app_version}",
-                            pageCompression=1 if compress else 0)
+    doc = SimpleDocTemplate(
+        buf,
+        pagesize=size,
+        leftMargin=16 * mm,
+        rightMargin=16 * mm,
+        topMargin=16 * mm,
+        bottomMargin=18 * mm,
+        title=report.title,
+        author="gpuselect",
+        subject=report.verdict,
+        creator=f"gpuselect {report.app_version}",
+        pageCompression=1 if compress else 0,
+    )
     body = ParagraphStyle("body", fontName=font, fontSize=9, leading=12)
     small = ParagraphStyle("small", fontName=font, fontSize=7, leading=9)
     h1 = ParagraphStyle("h1", fontName=bold, fontSize=18, leading=22, spaceAfter=6)
@@ -410,14 +511,22 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
             data = [[Paragraph(escape(c), small) for c in row] for row in s.table]
             # The options table's first column names the option (and marks the recommended one): give it room.
             first = min(0.3, 2.0 / (ncol + 1)) * width if s.title == "Estimates" else width / ncol
-            t = Table(data, repeatRows=1, colWidths=[first] + [(width - first) / (ncol - 1)] * (ncol - 1) if ncol > 1 else [width],
-                      splitByRow=1)
-            t.setStyle(TableStyle([
-                ("FONTNAME", (0, 0), (-1, -1), font),
-                ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#e2e8f0")),
-                ("GRID", (0, 0), (-1, -1), 0.25, colors.HexColor("#a0aec0")),
-                ("VALIGN", (0, 0), (-1, -1), "TOP"),
-            ]))
+            t = Table(
+                data,
+                repeatRows=1,
+                colWidths=[first] + [(width - first) / (ncol - 1)] * (ncol - 1) if ncol > 1 else [width],
+                splitByRow=1,
+            )
+            t.setStyle(
+                TableStyle(
+                    [
+                        ("FONTNAME", (0, 0), (-1, -1), font),
+                        ("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#e2e8f0")),
+                        ("GRID", (0, 0), (-1, -1), 0.25, colors.HexColor("#a0aec0")),
+                        ("VALIGN", (0, 0), (-1, -1), "TOP"),
+                    ]
+                )
+            )
             story.append(t)
         if s.chart and s.chart.get("kind") == "batch" and s.chart["series"]:
             story.append(Spacer(1, 6))

@@ -20,10 +20,19 @@ def parse_input_shape(text: str) -> tuple[int, ...]:
     return shape
 
 
-def build_workload(*, workload: str | None = None, config: str | None = None, params: float | None = None,
-                   flops_per_sample: float | None = None, model: str | None = None, factory: str | None = None,
-                   input_shape: str | None = None, seq_len: int | None = None, mode: str | None = None,
-                   lora_rank: int | None = None) -> Workload:
+def build_workload(
+    *,
+    workload: str | None = None,
+    config: str | None = None,
+    params: float | None = None,
+    flops_per_sample: float | None = None,
+    model: str | None = None,
+    factory: str | None = None,
+    input_shape: str | None = None,
+    seq_len: int | None = None,
+    mode: str | None = None,
+    lora_rank: int | None = None,
+) -> Workload:
     """The workload the options describe, in ``mode`` (default: the preset's own, else full)."""
     from gpuselect.workloads.presets import custom_workload, get_preset
     from gpuselect.workloads.transformer import workload_from_hf_config
@@ -43,9 +52,17 @@ def build_workload(*, workload: str | None = None, config: str | None = None, pa
         plain, ckpt = trace_user_model(model, factory, shape)
         fwd = sum(o.flops_per_sample * o.count for o in plain.ops if o.phase.value == "forward")
         w = custom_workload(max(1, plain.params), max(1.0, fwd), name=f"{factory} from {model}")
-        w = replace(w, trainable_params=plain.trainable_params, activation_bytes_per_sample=2 * plain.saved_elems_per_sample,
-                    memory_traffic_bytes_per_sample=4 * plain.saved_elems_per_sample, input_shape=shape,
-                    source=plain.source, profiler_checked=True, trace=plain, trace_ckpt=ckpt)
+        w = replace(
+            w,
+            trainable_params=plain.trainable_params,
+            activation_bytes_per_sample=2 * plain.saved_elems_per_sample,
+            memory_traffic_bytes_per_sample=4 * plain.saved_elems_per_sample,
+            input_shape=shape,
+            source=plain.source,
+            profiler_checked=True,
+            trace=plain,
+            trace_ckpt=ckpt,
+        )
     elif params is not None:
         if flops_per_sample is None:
             raise UsageError("--params needs --flops-per-sample")

@@ -26,7 +26,9 @@ class Profile:
     activation_bytes_per_sample: float  # sum of every leaf module's output, at 2 bytes per value
 
 
-def profile_factory(factory: Callable[[], Any], input_shape: tuple[int, ...], input_dtype: Any = None, batch: int = 2) -> Profile:
+def profile_factory(
+    factory: Callable[[], Any], input_shape: tuple[int, ...], input_dtype: Any = None, batch: int = 2
+) -> Profile:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -87,8 +89,9 @@ def profile_user_model(path: str | Path, factory_name: str, input_shape: tuple[i
 TRACE_TIMEOUT_S = 60.0
 
 
-def trace_user_model(path: str | Path, factory_name: str, input_shape: tuple[int, ...], *,
-                     timeout_s: float = TRACE_TIMEOUT_S) -> tuple[StepTrace, StepTrace]:
+def trace_user_model(
+    path: str | Path, factory_name: str, input_shape: tuple[int, ...], *, timeout_s: float = TRACE_TIMEOUT_S
+) -> tuple[StepTrace, StepTrace]:
     """Trace one training step of ``factory_name()`` from the user's file: (plain, checkpointed).
 
     RUNS THE USER'S CODE, in a subprocess with a time limit: its output is kept apart from ours
@@ -111,13 +114,31 @@ def trace_user_model(path: str | Path, factory_name: str, input_shape: tuple[int
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(x for x in (root, os.environ.get("PYTHONPATH", "")) if x)}
     with tempfile.TemporaryDirectory(prefix="gpuselect-trace-") as tmp:
         out = Path(tmp) / "trace.json"
-        cmd = [sys.executable, "-m", "gpuselect.workloads.trace_build.user", str(p.resolve()), factory_name,
-               ",".join(str(d) for d in input_shape), "--out", str(out)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "gpuselect.workloads.trace_build.user",
+            str(p.resolve()),
+            factory_name,
+            ",".join(str(d) for d in input_shape),
+            "--out",
+            str(out),
+        ]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=tmp,
-                                  stdin=subprocess.DEVNULL, check=False)
+            proc = subprocess.run(
+                cmd,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                env=env,
+                cwd=tmp,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
         except subprocess.TimeoutExpired:
-            raise DataError(f"tracing {factory_name}() from {p} took longer than {timeout_s:g} s and was stopped") from None
+            raise DataError(
+                f"tracing {factory_name}() from {p} took longer than {timeout_s:g} s and was stopped"
+            ) from None
         last = next((ln.strip() for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
         if proc.returncode == 4:
             raise UsageError(last or f"{p} has no function {factory_name!r}")

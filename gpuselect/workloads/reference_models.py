@@ -20,9 +20,16 @@ def mnist_mlp() -> nn.Module:
 def simple_cnn() -> nn.Module:
     # The background material's simple CNN (same as the benchmark's).
     return nn.Sequential(
-        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10),
+        nn.Conv2d(1, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(64 * 7 * 7, 128),
+        nn.ReLU(),
+        nn.Linear(128, 10),
     )
 
 
@@ -36,7 +43,15 @@ def vgg16() -> nn.Module:
         else:
             layers += [nn.Conv2d(c, v, 3, padding=1), nn.ReLU()]
             c = v
-    return nn.Sequential(*layers, nn.Flatten(), nn.Linear(512 * 7 * 7, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 1000))
+    return nn.Sequential(
+        *layers,
+        nn.Flatten(),
+        nn.Linear(512 * 7 * 7, 4096),
+        nn.ReLU(),
+        nn.Linear(4096, 4096),
+        nn.ReLU(),
+        nn.Linear(4096, 1000),
+    )
 
 
 class _Bottleneck(nn.Module):
@@ -44,9 +59,14 @@ class _Bottleneck(nn.Module):
         super().__init__()
         cout = width * 4
         self.body = nn.Sequential(
-            nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(),
-            nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False), nn.BatchNorm2d(width), nn.ReLU(),
-            nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout),
+            nn.Conv2d(cin, width, 1, bias=False),
+            nn.BatchNorm2d(width),
+            nn.ReLU(),
+            nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False),
+            nn.BatchNorm2d(width),
+            nn.ReLU(),
+            nn.Conv2d(width, cout, 1, bias=False),
+            nn.BatchNorm2d(cout),
         )
         self.down = None
         if stride != 1 or cin != cout:
@@ -57,7 +77,12 @@ class _Bottleneck(nn.Module):
 
 
 def resnet50() -> nn.Module:
-    layers: list[nn.Module] = [nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(3, 2, 1)]
+    layers: list[nn.Module] = [
+        nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False),
+        nn.BatchNorm2d(64),
+        nn.ReLU(),
+        nn.MaxPool2d(3, 2, 1),
+    ]
     cin = 64
     for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
         for i in range(blocks):
@@ -137,8 +162,18 @@ class _Block(nn.Module):
 class TinyTransformer(nn.Module):
     """BERT-style encoder (lm_head=False) or GPT-2-style decoder with a tied LM head."""
 
-    def __init__(self, vocab: int, h: int, layers: int, heads: int, ffn: int, seq: int, causal: bool, lm_head: bool,
-                 fused: bool = False) -> None:
+    def __init__(
+        self,
+        vocab: int,
+        h: int,
+        layers: int,
+        heads: int,
+        ffn: int,
+        seq: int,
+        causal: bool,
+        lm_head: bool,
+        fused: bool = False,
+    ) -> None:
         super().__init__()
         self.tok = nn.Embedding(vocab, h)
         self.pos = nn.Embedding(seq, h)
@@ -189,14 +224,27 @@ class Tacotron2(nn.Module):
     filters of 31), prenet 2 x 256, attention LSTM 1024, decoder LSTM 1024, 1 frame per step,
     5-layer conv5 postnet (512). Training forward: teacher-forced over ``mel_frames`` steps."""
 
-    def __init__(self, n_symbols: int = 148, emb: int = 512, n_mel: int = 80, mel_frames: int = LJSPEECH_MEAN_MEL_FRAMES,
-                 att_rnn: int = 1024, dec_rnn: int = 1024, prenet: int = 256, att_dim: int = 128,
-                 loc_filters: int = 32, loc_kernel: int = 31, postnet: int = 512) -> None:
+    def __init__(
+        self,
+        n_symbols: int = 148,
+        emb: int = 512,
+        n_mel: int = 80,
+        mel_frames: int = LJSPEECH_MEAN_MEL_FRAMES,
+        att_rnn: int = 1024,
+        dec_rnn: int = 1024,
+        prenet: int = 256,
+        att_dim: int = 128,
+        loc_filters: int = 32,
+        loc_kernel: int = 31,
+        postnet: int = 512,
+    ) -> None:
         super().__init__()
         self.embedding = nn.Embedding(n_symbols, emb)
         self.enc_convs = nn.Sequential(*(nn.Sequential(_ConvBN1d(emb, emb, 5), nn.ReLU()) for _ in range(3)))
         self.enc_lstm = nn.LSTM(emb, emb // 2, batch_first=True, bidirectional=True)
-        self.prenet = nn.Sequential(nn.Linear(n_mel, prenet, bias=False), nn.ReLU(), nn.Linear(prenet, prenet, bias=False), nn.ReLU())
+        self.prenet = nn.Sequential(
+            nn.Linear(n_mel, prenet, bias=False), nn.ReLU(), nn.Linear(prenet, prenet, bias=False), nn.ReLU()
+        )
         self.attention_rnn = nn.LSTMCell(prenet + emb, att_rnn)
         self.query_layer = nn.Linear(att_rnn, att_dim, bias=False)
         self.memory_layer = nn.Linear(emb, att_dim, bias=False)
@@ -249,14 +297,20 @@ class _WN(nn.Module):
         self.end = nn.Conv1d(n_channels, 2 * n_in, 1)
         self.cond_layers = nn.ModuleList(nn.Conv1d(n_cond, 2 * n_channels, 1) for _ in range(n_layers))
         self.in_layers = nn.ModuleList(
-            nn.Conv1d(n_channels, 2 * n_channels, kernel, dilation=2 ** i, padding=(kernel * 2 ** i - 2 ** i) // 2) for i in range(n_layers))
-        self.res_skip = nn.ModuleList(nn.Conv1d(n_channels, 2 * n_channels if i < n_layers - 1 else n_channels, 1) for i in range(n_layers))
+            nn.Conv1d(n_channels, 2 * n_channels, kernel, dilation=2**i, padding=(kernel * 2**i - 2**i) // 2)
+            for i in range(n_layers)
+        )
+        self.res_skip = nn.ModuleList(
+            nn.Conv1d(n_channels, 2 * n_channels if i < n_layers - 1 else n_channels, 1) for i in range(n_layers)
+        )
         self.n_channels = n_channels
         # DLE weight-normalises the start, cond, in and res/skip convs: one gain per output channel
         # (weight = g * v / |v|, elementwise on the weights: no FLOPs per sample, kept as plain
         # parameters so the convs stay leaf modules for the activation count).
-        self.wn_gains = nn.ParameterList(nn.Parameter(torch.empty(c.out_channels))
-                                         for c in [self.start, *self.cond_layers, *self.in_layers, *self.res_skip])
+        self.wn_gains = nn.ParameterList(
+            nn.Parameter(torch.empty(c.out_channels))
+            for c in [self.start, *self.cond_layers, *self.in_layers, *self.res_skip]
+        )
 
     def forward(self, audio: torch.Tensor, spect: torch.Tensor) -> torch.Tensor:
         a = self.start(audio)
@@ -281,8 +335,15 @@ class WaveGlow(nn.Module):
     upsampled by a transposed conv (1024, stride 256). Training forward on an audio segment (DLE:
     --segment-length 16000) and its mel (63 frames)."""
 
-    def __init__(self, n_mel: int = 80, n_flows: int = 12, n_group: int = 8, early_every: int = 4, early_size: int = 2,
-                 hop: int = 256) -> None:
+    def __init__(
+        self,
+        n_mel: int = 80,
+        n_flows: int = 12,
+        n_group: int = 8,
+        early_every: int = 4,
+        early_size: int = 2,
+        hop: int = 256,
+    ) -> None:
         super().__init__()
         self.upsample = nn.ConvTranspose1d(n_mel, n_mel, 1024, stride=hop)
         self.convinv = nn.ModuleList()
@@ -293,7 +354,13 @@ class WaveGlow(nn.Module):
                 n_remaining -= early_size
             self.convinv.append(nn.Conv1d(n_remaining, n_remaining, 1, bias=False))
             self.wn.append(_WN(n_remaining // 2, n_mel * n_group))
-        self.n_mel, self.n_group, self.early_every, self.early_size, self.hop = n_mel, n_group, early_every, early_size, hop
+        self.n_mel, self.n_group, self.early_every, self.early_size, self.hop = (
+            n_mel,
+            n_group,
+            early_every,
+            early_size,
+            hop,
+        )
 
     def forward(self, audio: torch.Tensor) -> torch.Tensor:
         b, n = audio.shape
@@ -304,8 +371,8 @@ class WaveGlow(nn.Module):
         outs = []
         for k, (inv, wn) in enumerate(zip(self.convinv, self.wn)):
             if k % self.early_every == 0 and k > 0:
-                outs.append(a[:, :self.early_size])
-                a = a[:, self.early_size:]
+                outs.append(a[:, : self.early_size])
+                a = a[:, self.early_size :]
             a = inv(a)
             h = a.shape[1] // 2
             o = wn(a[:, :h], spect)
@@ -327,6 +394,7 @@ def zipf_cluster_shares(vocab: int = WT103_VOCAB, cutoffs: tuple[int, ...] = WT1
     """Share of running tokens in each adaptive-softmax cluster under Zipf's law (frequency of rank
     r proportional to 1/r) -- an assumption: the tail clusters are only evaluated for the tokens
     whose target falls in them, which depends on the data."""
+
     def harmonic(n: int) -> float:
         return math.log(n) + 0.5772156649 + 1 / (2 * n)
 
@@ -348,7 +416,9 @@ class _RelLayer(nn.Module):
         self.ff = nn.Sequential(nn.Linear(d, d_inner), nn.ReLU(), nn.Linear(d_inner, d))
         self.heads, self.d_head = heads, d_head
 
-    def forward(self, w: torch.Tensor, mem: torch.Tensor, r: torch.Tensor, r_w: torch.Tensor, r_r: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, w: torch.Tensor, mem: torch.Tensor, r: torch.Tensor, r_w: torch.Tensor, r_r: torch.Tensor
+    ) -> torch.Tensor:
         q_len, b, _ = w.shape
         k_len = q_len + mem.shape[0]
         heads = self.qkv(torch.cat((mem, w), 0)).view(k_len, b, 3, self.heads, self.d_head)
@@ -372,10 +442,12 @@ class TransformerXL(nn.Module):
     Zipf shares); the softmax evaluates the head (shortlist + 3 cluster logits) for every token
     and each tail cluster for its Zipf share of the tokens (see ``zipf_cluster_shares``)."""
 
-    def __init__(self, n_layer: int, d: int, heads: int, d_head: int, d_inner: int, tgt_len: int, mem_len: int, div_val: int) -> None:
+    def __init__(
+        self, n_layer: int, d: int, heads: int, d_head: int, d_inner: int, tgt_len: int, mem_len: int, div_val: int
+    ) -> None:
         super().__init__()
         ends = [0, *WT103_CUTOFFS, WT103_VOCAB]
-        self.dims = [d // div_val ** i for i in range(len(ends) - 1)]
+        self.dims = [d // div_val**i for i in range(len(ends) - 1)]
         self.sizes = [hi - lo for lo, hi in itertools.pairwise(ends)]
         self.emb = nn.ModuleList(nn.Embedding(n, e) for n, e in zip(self.sizes, self.dims))
         # Input projections (div_val > 1 only), shared with the softmax's tail projections.
@@ -417,13 +489,17 @@ class TransformerXL(nn.Module):
         emb: list[nn.Embedding] = list(self.emb)  # type: ignore[arg-type]
         head_w = torch.cat((emb[0].weight, self.cluster_weight), 0)
         head_in = hidden if self.head_proj is None else torch.nn.functional.linear(hidden, self.head_proj.t())
-        logprob = torch.log_softmax(torch.nn.functional.linear(head_in, head_w, torch.cat((self.out_bias[0], self.cluster_bias))), -1)
+        logprob = torch.log_softmax(
+            torch.nn.functional.linear(head_in, head_w, torch.cat((self.out_bias[0], self.cluster_bias))), -1
+        )
         nll = logprob[:, 0].sum()
         for i in range(1, len(self.emb)):
-            hi = hidden[:self._rows(n, self.shares[i])]
+            hi = hidden[: self._rows(n, self.shares[i])]
             if self.emb_projs is not None:
                 hi = torch.nn.functional.linear(hi, self.emb_projs[i].t())
-            nll = nll + torch.log_softmax(torch.nn.functional.linear(hi, emb[i].weight, self.out_bias[i]), -1)[:, 0].sum()
+            nll = (
+                nll + torch.log_softmax(torch.nn.functional.linear(hi, emb[i].weight, self.out_bias[i]), -1)[:, 0].sum()
+            )
         return nll
 
 
@@ -460,8 +536,17 @@ class ViT(nn.Module):
     """Dosovitskiy et al. 2020 ViT-B/16 (as in timm / torchvision vit_b_16): 16x16 patch conv, class
     token, learned positions, 12 pre-norm blocks (768, 12 heads, MLP 3072), 1000-class head."""
 
-    def __init__(self, image: int = 224, patch: int = 16, d: int = 768, layers: int = 12, heads: int = 12, mlp: int = 3072,
-                 classes: int = 1000, fused: bool = False) -> None:
+    def __init__(
+        self,
+        image: int = 224,
+        patch: int = 16,
+        d: int = 768,
+        layers: int = 12,
+        heads: int = 12,
+        mlp: int = 3072,
+        classes: int = 1000,
+        fused: bool = False,
+    ) -> None:
         super().__init__()
         self.patch = nn.Conv2d(3, d, patch, stride=patch)
         self.cls = nn.Parameter(torch.empty(1, 1, d))
@@ -492,8 +577,14 @@ class GNMT(nn.Module):
     def __init__(self, vocab: int = 32_320, h: int = 1024) -> None:
         super().__init__()
         self.emb = nn.Embedding(vocab, h)
-        self.enc = nn.ModuleList([nn.LSTM(h, h, batch_first=True, bidirectional=True), nn.LSTM(2 * h, h, batch_first=True),
-                                  nn.LSTM(h, h, batch_first=True), nn.LSTM(h, h, batch_first=True)])
+        self.enc = nn.ModuleList(
+            [
+                nn.LSTM(h, h, batch_first=True, bidirectional=True),
+                nn.LSTM(2 * h, h, batch_first=True),
+                nn.LSTM(h, h, batch_first=True),
+                nn.LSTM(h, h, batch_first=True),
+            ]
+        )
         self.att_rnn = nn.LSTM(h, h, batch_first=True)
         self.linear_q, self.linear_k = nn.Linear(h, h, bias=False), nn.Linear(h, h, bias=False)
         self.linear_att = nn.Parameter(torch.empty(h))

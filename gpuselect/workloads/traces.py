@@ -37,6 +37,7 @@ TRACE_DIR = "data/traces"  # inside the gpuselect.estimate package
 # Analytic transformer builder
 # --------------------------------------------------------------------------------------------
 
+
 @dataclass
 class _Section:
     """The ops and saved tensors of one part of the model (embedding, one layer, head). Saved
@@ -48,44 +49,139 @@ class _Section:
     saved_fp32: dict[str, float] = field(default_factory=dict)  # elements kept in fp32 whatever the precision
     saved_bytes: dict[str, float] = field(default_factory=dict)  # bytes: dropout masks, token ids
 
-    def op(self, kind: OpKind, phase: Phase, name: str, *, flops: float = 0.0, elems: float = 0.0, fixed: float = 0.0,
-           m: float = 0.0, n: int = 0, k: int = 0, kernels: int = 1, fp32: bool = False) -> None:
+    def op(
+        self,
+        kind: OpKind,
+        phase: Phase,
+        name: str,
+        *,
+        flops: float = 0.0,
+        elems: float = 0.0,
+        fixed: float = 0.0,
+        m: float = 0.0,
+        n: int = 0,
+        k: int = 0,
+        kernels: int = 1,
+        fp32: bool = False,
+    ) -> None:
         # `kernels` identical launches share the traffic (eager code that is several small kernels).
-        o = Op(kind=kind, phase=phase, name=name, flops_per_sample=flops / kernels, elems_per_sample=elems / kernels,
-               elems_fixed=fixed / kernels, m_per_sample=m, n=n, k=k, count=kernels, fp32_only=fp32)
+        o = Op(
+            kind=kind,
+            phase=phase,
+            name=name,
+            flops_per_sample=flops / kernels,
+            elems_per_sample=elems / kernels,
+            elems_fixed=fixed / kernels,
+            m_per_sample=m,
+            n=n,
+            k=k,
+            count=kernels,
+            fp32_only=fp32,
+        )
         (self.fwd if phase is Phase.FORWARD else self.bwd).append(o)
 
-    def ew(self, name: str, elems: float, *, bwd: float | None = None, kernels: int = 1, bwd_kernels: int | None = None,
-           fixed: float = 0.0, fp32: bool = False, flops_per_elem: float = 1.0) -> None:
+    def ew(
+        self,
+        name: str,
+        elems: float,
+        *,
+        bwd: float | None = None,
+        kernels: int = 1,
+        bwd_kernels: int | None = None,
+        fixed: float = 0.0,
+        fp32: bool = False,
+        flops_per_elem: float = 1.0,
+    ) -> None:
         """A memory-bound op in the forward and (unless ``bwd`` is 0) its backward."""
-        self.op(OpKind.ELEMENTWISE, Phase.FORWARD, name, elems=elems, flops=flops_per_elem * elems / 2, fixed=fixed,
-                kernels=kernels, fp32=fp32)
+        self.op(
+            OpKind.ELEMENTWISE,
+            Phase.FORWARD,
+            name,
+            elems=elems,
+            flops=flops_per_elem * elems / 2,
+            fixed=fixed,
+            kernels=kernels,
+            fp32=fp32,
+        )
         b = elems * 1.5 if bwd is None else bwd
         if b:
-            self.op(OpKind.ELEMENTWISE, Phase.BACKWARD, name + ".backward", elems=b, flops=flops_per_elem * b / 3,
-                    fixed=fixed, kernels=bwd_kernels or kernels, fp32=fp32)
+            self.op(
+                OpKind.ELEMENTWISE,
+                Phase.BACKWARD,
+                name + ".backward",
+                elems=b,
+                flops=flops_per_elem * b / 3,
+                fixed=fixed,
+                kernels=bwd_kernels or kernels,
+                fp32=fp32,
+            )
 
-    def gemm(self, name: str, tokens: float, n_in: int, n_out: int, *, x: str, trainable: bool, quant: bool = False,
-             grad_input: bool = True, bias: bool = False) -> None:
+    def gemm(
+        self,
+        name: str,
+        tokens: float,
+        n_in: int,
+        n_out: int,
+        *,
+        x: str,
+        trainable: bool,
+        quant: bool = False,
+        grad_input: bool = True,
+        bias: bool = False,
+    ) -> None:
         """y = x W (W: n_in x n_out): forward, dX = dY W^T and, for a trainable W, dW = x^T dY
         (stored as tokens x n_out x n_in, the same FLOPs; the reduction runs over the batch's tokens)."""
         w = float(n_in * n_out)
         flops = 2.0 * tokens * n_in * n_out
         if quant:
             self.op(OpKind.DEQUANT, Phase.FORWARD, name + ".dequant", fixed=w)
-        self.op(OpKind.GEMM, Phase.FORWARD, name, flops=flops, elems=tokens * (n_in + n_out), fixed=w, m=tokens, n=n_out, k=n_in)
+        self.op(
+            OpKind.GEMM,
+            Phase.FORWARD,
+            name,
+            flops=flops,
+            elems=tokens * (n_in + n_out),
+            fixed=w,
+            m=tokens,
+            n=n_out,
+            k=n_in,
+        )
         if grad_input:
             if quant:
                 self.op(OpKind.DEQUANT, Phase.BACKWARD, name + ".dequant", fixed=w)
-            self.op(OpKind.GEMM, Phase.BACKWARD, name + ".dX", flops=flops, elems=tokens * (n_in + n_out), fixed=w,
-                    m=tokens, n=n_in, k=n_out)
+            self.op(
+                OpKind.GEMM,
+                Phase.BACKWARD,
+                name + ".dX",
+                flops=flops,
+                elems=tokens * (n_in + n_out),
+                fixed=w,
+                m=tokens,
+                n=n_in,
+                k=n_out,
+            )
         if trainable:
             self.saved[x] = tokens * n_in  # aten.mm keeps its input for the weight gradient
-            self.op(OpKind.GEMM, Phase.BACKWARD, name + ".dW", flops=flops, elems=tokens * (n_in + n_out), fixed=w,
-                    m=tokens, n=n_out, k=n_in)
+            self.op(
+                OpKind.GEMM,
+                Phase.BACKWARD,
+                name + ".dW",
+                flops=flops,
+                elems=tokens * (n_in + n_out),
+                fixed=w,
+                m=tokens,
+                n=n_out,
+                k=n_in,
+            )
             if bias:  # the bias gradient: a reduction over the tokens (the forward's add is in the GEMM)
-                self.op(OpKind.ELEMENTWISE, Phase.BACKWARD, name + ".dBias", elems=tokens * n_out, flops=tokens * n_out,
-                        fixed=n_out)
+                self.op(
+                    OpKind.ELEMENTWISE,
+                    Phase.BACKWARD,
+                    name + ".dBias",
+                    elems=tokens * n_out,
+                    flops=tokens * n_out,
+                    fixed=n_out,
+                )
 
     def adapter(self, name: str, tokens: float, n_in: int, n_out: int, *, x: str, rank: int) -> None:
         """LoRA on a frozen matrix: y += (x A) B * scale, A: n_in x r, B: r x n_out (PEFT's order)."""
@@ -100,12 +196,42 @@ def _norm(sec: _Section, shape: TransformerShape, name: str, tokens: float, *, x
     h = shape.hidden
     if shape.norm == "rmsnorm":
         # Hugging Face / LitGPT RMSNorm in eager: to(fp32), pow, mean, add+rsqrt, mul, to(dtype), * weight
-        sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, name + ".fp32", elems=7 * tokens * h, flops=4 * tokens * h, kernels=5, fp32=True)
-        sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, name + ".scale", elems=5 * tokens * h, flops=tokens * h, fixed=h, kernels=2)
-        sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, name + ".fp32.backward", elems=12 * tokens * h, flops=6 * tokens * h,
-               kernels=8, fp32=True)
-        sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, name + ".scale.backward", elems=6 * tokens * h, flops=2 * tokens * h,
-               fixed=2 * h, kernels=3)
+        sec.op(
+            OpKind.ELEMENTWISE,
+            Phase.FORWARD,
+            name + ".fp32",
+            elems=7 * tokens * h,
+            flops=4 * tokens * h,
+            kernels=5,
+            fp32=True,
+        )
+        sec.op(
+            OpKind.ELEMENTWISE,
+            Phase.FORWARD,
+            name + ".scale",
+            elems=5 * tokens * h,
+            flops=tokens * h,
+            fixed=h,
+            kernels=2,
+        )
+        sec.op(
+            OpKind.ELEMENTWISE,
+            Phase.BACKWARD,
+            name + ".fp32.backward",
+            elems=12 * tokens * h,
+            flops=6 * tokens * h,
+            kernels=8,
+            fp32=True,
+        )
+        sec.op(
+            OpKind.ELEMENTWISE,
+            Phase.BACKWARD,
+            name + ".scale.backward",
+            elems=6 * tokens * h,
+            flops=2 * tokens * h,
+            fixed=2 * h,
+            kernels=3,
+        )
         sec.saved_fp32[x + ".fp32"] = tokens * h  # the fp32 copy pow/mul keep
         sec.saved_fp32[name + ".rstd"] = tokens
         if trainable:
@@ -113,8 +239,15 @@ def _norm(sec: _Section, shape: TransformerShape, name: str, tokens: float, *, x
     else:
         sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, name, elems=2 * tokens * h, flops=8 * tokens * h, fixed=2 * h)
         # native_layer_norm_backward: dx, then the gamma/beta reduction
-        sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, name + ".backward", elems=3 * tokens * h, flops=10 * tokens * h,
-               fixed=2 * h, kernels=2)
+        sec.op(
+            OpKind.ELEMENTWISE,
+            Phase.BACKWARD,
+            name + ".backward",
+            elems=3 * tokens * h,
+            flops=10 * tokens * h,
+            fixed=2 * h,
+            kernels=2,
+        )
         sec.saved[x] = tokens * h
         sec.saved_fp32[name + ".stats"] = 2 * tokens
 
@@ -139,8 +272,13 @@ def _layer(shape: TransformerShape, mode: str, rank: int) -> _Section:
 
     _norm(sec, shape, "layers.norm1", s, x="x_in", trainable=full)
     if shape.fused_qkv:
-        linear("layers.attn.qkv", "ln1", h, h + 2 * kv,
-               (("layers.attn.qkv.q", h), ("layers.attn.qkv.k", kv), ("layers.attn.qkv.v", kv)))
+        linear(
+            "layers.attn.qkv",
+            "ln1",
+            h,
+            h + 2 * kv,
+            (("layers.attn.qkv.q", h), ("layers.attn.qkv.k", kv), ("layers.attn.qkv.v", kv)),
+        )
         sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "layers.attn.qkv.split_backward", elems=2 * s * (h + 2 * kv))
     else:
         linear("layers.attn.q", "ln1", h, h)
@@ -160,10 +298,26 @@ def _layer(shape: TransformerShape, mode: str, rank: int) -> _Section:
         sec.ew("layers.attn.repeat_kv", 2 * (s * kv + s * h), bwd=2 * (s * h + s * kv), kernels=2)
         kv_att = h
     io = s * h + 2 * s * kv_att  # q, k, v as the kernel reads them
-    sec.op(OpKind.ATTENTION, Phase.FORWARD, "layers.attn.sdpa", flops=att_flops, elems=io + s * h + heads * s,
-           m=s * heads, n=int(s), k=d)
-    sec.op(OpKind.ATTENTION, Phase.BACKWARD, "layers.attn.sdpa.backward", flops=ATTENTION_BACKWARD_FACTOR * att_flops,
-           elems=2 * io + 2 * s * h + 2 * heads * s, m=s * heads, n=int(s), k=d)
+    sec.op(
+        OpKind.ATTENTION,
+        Phase.FORWARD,
+        "layers.attn.sdpa",
+        flops=att_flops,
+        elems=io + s * h + heads * s,
+        m=s * heads,
+        n=int(s),
+        k=d,
+    )
+    sec.op(
+        OpKind.ATTENTION,
+        Phase.BACKWARD,
+        "layers.attn.sdpa.backward",
+        flops=ATTENTION_BACKWARD_FACTOR * att_flops,
+        elems=2 * io + 2 * s * h + 2 * heads * s,
+        m=s * heads,
+        n=int(s),
+        k=d,
+    )
     sec.saved.update({"q": s * h, "k": s * kv_att, "v": s * kv_att, "attn_out": s * h})
     sec.saved_fp32["attn.logsumexp"] = heads * s
     linear("layers.attn.o", "attn_out", h, h)
@@ -196,14 +350,34 @@ def _patch_embedding(shape: TransformerShape, mode: str) -> _Section:
     patches, k = s - 1, c * p * p
     full = mode == "full"
     pixels = patches * k
-    sec.op(OpKind.CONV, Phase.FORWARD, "patch_embed", flops=2 * patches * h * k, elems=pixels + patches * h, fixed=h * k + h,
-           m=patches, n=h, k=k)
+    sec.op(
+        OpKind.CONV,
+        Phase.FORWARD,
+        "patch_embed",
+        flops=2 * patches * h * k,
+        elems=pixels + patches * h,
+        fixed=h * k + h,
+        m=patches,
+        n=h,
+        k=k,
+    )
     if full:  # the image needs no gradient: the weight's only
-        sec.op(OpKind.CONV, Phase.BACKWARD, "patch_embed.dW", flops=2 * patches * h * k, elems=pixels + patches * h,
-               fixed=h * k + h, m=patches, n=h, k=k)
+        sec.op(
+            OpKind.CONV,
+            Phase.BACKWARD,
+            "patch_embed.dW",
+            flops=2 * patches * h * k,
+            elems=pixels + patches * h,
+            fixed=h * k + h,
+            m=patches,
+            n=h,
+            k=k,
+        )
         sec.saved["image"] = pixels
     sec.ew("embed.cat_class_token", 2 * s * h, bwd=s * h)
-    sec.ew("embed.add_positions", 3 * s * h, bwd=s * h if full else 0.0, fixed=s * h)  # backward: the positions' gradient
+    sec.ew(
+        "embed.add_positions", 3 * s * h, bwd=s * h if full else 0.0, fixed=s * h
+    )  # backward: the positions' gradient
     if shape.dropout:
         _dropout(sec, "embed.dropout", s * h)
     return sec
@@ -219,7 +393,9 @@ def _embedding(shape: TransformerShape, mode: str) -> _Section:
     sec.saved_bytes["input_ids"] = 8 * s
     if full:
         # embedding_dense_backward: zero the table's gradient, scatter-add the tokens' rows
-        sec.op(OpKind.EMBEDDING, Phase.BACKWARD, "embed_tokens.backward", elems=2 * s * h + s, fixed=2.0 * shape.vocab * h)
+        sec.op(
+            OpKind.EMBEDDING, Phase.BACKWARD, "embed_tokens.backward", elems=2 * s * h + s, fixed=2.0 * shape.vocab * h
+        )
     if not shape.rotary:  # learned positions (GPT-2, BERT): gather once, add to every sample
         sec.op(OpKind.EMBEDDING, Phase.FORWARD, "embed_positions", fixed=2 * s * h)
         sec.ew("embed.add_positions", 3 * s * h, bwd=0.0)
@@ -256,7 +432,9 @@ def _head(shape: TransformerShape, mode: str) -> _Section:
         sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, "loss.log_softmax", elems=2 * s * v, flops=3 * s * v, fp32=True)
         sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, "loss.nll", elems=2 * s, fp32=True)
         sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "loss.nll.backward", elems=s * v, fp32=True)
-        sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "loss.log_softmax.backward", elems=3 * s * v, flops=3 * s * v, fp32=True)
+        sec.op(
+            OpKind.ELEMENTWISE, Phase.BACKWARD, "loss.log_softmax.backward", elems=3 * s * v, flops=3 * s * v, fp32=True
+        )
         sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "loss.logits_grad_to_dtype", elems=1.5 * s * v, fp32=True)
         sec.saved_fp32["loss.log_probs"] = s * v
         sec.saved_bytes["loss.labels"] = 8 * s  # nll_loss keeps its int64 targets
@@ -274,9 +452,15 @@ def _head(shape: TransformerShape, mode: str) -> _Section:
 def _first_layer_input_grads(bwd: list[Op]) -> set[tuple[str, OpKind]]:
     """Backward ops of a layer that only compute the gradient of the layer's input."""
     qkv = ("layers.attn.q", "layers.attn.k", "layers.attn.v", "layers.attn.qkv")
-    names = {f"{m}.dX" for m in qkv} | {f"{m}.lora_A.dX" for m in qkv} | {f"layers.attn.qkv.{x}.lora_A.dX" for x in "qkv"}
-    names |= {f"{m}.dequant" for m in qkv} | {"layers.attn.qkv.split_backward", "layers.norm1.backward",
-                                             "layers.norm1.fp32.backward", "layers.norm1.scale.backward"}
+    names = (
+        {f"{m}.dX" for m in qkv} | {f"{m}.lora_A.dX" for m in qkv} | {f"layers.attn.qkv.{x}.lora_A.dX" for x in "qkv"}
+    )
+    names |= {f"{m}.dequant" for m in qkv} | {
+        "layers.attn.qkv.split_backward",
+        "layers.norm1.backward",
+        "layers.norm1.fp32.backward",
+        "layers.norm1.scale.backward",
+    }
     return {(o.name, o.kind) for o in bwd if o.name in names}
 
 
@@ -288,14 +472,19 @@ def _family(shape: TransformerShape) -> str:
     if shape.patch:
         return f"vision transformer ({shape.patch}x{shape.patch} patches, {shape.vocab} classes)"
     if shape.gated_ffn and shape.rotary:
-        return "Llama-style decoder (gated FFN, RMSNorm, rotary, GQA)" if shape.kv_dim != shape.hidden else \
-            "Llama-style decoder (gated FFN, RMSNorm, rotary)"
+        return (
+            "Llama-style decoder (gated FFN, RMSNorm, rotary, GQA)"
+            if shape.kv_dim != shape.hidden
+            else "Llama-style decoder (gated FFN, RMSNorm, rotary)"
+        )
     if not shape.lm_head:
         return "BERT-style encoder"
     return "GPT-style decoder" + (" (rotary, NeoX-like)" if shape.rotary else "")
 
 
-def transformer_trace(shape: TransformerShape, *, mode: str = "full", lora_rank: int = 16, checkpointing: bool = False) -> StepTrace:
+def transformer_trace(
+    shape: TransformerShape, *, mode: str = "full", lora_rank: int = 16, checkpointing: bool = False
+) -> StepTrace:
     """The analytic trace of one training step of a transformer (per sequence of ``seq_len``)."""
     if mode not in MODES:
         raise UsageError(f"the mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -315,7 +504,11 @@ def transformer_trace(shape: TransformerShape, *, mode: str = "full", lora_rank:
         ops += _times(layer.fwd, L, Phase.RECOMPUTE)
 
     def total(key: str, layers: float) -> float:
-        return sum(getattr(sec, key)[t] * (layers if sec is layer else 1) for sec in (emb, layer, head) for t in getattr(sec, key))
+        return sum(
+            getattr(sec, key)[t] * (layers if sec is layer else 1)
+            for sec in (emb, layer, head)
+            for t in getattr(sec, key)
+        )
 
     # The memory model multiplies saved_elems_* by the activation element size; fp32 tensors and
     # byte-sized masks are reported apart (saved_fp32_elems_per_sample, saved_bytes_per_sample).
@@ -324,31 +517,49 @@ def transformer_trace(shape: TransformerShape, *, mode: str = "full", lora_rank:
     block_input = s * shape.hidden
     # Checkpointing keeps each block's input; during one block's backward its forward's saved set
     # exists once more (the block input is part of it).
-    saved16_ckpt = sum(emb.saved.values()) + sum(head.saved.values()) + L * block_input + layer_saved - layer.saved.get("x_in", 0.0)
+    saved16_ckpt = (
+        sum(emb.saved.values())
+        + sum(head.saved.values())
+        + L * block_input
+        + layer_saved
+        - layer.saved.get("x_in", 0.0)
+    )
     fp32_ckpt = sum(emb.saved_fp32.values()) + sum(head.saved_fp32.values()) + sum(layer.saved_fp32.values())
     bytes_ckpt = sum(emb.saved_bytes.values()) + sum(head.saved_bytes.values()) + sum(layer.saved_bytes.values())
     params = shape.params()
     trainable = params if mode == "full" else lora_params(shape, lora_rank)
-    what = {"full": "full training (every weight trainable)",
-            "lora": f"LoRA rank {lora_rank} on {LORA_TARGETS}; base weights frozen (no weight-gradient GEMMs)",
-            "qlora": f"QLoRA: LoRA rank {lora_rank} on {LORA_TARGETS}, 4-bit base weights dequantised in the forward, "
-                     "the backward and the recompute"}[mode]
+    what = {
+        "full": "full training (every weight trainable)",
+        "lora": f"LoRA rank {lora_rank} on {LORA_TARGETS}; base weights frozen (no weight-gradient GEMMs)",
+        "qlora": f"QLoRA: LoRA rank {lora_rank} on {LORA_TARGETS}, 4-bit base weights dequantised in the forward, "
+        "the backward and the recompute",
+    }[mode]
     if shape.patch:
-        input_bytes = 4.0 * shape.channels * shape.patch ** 2 * (s - 1) + 8.0  # fp32 image + label
+        input_bytes = 4.0 * shape.channels * shape.patch**2 * (s - 1) + 8.0  # fp32 image + label
     else:
         input_bytes = (16.0 if shape.lm_head else 24.0) * s + (0 if shape.lm_head else 16.0)
     return StepTrace(
-        ops=tuple(ops), params=params, trainable_params=trainable, input_bytes_per_sample=input_bytes,
-        saved_elems_per_sample=saved16, saved_elems_per_sample_ckpt=saved16_ckpt, checkpointing=checkpointing,
-        saved_fp32_elems_per_sample=total("saved_fp32", L), saved_fp32_elems_per_sample_ckpt=fp32_ckpt,
-        saved_bytes_per_sample=total("saved_bytes", L), saved_bytes_per_sample_ckpt=bytes_ckpt,
-        logits_elems_per_sample=(shape.vocab if shape.patch else s * shape.vocab if shape.lm_head
-                                 else s * shape.head_outputs),
-        source=(f"analytic transformer trace (gpuselect/workloads/traces.py): {_family(shape)}, {L} layers, hidden "
-                f"{shape.hidden}, {shape.heads} heads ({shape.kv_heads or shape.heads} KV), FFN {shape.ffn}, vocabulary "
-                f"{shape.vocab}, {shape.seq_len} tokens per sample; fused attention (no score matrix; "
-                f"{'causal FLOPs counted half; ' if shape.is_causal else ''}backward {ATTENTION_BACKWARD_FACTOR}x forward); "
-                f"{what}"),
+        ops=tuple(ops),
+        params=params,
+        trainable_params=trainable,
+        input_bytes_per_sample=input_bytes,
+        saved_elems_per_sample=saved16,
+        saved_elems_per_sample_ckpt=saved16_ckpt,
+        checkpointing=checkpointing,
+        saved_fp32_elems_per_sample=total("saved_fp32", L),
+        saved_fp32_elems_per_sample_ckpt=fp32_ckpt,
+        saved_bytes_per_sample=total("saved_bytes", L),
+        saved_bytes_per_sample_ckpt=bytes_ckpt,
+        logits_elems_per_sample=(
+            shape.vocab if shape.patch else s * shape.vocab if shape.lm_head else s * shape.head_outputs
+        ),
+        source=(
+            f"analytic transformer trace (gpuselect/workloads/traces.py): {_family(shape)}, {L} layers, hidden "
+            f"{shape.hidden}, {shape.heads} heads ({shape.kv_heads or shape.heads} KV), FFN {shape.ffn}, vocabulary "
+            f"{shape.vocab}, {shape.seq_len} tokens per sample; fused attention (no score matrix; "
+            f"{'causal FLOPs counted half; ' if shape.is_causal else ''}backward {ATTENTION_BACKWARD_FACTOR}x forward); "
+            f"{what}"
+        ),
         notes=("autocast weight casts and the optimizer step are not in the trace (precision and optimizer options)",),
     )
 
@@ -357,11 +568,14 @@ def transformer_trace(shape: TransformerShape, *, mode: str = "full", lora_rank:
 # Traces stored as JSON (meta-device tracer output, package data)
 # --------------------------------------------------------------------------------------------
 
+
 def trace_to_dict(t: StepTrace) -> dict[str, Any]:
     d: dict[str, Any] = {k: getattr(t, k) for k in StepTrace.__dataclass_fields__ if k != "ops"}
     d["notes"] = list(t.notes)
-    d["ops"] = [{k: (getattr(o, k).value if k in ("kind", "phase") else getattr(o, k)) for k in Op.__dataclass_fields__}
-                for o in t.ops]
+    d["ops"] = [
+        {k: (getattr(o, k).value if k in ("kind", "phase") else getattr(o, k)) for k in Op.__dataclass_fields__}
+        for o in t.ops
+    ]
     return d
 
 
@@ -379,7 +593,11 @@ def trace_from_dict(d: dict[str, Any]) -> StepTrace:
 def shipped_trace(workload_id: str, checkpointing: bool = False) -> StepTrace | None:
     """The meta-device trace shipped for a preset (plain or checkpointed), or None."""
     try:
-        text = resources.files("gpuselect.estimate").joinpath(f"{TRACE_DIR}/{workload_id}.json").read_text(encoding="utf-8")
+        text = (
+            resources.files("gpuselect.estimate")
+            .joinpath(f"{TRACE_DIR}/{workload_id}.json")
+            .read_text(encoding="utf-8")
+        )
     except (FileNotFoundError, OSError):
         return None
     doc = json.loads(text)
@@ -398,6 +616,7 @@ def with_checkpointing(t: StepTrace, layers: int) -> StepTrace:
 # --------------------------------------------------------------------------------------------
 # Synthetic trace (--params N --flops-per-sample F, and presets without a model)
 # --------------------------------------------------------------------------------------------
+
 
 def synthetic_trace(w: Workload, *, checkpointing: bool) -> StepTrace:
     """A GEMM-dominated approximation from the parameter count and forward FLOPs alone: ``layers``
@@ -421,26 +640,48 @@ def synthetic_trace(w: Workload, *, checkpointing: bool) -> StepTrace:
     ops = _times(sec.fwd, L)
     emb_params = n_params - dense
     if emb_params > 0:
-        ops.append(Op(OpKind.EMBEDDING, Phase.FORWARD, "synthetic.embedding", elems_per_sample=2 * max(1.0, flops / 2 / max(1.0, dense))))
+        ops.append(
+            Op(
+                OpKind.EMBEDDING,
+                Phase.FORWARD,
+                "synthetic.embedding",
+                elems_per_sample=2 * max(1.0, flops / 2 / max(1.0, dense)),
+            )
+        )
     ops += _times(list(reversed(sec.bwd)), L)
     if emb_params > 0 and not trainable:
-        ops.append(Op(OpKind.EMBEDDING, Phase.BACKWARD, "synthetic.embedding.backward", elems_per_sample=4.0, elems_fixed=emb_params))
+        ops.append(
+            Op(
+                OpKind.EMBEDDING,
+                Phase.BACKWARD,
+                "synthetic.embedding.backward",
+                elems_per_sample=4.0,
+                elems_fixed=emb_params,
+            )
+        )
     if checkpointing:
         ops += _times(sec.fwd, L, Phase.RECOMPUTE)
     in_bytes = 4.0 * math.prod(w.input_shape) if w.input_shape else 4.0 * width_k
     return StepTrace(
-        ops=tuple(ops), params=w.params, trainable_params=w.trainable_params, input_bytes_per_sample=in_bytes + 8.0,
-        saved_elems_per_sample=act_elems, saved_elems_per_sample_ckpt=min(act_elems, act_elems / L + L * m * width),
+        ops=tuple(ops),
+        params=w.params,
+        trainable_params=w.trainable_params,
+        input_bytes_per_sample=in_bytes + 8.0,
+        saved_elems_per_sample=act_elems,
+        saved_elems_per_sample_ckpt=min(act_elems, act_elems / L + L * m * width),
         checkpointing=checkpointing,
-        source=(f"APPROXIMATION: synthetic trace from {w.params:g} parameters and {flops:g} forward FLOPs per sample "
-                f"({L} GEMMs of {m:g} x {width} x {width_k} per sample plus elementwise traffic from the workload's "
-                f"activation figure); no model was traced. Workload figures: {w.source}"),
+        source=(
+            f"APPROXIMATION: synthetic trace from {w.params:g} parameters and {flops:g} forward FLOPs per sample "
+            f"({L} GEMMs of {m:g} x {width} x {width_k} per sample plus elementwise traffic from the workload's "
+            f"activation figure); no model was traced. Workload figures: {w.source}"
+        ),
     )
 
 
 # --------------------------------------------------------------------------------------------
 # Entry points
 # --------------------------------------------------------------------------------------------
+
 
 def with_mode(w: Workload, mode: str, lora_rank: int | None = None) -> Workload:
     """The same workload trained in ``mode`` (full, lora, qlora) with adapters of ``lora_rank``."""
@@ -467,8 +708,14 @@ def with_mode(w: Workload, mode: str, lora_rank: int | None = None) -> Workload:
     label = {"full": "full", "lora": f"LoRA rank {rank}", "qlora": f"QLoRA rank {rank}"}[mode]
     base = re.sub(r" \[.*\]$", "", w.name)
     base = re.sub(r" (full|LoRA|QLoRA) fine-tuning$", "", base)
-    return replace(w, mode=mode, lora_rank=rank, trainable_params=trainable, name=f"{base} [{label} training]",
-                   id=w.id if mode == "full" else f"{w.id}+{mode}-r{rank}")
+    return replace(
+        w,
+        mode=mode,
+        lora_rank=rank,
+        trainable_params=trainable,
+        name=f"{base} [{label} training]",
+        id=w.id if mode == "full" else f"{w.id}+{mode}-r{rank}",
+    )
 
 
 @functools.lru_cache(maxsize=1024)

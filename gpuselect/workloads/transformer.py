@@ -65,7 +65,7 @@ class TransformerShape:
             per_layer -= 2 * h
         if self.patch:
             biases = 4 * h + self.ffn + h  # q, k, v, o, fc1, fc2
-            stem = self.channels * self.patch ** 2 * h + h + h + self.seq_len * h  # patch conv, class token, positions
+            stem = self.channels * self.patch**2 * h + h + h + self.seq_len * h  # patch conv, class token, positions
             return self.layers * (per_layer + biases) + stem + 2 * h + h * self.vocab + self.vocab
         emb = self.vocab * h
         head = 0 if self.tied_embeddings or not self.lm_head else self.vocab * h
@@ -78,7 +78,7 @@ class TransformerShape:
         dense = self.layers * (h * h * 2 + h * kv_dim * 2 + h * self.ffn * (3 if self.gated_ffn else 2))
         attention = self.layers * 2 * s * h  # QK^T and AV, per token
         if self.patch:  # patch embedding on the patches, classifier on the class token
-            stem = 2.0 * (s - 1) * self.channels * self.patch ** 2 * h
+            stem = 2.0 * (s - 1) * self.channels * self.patch**2 * h
             return 2.0 * s * (dense + attention) + stem + 2.0 * h * self.vocab
         head = self.vocab * h if self.lm_head else 0
         return 2.0 * s * (dense + attention + head)
@@ -115,20 +115,46 @@ def _input_shape(shape: TransformerShape) -> tuple[int, ...]:
 
 
 def transformer_workload(
-    id: str, name: str, shape: TransformerShape, *, description: str, mode: str = "full", kind: str = "transformer",
-    dataset_size: int, epochs: int, batch_size: int, source: str, lora_rank: int = 16, profiler_checked: bool = False,
+    id: str,
+    name: str,
+    shape: TransformerShape,
+    *,
+    description: str,
+    mode: str = "full",
+    kind: str = "transformer",
+    dataset_size: int,
+    epochs: int,
+    batch_size: int,
+    source: str,
+    lora_rank: int = 16,
+    profiler_checked: bool = False,
     sample_unit: str = "sequence",
 ) -> Workload:
     params = shape.params()
     trainable = params if mode == "full" else lora_params(shape, lora_rank)
     act = shape.activation_bytes_per_sequence()
     return Workload(
-        id=id, name=name, description=description, kind=kind, params=params, trainable_params=trainable,
+        id=id,
+        name=name,
+        description=description,
+        kind=kind,
+        params=params,
+        trainable_params=trainable,
         forward_flops_per_sample=shape.forward_flops_per_sequence(),
-        memory_traffic_bytes_per_sample=2 * act, activation_bytes_per_sample=act,
-        input_shape=_input_shape(shape), sample_unit=sample_unit, layers=shape.layers, seq_len=shape.seq_len,
-        default_dataset_size=dataset_size, default_epochs=epochs, default_batch_size=batch_size, mode=mode,
-        source=source, profiler_checked=profiler_checked, shape=shape, lora_rank=lora_rank,
+        memory_traffic_bytes_per_sample=2 * act,
+        activation_bytes_per_sample=act,
+        input_shape=_input_shape(shape),
+        sample_unit=sample_unit,
+        layers=shape.layers,
+        seq_len=shape.seq_len,
+        default_dataset_size=dataset_size,
+        default_epochs=epochs,
+        default_batch_size=batch_size,
+        mode=mode,
+        source=source,
+        profiler_checked=profiler_checked,
+        shape=shape,
+        lora_rank=lora_rank,
     )
 
 
@@ -139,7 +165,9 @@ def _first(cfg: dict[str, Any], *keys: str) -> Any:
     return None
 
 
-def _positive_int(cfg: dict[str, Any], path: str, keys: tuple[str, ...], *, default: int | None = None, limit: int = 10**7) -> int:
+def _positive_int(
+    cfg: dict[str, Any], path: str, keys: tuple[str, ...], *, default: int | None = None, limit: int = 10**7
+) -> int:
     value = _first(cfg, *keys)
     if value is None:
         if default is not None:
@@ -163,8 +191,12 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
     layers = _positive_int(cfg, str(p), ("num_hidden_layers", "n_layer", "num_layers", "n_layers"), limit=1000)
     heads = _positive_int(cfg, str(p), ("num_attention_heads", "n_head", "num_heads", "n_heads"), limit=4096)
     vocab = _positive_int(cfg, str(p), ("vocab_size",), limit=10**7)
-    positions = _positive_int(cfg, str(p), ("max_position_embeddings", "n_positions", "n_ctx", "seq_length", "max_seq_len"), default=2048)
-    ffn = _positive_int(cfg, str(p), ("intermediate_size", "n_inner", "ffn_dim", "d_ff"), default=4 * hidden, limit=1 << 20)
+    positions = _positive_int(
+        cfg, str(p), ("max_position_embeddings", "n_positions", "n_ctx", "seq_length", "max_seq_len"), default=2048
+    )
+    ffn = _positive_int(
+        cfg, str(p), ("intermediate_size", "n_inner", "ffn_dim", "d_ff"), default=4 * hidden, limit=1 << 20
+    )
     kv = _positive_int(cfg, str(p), ("num_key_value_heads", "n_kv_heads"), default=heads, limit=4096)
     if hidden % heads:
         raise DataError(f"{p}: hidden size {hidden} is not a multiple of the {heads} attention heads")
@@ -173,8 +205,14 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
     act = str(_first(cfg, "hidden_act", "activation_function") or "").lower()
     gated = act in ("silu", "swiglu", "swish") or model_type in ("llama", "mistral", "qwen2", "gemma", "mixtral")
     rms = "rms_norm_eps" in cfg or model_type in ("llama", "mistral", "qwen2", "gemma", "mixtral")
-    rotary = any(k in cfg for k in ("rope_theta", "rotary_pct", "rotary_emb_base", "rope_scaling")) or \
-        model_type in ("llama", "mistral", "qwen2", "gemma", "mixtral", "gpt_neox")
+    rotary = any(k in cfg for k in ("rope_theta", "rotary_pct", "rotary_emb_base", "rope_scaling")) or model_type in (
+        "llama",
+        "mistral",
+        "qwen2",
+        "gemma",
+        "mixtral",
+        "gpt_neox",
+    )
     drop = _first(cfg, "resid_pdrop", "hidden_dropout_prob", "hidden_dropout", "dropout")
     if drop is None and model_type in ("gpt2", "bert", "roberta"):
         drop = 0.1  # the Hugging Face default of these configs
@@ -183,9 +221,19 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
     if not 0 < seq <= positions:
         raise DataError(f"{p}: sequence length {seq} must be between 1 and the model's {positions} positions")
     return TransformerShape(
-        layers=layers, hidden=hidden, heads=heads, vocab=vocab, seq_len=seq, ffn=ffn, kv_heads=kv, gated_ffn=gated,
-        tied_embeddings=bool(cfg.get("tie_word_embeddings", True)), lm_head=model_type not in ("bert", "roberta"),
-        dropout=dropout, norm="rmsnorm" if rms else "layernorm", rotary=rotary,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        vocab=vocab,
+        seq_len=seq,
+        ffn=ffn,
+        kv_heads=kv,
+        gated_ffn=gated,
+        tied_embeddings=bool(cfg.get("tie_word_embeddings", True)),
+        lm_head=model_type not in ("bert", "roberta"),
+        dropout=dropout,
+        norm="rmsnorm" if rms else "layernorm",
+        rotary=rotary,
         fused_qkv=model_type in ("gpt2", "gpt_neox", "gpt_neo", "falcon", "phi3"),
     )
 
@@ -200,33 +248,60 @@ def _vit_shape(cfg: dict[str, Any], p: str) -> TransformerShape:
     patch = _positive_int(cfg, p, ("patch_size",), limit=1 << 12)
     channels = _positive_int(cfg, p, ("num_channels",), default=3, limit=1024)
     labels = cfg.get("id2label")
-    classes = len(labels) if isinstance(labels, dict) and labels else _positive_int(cfg, p, ("num_labels",), default=1000)
+    classes = (
+        len(labels) if isinstance(labels, dict) and labels else _positive_int(cfg, p, ("num_labels",), default=1000)
+    )
     if hidden % heads:
         raise DataError(f"{p}: hidden size {hidden} is not a multiple of the {heads} attention heads")
     if image % patch:
         raise DataError(f"{p}: image size {image} is not a multiple of the patch size {patch}")
     drop = _first(cfg, "hidden_dropout_prob")
     return TransformerShape(
-        layers=layers, hidden=hidden, heads=heads, vocab=classes, seq_len=(image // patch) ** 2 + 1, ffn=ffn, lm_head=False,
-        causal=False, dropout=isinstance(drop, (int, float)) and not isinstance(drop, bool) and drop > 0, patch=patch,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        vocab=classes,
+        seq_len=(image // patch) ** 2 + 1,
+        ffn=ffn,
+        lm_head=False,
+        causal=False,
+        dropout=isinstance(drop, (int, float)) and not isinstance(drop, bool) and drop > 0,
+        patch=patch,
         channels=channels,
     )
 
 
-def workload_from_hf_config(path: str | Path, *, seq_len: int | None = None, mode: str = "full", lora_rank: int = 16) -> Workload:
+def workload_from_hf_config(
+    path: str | Path, *, seq_len: int | None = None, mode: str = "full", lora_rank: int = 16
+) -> Workload:
     shape = shape_from_hf_config(path, seq_len=seq_len)
     name = Path(path).parent.name or Path(path).stem
     if shape.patch:
         side = round((shape.seq_len - 1) ** 0.5) * shape.patch
         return transformer_workload(
-            f"config:{name}", f"{name} (from config.json)", shape, mode=mode, lora_rank=lora_rank, sample_unit="image",
+            f"config:{name}",
+            f"{name} (from config.json)",
+            shape,
+            mode=mode,
+            lora_rank=lora_rank,
+            sample_unit="image",
             description=f"vision transformer read from {path}: {shape.layers} layers, hidden {shape.hidden}, {shape.heads} "
-                        f"heads, {side}x{side} images in {shape.patch}x{shape.patch} patches, {shape.vocab} classes",
-            dataset_size=1_281_167, epochs=1, batch_size=64, source=f"computed from {path} (transformer arithmetic)",
+            f"heads, {side}x{side} images in {shape.patch}x{shape.patch} patches, {shape.vocab} classes",
+            dataset_size=1_281_167,
+            epochs=1,
+            batch_size=64,
+            source=f"computed from {path} (transformer arithmetic)",
         )
     return transformer_workload(
-        f"config:{name}", f"{name} (from config.json)", shape, mode=mode, lora_rank=lora_rank,
+        f"config:{name}",
+        f"{name} (from config.json)",
+        shape,
+        mode=mode,
+        lora_rank=lora_rank,
         description=f"transformer read from {path}: {shape.layers} layers, hidden {shape.hidden}, {shape.heads} heads, "
-                    f"vocabulary {shape.vocab}, sequence {shape.seq_len}",
-        dataset_size=100_000, epochs=1, batch_size=8, source=f"computed from {path} (transformer arithmetic)",
+        f"vocabulary {shape.vocab}, sequence {shape.seq_len}",
+        dataset_size=100_000,
+        epochs=1,
+        batch_size=8,
+        source=f"computed from {path} (transformer arithmetic)",
     )

@@ -71,7 +71,9 @@ def test_a_critical_ecc_fault_keeps_the_card_out_and_is_said() -> None:
 
 def test_a_busy_gpu_is_not_left_out() -> None:
     snap = this_machine(nvml=rtx3090()).snapshot
-    busy = Finding("gpu.memory_held_by_others", Severity.CRITICAL, "gpu0 (NVIDIA GeForce RTX 3090)", "74 % held", "held")
+    busy = Finding(
+        "gpu.memory_held_by_others", Severity.CRITICAL, "gpu0 (NVIDIA GeForce RTX 3090)", "74 % held", "held"
+    )
     broken = Finding("gpu.ecc", Severity.CRITICAL, "gpu3 (X)", "ECC errors", "x")
     m = Machine(snap, HealthReport([busy, broken]))
     assert critical_problems(m) == {"gpu3": "ECC errors"}
@@ -101,8 +103,12 @@ def test_implausible_options_are_not_offered() -> None:
     assert any(r.count == 64 and r.family == "datacenter" for r in result.rows)
 
 
-def _row(gpu: str, hours: float, buy: float | None, cloud: float | None, band: float = 0.2, deadline: float = 72) -> EstimateRow:
-    return EstimateRow(gpu, gpu, "geforce", 1, True, 8, 1.0, 1.0, hours, buy, cloud, 1.0, 0.5, band, meets_deadline=hours <= deadline)
+def _row(
+    gpu: str, hours: float, buy: float | None, cloud: float | None, band: float = 0.2, deadline: float = 72
+) -> EstimateRow:
+    return EstimateRow(
+        gpu, gpu, "geforce", 1, True, 8, 1.0, 1.0, hours, buy, cloud, 1.0, 0.5, band, meets_deadline=hours <= deadline
+    )
 
 
 SLOW_CPU = [LocalEstimate("cpu", "CPU", 1.0, 1e6, "measured", 0.5)]
@@ -115,11 +121,15 @@ def test_options_without_a_price_are_not_recommended() -> None:
 
 
 def test_the_verdict_says_when_the_range_crosses_the_deadline() -> None:
-    rec = recommend([_row("g", 60.0, 900.0, None, band=0.5)], SLOW_CPU, Assumptions(deadline_hours=72), PRESETS["resnet50"])
+    rec = recommend(
+        [_row("g", 60.0, 900.0, None, band=0.5)], SLOW_CPU, Assumptions(deadline_hours=72), PRESETS["resnet50"]
+    )
     assert rec.deadline_met and rec.crosses_deadline
     assert time_range(60.0, 0.5) == (40.0, 90.0)
     assert "reaches past your 72 h deadline (up to 90 h)" in explain(rec)[1]
-    safe = recommend([_row("g", 10.0, 900.0, None, band=0.5)], SLOW_CPU, Assumptions(deadline_hours=72), PRESETS["resnet50"])
+    safe = recommend(
+        [_row("g", 10.0, 900.0, None, band=0.5)], SLOW_CPU, Assumptions(deadline_hours=72), PRESETS["resnet50"]
+    )
     assert not safe.crosses_deadline and "reaches past" not in safe.rationale
 
 
@@ -146,8 +156,19 @@ def test_settings_fill_what_the_face_left_open() -> None:
 def test_a_config_with_lora_mode(tmp_path: Path) -> None:
     cfg = tmp_path / "m" / "config.json"
     cfg.parent.mkdir()
-    cfg.write_text(json.dumps({"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
-                               "intermediate_size": 8192, "vocab_size": 32000, "max_position_embeddings": 2048}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "model_type": "llama",
+                "hidden_size": 2048,
+                "num_hidden_layers": 16,
+                "num_attention_heads": 32,
+                "intermediate_size": 8192,
+                "vocab_size": 32000,
+                "max_position_embeddings": 2048,
+            }
+        )
+    )
     full = load_workload(WorkloadSpec(config=str(cfg)))
     lora = load_workload(WorkloadSpec(config=str(cfg), mode="lora"))
     assert lora.trainable_params < full.trainable_params / 10
@@ -156,8 +177,16 @@ def test_a_config_with_lora_mode(tmp_path: Path) -> None:
 def test_cli_estimate_follows_the_settings(capsys: pytest.CaptureFixture[str]) -> None:
     folder = Path(os.environ["GPUSELECT_CONFIG_DIR"])
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "settings.json").write_text(json.dumps({"currency_symbol": "€", "usd_to_currency": 0.9, "electricity_usd_per_kwh": 0.3,
-                                                      "default_deadline_hours": 24}))
+    (folder / "settings.json").write_text(
+        json.dumps(
+            {
+                "currency_symbol": "€",
+                "usd_to_currency": 0.9,
+                "electricity_usd_per_kwh": 0.3,
+                "default_deadline_hours": 24,
+            }
+        )
+    )
     assert main(["estimate", "--workload", "resnet50", "--top", "3"]) == 0
     out = capsys.readouterr().out
     assert "€0.270/kWh" in out and "deadline 24 h" in out and "buy €" in out
@@ -174,7 +203,9 @@ def test_eight_busy_h100_stay_in_the_plan() -> None:
     assert rec.own is not None and rec.own["count"] == 8 and rec.action == "have" and rec.stage == 3
 
 
-def test_cli_estimate_on_a_two_a100_machine(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_estimate_on_a_two_a100_machine(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from tests.fakes import fake_nvml as F
 
     fake = F.a100x2_ecc()

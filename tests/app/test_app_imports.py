@@ -10,9 +10,11 @@ from tests.conftest import REPO_ROOT
 
 
 def test_app_layer_imports_neither_qt_nor_torch() -> None:
-    code = ("import gpuselect.app.workflows, gpuselect.app.machine, gpuselect.app.money, gpuselect.estimate.recommend, "
-            "gpuselect.report.model, gpuselect.commands.report, gpuselect.commands.estimate\n"
-            "import sys, json\nprint(json.dumps(sorted(sys.modules)))")
+    code = (
+        "import gpuselect.app.workflows, gpuselect.app.machine, gpuselect.app.money, gpuselect.estimate.recommend, "
+        "gpuselect.report.model, gpuselect.commands.report, gpuselect.commands.estimate\n"
+        "import sys, json\nprint(json.dumps(sorted(sys.modules)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
     loaded = set(json.loads(out.stdout.strip().splitlines()[-1]))
     assert not {m for m in loaded if m.split(".")[0] in ("PySide6", "torch", "pyqtgraph", "reportlab")}

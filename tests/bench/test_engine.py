@@ -10,14 +10,16 @@ import torch
 
 from gpuselect.bench.engine import run_benchmark, run_to_completion
 from gpuselect.bench.findings import bench_findings, spec_ratios
-from gpuselect.bench.model import BenchConfig, BenchReport, DeviceResult  # noqa: E402
-from gpuselect.catalog.schema import GpuEntry  # noqa: E402
-from gpuselect.cli import main  # noqa: E402
-from gpuselect.health.model import Severity  # noqa: E402
+from gpuselect.bench.model import BenchConfig, BenchReport, DeviceResult
+from gpuselect.catalog.schema import GpuEntry
+from gpuselect.cli import main
+from gpuselect.health.model import Severity
 
 # A generous time box: these tests check what is measured, not how fast a shared machine is
 # (the box has its own tests below, which count work instead of timing it).
-TINY = BenchConfig(quick=True, devices=("cpu",), budget_s=0.04, batch_sizes=(1, 4), models=("simple_cnn",), time_box_s=600)
+TINY = BenchConfig(
+    quick=True, devices=("cpu",), budget_s=0.04, batch_sizes=(1, 4), models=("simple_cnn",), time_box_s=600
+)
 
 
 def test_events_progress_monotonically_to_done() -> None:
@@ -95,18 +97,38 @@ def _plan_with_launch_only(dev, cfg):
 
 def _entry(**kw) -> GpuEntry:
     base = dict(
-        id="nvidia-h100-sxm5-80gb", name="H100 SXM5 80GB", vendor="NVIDIA", family="datacenter", architecture="Hopper",
-        release_date="2023-03-21", form_factor="sxm", vram_gb=80, memory_type="HBM3", memory_bus_bits=5120,
-        memory_bandwidth_gbs=3350, shader_cores=16896, boost_clock_mhz=1980, fp32_tflops=66.9, tdp_w=700,
-        tf32_tflops=494.7, fp16_tflops=989.4, bf16_tflops=989.4, fp8_tflops=1978.9,
+        id="nvidia-h100-sxm5-80gb",
+        name="H100 SXM5 80GB",
+        vendor="NVIDIA",
+        family="datacenter",
+        architecture="Hopper",
+        release_date="2023-03-21",
+        form_factor="sxm",
+        vram_gb=80,
+        memory_type="HBM3",
+        memory_bus_bits=5120,
+        memory_bandwidth_gbs=3350,
+        shader_cores=16896,
+        boost_clock_mhz=1980,
+        fp32_tflops=66.9,
+        tdp_w=700,
+        tf32_tflops=494.7,
+        fp16_tflops=989.4,
+        bf16_tflops=989.4,
+        fp8_tflops=1978.9,
     )
     base.update(kw)
     return GpuEntry(**base)  # type: ignore[arg-type]
 
 
 def test_spec_ratios_and_findings() -> None:
-    res = DeviceResult("cuda:0", "NVIDIA H100 80GB HBM3", "cuda", matmul_tflops={"bf16": 790.0, "fp16": 400.0, "fp32": 50.0},
-                       memory_bandwidth_gbs=3000.0)
+    res = DeviceResult(
+        "cuda:0",
+        "NVIDIA H100 80GB HBM3",
+        "cuda",
+        matmul_tflops={"bf16": 790.0, "fp16": 400.0, "fp32": 50.0},
+        memory_bandwidth_gbs=3000.0,
+    )
     res.spec_ratio = spec_ratios(res, _entry())
     res.spec_name = "H100 SXM5 80GB"
     assert res.spec_ratio["matmul_bf16"] == pytest.approx(790 / 989.4, abs=1e-3)
@@ -127,8 +149,18 @@ def test_cli_json_schema(capsys: pytest.CaptureFixture[str], monkeypatch: pytest
     doc = json.loads(capsys.readouterr().out)
     assert doc["kind"] == "bench" and doc["schema_version"] == 1
     (dev,) = doc["devices"]
-    for key in ("device", "name", "matmul_tflops", "memory_bandwidth_gbs", "host_to_device_gbs",
-                "device_to_host_gbs", "launch_overhead_us", "train_steps", "spec_ratio", "duration_s"):
+    for key in (
+        "device",
+        "name",
+        "matmul_tflops",
+        "memory_bandwidth_gbs",
+        "host_to_device_gbs",
+        "device_to_host_gbs",
+        "launch_overhead_us",
+        "train_steps",
+        "spec_ratio",
+        "duration_s",
+    ):
         assert key in dev, key
     assert dev["host_to_device_gbs"] is None and dev["device_to_host_gbs"] is None
     assert {"model", "batch_size", "samples_per_s"} <= set(dev["train_steps"][0])
@@ -144,21 +176,31 @@ def test_cli_unknown_device_is_exit_2(capsys: pytest.CaptureFixture[str]) -> Non
 def test_spec_ratios_attached_from_the_catalog() -> None:
     from gpuselect.bench.engine import attach_spec_ratios
 
-    gpu = DeviceResult("cuda:0", "NVIDIA H100 80GB HBM3", "cuda", matmul_tflops={"bf16": 700.0}, memory_bandwidth_gbs=2950.0,
-                       memory_total_bytes=85_520_809_984)
+    gpu = DeviceResult(
+        "cuda:0",
+        "NVIDIA H100 80GB HBM3",
+        "cuda",
+        matmul_tflops={"bf16": 700.0},
+        memory_bandwidth_gbs=2950.0,
+        memory_total_bytes=85_520_809_984,
+    )
     unknown = DeviceResult("cuda:1", "NVIDIA Imaginary 1", "cuda", matmul_tflops={"bf16": 1.0})
     report = BenchReport([gpu, unknown], quick=True, torch_version="x")
     attach_spec_ratios(report)
     assert gpu.spec_name == "H100 SXM5 80GB"
-    assert gpu.spec_ratio == {"matmul_bf16": pytest.approx(700 / 989.4, abs=1e-3), "memory_bandwidth": pytest.approx(2950 / 3350, abs=1e-3)}
+    assert gpu.spec_ratio == {
+        "matmul_bf16": pytest.approx(700 / 989.4, abs=1e-3),
+        "memory_bandwidth": pytest.approx(2950 / 3350, abs=1e-3),
+    }
     assert unknown.spec_ratio is None and "not in the GPU catalog" in unknown.skipped["% of spec"]
 
 
 def test_time_box_skips_remaining_training_batches_and_says_so() -> None:
     # A time box already used up by the matmuls: training batches are skipped with a reason,
     # the figures measured so far are kept, and the run still completes with every event.
-    cfg = BenchConfig(quick=True, devices=("cpu",), budget_s=0.02, batch_sizes=(1, 4), models=("simple_cnn",),
-                      time_box_s=0.0)
+    cfg = BenchConfig(
+        quick=True, devices=("cpu",), budget_s=0.02, batch_sizes=(1, 4), models=("simple_cnn",), time_box_s=0.0
+    )
     events: list = []
     report = run_to_completion(cfg, on_event=events.append)
     cpu = report.devices[0]
@@ -212,7 +254,9 @@ def test_sgd_momentum_matches_torch_optim() -> None:
         assert torch.allclose(pa, pb, atol=1e-6)
 
 
-def test_a_training_batch_predicted_to_overrun_the_box_is_skipped_before_it_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_training_batch_predicted_to_overrun_the_box_is_skipped_before_it_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import time as _time
 
     from gpuselect.bench import engine
@@ -226,8 +270,11 @@ def test_a_training_batch_predicted_to_overrun_the_box_is_skipped_before_it_runs
             _time.sleep(0.04 * x.shape[0])
             return self.lin(x)
 
-    monkeypatch.setattr(engine, "_make_model",
-                        lambda t, name: (Sleepy(), lambda bs: (t.randn(bs, 4), t.randint(0, 2, (bs,))), t.nn.CrossEntropyLoss()))
+    monkeypatch.setattr(
+        engine,
+        "_make_model",
+        lambda t, name: (Sleepy(), lambda bs: (t.randn(bs, 4), t.randint(0, 2, (bs,))), t.nn.CrossEntropyLoss()),
+    )
     cfg = BenchConfig(quick=True, devices=("cpu",), budget_s=0.05)
     (dev,) = engine.select_devices(engine.list_devices(torch), ("cpu",))
     runner = engine._Runner(torch, dev, cfg, threading.Event())

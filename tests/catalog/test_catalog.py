@@ -63,7 +63,12 @@ def test_shipped_catalog_is_large_valid_and_sourced(catalog) -> None:
 def test_dense_not_sparse_spot_checks(catalog) -> None:
     # Vendor datasheets, dense figures (sparse ones are twice these).
     h100 = catalog.get("nvidia-h100-sxm5-80gb")
-    assert (h100.bf16_tflops, h100.fp8_tflops, h100.tf32_tflops, h100.memory_bandwidth_gbs) == (989.4, 1978.9, 494.7, 3350.0)
+    assert (h100.bf16_tflops, h100.fp8_tflops, h100.tf32_tflops, h100.memory_bandwidth_gbs) == (
+        989.4,
+        1978.9,
+        494.7,
+        3350.0,
+    )
     a100 = catalog.get("nvidia-a100-sxm4-80gb")
     assert (a100.bf16_tflops, a100.tf32_tflops, a100.memory_bandwidth_gbs) == (312.0, 156.0, 2039.0)
     assert catalog.get("nvidia-rtx-4090").fp16_tflops == pytest.approx(165.2, abs=0.2)  # FP32 accumulate, half of 330
@@ -78,7 +83,11 @@ def test_dense_not_sparse_spot_checks(catalog) -> None:
 
 
 def test_every_reference_gpu_matches(catalog) -> None:
-    names = [ln.strip() for ln in (HERE / "reference_gpu_names.txt").read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    names = [
+        ln.strip()
+        for ln in (HERE / "reference_gpu_names.txt").read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
     assert len(names) > 25
     missing = [n for n in names if catalog.match(n) is None]
     assert missing == []
@@ -139,13 +148,19 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
         (('family = "geforce"', 'family = "gaming"'), "family", "must be one of"),
         (("memory_bus_bits = 256", "memory_bus_bits = 256.5"), "memory_bus_bits", "whole number"),
         (("fp32_tflops = 44.1", "fp32_tflops = 88.2"), "fp32_tflops", "disagrees with shader_cores"),
-        (("memory_bandwidth_gbs = 672.0", "memory_bandwidth_gbs = 1000.0"), "memory_bandwidth_gbs", "disagrees with memory_bus_bits"),
+        (
+            ("memory_bandwidth_gbs = 672.0", "memory_bandwidth_gbs = 1000.0"),
+            "memory_bandwidth_gbs",
+            "disagrees with memory_bus_bits",
+        ),
         (("fp16_tflops = 88.2", "fp16_tflops = 1800.0"), "fp16_tflops", "sparse"),
         (('release_date = "2024-01-01"', 'release_date = "last year"'), "release_date", "YYYY-MM"),
         (('name = "Test Card 9000"\n', 'name = "Test Card 9000"\ncolour = "green"\n'), "colour", "unknown field"),
     ],
 )
-def test_validation_failures_name_file_entry_field(tmp_path: Path, change: tuple[str, str], field: str, words: str) -> None:
+def test_validation_failures_name_file_entry_field(
+    tmp_path: Path, change: tuple[str, str], field: str, words: str
+) -> None:
     assert validate_file(_write(tmp_path, "ok.toml", VALID)) == []
     path = _write(tmp_path, "bad.toml", VALID.replace(*change))
     folder = tmp_path / "cat"
@@ -174,12 +189,17 @@ def test_missing_field_duplicate_id_and_malformed_toml(tmp_path: Path) -> None:
 
 
 def test_overlay_overrides_adds_and_never_rewrites(tmp_path: Path) -> None:
-    overlay = _write(tmp_path, "catalog_overlay.toml", """
+    overlay = _write(
+        tmp_path,
+        "catalog_overlay.toml",
+        """
 [[gpu]]
 id = "nvidia-rtx-4090"
 street_price_usd = 1750.0
 street_price_date = "2026-11"
-""" + VALID)
+"""
+        + VALID,
+    )
     before = overlay.read_bytes()
     cat = load_catalog(overlay=overlay)
     assert cat.problems == []
@@ -191,7 +211,11 @@ street_price_date = "2026-11"
 
 
 def test_bad_overlay_is_reported_and_builtin_still_loads(tmp_path: Path) -> None:
-    overlay = _write(tmp_path, "catalog_overlay.toml", '[[gpu]]\nid = "nvidia-rtx-4090"\nvram_gb = "lots"\n\n[[gpu]]\nid = "no-such-card"\ntdp_w = 100\n')
+    overlay = _write(
+        tmp_path,
+        "catalog_overlay.toml",
+        '[[gpu]]\nid = "nvidia-rtx-4090"\nvram_gb = "lots"\n\n[[gpu]]\nid = "no-such-card"\ntdp_w = 100\n',
+    )
     cat = load_catalog(overlay=overlay)
     assert len(cat.entries) >= 130
     assert cat.get("nvidia-rtx-4090").vram_gb == 24
@@ -213,8 +237,23 @@ def test_cli_json_csv_text_family(capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(capsys.readouterr().out)
     assert doc["kind"] == "catalog" and doc["count"] >= 130
     first = doc["entries"][0]
-    for key in ("id", "name", "vendor", "family", "architecture", "vram_gb", "memory_bandwidth_gbs", "fp32_tflops",
-                "tf32_tflops", "fp16_tflops", "bf16_tflops", "fp8_tflops", "tdp_w", "sources", "launch_price_usd"):
+    for key in (
+        "id",
+        "name",
+        "vendor",
+        "family",
+        "architecture",
+        "vram_gb",
+        "memory_bandwidth_gbs",
+        "fp32_tflops",
+        "tf32_tflops",
+        "fp16_tflops",
+        "bf16_tflops",
+        "fp8_tflops",
+        "tdp_w",
+        "sources",
+        "launch_price_usd",
+    ):
         assert key in first
     assert main(["catalog", "--family", "instinct", "--format", "csv", "--no-overlay"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
@@ -226,7 +265,10 @@ def test_cli_json_csv_text_family(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_cli_validate_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["catalog", "--validate", str(_write(tmp_path, "ok.toml", VALID))]) == 0
-    assert main(["catalog", "--validate", str(_write(tmp_path, "bad.toml", VALID.replace("vram_gb = 16", "vram_gb = 0")))]) == 2
+    assert (
+        main(["catalog", "--validate", str(_write(tmp_path, "bad.toml", VALID.replace("vram_gb = 16", "vram_gb = 0")))])
+        == 2
+    )
     err = capsys.readouterr().err
     assert "bad.toml" in err and "vram_gb" in err
     assert main(["catalog", "--validate", str(tmp_path / "missing.toml")]) == 2

@@ -38,7 +38,8 @@ def test_per_step_memory_term_is_amortised_over_the_batch_and_costs_slow_memory_
     assert thr(slow, 512) / thr(slow, 8) > thr(fast, 512) / thr(fast, 8)  # bandwidth-bound: slow memory pays more
     no_u = _model(u=0.0)
     assert no_u.predict_reference("resnet50", "fp16", slow, batch=8) == pytest.approx(
-        no_u.predict_reference("resnet50", "fp16", slow, batch=512))
+        no_u.predict_reference("resnet50", "fp16", slow, batch=512)
+    )
     # The formula itself: u / (batch * bandwidth) added to the time per sample.
     bw = slow.memory_bandwidth_gbs / 1000.0
     eff = pm.arch_eff.get("fp16", {}).get(C.arch_key(slow), 1.0)
@@ -54,8 +55,11 @@ def test_a_calibration_without_u_loads_with_u_zero(tmp_path, catalog) -> None:
     old = PerfModel.from_json(path)
     e = catalog.get("nvidia-a100-sxm4-80gb")
     assert old.predict_reference("resnet50", "fp16", e, batch=16) == pytest.approx(
-        _model(u=0.0).predict_reference("resnet50", "fp16", e, batch=16))
-    assert old.predict_reference("resnet50", "fp16", e, batch=16) > _model(u=1.0).predict_reference("resnet50", "fp16", e, batch=16)
+        _model(u=0.0).predict_reference("resnet50", "fp16", e, batch=16)
+    )
+    assert old.predict_reference("resnet50", "fp16", e, batch=16) > _model(u=1.0).predict_reference(
+        "resnet50", "fp16", e, batch=16
+    )
 
 
 def test_shipped_calibration_has_u_and_no_parameter_at_the_top_of_its_grid() -> None:
@@ -68,8 +72,22 @@ def test_shipped_calibration_has_u_and_no_parameter_at_the_top_of_its_grid() -> 
 
 
 # Synthetic cards: (peak TFLOP/s, bandwidth TB/s, batch), spread so that r, o, q and u can be told apart.
-_CARDS = [(10, 0.3, 16), (15, 0.45, 32), (20, 0.9, 24), (30, 0.6, 64), (40, 1.0, 48), (60, 0.9, 96), (80, 1.6, 64),
-          (120, 1.5, 128), (150, 2.0, 192), (200, 2.0, 128), (300, 3.3, 256), (400, 3.0, 384), (600, 4.8, 512), (900, 8.0, 512)]
+_CARDS = [
+    (10, 0.3, 16),
+    (15, 0.45, 32),
+    (20, 0.9, 24),
+    (30, 0.6, 64),
+    (40, 1.0, 48),
+    (60, 0.9, 96),
+    (80, 1.6, 64),
+    (120, 1.5, 128),
+    (150, 2.0, 192),
+    (200, 2.0, 128),
+    (300, 3.3, 256),
+    (400, 3.0, 384),
+    (600, 4.8, 512),
+    (900, 8.0, 512),
+]
 
 
 def _synthetic(r: float, o: float, q: float, u: float, log_k: float = 5.0, outlier: int | None = None) -> list[C.Obs]:

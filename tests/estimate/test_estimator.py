@@ -55,9 +55,14 @@ def test_more_compute_and_bandwidth_is_never_slower(catalog, perf) -> None:
     for e in catalog.entries[:60]:
         prec = resolve_precision(e, "auto")
         base = predict_step(w, catalog_device(e), e, 8, prec)[0].seconds
-        faster = dataclasses.replace(e, fp16_tflops=(e.fp16_tflops or 0) * 1.5 or None, bf16_tflops=(e.bf16_tflops or 0) * 1.5 or None,
-                                     tf32_tflops=(e.tf32_tflops or 0) * 1.5 or None,
-                                     memory_bandwidth_gbs=e.memory_bandwidth_gbs * 1.5, fp32_tflops=e.fp32_tflops * 1.5)
+        faster = dataclasses.replace(
+            e,
+            fp16_tflops=(e.fp16_tflops or 0) * 1.5 or None,
+            bf16_tflops=(e.bf16_tflops or 0) * 1.5 or None,
+            tf32_tflops=(e.tf32_tflops or 0) * 1.5 or None,
+            memory_bandwidth_gbs=e.memory_bandwidth_gbs * 1.5,
+            fp32_tflops=e.fp32_tflops * 1.5,
+        )
         assert predict_step(w, catalog_device(faster), faster, 8, prec)[0].seconds <= base * 1.001, e.id
 
 
@@ -76,8 +81,10 @@ def test_multi_gpu_scaling_pays_for_the_all_reduce(catalog, perf) -> None:
     pcie = catalog.get("nvidia-rtx-4090")
     slow = a
     nv, pc = _row(w, h100, 8, slow, perf, 0.3), _row(w, pcie, 8, slow, perf, 0.3)
-    assert nv.throughput_samples_per_s / _row(w, h100, 1, slow, perf, 0.3).throughput_samples_per_s > \
-        pc.throughput_samples_per_s / _row(w, pcie, 1, slow, perf, 0.3).throughput_samples_per_s  # NVLink scales better
+    assert (
+        nv.throughput_samples_per_s / _row(w, h100, 1, slow, perf, 0.3).throughput_samples_per_s
+        > pc.throughput_samples_per_s / _row(w, pcie, 1, slow, perf, 0.3).throughput_samples_per_s
+    )  # NVLink scales better
 
 
 def test_cost_energy_and_break_even(catalog, perf) -> None:
@@ -94,8 +101,23 @@ def test_cost_energy_and_break_even(catalog, perf) -> None:
 
 
 def _r(gpu: str, family: str, count: int, hours: float, cost: float | None, deadline: float = 72.0) -> EstimateRow:
-    return EstimateRow(gpu, gpu, family, count, True, 32, 100.0, 10.0, hours, cost, None, 1.0, 0.4, 0.3,
-                       meets_deadline=hours <= deadline)
+    return EstimateRow(
+        gpu,
+        gpu,
+        family,
+        count,
+        True,
+        32,
+        100.0,
+        10.0,
+        hours,
+        cost,
+        None,
+        1.0,
+        0.4,
+        0.3,
+        meets_deadline=hours <= deadline,
+    )
 
 
 W = PRESETS["resnet50"]
@@ -124,8 +146,12 @@ def test_stage_2_3_4_by_what_meets_deadline_and_budget() -> None:
     slow_cpu = [LocalEstimate("cpu", "CPU", 1.0, 1e6, "measured", 0.5)]
 
     def rows(deadline: float) -> list[EstimateRow]:
-        return [_r("consumer", "geforce", 1, 100.0, 2000, deadline), _r("dc", "datacenter", 1, 40.0, 300, deadline),
-                _r("dc8", "datacenter", 8, 6.0, 900, deadline), _r("dc16", "datacenter", 16, 3.0, 1200, deadline)]
+        return [
+            _r("consumer", "geforce", 1, 100.0, 2000, deadline),
+            _r("dc", "datacenter", 1, 40.0, 300, deadline),
+            _r("dc8", "datacenter", 8, 6.0, 900, deadline),
+            _r("dc16", "datacenter", 16, 3.0, 1200, deadline),
+        ]
 
     def stage(deadline: float, budget: float | None = None) -> int:
         return recommend(rows(deadline), slow_cpu, Assumptions(deadline_hours=deadline, budget_usd=budget), W).stage
@@ -140,7 +166,10 @@ def test_stage_2_3_4_by_what_meets_deadline_and_budget() -> None:
 
 
 @settings(max_examples=50, deadline=None)
-@given(deadline=st.floats(min_value=0.01, max_value=1e5, allow_nan=False), gpu_hours=st.floats(min_value=0.01, max_value=1e5, allow_nan=False))
+@given(
+    deadline=st.floats(min_value=0.01, max_value=1e5, allow_nan=False),
+    gpu_hours=st.floats(min_value=0.01, max_value=1e5, allow_nan=False),
+)
 def test_stage_rules_are_consistent(deadline: float, gpu_hours: float) -> None:
     cpu = [LocalEstimate("cpu", "CPU", 1.0, 1e7, "measured", 0.5)]
     rec = recommend([_r("g", "geforce", 1, gpu_hours, 100.0, deadline)], cpu, Assumptions(deadline_hours=deadline), W)
@@ -150,8 +179,16 @@ def test_stage_rules_are_consistent(deadline: float, gpu_hours: float) -> None:
 
 @pytest.mark.parametrize(
     "changes",
-    [{"precision": "fp64"}, {"batch_size": 0}, {"epochs": -1}, {"deadline_hours": float("nan")}, {"budget_usd": float("inf")},
-     {"dataset_size": 10**15}, {"optimizer": "lion"}, {"electricity_usd_per_kwh": -1}],
+    [
+        {"precision": "fp64"},
+        {"batch_size": 0},
+        {"epochs": -1},
+        {"deadline_hours": float("nan")},
+        {"budget_usd": float("inf")},
+        {"dataset_size": 10**15},
+        {"optimizer": "lion"},
+        {"electricity_usd_per_kwh": -1},
+    ],
 )
 def test_nonsense_assumptions_are_rejected(changes: dict, catalog, perf) -> None:
     with pytest.raises(UsageError):
@@ -176,8 +213,21 @@ def test_estimate_cli_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
     for key in ("workload", "assumptions", "rows", "local", "recommendation"):
         assert key in doc
     row = doc["rows"][0]
-    for key in ("gpu_id", "name", "family", "count", "fits", "batch_size", "throughput_samples_per_s", "epoch_time_s",
-                "total_time_h", "buy_cost_usd", "cloud_cost_usd", "energy_kwh", "error_band"):
+    for key in (
+        "gpu_id",
+        "name",
+        "family",
+        "count",
+        "fits",
+        "batch_size",
+        "throughput_samples_per_s",
+        "epoch_time_s",
+        "total_time_h",
+        "buy_cost_usd",
+        "cloud_cost_usd",
+        "energy_kwh",
+        "error_band",
+    ):
         assert key in row
     assert {"stage", "choice", "per_stage", "rationale"} <= set(doc["recommendation"])
     assert doc["local"][0]["device"] == "cpu"
@@ -185,9 +235,16 @@ def test_estimate_cli_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [["--workload", "nope"], ["--params", "0", "--flops-per-sample", "1e9"], ["--params", "1e6"], ["--workload", "resnet50", "--epochs", "nan"],
-     ["--workload", "resnet50", "--batch-size", "-3"], ["--workload", "resnet50", "--gpus", "no-such-gpu"],
-     ["--workload", "resnet50", "--deadline-hours", "inf"], ["--params", "1e30", "--flops-per-sample", "1e9"]],
+    [
+        ["--workload", "nope"],
+        ["--params", "0", "--flops-per-sample", "1e9"],
+        ["--params", "1e6"],
+        ["--workload", "resnet50", "--epochs", "nan"],
+        ["--workload", "resnet50", "--batch-size", "-3"],
+        ["--workload", "resnet50", "--gpus", "no-such-gpu"],
+        ["--workload", "resnet50", "--deadline-hours", "inf"],
+        ["--params", "1e30", "--flops-per-sample", "1e9"],
+    ],
 )
 def test_estimate_cli_rejects_nonsense_with_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     try:
@@ -206,18 +263,38 @@ def test_local_gpu_from_its_benchmark_record(catalog, perf) -> None:
     a = Assumptions(precision="bf16")
     w = PRESETS["resnet50"]
     args = {"name": "NVIDIA H100 80GB HBM3", "memory_bytes": 80 * GIB, "device": "gpu0"}
-    rec = json.loads((Path(__file__).resolve().parents[2] / "docs/validation/h100-2026-11-22/bench-full.json").read_text())["devices"][0]
+    rec = json.loads(
+        (Path(__file__).resolve().parents[2] / "docs/validation/h100-2026-11-22/bench-full.json").read_text()
+    )["devices"][0]
     plain = local_gpu_estimate(w, a, catalog, perf, **args)
     measured = local_gpu_estimate(w, a, catalog, perf, bench=rec, **args)
-    slow = local_gpu_estimate(w, a, catalog, perf, bench={**rec, "matmul_tflops": {k: v / 4 for k, v in rec["matmul_tflops"].items()},
-                                                           "memory_bandwidth_gbs": rec["memory_bandwidth_gbs"] / 4}, **args)
+    slow = local_gpu_estimate(
+        w,
+        a,
+        catalog,
+        perf,
+        bench={
+            **rec,
+            "matmul_tflops": {k: v / 4 for k, v in rec["matmul_tflops"].items()},
+            "memory_bandwidth_gbs": rec["memory_bandwidth_gbs"] / 4,
+        },
+        **args,
+    )
     assert "benchmark" in measured.basis and plain.total_time_h and measured.total_time_h
     assert slow.total_time_h > 1.5 * measured.total_time_h
-    assert local_gpu_estimate(w, a, catalog, perf, name="Mystery GPU", memory_bytes=None, device="gpu1").throughput_samples_per_s is None
+    assert (
+        local_gpu_estimate(
+            w, a, catalog, perf, name="Mystery GPU", memory_bytes=None, device="gpu1"
+        ).throughput_samples_per_s
+        is None
+    )
     cnn = local_gpu_estimate(PRESETS["simple-cnn"], Assumptions(batch_size=128), catalog, perf, bench=rec, **args)
     raw = rec["train_steps"]
-    steps = {s["batch_size"]: s["samples_per_s"] for s in (ast.literal_eval(raw) if isinstance(raw, str) else raw)
-             if s["model"] == "simple_cnn"}
+    steps = {
+        s["batch_size"]: s["samples_per_s"]
+        for s in (ast.literal_eval(raw) if isinstance(raw, str) else raw)
+        if s["model"] == "simple_cnn"
+    }
     assert cnn.basis.startswith("measured") and cnn.throughput_samples_per_s == steps[128]
 
 
@@ -235,7 +312,11 @@ def test_cpu_estimate_from_a_measured_benchmark() -> None:
 
 def test_estimate_cli_reads_a_bench_file(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     bench = tmp_path / "bench.json"
-    bench.write_text(json.dumps({"schema_version": 1, "kind": "bench", "devices": [{"device": "cpu", "matmul_tflops": {"fp32": 0.15}}]}))
+    bench.write_text(
+        json.dumps(
+            {"schema_version": 1, "kind": "bench", "devices": [{"device": "cpu", "matmul_tflops": {"fp32": 0.15}}]}
+        )
+    )
     assert main(["estimate", "--workload", "simple-cnn", "--bench", str(bench), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert "measured matmul" in doc["local"][0]["basis"]
@@ -274,8 +355,16 @@ def test_token_measured_models_predict_samples_not_tokens(catalog, perf) -> None
 def test_rows_carry_their_regime_band(catalog, perf) -> None:
     from gpuselect.estimate.api import regime_band
 
-    res = estimate(PRESETS["bert_large_squad"], Assumptions(max_gpus=2), catalog, perf, gpu_ids=["nvidia-a100-sxm4-80gb", "amd-mi210"])
+    res = estimate(
+        PRESETS["bert_large_squad"],
+        Assumptions(max_gpus=2),
+        catalog,
+        perf,
+        gpu_ids=["nvidia-a100-sxm4-80gb", "amd-mi210"],
+    )
     band = {(r.gpu_id, r.count): r.error_band for r in res.rows}
-    assert band[("amd-mi210", 1)] >= band[("nvidia-a100-sxm4-80gb", 1)]  # AMD compounds amd_extra (0 where AMD cases need no more)
+    assert (
+        band[("amd-mi210", 1)] >= band[("nvidia-a100-sxm4-80gb", 1)]
+    )  # AMD compounds amd_extra (0 where AMD cases need no more)
     r = next(r for r in res.rows if r.gpu_id == "nvidia-a100-sxm4-80gb" and r.count == 1)
     assert r.error_band == regime_band("transformer" if r.bound != "overhead" else "overhead", "NVIDIA")

@@ -27,8 +27,18 @@ LLAMA2_70B = TransformerShape(80, 8192, 64, 32000, 2048, 28672, 8, True, False)
 
 
 def _w(shape: TransformerShape, mode: str, rank: int = 16) -> Workload:
-    return transformer_workload("t", "t", shape, description="", mode=mode, dataset_size=1, epochs=1, batch_size=1,
-                                source="test", lora_rank=rank)
+    return transformer_workload(
+        "t",
+        "t",
+        shape,
+        description="",
+        mode=mode,
+        dataset_size=1,
+        epochs=1,
+        batch_size=1,
+        source="test",
+        lora_rank=rank,
+    )
 
 
 # --- the known cases (issue 13) ---------------------------------------------------------------------
@@ -47,8 +57,12 @@ def test_7b_qlora_batch1_fits_12gb() -> None:
     f = fit_with(w, 12, MemoryOptions(checkpointing=True), batch_size=1, shape=LLAMA2_7B)
     assert f.fits, f.breakdown_gb
     short = replace(LLAMA2_7B, seq_len=512)
-    assert fit_with(_w(short, "qlora"), 12, MemoryOptions(), batch_size=1, shape=short).fits  # short sequences need no checkpointing
-    assert not fit_with(_w(LLAMA2_7B, "lora"), 12, MemoryOptions(checkpointing=True), batch_size=1, shape=LLAMA2_7B).fits  # 13.5 GB of bf16 base
+    assert fit_with(
+        _w(short, "qlora"), 12, MemoryOptions(), batch_size=1, shape=short
+    ).fits  # short sequences need no checkpointing
+    assert not fit_with(
+        _w(LLAMA2_7B, "lora"), 12, MemoryOptions(checkpointing=True), batch_size=1, shape=LLAMA2_7B
+    ).fits  # 13.5 GB of bf16 base
 
 
 def test_llama2_70b_qlora_fsdp_with_param_offload_fits_two_24gb_cards() -> None:
@@ -61,21 +75,39 @@ def test_llama2_70b_qlora_fsdp_with_param_offload_fits_two_24gb_cards() -> None:
 def test_8b_full_finetune_adamw_does_not_fit_one_80gb_card() -> None:
     w = _w(LLAMA31_8B, "full")
     for ckpt in (False, True):
-        f = fit_with(w, 80, MemoryOptions(precision="bf16", optimizer="adamw", checkpointing=ckpt), batch_size=1, shape=LLAMA31_8B)
+        f = fit_with(
+            w,
+            80,
+            MemoryOptions(precision="bf16", optimizer="adamw", checkpointing=ckpt),
+            batch_size=1,
+            shape=LLAMA31_8B,
+        )
         assert not f.fits and f.max_batch == 0
     # 18 bytes per parameter: 16-bit weight copies, fp32 gradients, fp32 master and two Adam states
     b = peak_memory(w, 0, MemoryOptions(precision="bf16"), LLAMA31_8B)
     assert b.weights + b.gradients + b.optimizer == pytest.approx(18 * w.params)
-    assert fit_with(w, 80, MemoryOptions(checkpointing=True, sharding="fsdp", gpus=4), batch_size=1, shape=LLAMA31_8B).fits
+    assert fit_with(
+        w, 80, MemoryOptions(checkpointing=True, sharding="fsdp", gpus=4), batch_size=1, shape=LLAMA31_8B
+    ).fits
 
 
 # --- model state --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("precision", "optimizer", "per_param"), [
-    ("fp32", "adamw", 16), ("fp32", "sgd", 8), ("fp32", "sgd-momentum", 12), ("bf16", "adamw", 18), ("bf16", "sgd", 10),
-    ("bf16", "adam8bit", 12), ("bf16-true", "adamw", 8), ("bf16-true", "sgd", 4), ("bf16-true", "adam8bit", 6),
-])
+@pytest.mark.parametrize(
+    ("precision", "optimizer", "per_param"),
+    [
+        ("fp32", "adamw", 16),
+        ("fp32", "sgd", 8),
+        ("fp32", "sgd-momentum", 12),
+        ("bf16", "adamw", 18),
+        ("bf16", "sgd", 10),
+        ("bf16", "adam8bit", 12),
+        ("bf16-true", "adamw", 8),
+        ("bf16-true", "sgd", 4),
+        ("bf16-true", "adam8bit", 6),
+    ],
+)
 def test_state_bytes_per_parameter(precision: str, optimizer: str, per_param: int) -> None:
     w = PRESETS["resnet50"]
     b = peak_memory(w, 0, MemoryOptions(precision=precision, optimizer=optimizer))
@@ -89,7 +121,11 @@ def test_sharding_divides_what_it_should() -> None:
     z1 = peak_memory(w, 0, MemoryOptions(sharding="zero1", gpus=8), LLAMA31_8B)
     z2 = peak_memory(w, 0, MemoryOptions(sharding="zero2", gpus=8), LLAMA31_8B)
     z3 = peak_memory(w, 0, MemoryOptions(sharding="fsdp", gpus=8), LLAMA31_8B)
-    assert z1.optimizer == pytest.approx(base.optimizer / 8) and z1.gradients == base.gradients and z1.weights == base.weights
+    assert (
+        z1.optimizer == pytest.approx(base.optimizer / 8)
+        and z1.gradients == base.gradients
+        and z1.weights == base.weights
+    )
     assert z2.gradients == pytest.approx(base.gradients / 8) and z2.weights == base.weights
     assert base.weights / 8 < z3.weights < base.weights / 2  # the shard plus two gathered layers (and the embedding)
     assert z3.total() < z2.total() < z1.total() < base.total()
@@ -101,7 +137,12 @@ def test_offload() -> None:
     opt = peak_memory(w, 1, MemoryOptions(checkpointing=True, offload="optimizer"), LLAMA31_8B)
     par = peak_memory(w, 1, MemoryOptions(checkpointing=True, offload="params"), LLAMA31_8B)
     assert opt.optimizer == 0 and opt.weights == base.weights
-    assert par.optimizer == 0 and par.weights < base.weights / 5 and par.gradients < base.gradients / 5 and par.activations == base.activations
+    assert (
+        par.optimizer == 0
+        and par.weights < base.weights / 5
+        and par.gradients < base.gradients / 5
+        and par.activations == base.activations
+    )
 
 
 def test_qlora_weights_are_nf4_with_constants_and_16bit_embeddings() -> None:
@@ -117,8 +158,20 @@ def test_qlora_weights_are_nf4_with_constants_and_16bit_embeddings() -> None:
 
 def test_paged_optimizer_state_may_spill() -> None:
     w = _w(LLAMA31_8B, "full")
-    paged = fit_with(w, 80, MemoryOptions(optimizer="paged-adamw8bit", precision="bf16-true", checkpointing=True), batch_size=1, shape=LLAMA31_8B)
-    plain = fit_with(w, 80, MemoryOptions(optimizer="adam8bit", precision="bf16-true", checkpointing=True), batch_size=1, shape=LLAMA31_8B)
+    paged = fit_with(
+        w,
+        80,
+        MemoryOptions(optimizer="paged-adamw8bit", precision="bf16-true", checkpointing=True),
+        batch_size=1,
+        shape=LLAMA31_8B,
+    )
+    plain = fit_with(
+        w,
+        80,
+        MemoryOptions(optimizer="adam8bit", precision="bf16-true", checkpointing=True),
+        batch_size=1,
+        shape=LLAMA31_8B,
+    )
     assert paged.peak_gb == pytest.approx(plain.peak_gb)
     assert paged.max_batch >= plain.max_batch
 
@@ -157,7 +210,9 @@ def test_frozen_layers_keep_less_and_qlora_keeps_linear_inputs() -> None:
     qlora = M.layer_saved_elems_per_token(LLAMA2_7B, "qlora", replace(o, lora_dropout=False, lora_targets="qv"))
     h, f = 4096, 11008
     assert full - qlora == 2 * h  # norms' outputs for their trainable weights
-    assert qlora - lora == pytest.approx(2 * h + f - h)  # bnb keeps linear inputs; the adapters' own input is one of them
+    assert qlora - lora == pytest.approx(
+        2 * h + f - h
+    )  # bnb keeps linear inputs; the adapters' own input is one of them
 
 
 def test_save_rules_the_count_relies_on() -> None:
@@ -202,15 +257,20 @@ def test_breakdown_adds_up_to_the_peak() -> None:
 # --- suggestions --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("shape", "mode", "vram", "opts", "batch"), [
-    (LLAMA31_8B, "full", 24, MemoryOptions(), 4),
-    (LLAMA31_8B, "full", 80, MemoryOptions(), 8),
-    (LLAMA31_8B, "lora", 24, MemoryOptions(), 8),
-    (LLAMA2_70B, "qlora", 24, MemoryOptions(), 1),
-    (LLAMA2_7B, "full", 48, MemoryOptions(precision="fp32"), 2),
-    (LLAMA31_8B, "lora", 24, MemoryOptions(checkpointing=False), 8),
-])
-def test_every_suggestion_is_checked_to_fit(shape: TransformerShape, mode: str, vram: float, opts: MemoryOptions, batch: int) -> None:
+@pytest.mark.parametrize(
+    ("shape", "mode", "vram", "opts", "batch"),
+    [
+        (LLAMA31_8B, "full", 24, MemoryOptions(), 4),
+        (LLAMA31_8B, "full", 80, MemoryOptions(), 8),
+        (LLAMA31_8B, "lora", 24, MemoryOptions(), 8),
+        (LLAMA2_70B, "qlora", 24, MemoryOptions(), 1),
+        (LLAMA2_7B, "full", 48, MemoryOptions(precision="fp32"), 2),
+        (LLAMA31_8B, "lora", 24, MemoryOptions(checkpointing=False), 8),
+    ],
+)
+def test_every_suggestion_is_checked_to_fit(
+    shape: TransformerShape, mode: str, vram: float, opts: MemoryOptions, batch: int
+) -> None:
     w = _w(shape, mode)
     assert not fit_with(w, vram, opts, batch_size=batch, shape=shape).fits
     tips = M.suggestions(w, vram, opts, batch, shape=shape)
@@ -255,8 +315,21 @@ def _apply(tip: str, w: Workload, o: MemoryOptions, batch: int, shape: Transform
 
 
 def test_estimate_rows_carry_peak_breakdown_and_max_batch(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["estimate", "--workload", "llama-8b-lora", "--batch-size", "2", "--gpus", "nvidia-rtx-4090,nvidia-h100-sxm5-80gb",
-               "--max-gpus", "1", "--format", "json"])
+    rc = main(
+        [
+            "estimate",
+            "--workload",
+            "llama-8b-lora",
+            "--batch-size",
+            "2",
+            "--gpus",
+            "nvidia-rtx-4090,nvidia-h100-sxm5-80gb",
+            "--max-gpus",
+            "1",
+            "--format",
+            "json",
+        ]
+    )
     assert rc == 0
     doc = json.loads(capsys.readouterr().out)
     rows = doc["rows"]
@@ -268,8 +341,19 @@ def test_estimate_rows_carry_peak_breakdown_and_max_batch(capsys: pytest.Capture
 
 
 def test_cli_memory_options(capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["estimate", "--workload", "llama-8b-full", "--gpus", "nvidia-h100-sxm5-80gb", "--max-gpus", "1", "--format", "json",
-            "--batch-size", "1"]
+    args = [
+        "estimate",
+        "--workload",
+        "llama-8b-full",
+        "--gpus",
+        "nvidia-h100-sxm5-80gb",
+        "--max-gpus",
+        "1",
+        "--format",
+        "json",
+        "--batch-size",
+        "1",
+    ]
     assert main(args) == 0
     base = json.loads(capsys.readouterr().out)["rows"][0]
     assert not base["fits"]
@@ -284,7 +368,22 @@ def test_cli_memory_options(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_text_output_says_needs_x_of_y(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["estimate", "--workload", "llama-8b-full", "--gpus", "nvidia-rtx-4090", "--max-gpus", "1", "--batch-size", "1"]) == 0
+    assert (
+        main(
+            [
+                "estimate",
+                "--workload",
+                "llama-8b-full",
+                "--gpus",
+                "nvidia-rtx-4090",
+                "--max-gpus",
+                "1",
+                "--batch-size",
+                "1",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "Does not fit" in out and "needs " in out and " of 24 GB" in out
 
@@ -293,20 +392,52 @@ def test_a_users_config_json_7b_qlora_fits_12gb(tmp_path, capsys: pytest.Capture
     """As a user would ask it: a Llama-2-7B config.json, QLoRA, batch 1, checkpointing where needed."""
     from gpuselect.workloads.transformer import workload_from_hf_config
 
-    cfg = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
-           "num_key_value_heads": 32, "intermediate_size": 11008, "vocab_size": 32000, "max_position_embeddings": 4096,
-           "hidden_act": "silu", "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
+    cfg = {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 32,
+        "intermediate_size": 11008,
+        "vocab_size": 32000,
+        "max_position_embeddings": 4096,
+        "hidden_act": "silu",
+        "rms_norm_eps": 1e-5,
+        "tie_word_embeddings": False,
+    }
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     w = workload_from_hf_config(path, seq_len=2048, mode="qlora")
     assert w.shape is not None and w.mode == "qlora"
     f = M.plan(w, 12, MemoryOptions(), checkpointing=None, sharding=None, batch_size=1)
     assert f.fits and f.options.checkpointing  # 2,048 tokens need checkpointing on 12 GB
-    assert not M.plan(replace(w, mode="full", trainable_params=w.params), 12, MemoryOptions(), checkpointing=None,
-                      sharding=None, batch_size=1).fits
+    assert not M.plan(
+        replace(w, mode="full", trainable_params=w.params),
+        12,
+        MemoryOptions(),
+        checkpointing=None,
+        sharding=None,
+        batch_size=1,
+    ).fits
     # and the CLI reads the same file (full fine-tuning: does not fit a 24 GB card, says by how much)
-    assert main(["estimate", "--config", str(path), "--seq-len", "2048", "--gpus", "nvidia-rtx-4090", "--max-gpus", "1",
-                 "--batch-size", "1"]) == 0
+    assert (
+        main(
+            [
+                "estimate",
+                "--config",
+                str(path),
+                "--seq-len",
+                "2048",
+                "--gpus",
+                "nvidia-rtx-4090",
+                "--max-gpus",
+                "1",
+                "--batch-size",
+                "1",
+            ]
+        )
+        == 0
+    )
     assert "needs " in capsys.readouterr().out
 
 
@@ -336,6 +467,8 @@ def test_fits_can_be_read_off_every_row(wid: str) -> None:
     for r in result.rows:
         if r.peak_memory_gb is None or r.vram_gb is None or abs(r.peak_memory_gb - r.vram_gb) < 0.01:
             continue
-        assert (r.peak_memory_gb <= r.vram_gb) == (r.fits or r.note == "no throughput model for this GPU and precision"), r
+        assert (r.peak_memory_gb <= r.vram_gb) == (
+            r.fits or r.note == "no throughput model for this GPU and precision"
+        ), r
         checked += 1
     assert checked > 100

@@ -55,12 +55,23 @@ def test_big_gemm_is_compute_bound_and_tiny_gemm_hits_the_floor(catalog) -> None
     assert R.op_time(d, tiny, 1, "bf16")[0] == pytest.approx(d.kernel_floor_s)
 
 
-@pytest.mark.parametrize(("gpu", "requested", "used"), [
-    ("nvidia-a100-sxm4-80gb", "auto", "bf16"), ("nvidia-v100-sxm2-32gb", "auto", "fp16"), ("nvidia-t4", "auto", "fp16"),
-    ("nvidia-gtx-1080", "auto", "fp32"), ("nvidia-h100-sxm5-80gb", "fp8", "fp8"), ("nvidia-a100-sxm4-80gb", "fp8", "bf16"),
-    ("nvidia-v100-sxm2-32gb", "fp8", "fp16"), ("nvidia-v100-sxm2-32gb", "tf32", "fp32"), ("nvidia-gtx-1080", "bf16", "fp32"),
-    ("nvidia-rtx-4090", "fp8", "fp8"), ("amd-mi300x", "fp8", "fp8"), ("amd-mi250", "tf32", "fp32"),
-])
+@pytest.mark.parametrize(
+    ("gpu", "requested", "used"),
+    [
+        ("nvidia-a100-sxm4-80gb", "auto", "bf16"),
+        ("nvidia-v100-sxm2-32gb", "auto", "fp16"),
+        ("nvidia-t4", "auto", "fp16"),
+        ("nvidia-gtx-1080", "auto", "fp32"),
+        ("nvidia-h100-sxm5-80gb", "fp8", "fp8"),
+        ("nvidia-a100-sxm4-80gb", "fp8", "bf16"),
+        ("nvidia-v100-sxm2-32gb", "fp8", "fp16"),
+        ("nvidia-v100-sxm2-32gb", "tf32", "fp32"),
+        ("nvidia-gtx-1080", "bf16", "fp32"),
+        ("nvidia-rtx-4090", "fp8", "fp8"),
+        ("amd-mi300x", "fp8", "fp8"),
+        ("amd-mi250", "tf32", "fp32"),
+    ],
+)
 def test_precision_auto_and_fallback(catalog, gpu: str, requested: str, used: str) -> None:  # type: ignore[no-untyped-def]
     assert R.resolve_precision(catalog.get(gpu), requested) == used
 
@@ -68,8 +79,13 @@ def test_precision_auto_and_fallback(catalog, gpu: str, requested: str, used: st
 def test_no_card_is_unfit_for_want_of_a_precision(catalog) -> None:  # type: ignore[no-untyped-def]
     w = PRESETS["simple-cnn"]
     for prec in A.PRECISIONS:
-        res = A.estimate(w, A.Assumptions(precision=prec), catalog, gpu_ids=["nvidia-gtx-1080", "nvidia-t4", "nvidia-v100-sxm2-16gb"],
-                         local=[])
+        res = A.estimate(
+            w,
+            A.Assumptions(precision=prec),
+            catalog,
+            gpu_ids=["nvidia-gtx-1080", "nvidia-t4", "nvidia-v100-sxm2-16gb"],
+            local=[],
+        )
         rows = [r for r in res.rows if r.count == 1]
         assert rows and all(r.fits and r.throughput_samples_per_s for r in rows), prec
         for r in rows:
@@ -84,7 +100,9 @@ def test_h100_simple_cnn_curve_within_2x_and_median_35_percent(catalog) -> None:
     step time, throughput growing ~linearly with the batch."""
     trace = S.simple_cnn_trace()
     # The H100 machine as a benchmarked device: its own host's dispatch cost and pinned copy rate.
-    d = replace(R.catalog_device(h100(catalog)), h2d_gbs=S.h100_h2d_gbs(), dispatch_s=R.params()["host"]["dispatch_us"] * 1e-6)
+    d = replace(
+        R.catalog_device(h100(catalog)), h2d_gbs=S.h100_h2d_gbs(), dispatch_s=R.params()["host"]["dispatch_us"] * 1e-6
+    )
     errs = []
     for b, t in S.h100_steps():
         st = step_time(trace, d, b, "fp32", optimizer="sgd-momentum")
@@ -113,8 +131,12 @@ def test_cpu_is_a_device_with_its_own_measurements() -> None:
 
 
 def test_local_cpu_reports_what_its_benchmark_trained_as_measured() -> None:
-    rec = {"matmul_tflops": {"fp32": 0.05}, "memory_bandwidth_gbs": 10.0, "launch_overhead_us": 4.0,
-           "train_steps": [{"model": "simple_cnn", "batch_size": 128, "samples_per_s": 2195.0, "step_ms": 58.3}]}
+    rec = {
+        "matmul_tflops": {"fp32": 0.05},
+        "memory_bandwidth_gbs": 10.0,
+        "launch_overhead_us": 4.0,
+        "train_steps": [{"model": "simple_cnn", "batch_size": 128, "samples_per_s": 2195.0, "step_ms": 58.3}],
+    }
     w = PRESETS["simple-cnn"]
     le = A.local_cpu_estimate(w, A.Assumptions(batch_size=128), cores=2, mhz=3000, features=[], bench=rec)
     assert le.basis.startswith("measured") and le.throughput_samples_per_s == 2195.0
@@ -130,8 +152,13 @@ def test_local_cpu_estimate_tracks_its_own_benchmark() -> None:
         d = cpu_device(rec, cores=cores)
         for s in rec["train_steps"]:
             if s["model"] == "simple_cnn":
-                pred = s["batch_size"] / step_time(S.simple_cnn_trace(), d, s["batch_size"], "fp32", optimizer="sgd-momentum").seconds
-                assert abs(pred / s["samples_per_s"] - 1) <= 0.41, s  # batch 128: +40 % (compute-bound; oneDNN's conv rate)
+                pred = (
+                    s["batch_size"]
+                    / step_time(S.simple_cnn_trace(), d, s["batch_size"], "fp32", optimizer="sgd-momentum").seconds
+                )
+                assert abs(pred / s["samples_per_s"] - 1) <= 0.41, (
+                    s
+                )  # batch 128: +40 % (compute-bound; oneDNN's conv rate)
 
 
 def test_lora_skips_weight_gradients_and_qlora_pays_dequantisation(catalog) -> None:  # type: ignore[no-untyped-def]
@@ -171,7 +198,9 @@ def test_ddp_scales_below_linear_and_pcie_scales_worse_than_nvlink(catalog) -> N
 
 def test_rows_carry_the_new_fields(catalog) -> None:  # type: ignore[no-untyped-def]
     w = PRESETS["llama-8b-lora"]
-    res = A.estimate(w, A.Assumptions(counts=(1, 8)), catalog, gpu_ids=["nvidia-h100-sxm5-80gb", "nvidia-rtx-a6000"], local=[])
+    res = A.estimate(
+        w, A.Assumptions(counts=(1, 8)), catalog, gpu_ids=["nvidia-h100-sxm5-80gb", "nvidia-rtx-a6000"], local=[]
+    )
     assert sorted({r.count for r in res.rows}) == [1, 8]
     for r in res.rows:
         assert r.fits
@@ -201,21 +230,45 @@ def test_bands_cover_80_percent_of_their_validation_cases() -> None:
     tables = ("lambda", "dle", "neusight", "llm-foundry")
     # The script's out-of-sample view: leave-one-source-out predictions of the throughput tables
     # (less Lambda's reference-regime rows, in-sample for the per-model calibration) and our records.
-    oos = [r for r in rows if "(LOSO)" in r["source"] and not (r["source"] == "lambda (LOSO)" and r["regime"] == "reference")]
+    oos = [
+        r
+        for r in rows
+        if "(LOSO)" in r["source"] and not (r["source"] == "lambda (LOSO)" and r["regime"] == "reference")
+    ]
     oos += [r for r in rows if r["source"].removesuffix("-synthetic") not in tables and "(LOSO)" not in r["source"]]
     for reg, band in doc["regimes"].items():
         cases = [r for r in oos if (r["regime"] == reg or reg == "all")]
         if reg != "all":
             cases = [r for r in cases if not r["gpu"].startswith("amd-")] or cases
         else:
-            cases = [r for r in cases if not r["gpu"].startswith("amd-") and r["source"] != "cpu-fit" and not r["gpu"].endswith(".json")]
-        inside = sum(1 for r in cases if abs(math.log(float(r["predicted"]) / float(r["measured"]))) <= math.log(1 + band) + 5e-4)  # cases.csv keeps 4 digits (7 from now)
+            cases = [
+                r
+                for r in cases
+                if not r["gpu"].startswith("amd-") and r["source"] != "cpu-fit" and not r["gpu"].endswith(".json")
+            ]
+        inside = sum(
+            1 for r in cases if abs(math.log(float(r["predicted"]) / float(r["measured"]))) <= math.log(1 + band) + 5e-4
+        )  # cases.csv keeps 4 digits (7 from now)
         assert inside >= 0.8 * len(cases) - 1e-9, (reg, inside, len(cases))
 
 
 def test_cli_precision_auto_count_and_json_fields(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["estimate", "--workload", "llama-1b-lora", "--gpus", "nvidia-t4,nvidia-a100-sxm4-80gb", "--count", "1,2",
-                 "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "estimate",
+                "--workload",
+                "llama-1b-lora",
+                "--gpus",
+                "nvidia-t4,nvidia-a100-sxm4-80gb",
+                "--count",
+                "1,2",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     rows = doc["rows"]
     assert {r["count"] for r in rows} == {1, 2}

@@ -196,7 +196,9 @@ class FakeNVML:
         out = []
         for fid in ids:
             if fid in h.field_thresholds:
-                out.append(SimpleNamespace(nvmlReturn=0, valueType=5, value=SimpleNamespace(siVal=h.field_thresholds[fid])))
+                out.append(
+                    SimpleNamespace(nvmlReturn=0, valueType=5, value=SimpleNamespace(siVal=h.field_thresholds[fid]))
+                )
             else:
                 out.append(SimpleNamespace(nvmlReturn=NOT_SUPPORTED, valueType=5, value=SimpleNamespace(siVal=0)))
         return out
@@ -325,19 +327,29 @@ class FakeNVML:
 
 # --- scenarios ----------------------------------------------------------------------------
 
+
 def healthy() -> FakeNVML:
     return FakeNVML([FakeGpu()])
 
 
 def two_gpus_one_lost() -> FakeNVML:
-    return FakeNVML([
-        FakeGpu(),
-        FakeGpu(name="NVIDIA H100 80GB HBM3", uuid="GPU-99999999-2222-3333-4444-555555555555", bus_id="00000000:5E:00.0", lost=True),
-    ])
+    return FakeNVML(
+        [
+            FakeGpu(),
+            FakeGpu(
+                name="NVIDIA H100 80GB HBM3",
+                uuid="GPU-99999999-2222-3333-4444-555555555555",
+                bus_id="00000000:5E:00.0",
+                lost=True,
+            ),
+        ]
+    )
 
 
 def thermal_throttling() -> FakeNVML:
-    return FakeNVML([FakeGpu(temperature=90, util=(100, 60), event_reasons=0x40 | 0x20, clocks={0: 1200, 1: 1200, 2: 2619})])
+    return FakeNVML(
+        [FakeGpu(temperature=90, util=(100, 60), event_reasons=0x40 | 0x20, clocks={0: 1200, 1: 1200, 2: 2619})]
+    )
 
 
 def degraded_pcie_under_load() -> FakeNVML:
@@ -353,13 +365,19 @@ def power_capped() -> FakeNVML:
 
 
 def ecc_and_retired_pages() -> FakeNVML:
-    return FakeNVML([
-        FakeGpu(
-            name="Tesla V100-SXM2-32GB", cc=(7, 0), memory_total=32 * GIB,
-            ecc_counts={(1, 0): 2, (1, 1): 5},
-            retired={0: list(range(40)), 1: list(range(30))}, retired_pending=1, remapped=None,
-        )
-    ])
+    return FakeNVML(
+        [
+            FakeGpu(
+                name="Tesla V100-SXM2-32GB",
+                cc=(7, 0),
+                memory_total=32 * GIB,
+                ecc_counts={(1, 0): 2, (1, 1): 5},
+                retired={0: list(range(40)), 1: list(range(30))},
+                retired_pending=1,
+                remapped=None,
+            )
+        ]
+    )
 
 
 def remap_failure() -> FakeNVML:
@@ -377,8 +395,13 @@ def everything_unsupported() -> FakeNVML:
 
 def old_driver() -> FakeNVML:
     """An older driver: no ClocksEventReasons entry point, no field values, old thresholds call works."""
-    g = FakeGpu(name="Tesla T4", cc=(7, 5), memory_total=16 * GIB, event_reasons=0x4 | 0x1,
-                errors={"nvmlDeviceGetCurrentClocksEventReasons": FUNCTION_NOT_FOUND})
+    g = FakeGpu(
+        name="Tesla T4",
+        cc=(7, 5),
+        memory_total=16 * GIB,
+        event_reasons=0x4 | 0x1,
+        errors={"nvmlDeviceGetCurrentClocksEventReasons": FUNCTION_NOT_FOUND},
+    )
     return FakeNVML([g], driver="470.82.01", cuda=11040)
 
 
@@ -388,33 +411,77 @@ def memory_held_by_others() -> FakeNVML:
 
 def rtx3090() -> FakeNVML:
     """One idle GeForce RTX 3090: 24 GiB, a fan, no ECC and no row remapping (GeForce has neither)."""
-    return FakeNVML([FakeGpu(
-        name="NVIDIA GeForce RTX 3090", uuid="GPU-3090aaaa-0000-4000-8000-000000000001", bus_id="00000000:01:00.0",
-        serial="0", cc=(8, 6), memory_total=24 * GIB, memory_used=GIB // 2, temperature=38,
-        thresholds={0: 98, 1: 95, 3: 93}, field_thresholds=None, power_mw=28_000, enforced_limit_mw=350_000,
-        default_limit_mw=350_000, constraints_mw=(100_000, 400_000), pstate=8, fan=30,
-        clocks={0: 210, 1: 210, 2: 405}, max_clocks={0: 2100, 1: 2100, 2: 9751},
-        pcie_gen=4, pcie_max_gen=4, gpu_max_gen=4, ecc_mode=None, retired=None, remapped=None,
-    )], driver="550.54.15", cuda=12040)
+    return FakeNVML(
+        [
+            FakeGpu(
+                name="NVIDIA GeForce RTX 3090",
+                uuid="GPU-3090aaaa-0000-4000-8000-000000000001",
+                bus_id="00000000:01:00.0",
+                serial="0",
+                cc=(8, 6),
+                memory_total=24 * GIB,
+                memory_used=GIB // 2,
+                temperature=38,
+                thresholds={0: 98, 1: 95, 3: 93},
+                field_thresholds=None,
+                power_mw=28_000,
+                enforced_limit_mw=350_000,
+                default_limit_mw=350_000,
+                constraints_mw=(100_000, 400_000),
+                pstate=8,
+                fan=30,
+                clocks={0: 210, 1: 210, 2: 405},
+                max_clocks={0: 2100, 1: 2100, 2: 9751},
+                pcie_gen=4,
+                pcie_max_gen=4,
+                gpu_max_gen=4,
+                ecc_mode=None,
+                retired=None,
+                remapped=None,
+            )
+        ],
+        driver="550.54.15",
+        cuda=12040,
+    )
 
 
 def _a100(i: int, **kw: Any) -> FakeGpu:
     return FakeGpu(
-        name="NVIDIA A100-SXM4-80GB", uuid=f"GPU-a100aaaa-0000-4000-8000-00000000000{i}", bus_id=f"00000000:{0x07 + 0x40 * i:02X}:00.0",
-        serial=f"132032000{i}", cc=(8, 0), memory_total=80 * GIB, memory_used=GIB // 2, temperature=34,
-        thresholds={0: 92, 1: 89, 2: 95, 3: 87}, field_thresholds=None, power_mw=60_000, enforced_limit_mw=400_000,
-        default_limit_mw=400_000, constraints_mw=(100_000, 400_000), clocks={0: 210, 1: 210, 2: 1593},
-        max_clocks={0: 1410, 1: 1410, 2: 1593}, pcie_gen=4, pcie_max_gen=4, gpu_max_gen=4, retired=None, **kw,
+        name="NVIDIA A100-SXM4-80GB",
+        uuid=f"GPU-a100aaaa-0000-4000-8000-00000000000{i}",
+        bus_id=f"00000000:{0x07 + 0x40 * i:02X}:00.0",
+        serial=f"132032000{i}",
+        cc=(8, 0),
+        memory_total=80 * GIB,
+        memory_used=GIB // 2,
+        temperature=34,
+        thresholds={0: 92, 1: 89, 2: 95, 3: 87},
+        field_thresholds=None,
+        power_mw=60_000,
+        enforced_limit_mw=400_000,
+        default_limit_mw=400_000,
+        constraints_mw=(100_000, 400_000),
+        clocks={0: 210, 1: 210, 2: 1593},
+        max_clocks={0: 1410, 1: 1410, 2: 1593},
+        pcie_gen=4,
+        pcie_max_gen=4,
+        gpu_max_gen=4,
+        retired=None,
+        **kw,
     )
 
 
 def a100x2_ecc() -> FakeNVML:
     """Two A100 80GB; gpu1 reports uncorrectable ECC errors since the driver loaded (critical) and
     a pending row remap."""
-    return FakeNVML([
-        _a100(0),
-        _a100(1, ecc_counts={(1, 0): 3, (1, 1): 3}, remapped=(0, 3, 1, 0)),
-    ], driver="550.54.15", cuda=12040)
+    return FakeNVML(
+        [
+            _a100(0),
+            _a100(1, ecc_counts={(1, 0): 3, (1, 1): 3}, remapped=(0, 3, 1, 0)),
+        ],
+        driver="550.54.15",
+        cuda=12040,
+    )
 
 
 def h100x8(animate: bool = False) -> FakeNVML:
@@ -423,13 +490,20 @@ def h100x8(animate: bool = False) -> FakeNVML:
     gpus = []
     for i in range(8):
         busy = i not in (3, 7)
-        gpus.append(FakeGpu(
-            uuid=f"GPU-h100aaaa-0000-4000-8000-00000000000{i}", bus_id=f"00000000:{(0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)[i]:02X}:00.0",
-            serial=f"165012345678{i}", memory_used=(71 * GIB if busy else GIB // 2), temperature=(62 + 2 * (i % 4) if busy else 33),
-            power_mw=(640_000 + 8_000 * i if busy else 72_000), util=((97, 55) if busy else (0, 0)),
-            event_reasons=(0 if busy else 0x1), clocks=({0: 1980, 1: 1980, 2: 2619} if busy else {0: 345, 1: 345, 2: 2619}),
-            processes=([(3100 + i, 70 * GIB)] if busy else []),
-        ))
+        gpus.append(
+            FakeGpu(
+                uuid=f"GPU-h100aaaa-0000-4000-8000-00000000000{i}",
+                bus_id=f"00000000:{(0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)[i]:02X}:00.0",
+                serial=f"165012345678{i}",
+                memory_used=(71 * GIB if busy else GIB // 2),
+                temperature=(62 + 2 * (i % 4) if busy else 33),
+                power_mw=(640_000 + 8_000 * i if busy else 72_000),
+                util=((97, 55) if busy else (0, 0)),
+                event_reasons=(0 if busy else 0x1),
+                clocks=({0: 1980, 1: 1980, 2: 2619} if busy else {0: 345, 1: 345, 2: 2619}),
+                processes=([(3100 + i, 70 * GIB)] if busy else []),
+            )
+        )
     gpus[3].memory_used = 60 * GIB  # another user's job holds 74 % of gpu3
     gpus[3].processes = [(7777, int(59.2 * GIB))]
     return FakeNVML(gpus, driver="570.86.15", cuda=12080, animate=animate)

@@ -16,7 +16,9 @@ from tests.fleet.test_model import _points, _report
 LAUNCH_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK")
 
 
-def test_one_process_checks_this_machine(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+def test_one_process_checks_this_machine(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
     for var in LAUNCH_VARS:
         monkeypatch.delenv(var, raising=False)
     out = tmp_path / "fleet.md"
@@ -29,11 +31,14 @@ def test_one_process_checks_this_machine(capsys: pytest.CaptureFixture[str], mon
     assert "# gpuselect fleet report" in out.read_text()
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["fleet", "--output", "fleet.txt"], "must end in .json, .md or .pdf"),
-    (["fleet", "--max-bytes", "3Q"], "--max-bytes must be a size"),
-    (["fleet", "--timeout-s", "0"], "--timeout-s must be above 0"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["fleet", "--output", "fleet.txt"], "must end in .json, .md or .pdf"),
+        (["fleet", "--max-bytes", "3Q"], "--max-bytes must be a size"),
+        (["fleet", "--timeout-s", "0"], "--timeout-s must be above 0"),
+    ],
+)
 def test_fleet_usage_errors(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
     try:
         code = main(argv)
@@ -44,10 +49,21 @@ def test_fleet_usage_errors(argv: list[str], words: str, capsys: pytest.CaptureF
 
 
 def test_core_fleet_and_metrics_import_without_torch() -> None:
-    mods = ["gpuselect.fleet.model", "gpuselect.fleet.run", "gpuselect.fleet.collectives", "gpuselect.fleet.writers",
-            "gpuselect.fleet.interconnect", "gpuselect.metrics.families", "gpuselect.metrics.exporter",
-            "gpuselect.commands.fleet", "gpuselect.commands.exporter"]
-    code = "\n".join(f"import {m}" for m in mods) + "\nimport sys\nprint(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'PySide6', 'prometheus_client'}))"
+    mods = [
+        "gpuselect.fleet.model",
+        "gpuselect.fleet.run",
+        "gpuselect.fleet.collectives",
+        "gpuselect.fleet.writers",
+        "gpuselect.fleet.interconnect",
+        "gpuselect.metrics.families",
+        "gpuselect.metrics.exporter",
+        "gpuselect.commands.fleet",
+        "gpuselect.commands.exporter",
+    ]
+    code = (
+        "\n".join(f"import {m}" for m in mods)
+        + "\nimport sys\nprint(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'PySide6', 'prometheus_client'}))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -55,13 +71,26 @@ def test_core_fleet_and_metrics_import_without_torch() -> None:
 def test_estimate_interconnect_says_what_it_used(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
     path = tmp_path / "fleet.json"
     writers.write(_report(_points({"node0": 150.0, "node1": 150.0})), path)
-    code = main(["estimate", "--workload", "vgg16", "--interconnect", str(path), "--gpus", "nvidia-a100-sxm4-80gb",
-                 "--format", "json"])
+    code = main(
+        [
+            "estimate",
+            "--workload",
+            "vgg16",
+            "--interconnect",
+            str(path),
+            "--gpus",
+            "nvidia-a100-sxm4-80gb",
+            "--format",
+            "json",
+        ]
+    )
     doc = json.loads(capsys.readouterr().out)
     assert code == 0
     assert doc["assumptions"]["interconnect"]["intra_node_gbs"] == pytest.approx(150.0)
     multi = [r for r in doc["rows"] if r["count"] > 1 and r["fits"]]
-    assert multi and all(r["link_basis"].startswith("measured") and r["link_gbs"] == pytest.approx(150.0) for r in multi)
+    assert multi and all(
+        r["link_basis"].startswith("measured") and r["link_gbs"] == pytest.approx(150.0) for r in multi
+    )
     main(["estimate", "--workload", "vgg16", "--interconnect", str(path), "--gpus", "nvidia-a100-sxm4-80gb"])
     assert "measured all-reduce bus bandwidth from" in capsys.readouterr().out
     bad = tmp_path / "bad.json"

@@ -27,7 +27,9 @@ def _parse(text: str) -> dict[str, list]:
 
 
 def test_gpu_readings_under_dcgm_names_and_labels() -> None:
-    fake = F.FakeNVML([F.FakeGpu(), F.FakeGpu(uuid="GPU-2", bus_id="00000000:3C:00.0", temperature=55, memory_used=3 * F.GIB)])
+    fake = F.FakeNVML(
+        [F.FakeGpu(), F.FakeGpu(uuid="GPU-2", bus_id="00000000:3C:00.0", temperature=55, memory_used=3 * F.GIB)]
+    )
     snap = detect(probe=False, nvml=fake)
     m = _parse(render(machine_families(snap, evaluate(snap))))
     temps = m["DCGM_FI_DEV_GPU_TEMP"]
@@ -35,14 +37,19 @@ def test_gpu_readings_under_dcgm_names_and_labels() -> None:
     labels = temps[0].labels
     assert {"gpu", "UUID", "device", "modelName", "Hostname"} <= set(labels)
     assert labels["modelName"] == "NVIDIA H100 80GB HBM3" and labels["device"] == "nvidia0"
-    assert {s.labels["UUID"]: s.value for s in m["DCGM_FI_DEV_FB_USED"]} == {"GPU-11111111-2222-3333-4444-555555555555": 1024, "GPU-2": 3072}
+    assert {s.labels["UUID"]: s.value for s in m["DCGM_FI_DEV_FB_USED"]} == {
+        "GPU-11111111-2222-3333-4444-555555555555": 1024,
+        "GPU-2": 3072,
+    }
     assert m["DCGM_FI_DEV_POWER_USAGE"][0].value == pytest.approx(70.0)
     assert m["DCGM_FI_DEV_SM_CLOCK"][0].value == 1980
     assert m["DCGM_FI_DEV_COUNT"][0].value == 2
     assert sum(s.value for s in m["gpuselect_health_findings"]) == len(evaluate(snap).findings)
 
 
-def test_health_format_prometheus_reports_findings_by_severity(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_health_format_prometheus_reports_findings_by_severity(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake = F.thermal_throttling()
     monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: fake)
     code = main(["health", "--format", "prometheus", "--no-probe"])
@@ -56,8 +63,16 @@ def test_health_format_prometheus_reports_findings_by_severity(capsys: pytest.Ca
 
 
 def test_bench_results_and_spec_ratio() -> None:
-    devices = [{"device": "cuda:0", "name": "NVIDIA H100 80GB HBM3", "matmul_tflops": {"bf16": 600.5, "fp8": None},
-                "memory_bandwidth_gbs": 2900.0, "spec_ratio": {"matmul_bf16": 0.61}, "spec_name": "H100 SXM"}]
+    devices = [
+        {
+            "device": "cuda:0",
+            "name": "NVIDIA H100 80GB HBM3",
+            "matmul_tflops": {"bf16": 600.5, "fp8": None},
+            "memory_bandwidth_gbs": 2900.0,
+            "spec_ratio": {"matmul_bf16": 0.61},
+            "spec_name": "H100 SXM",
+        }
+    ]
     m = _parse(render(bench_families(devices, "h")))
     assert [(s.labels["precision"], s.value) for s in m["gpuselect_bench_matmul_tflops"]] == [("bf16", 600.5)]
     assert m["gpuselect_bench_spec_ratio"][0].labels["figure"] == "matmul_bf16"

@@ -59,11 +59,26 @@ def test_point_algbw_and_busbw() -> None:
     assert p.time_us == pytest.approx(10_000.0)
 
 
-def _rank(rank: int, node: str, *, worst: str = "ok", tflops: float | None = None, gpu: str = "NVIDIA H100 80GB HBM3") -> RankInfo:
+def _rank(
+    rank: int, node: str, *, worst: str = "ok", tflops: float | None = None, gpu: str = "NVIDIA H100 80GB HBM3"
+) -> RankInfo:
     figs = GpuFigures(gpu, f"GPU-{rank}", None, 80 * GIB, 40, 100.0, 700.0, 1980, 1980, "gen5 x16 (max gen5 x16)")
     bench = None if tflops is None else {"matmul_tflops": {"bf16": tflops}, "memory_bandwidth_gbs": 3000.0}
-    return RankInfo(rank, rank % 2, node, f"host-{node}", f"cuda:{rank % 2}", "2.13", "CPU", figs, 2, worst,
-                    {"ok": 3, worst: 1} if worst != "ok" else {"ok": 4}, [], bench)
+    return RankInfo(
+        rank,
+        rank % 2,
+        node,
+        f"host-{node}",
+        f"cuda:{rank % 2}",
+        "2.13",
+        "CPU",
+        figs,
+        2,
+        worst,
+        {"ok": 3, worst: 1} if worst != "ok" else {"ok": 4},
+        [],
+        bench,
+    )
 
 
 def _points(values: dict[str, float]) -> list:
@@ -91,24 +106,49 @@ def test_slow_gpu_and_slow_node_from_the_quick_benchmark() -> None:
     whats = {s.what for s in found if "bf16" in s.metric}
     assert whats == {"node2", "rank 4 (node2, cuda:0)", "rank 5 (node2, cuda:1)"}
     # Different GPU models are not compared with each other.
-    mixed = [_rank(0, "node0", tflops=700), _rank(1, "node0", tflops=700), _rank(2, "node1", tflops=150, gpu="NVIDIA L4")]
+    mixed = [
+        _rank(0, "node0", tflops=700),
+        _rank(1, "node0", tflops=700),
+        _rank(2, "node1", tflops=150, gpu="NVIDIA L4"),
+    ]
     assert not [s for s in find_stragglers(summarise_nodes(mixed), mixed, []) if s.what.startswith("rank")]
 
 
 def test_node_summary_keeps_the_worst_health() -> None:
-    nodes = summarise_nodes([_rank(0, "node0"), _rank(1, "node0", worst="critical"), _rank(2, "node1", worst="warning")])
-    assert [(n.name, n.ranks, n.health_worst) for n in nodes] == [("node0", [0, 1], "critical"), ("node1", [2], "warning")]
+    nodes = summarise_nodes(
+        [_rank(0, "node0"), _rank(1, "node0", worst="critical"), _rank(2, "node1", worst="warning")]
+    )
+    assert [(n.name, n.ranks, n.health_worst) for n in nodes] == [
+        ("node0", [0, 1], "critical"),
+        ("node1", [2], "warning"),
+    ]
 
 
 def _report(points: list, complete: bool = True) -> FleetReport:
     ranks = [_rank(i, f"node{i // 2}", tflops=700.0) for i in range(4)]
     nodes = summarise_nodes(ranks)
-    inter = [point("inter-node", "nodes", op, 2, n, n / 20e9, n / 21e9, n / 19e9, 5, 2)
-             for op in ("all_reduce", "all_gather", "reduce_scatter") for n in (1 << 20, 1 << 26)]
+    inter = [
+        point("inter-node", "nodes", op, 2, n, n / 20e9, n / 21e9, n / 19e9, 5, 2)
+        for op in ("all_reduce", "all_gather", "reduce_scatter")
+        for n in (1 << 20, 1 << 26)
+    ]
     pts = points + inter
-    return FleetReport("2026-11-23T00:00:00+00:00", "0.1", "nccl", 4, "2.13", {"max_bytes": 1 << 26}, nodes, ranks, pts,
-                       find_stragglers(nodes, ranks, pts), ["a note"], [] if complete else ["rank 0 failed during 'gather'"],
-                       complete, 12.5)
+    return FleetReport(
+        "2026-11-23T00:00:00+00:00",
+        "0.1",
+        "nccl",
+        4,
+        "2.13",
+        {"max_bytes": 1 << 26},
+        nodes,
+        ranks,
+        pts,
+        find_stragglers(nodes, ranks, pts),
+        ["a note"],
+        [] if complete else ["rank 0 failed during 'gather'"],
+        complete,
+        12.5,
+    )
 
 
 def test_writers_markdown_json_pdf(tmp_path) -> None:
@@ -172,7 +212,9 @@ def test_estimate_uses_the_measured_links_and_says_so() -> None:
         assert m[k].link_basis and m[k].link_basis.startswith("measured")
         assert m[k].throughput_samples_per_s <= b[k].throughput_samples_per_s  # 2 GB/s is slower than any spec link
     singles = [k for k in b if k[1] == 1 and k in m]
-    assert singles and all(b[k].throughput_samples_per_s == m[k].throughput_samples_per_s and m[k].link_basis is None for k in singles)
+    assert singles and all(
+        b[k].throughput_samples_per_s == m[k].throughput_samples_per_s and m[k].link_basis is None for k in singles
+    )
 
 
 def test_a_saved_report_reads_back() -> None:

@@ -97,7 +97,7 @@ def test_a_rank_without_progress_is_named_after_the_timeout_but_a_slow_one_is_wa
     # Slow but progressing for 2.5 s (> timeout): waited for, then it arrives.
     t = threading.Thread(target=beat_and_step, args=(True,))
     t.start()
-    threading.Timer(2.5, lambda: (r1.enter(3, "topology"))).start()
+    threading.Timer(2.5, lambda: r1.enter(3, "topology")).start()
     r0.enter(3, "topology")
     r0.wait_all(3)
     stop.set()

@@ -23,7 +23,11 @@ MAX = 4096
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
+    }
     env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env
@@ -54,10 +58,31 @@ def _check_positive_everywhere(rep: dict, scope: str, group: str, ranks: int) ->
 def test_two_ranks_one_node(tmp_path: Path) -> None:
     """Also: rank 1 is slow (but making progress) for twice --timeout-s, and the run still completes."""
     out = tmp_path / "fleet.json"
-    proc = subprocess.run(_torchrun("--nproc-per-node", "2", "--master-port", str(_free_port()), "-m", "gpuselect", "fleet",
-                                    "--max-bytes", str(MAX), "--repeats", "3", "--timeout-s", "4", "--output", str(out)),
-                          cwd=tmp_path, env=_env(GPUSELECT_FLEET_TEST_FAIL="1:slow"), check=False, capture_output=True, text=True,
-                          timeout=180)
+    proc = subprocess.run(
+        _torchrun(
+            "--nproc-per-node",
+            "2",
+            "--master-port",
+            str(_free_port()),
+            "-m",
+            "gpuselect",
+            "fleet",
+            "--max-bytes",
+            str(MAX),
+            "--repeats",
+            "3",
+            "--timeout-s",
+            "4",
+            "--output",
+            str(out),
+        ),
+        cwd=tmp_path,
+        env=_env(GPUSELECT_FLEET_TEST_FAIL="1:slow"),
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "slow for 8 s" in proc.stderr
     doc = json.loads(out.read_text())
@@ -76,11 +101,24 @@ def test_two_nodes_of_two_ranks(tmp_path: Path) -> None:
     out = tmp_path / "fleet.json"
     common = ["--nnodes", "2", "--nproc-per-node", "2", "--master-addr", "127.0.0.1", "--master-port", port]
     tail = ["-m", "gpuselect", "fleet", "--max-bytes", str(MAX), "--repeats", "3"]
-    node1 = subprocess.Popen(_torchrun(*common, "--node-rank", "1", *tail), cwd=tmp_path, env=_env(),
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    node1 = subprocess.Popen(
+        _torchrun(*common, "--node-rank", "1", *tail),
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
-        proc = subprocess.run(_torchrun(*common, "--node-rank", "0", *tail, "--output", str(out)),
-                              cwd=tmp_path, env=_env(), check=False, capture_output=True, text=True, timeout=240)
+        proc = subprocess.run(
+            _torchrun(*common, "--node-rank", "0", *tail, "--output", str(out)),
+            cwd=tmp_path,
+            env=_env(),
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
         node1.wait(timeout=60)
     finally:
         node1.kill()
@@ -97,9 +135,28 @@ def test_two_nodes_of_two_ranks(tmp_path: Path) -> None:
 def _failing_run(tmp_path: Path, mode: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], float, Path]:
     out = tmp_path / "fleet.json"
     t0 = time.monotonic()
-    proc = subprocess.run(_torchrun("--nproc-per-node", "2", "--master-port", str(_free_port()), "-m", "gpuselect", "fleet",
-                                    "--max-bytes", "64", "--output", str(out), *extra),
-                          cwd=tmp_path, env=_env(GPUSELECT_FLEET_TEST_FAIL=f"1:{mode}"), check=False, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        _torchrun(
+            "--nproc-per-node",
+            "2",
+            "--master-port",
+            str(_free_port()),
+            "-m",
+            "gpuselect",
+            "fleet",
+            "--max-bytes",
+            "64",
+            "--output",
+            str(out),
+            *extra,
+        ),
+        cwd=tmp_path,
+        env=_env(GPUSELECT_FLEET_TEST_FAIL=f"1:{mode}"),
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return proc, time.monotonic() - t0, out
 
 

@@ -58,7 +58,9 @@ def main(argv: list[str]) -> int:
         w.tabs.setCurrentWidget(w.bench)
         w.bench.start()
         # Close at the first progress event (torch loaded, the benchmark measuring).
-        w.bench.worker.progress.connect(lambda _ev: "live_at_close" not in state and QTimer.singleShot(0, close_when_busy))
+        w.bench.worker.progress.connect(
+            lambda _ev: "live_at_close" not in state and QTimer.singleShot(0, close_when_busy)
+        )
     rc = int(app.exec())
     if mode == "export":
         state["report_written"] = Path(argv[1]).exists()

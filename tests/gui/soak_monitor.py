@@ -46,10 +46,18 @@ def main(argv: list[str] | None = None) -> int:
     QTimer.singleShot(int(args.seconds * 1000), w.close)
     rc = int(app.exec())
     page = w.hardware
-    print(json.dumps({
-        "rc": rc, "wall_s": round(time.monotonic() - start, 1), "updates": page.telemetry_updates,
-        "gpus": len(page._history), "curves": len(page._curves),
-    }), flush=True)
+    print(
+        json.dumps(
+            {
+                "rc": rc,
+                "wall_s": round(time.monotonic() - start, 1),
+                "updates": page.telemetry_updates,
+                "gpus": len(page._history),
+                "curves": len(page._curves),
+            }
+        ),
+        flush=True,
+    )
     return rc
 
 

@@ -10,16 +10,16 @@ import threading
 import time
 
 import pytest
-from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtCore import Qt
 
-from gpuselect.bench.model import BenchConfig  # noqa: E402
-from gpuselect.gui.app import MainWindow  # noqa: E402
-from gpuselect.gui.models import FindingsModel, RowsModel  # noqa: E402
-from gpuselect.gui.pages.bench import BenchPage  # noqa: E402
-from gpuselect.gui.pages.estimate import EstimatePage, pareto  # noqa: E402
-from gpuselect.gui.workers import GeneratorWorker, call_in_generator  # noqa: E402
-from tests.conftest import REPO_ROOT  # noqa: E402
-from tests.fakes import fake_nvml as F  # noqa: E402
+from gpuselect.bench.model import BenchConfig
+from gpuselect.gui.app import MainWindow
+from gpuselect.gui.models import FindingsModel, RowsModel
+from gpuselect.gui.pages.bench import BenchPage
+from gpuselect.gui.pages.estimate import EstimatePage, pareto
+from gpuselect.gui.workers import GeneratorWorker, call_in_generator
+from tests.conftest import REPO_ROOT
+from tests.fakes import fake_nvml as F
 
 
 def _close(qtbot, w) -> None:
@@ -227,7 +227,11 @@ def test_entry_point_launches_and_closes(tmp_path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path)}
     done = subprocess.run(
         [sys.executable, "-m", "gpuselect", "gui", "--quit-after", "2"],
-        capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=60,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
@@ -304,5 +308,8 @@ def test_live_monitor_plots_utilisation_temperature_power_and_clocks(qtbot, monk
     assert figures == sorted(["utilization_percent", "temperature_c", "power_draw_w", "sm_clock_mhz"])
     assert not w.hardware.monitor.isHidden()
     # One unit per chart, on its axis.
-    assert [w.hardware.plots[k].getAxis("left").labelText for k in ("utilization_percent", "temperature_c", "power_draw_w", "sm_clock_mhz")] == ["%", "°C", "W", "MHz"]
+    assert [
+        w.hardware.plots[k].getAxis("left").labelText
+        for k in ("utilization_percent", "temperature_c", "power_draw_w", "sm_clock_mhz")
+    ] == ["%", "°C", "W", "MHz"]
     _close(qtbot, w)

@@ -6,11 +6,11 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from gpuselect.bench.model import BenchConfig  # noqa: E402
-from gpuselect.gui.app import MainWindow  # noqa: E402
-from gpuselect.gui.pages.bench import BenchPage, torch_gpu_notice  # noqa: E402
-from gpuselect.hardware.snapshot import detect  # noqa: E402
-from tests.fakes import fake_nvml as F  # noqa: E402
+from gpuselect.bench.model import BenchConfig
+from gpuselect.gui.app import MainWindow
+from gpuselect.gui.pages.bench import BenchPage, torch_gpu_notice
+from gpuselect.hardware.snapshot import detect
+from tests.fakes import fake_nvml as F
 
 
 def test_notice_when_torch_cannot_use_the_gpu() -> None:

@@ -16,9 +16,20 @@ pytest.importorskip("PySide6")
 
 
 def _run(tmp_path, *args: str) -> dict[str, object]:
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
-    done = subprocess.run([sys.executable, "-m", "tests.gui.close_during_work", *args], capture_output=True, text=True,
-                          env=env, cwd=REPO_ROOT, timeout=180)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO_ROOT),
+        "QT_QPA_PLATFORM": "offscreen",
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.gui.close_during_work", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+        timeout=180,
+    )
     assert done.returncode == 0, f"rc {done.returncode}:\n{done.stderr[-3000:]}"
     assert "Destroyed while thread" not in done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])

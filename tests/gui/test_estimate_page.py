@@ -106,8 +106,19 @@ def test_inputs_show_the_workloads_real_values_and_small_jobs_read_in_minutes(qt
 def test_a_config_json_with_lora(qtbot, tmp_path: Path) -> None:
     cfg = tmp_path / "my-model" / "config.json"
     cfg.parent.mkdir()
-    cfg.write_text(json.dumps({"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
-                               "intermediate_size": 8192, "vocab_size": 32000, "max_position_embeddings": 2048}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "model_type": "llama",
+                "hidden_size": 2048,
+                "num_hidden_layers": 16,
+                "num_attention_heads": 32,
+                "intermediate_size": 8192,
+                "vocab_size": 32000,
+                "max_position_embeddings": 2048,
+            }
+        )
+    )
     page = _page(qtbot)
     page.source.setCurrentIndex(1)
     page.config_path.setText(str(cfg))
@@ -126,14 +137,20 @@ def test_a_config_json_with_lora(qtbot, tmp_path: Path) -> None:
 
 def test_a_model_file_is_profiled_in_the_worker(qtbot, tmp_path: Path) -> None:
     model = tmp_path / "net.py"
-    model.write_text("import torch.nn as nn\n\ndef build():\n    return nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))\n")
+    model.write_text(
+        "import torch.nn as nn\n\ndef build():\n    return nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))\n"
+    )
     page = _page(qtbot)
     page.source.setCurrentIndex(2)
     page.model_path.setText(str(model))
     page.factory.setText("build")
     page.input_shape.setText("64")
     _run(qtbot, page, 120_000)  # imports torch to measure the model (in a subprocess once traced), slow on a loaded VM
-    assert page.result.workload.name.startswith("build from") and "net.py" in page.result.workload.name and page.result.workload.params == 64 * 32 + 32 + 32 * 10 + 10
+    assert (
+        page.result.workload.name.startswith("build from")
+        and "net.py" in page.result.workload.name
+        and page.result.workload.params == 64 * 32 + 32 + 32 * 10 + 10
+    )
     page.input_shape.setText("sixty")
     page.recompute()
     assert "input shape" in page.error.text()
@@ -176,8 +193,20 @@ def test_memory_bar_shows_a_breakdown_when_the_row_has_one(qtbot) -> None:
     page.show()
     page._show_memory(SimpleNamespace(count=1, name="GeForce RTX 3090", vram_gb=24.0))  # no breakdown: no bar
     assert not page.memory_bar.isVisible()
-    row = SimpleNamespace(count=1, name="GeForce RTX 4090", vram_gb=24.0, peak_memory_gb=16.2,
-                          memory_breakdown_gb={"weights": 5.0, "gradients": 0.1, "optimizer": 0.6, "activations": 8.0, "logits": 1.5, "overhead": 1.0})
+    row = SimpleNamespace(
+        count=1,
+        name="GeForce RTX 4090",
+        vram_gb=24.0,
+        peak_memory_gb=16.2,
+        memory_breakdown_gb={
+            "weights": 5.0,
+            "gradients": 0.1,
+            "optimizer": 0.6,
+            "activations": 8.0,
+            "logits": 1.5,
+            "overhead": 1.0,
+        },
+    )
     page._show_memory(row)
     assert page.memory_bar.isVisible() and "needs 16.2 of 24 GB" in page.memory_text.text()
     assert "activations: 8.0 GB" in page.memory_bar.toolTip()

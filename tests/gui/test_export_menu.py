@@ -7,10 +7,10 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtWidgets import QFileDialog  # noqa: E402
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog
 
-from gpuselect.gui.app import MainWindow  # noqa: E402
+from gpuselect.gui.app import MainWindow
 
 
 def _answer_dialog(monkeypatch: pytest.MonkeyPatch, path: str, asked: list[str]) -> None:

@@ -8,10 +8,10 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtCore import Qt
 
-from gpuselect.gui.app import MainWindow  # noqa: E402
-from tests.fakes import fake_nvml as F  # noqa: E402
+from gpuselect.gui.app import MainWindow
+from tests.fakes import fake_nvml as F
 
 
 def _window(qtbot, monkeypatch: pytest.MonkeyPatch, fake: F.FakeNVML) -> MainWindow:
@@ -118,7 +118,10 @@ def test_theme_switch_rethemes_every_chart_and_its_labels(qtbot, monkeypatch: py
                     assert item.getAxis(axis).textPen().color().name() == fg
                     assert item.getAxis(axis).labelStyle.get("color") == fg
                 if item.titleLabel.text:
-                    assert item.titleLabel.opts["color"] in (fg, pg.mkColor(fg)) or pg.mkColor(item.titleLabel.opts["color"]).name() == fg
+                    assert (
+                        item.titleLabel.opts["color"] in (fg, pg.mkColor(fg))
+                        or pg.mkColor(item.titleLabel.opts["color"]).name() == fg
+                    )
                 if item.legend is not None:
                     for _s, label in item.legend.items:
                         assert pg.mkColor(label.opts["color"]).name() == fg

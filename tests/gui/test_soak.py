@@ -33,11 +33,29 @@ MIN_UPDATES = 150
 @pytest.mark.slow
 @pytest.mark.timeout(int(SOAK_S) + 120)
 def test_live_monitor_soak_eight_gpus(tmp_path) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("GPUSELECT_SOAK_PYTHONPATH"), str(REPO_ROOT)])),
-           "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("GPUSELECT_SOAK_PYTHONPATH"), str(REPO_ROOT)])),
+        "QT_QPA_PLATFORM": "offscreen",
+        "XDG_CONFIG_HOME": str(tmp_path),
+    }
     done = subprocess.run(
-        [sys.executable, "-m", "tests.gui.soak_monitor", "--seconds", str(SOAK_S), "--interval-ms", "50", "--scenario", "h100x8"],
-        capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=SOAK_S + 110,
+        [
+            sys.executable,
+            "-m",
+            "tests.gui.soak_monitor",
+            "--seconds",
+            str(SOAK_S),
+            "--interval-ms",
+            "50",
+            "--scenario",
+            "h100x8",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+        timeout=SOAK_S + 110,
     )
     assert done.returncode == 0, f"the app died (rc {done.returncode}):\n{done.stderr[-3000:]}"
     result = json.loads(done.stdout.strip().splitlines()[-1])

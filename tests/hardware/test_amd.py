@@ -11,7 +11,9 @@ import pytest
 from gpuselect.hardware.amd import detect_amd
 
 
-def test_broken_amdsmi_import_keeps_stdout_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+def test_broken_amdsmi_import_keeps_stdout_clean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "amdsmi.py").write_text(
         "print('ROCm libraries not found, amdsmi disabled')\nraise KeyError('ROCM_PATH')\n"
     )

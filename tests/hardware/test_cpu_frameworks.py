@@ -51,7 +51,7 @@ def test_version_file_parsing() -> None:
     src = "__version__ = '2.5.0'\ncuda: Optional[str] = '12.4'\nhip: Optional[str] = None\n"
     assert _assigned_string(src, "cuda") == "12.4"
     assert _assigned_string(src, "hip") is None
-    assert _assigned_string("cuda = \"11.8\"", "cuda") == "11.8"
+    assert _assigned_string('cuda = "11.8"', "cuda") == "11.8"
 
 
 def test_installed_torch_is_read_without_import() -> None:
@@ -85,11 +85,14 @@ def test_torch_devices_matched_by_uuid_then_bus_not_index() -> None:
     a = GpuInfo(0, "NVIDIA", "A", "nvml", uuid="GPU-aaaa", pci_bus_id="0000:3b:00.0")
     b = GpuInfo(1, "NVIDIA", "B", "nvml", uuid="GPU-bbbb", pci_bus_id="0000:5e:00.0")
     # CUDA_VISIBLE_DEVICES=1,0: torch's index 0 is NVML's index 1.
-    merged = merge_torch_devices([a, b], [
-        {"index": 0, "name": "B", "uuid": "bbbb"},
-        {"index": 1, "name": "A", "pci_bus_id": "0000:3B:00.0"},
-        {"index": 0, "name": "Apple MPS", "kind": "mps"},
-    ])
+    merged = merge_torch_devices(
+        [a, b],
+        [
+            {"index": 0, "name": "B", "uuid": "bbbb"},
+            {"index": 1, "name": "A", "pci_bus_id": "0000:3B:00.0"},
+            {"index": 0, "name": "Apple MPS", "kind": "mps"},
+        ],
+    )
     assert (a.torch_index, b.torch_index) == (1, 0)
     assert len(merged) == 3 and merged[2].vendor == "Apple" and merged[2].source == "torch"
 
@@ -104,7 +107,10 @@ def test_detect_with_fake_nvml_and_fake_prober(monkeypatch) -> None:
 
     def prober(name: str) -> dict:
         calls.append(name)
-        return {"sees_gpu": True, "devices": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "11111111-2222-3333-4444-555555555555"}]}
+        return {
+            "sees_gpu": True,
+            "devices": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "11111111-2222-3333-4444-555555555555"}],
+        }
 
     snap = detect(nvml=F.healthy(), prober=prober)
     assert calls == ["torch"]  # only installed frameworks are probed; a GPU was found

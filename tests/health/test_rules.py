@@ -77,7 +77,9 @@ def test_temperature_bands_follow_the_cards_thresholds(temp: int) -> None:
     assert f.value == temp
 
 
-@pytest.mark.parametrize("margin,expected", [(-2, Severity.CRITICAL), (-1, Severity.WARNING), (8, Severity.WARNING), (9, Severity.OK)])
+@pytest.mark.parametrize(
+    "margin,expected", [(-2, Severity.CRITICAL), (-1, Severity.WARNING), (8, Severity.WARNING), (9, Severity.OK)]
+)
 def test_temperature_judged_by_margins_when_only_relative_readings(margin: int, expected: Severity) -> None:
     # slowdown trips at margin -2: headroom = margin - (-2); critical at 0, warning within 10 °C
     fake = F.FakeNVML([F.FakeGpu(thresholds={}, margin=margin)])
@@ -99,7 +101,10 @@ def test_pcie_judged_only_under_load() -> None:
     assert idle.severity is Severity.INFO
 
 
-@pytest.mark.parametrize("util,expected", [(T.PCIE_LOAD_UTILIZATION_PERCENT - 1, Severity.INFO), (T.PCIE_LOAD_UTILIZATION_PERCENT, Severity.WARNING)])
+@pytest.mark.parametrize(
+    "util,expected",
+    [(T.PCIE_LOAD_UTILIZATION_PERCENT - 1, Severity.INFO), (T.PCIE_LOAD_UTILIZATION_PERCENT, Severity.WARNING)],
+)
 def test_pcie_load_edge(util: int, expected: Severity) -> None:
     fake = F.FakeNVML([F.FakeGpu(pcie_gen=4, util=(util, 0))])
     assert one(evaluate(snap(fake)), "gpu.pcie_link").severity is expected
@@ -205,7 +210,9 @@ def test_driver_mismatch_is_critical() -> None:
     assert r.exit_code == EXIT_CRITICAL
 
 
-@pytest.mark.parametrize("ratio,expected", [(0.9, Severity.WARNING), (1.0, Severity.INFO), (1.99, Severity.INFO), (2.0, Severity.OK)])
+@pytest.mark.parametrize(
+    "ratio,expected", [(0.9, Severity.WARNING), (1.0, Severity.INFO), (1.99, Severity.INFO), (2.0, Severity.OK)]
+)
 def test_ram_versus_vram(ratio: float, expected: Severity) -> None:
     s = snap(F.healthy())
     s.memory.total_bytes = int(80 * GIB * ratio)

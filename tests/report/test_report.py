@@ -11,11 +11,11 @@ import pytest
 
 from gpuselect.cli import main
 from gpuselect.errors import OutputError
-from gpuselect.hardware.snapshot import detect  # noqa: E402
-from gpuselect.health.rules import evaluate  # noqa: E402
-from gpuselect.report.model import build_report  # noqa: E402
-from gpuselect.report.writers import default_paper, to_pdf_bytes, write  # noqa: E402
-from tests.fakes import fake_nvml as F  # noqa: E402
+from gpuselect.hardware.snapshot import detect
+from gpuselect.health.rules import evaluate
+from gpuselect.report.model import build_report
+from gpuselect.report.writers import default_paper, to_pdf_bytes, write
+from tests.fakes import fake_nvml as F
 
 
 def _text(path: Path) -> tuple[str, int]:
@@ -30,7 +30,14 @@ def test_full_report_structure_and_values(tmp_path: Path, monkeypatch: pytest.Mo
     assert main(["report", "-o", str(out), "--workload", "resnet50", "--epochs", "1"]) == 0
     text, pages = _text(out)
     assert 2 <= pages <= 12
-    order = ["gpuselect hardware report", "This machine", "Health", "Workload and assumptions", "Estimates", "Method and sources"]
+    order = [
+        "gpuselect hardware report",
+        "This machine",
+        "Health",
+        "Workload and assumptions",
+        "Estimates",
+        "Method and sources",
+    ]
     positions = [text.index(h) for h in order]
     assert positions == sorted(positions), "sections out of order"
     assert "Stage " in text and "NVIDIA H100 80GB HBM3" in text and "CRITICAL" in text
@@ -51,7 +58,9 @@ def test_hardware_only_report_has_no_estimate(tmp_path: Path) -> None:
     assert "No problems found" in text or "All checks passed" in text
 
 
-def test_benchmark_section_from_a_saved_result(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_benchmark_section_from_a_saved_result(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("gpuselect.bench.model.BenchConfig.measurement_budget_s", lambda self: 0.03)
     # a generous time box: this checks what is written, not how fast a shared machine is
     monkeypatch.setattr("gpuselect.bench.model.BenchConfig.device_time_box_s", lambda self: 600.0)
@@ -123,7 +132,10 @@ def test_unwritable_path_is_one_sentence_and_nonzero(tmp_path: Path, capsys: pyt
     assert code != 0 and "cannot write" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("env,paper", [({"LC_PAPER": "en_US.UTF-8"}, "letter"), ({"LC_PAPER": "de_DE.UTF-8"}, "a4"), ({"LANG": "en_CA.UTF-8"}, "letter")])
+@pytest.mark.parametrize(
+    "env,paper",
+    [({"LC_PAPER": "en_US.UTF-8"}, "letter"), ({"LC_PAPER": "de_DE.UTF-8"}, "a4"), ({"LANG": "en_CA.UTF-8"}, "letter")],
+)
 def test_paper_size_follows_the_locale(env: dict, paper: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("LC_PAPER", "LC_ALL", "LANG"):
         monkeypatch.delenv(var, raising=False)

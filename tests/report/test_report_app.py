@@ -56,10 +56,40 @@ def test_log_axis_is_one_transform() -> None:
 
 
 def _chart(deadline: float = 72.0) -> dict:  # type: ignore[type-arg]
-    per = {"1": {"kind": "cpu", "name": "CPU", "total_time_h": 900.0, "time_low_h": 450.0, "time_high_h": 1800.0, "cost_usd": 0.0},
-           "2": {"kind": "buy", "name": "RTX", "count": 1, "total_time_h": 30.0, "time_low_h": 20.0, "time_high_h": 45.0, "cost_usd": 1500.0}}
-    pts = [(30.0, 1500.0, "1x RTX", "buy"), (5.0, 300.0, "8x H100", "rent"), (100.0, 200.0, "1x T4", "rent"), (12.0, 9000.0, "2x A6000", "buy")]
-    return {"per_stage": per, "points": pts, "deadline_h": deadline, "budget": None, "local": [(900.0, "cpu")], "stage": 2, "currency": "€"}
+    per = {
+        "1": {
+            "kind": "cpu",
+            "name": "CPU",
+            "total_time_h": 900.0,
+            "time_low_h": 450.0,
+            "time_high_h": 1800.0,
+            "cost_usd": 0.0,
+        },
+        "2": {
+            "kind": "buy",
+            "name": "RTX",
+            "count": 1,
+            "total_time_h": 30.0,
+            "time_low_h": 20.0,
+            "time_high_h": 45.0,
+            "cost_usd": 1500.0,
+        },
+    }
+    pts = [
+        (30.0, 1500.0, "1x RTX", "buy"),
+        (5.0, 300.0, "8x H100", "rent"),
+        (100.0, 200.0, "1x T4", "rent"),
+        (12.0, 9000.0, "2x A6000", "buy"),
+    ]
+    return {
+        "per_stage": per,
+        "points": pts,
+        "deadline_h": deadline,
+        "budget": None,
+        "local": [(900.0, "cpu")],
+        "stage": 2,
+        "currency": "€",
+    }
 
 
 def _strings(d) -> dict[str, float]:  # type: ignore[no-untyped-def]
@@ -90,13 +120,17 @@ def test_scatter_marks_sit_on_their_axes() -> None:
 
 
 def test_labels_never_overlap() -> None:
-    anchors = [(100.0, 100.0, "fastest: 8x H100 (rent)"), (101.0, 100.5, "cheapest: 1x T4 (rent)"), (102.0, 99.0, "your cpu")]
+    anchors = [
+        (100.0, 100.0, "fastest: 8x H100 (rent)"),
+        (101.0, 100.5, "cheapest: 1x T4 (rent)"),
+        (102.0, 99.0, "your cpu"),
+    ]
     placed = place_labels(anchors, "Helvetica", 6.5, (0, 0, 400, 300))
     from gpuselect.report.writers import _label_box, _overlaps
 
     boxes = [_label_box(x, y, t, "Helvetica", 6.5) for x, y, t in placed]
     assert len(placed) == 3
-    assert not any(_overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    assert not any(_overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
 
 
 def test_summary_on_page_1_and_the_recommended_option_in_the_table(tmp_path: Path) -> None:
@@ -121,19 +155,33 @@ def test_the_recommended_option_is_in_the_table_even_when_slow(tmp_path: Path) -
     from gpuselect.report.model import build_report
 
     m = this_machine(nvml=a100x2())
-    result = estimate_for_machine(get_preset("resnet50"), assumptions(Settings(), deadline_hours=2000, max_gpus=1), None)
+    result = estimate_for_machine(
+        get_preset("resnet50"), assumptions(Settings(), deadline_hours=2000, max_gpus=1), None
+    )
     report = build_report(m.snapshot, m.health, estimate=result, top=1)
     est = next(sec for sec in report.sections if sec.title == "Estimates")
     rec = result.recommendation
-    assert rec.option is not None and any(f"{rec.option['count']}x {rec.option['name']}  (recommended)" == r[0] for r in est.table)  # type: ignore[union-attr]
+    assert rec.option is not None and any(
+        f"{rec.option['count']}x {rec.option['name']}  (recommended)" == r[0] for r in est.table
+    )  # type: ignore[union-attr]
 
 
 def test_settings_redaction_applies_to_the_cli_report(tmp_path: Path) -> None:
     _settings_file({"redact_reports": True})
     cfg = tmp_path / "secret-project" / "llama" / "config.json"
     cfg.parent.mkdir(parents=True)
-    cfg.write_text(json.dumps({"model_type": "llama", "hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
-                               "intermediate_size": 1024, "vocab_size": 1000}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "model_type": "llama",
+                "hidden_size": 512,
+                "num_hidden_layers": 4,
+                "num_attention_heads": 8,
+                "intermediate_size": 1024,
+                "vocab_size": 1000,
+            }
+        )
+    )
     out = tmp_path / "r.md"
     assert main(["report", "-o", str(out), "--config", str(cfg)]) == 0
     body = out.read_text()

@@ -41,8 +41,10 @@ def test_mode_and_rank_for_presets_and_configs(tmp_path: Path) -> None:
     assert (w.mode, w.lora_rank) == ("lora", 64) and w.trainable_params == 4 * PRESETS["llama-8b-lora"].trainable_params
     assert build_workload(workload="gpt2-124m", mode="qlora").mode == "qlora"
     cfg = tmp_path / "config.json"
-    cfg.write_text('{"model_type": "qwen2", "hidden_size": 512, "num_hidden_layers": 2, "num_attention_heads": 8, '
-                   '"num_key_value_heads": 2, "vocab_size": 1000, "intermediate_size": 1024, "max_position_embeddings": 256}')
+    cfg.write_text(
+        '{"model_type": "qwen2", "hidden_size": 512, "num_hidden_layers": 2, "num_attention_heads": 8, '
+        '"num_key_value_heads": 2, "vocab_size": 1000, "intermediate_size": 1024, "max_position_embeddings": 256}'
+    )
     c = build_workload(config=str(cfg), mode="qlora", lora_rank=4)
     assert any(o.kind is OpKind.DEQUANT for o in trace_for(c, checkpointing=False).ops)
     with pytest.raises(UsageError, match="transformer"):
@@ -56,15 +58,28 @@ def test_mode_and_rank_for_presets_and_configs(tmp_path: Path) -> None:
 def test_cli_mode_option(capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    rc = main(["estimate", "--workload", "llama-1b-full", "--mode", "qlora", "--lora-rank", "32",
-               "--gpus", "nvidia-h100-sxm5-80gb", "--format", "json"])
+    rc = main(
+        [
+            "estimate",
+            "--workload",
+            "llama-1b-full",
+            "--mode",
+            "qlora",
+            "--lora-rank",
+            "32",
+            "--gpus",
+            "nvidia-h100-sxm5-80gb",
+            "--format",
+            "json",
+        ]
+    )
     doc = json.loads(capsys.readouterr().out)
     assert rc == 0 and doc["workload"]["mode"] == "qlora" and doc["workload"]["lora_rank"] == 32
     assert main(["estimate", "--workload", "resnet50", "--mode", "lora"]) == 2
     assert "resnet50 is not one" in capsys.readouterr().err
 
 
-USER_FILE = '''
+USER_FILE = """
 import sys
 print("noise on stdout")
 print("noise on stderr", file=sys.stderr)
@@ -77,7 +92,7 @@ def build():
 def tokens():
     from torch import nn
     return nn.Sequential(nn.Embedding(1000, 32), nn.Linear(32, 1000))
-'''
+"""
 
 
 def test_model_file_is_traced_in_a_subprocess(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -94,8 +109,21 @@ def test_model_file_is_traced_in_a_subprocess(tmp_path: Path, capsys: pytest.Cap
     assert trace_for(w, checkpointing=True).checkpointing
     # the file's prints do not reach our stdout: --format json stays one document
     capsys.readouterr()
-    rc = main(["estimate", "--model", str(f), "--factory", "build", "--input-shape", "100",
-               "--gpus", "nvidia-h100-sxm5-80gb", "--format", "json"])
+    rc = main(
+        [
+            "estimate",
+            "--model",
+            str(f),
+            "--factory",
+            "build",
+            "--input-shape",
+            "100",
+            "--gpus",
+            "nvidia-h100-sxm5-80gb",
+            "--format",
+            "json",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and json.loads(out)["workload"]["params"] == w.params and "noise" not in out
     broken = tmp_path / "broken.py"

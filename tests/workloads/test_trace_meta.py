@@ -25,8 +25,11 @@ from gpuselect.workloads.transformer import TransformerShape
 
 
 def _dense(t: StepTrace, phase: Phase | None = None) -> float:
-    return sum(o.flops_per_sample * o.count for o in t.ops
-               if o.kind in (OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION) and (phase is None or o.phase is phase))
+    return sum(
+        o.flops_per_sample * o.count
+        for o in t.ops
+        if o.kind in (OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION) and (phase is None or o.phase is phase)
+    )
 
 
 @pytest.mark.parametrize("preset_id", ["mnist-mlp", "simple-cnn"])
@@ -36,7 +39,9 @@ def test_shipped_trace_is_reproduced(preset_id: str) -> None:
     for which in ("plain", "ckpt"):
         a, b = shipped[which], fresh[which]
         assert a["ops"] == b["ops"]
-        assert {k: v for k, v in a.items() if k not in ("ops", "source")} == {k: v for k, v in b.items() if k not in ("ops", "source")}
+        assert {k: v for k, v in a.items() if k not in ("ops", "source")} == {
+            k: v for k, v in b.items() if k not in ("ops", "source")
+        }
 
 
 def test_every_reference_preset_ships_a_trace_that_matches_its_flops() -> None:
@@ -67,9 +72,12 @@ def test_analytic_builder_matches_the_meta_tracer(causal: bool) -> None:
     for phase in (Phase.FORWARD, Phase.BACKWARD):
         assert _dense(ana, phase) == pytest.approx(_dense(meta, phase), rel=0.02)
     # the meta trace runs in fp32: its saved set is the analytic 16-bit + fp32 tensors together
-    assert ana.saved_elems_per_sample + ana.saved_fp32_elems_per_sample == pytest.approx(meta.saved_elems_per_sample, rel=0.10)
-    assert ana_ck.saved_elems_per_sample_ckpt + ana_ck.saved_fp32_elems_per_sample_ckpt == \
-        pytest.approx(meta_ck.saved_elems_per_sample_ckpt, rel=0.10)
+    assert ana.saved_elems_per_sample + ana.saved_fp32_elems_per_sample == pytest.approx(
+        meta.saved_elems_per_sample, rel=0.10
+    )
+    assert ana_ck.saved_elems_per_sample_ckpt + ana_ck.saved_fp32_elems_per_sample_ckpt == pytest.approx(
+        meta_ck.saved_elems_per_sample_ckpt, rel=0.10
+    )
     assert _dense(ana_ck, Phase.RECOMPUTE) == pytest.approx(_dense(meta_ck, Phase.RECOMPUTE), rel=0.02)
 
 
@@ -89,29 +97,59 @@ def test_analytic_vit_matches_the_meta_tracer() -> None:
     from gpuselect.workloads.reference_models import ViT
 
     meta, meta_ck = trace_module(functools.partial(ViT, 64, 16, 128, 3, 4, 512, 10, True), (3, 64, 64), loss="ce")
-    shape = TransformerShape(layers=3, hidden=128, heads=4, vocab=10, seq_len=17, ffn=512, lm_head=False, causal=False,
-                             fused_qkv=True, patch=16)
+    shape = TransformerShape(
+        layers=3,
+        hidden=128,
+        heads=4,
+        vocab=10,
+        seq_len=17,
+        ffn=512,
+        lm_head=False,
+        causal=False,
+        fused_qkv=True,
+        patch=16,
+    )
     ana, ana_ck = transformer_trace(shape), transformer_trace(shape, checkpointing=True)
     assert ana.params == meta.params
     for phase in (Phase.FORWARD, Phase.BACKWARD):
         assert _dense(ana, phase) == pytest.approx(_dense(meta, phase), rel=0.02)
     assert shape.forward_flops_per_sequence() == pytest.approx(_dense(meta, Phase.FORWARD), rel=0.02)
-    assert ana.saved_elems_per_sample + ana.saved_fp32_elems_per_sample == pytest.approx(meta.saved_elems_per_sample, rel=0.10)
-    assert ana_ck.saved_elems_per_sample_ckpt + ana_ck.saved_fp32_elems_per_sample_ckpt == \
-        pytest.approx(meta_ck.saved_elems_per_sample_ckpt, rel=0.10)
+    assert ana.saved_elems_per_sample + ana.saved_fp32_elems_per_sample == pytest.approx(
+        meta.saved_elems_per_sample, rel=0.10
+    )
+    assert ana_ck.saved_elems_per_sample_ckpt + ana_ck.saved_fp32_elems_per_sample_ckpt == pytest.approx(
+        meta_ck.saved_elems_per_sample_ckpt, rel=0.10
+    )
 
 
-@pytest.mark.parametrize(("rank", "kv_heads"), [(0, 4), (8, 4), (0, 2), (8, 1)],
-                         ids=["full", "lora", "full-gqa", "lora-mqa"])
+@pytest.mark.parametrize(
+    ("rank", "kv_heads"), [(0, 4), (8, 4), (0, 2), (8, 1)], ids=["full", "lora", "full-gqa", "lora-mqa"]
+)
 def test_analytic_llama_matches_the_meta_tracer(rank: int, kv_heads: int) -> None:
     """Hugging Face-style eager Llama (RMSNorm upcast, rotate_half, repeat_kv, SwiGLU), full and LoRA."""
     from gpuselect.workloads.trace_build.llama_ref import TinyLlama
 
     V, h, L, heads, ffn, s = 2000, 128, 3, 4, 352, 64
-    meta, meta_ck = trace_module(functools.partial(TinyLlama, V, h, L, heads, ffn, rank, kv_heads), (s,), torch.long,
-                                 loss="ce", labels_per_sample=s)
-    shape = TransformerShape(layers=L, hidden=h, heads=heads, kv_heads=kv_heads, vocab=V, seq_len=s, ffn=ffn, gated_ffn=True,
-                             tied_embeddings=False, norm="rmsnorm", rotary=True)
+    meta, meta_ck = trace_module(
+        functools.partial(TinyLlama, V, h, L, heads, ffn, rank, kv_heads),
+        (s,),
+        torch.long,
+        loss="ce",
+        labels_per_sample=s,
+    )
+    shape = TransformerShape(
+        layers=L,
+        hidden=h,
+        heads=heads,
+        kv_heads=kv_heads,
+        vocab=V,
+        seq_len=s,
+        ffn=ffn,
+        gated_ffn=True,
+        tied_embeddings=False,
+        norm="rmsnorm",
+        rotary=True,
+    )
     mode = "lora" if rank else "full"
     ana = transformer_trace(shape, mode=mode, lora_rank=max(rank, 1))
     ana_ck = transformer_trace(shape, mode=mode, lora_rank=max(rank, 1), checkpointing=True)
@@ -119,6 +157,9 @@ def test_analytic_llama_matches_the_meta_tracer(rank: int, kv_heads: int) -> Non
     for phase in (Phase.FORWARD, Phase.BACKWARD):
         assert _dense(ana, phase) == pytest.approx(_dense(meta, phase), rel=0.02)
     assert _dense(ana_ck, Phase.RECOMPUTE) == pytest.approx(_dense(meta_ck, Phase.RECOMPUTE), rel=0.02)
-    assert ana.saved_elems_per_sample + ana.saved_fp32_elems_per_sample == pytest.approx(meta.saved_elems_per_sample, rel=0.10)
-    assert ana_ck.saved_elems_per_sample_ckpt + ana_ck.saved_fp32_elems_per_sample_ckpt == \
-        pytest.approx(meta_ck.saved_elems_per_sample_ckpt, rel=0.10)
+    assert ana.saved_elems_per_sample + ana.saved_fp32_elems_per_sample == pytest.approx(
+        meta.saved_elems_per_sample, rel=0.10
+    )
+    assert ana_ck.saved_elems_per_sample_ckpt + ana_ck.saved_fp32_elems_per_sample_ckpt == pytest.approx(
+        meta_ck.saved_elems_per_sample_ckpt, rel=0.10
+    )

@@ -30,8 +30,11 @@ assert LLAMA_8B is not None
 
 
 def _flops(t: StepTrace, kind: OpKind | None = None, phase: Phase | None = None, name: str = "") -> float:
-    return sum(o.flops_per_sample * o.count for o in t.ops
-               if (kind is None or o.kind is kind) and (phase is None or o.phase is phase) and name in o.name)
+    return sum(
+        o.flops_per_sample * o.count
+        for o in t.ops
+        if (kind is None or o.kind is kind) and (phase is None or o.phase is phase) and name in o.name
+    )
 
 
 def test_every_preset_has_a_trace_quickly() -> None:
@@ -87,20 +90,41 @@ def test_lora_and_qlora_change_the_trace() -> None:
     assert lora.trainable_params == lora_params(LLAMA_8B, 16) < full.trainable_params / 100
     assert not any(o.kind is OpKind.DEQUANT for o in lora.ops)
     deq = [o for o in qlora.ops if o.kind is OpKind.DEQUANT]
-    per_layer = sum(i * o for i, o in ((4096, 4096), (4096, 1024), (4096, 1024), (4096, 4096), (4096, 14_336), (4096, 14_336), (14_336, 4096)))
+    per_layer = sum(
+        i * o
+        for i, o in (
+            (4096, 4096),
+            (4096, 1024),
+            (4096, 1024),
+            (4096, 4096),
+            (4096, 14_336),
+            (4096, 14_336),
+            (14_336, 4096),
+        )
+    )
     assert sum(o.elems_fixed * o.count for o in deq if o.phase is Phase.FORWARD) == 32 * per_layer
     # backward: every matrix again for its dX, except the first layer's q, k, v (its input needs no gradient)
-    assert sum(o.elems_fixed * o.count for o in deq if o.phase is Phase.BACKWARD) == 32 * per_layer - 4096 * (4096 + 2 * 1024)
+    assert sum(o.elems_fixed * o.count for o in deq if o.phase is Phase.BACKWARD) == 32 * per_layer - 4096 * (
+        4096 + 2 * 1024
+    )
     ck = transformer_trace(LLAMA_8B, mode="qlora", checkpointing=True)
-    assert sum(o.elems_fixed * o.count for o in ck.ops if o.kind is OpKind.DEQUANT and o.phase is Phase.BACKWARD) == 32 * per_layer
-    assert sum(o.elems_fixed * o.count for o in ck.ops if o.kind is OpKind.DEQUANT and o.phase is Phase.RECOMPUTE) == 32 * per_layer
+    assert (
+        sum(o.elems_fixed * o.count for o in ck.ops if o.kind is OpKind.DEQUANT and o.phase is Phase.BACKWARD)
+        == 32 * per_layer
+    )
+    assert (
+        sum(o.elems_fixed * o.count for o in ck.ops if o.kind is OpKind.DEQUANT and o.phase is Phase.RECOMPUTE)
+        == 32 * per_layer
+    )
     r64 = transformer_trace(LLAMA_8B, mode="lora", lora_rank=64)
     assert _flops(r64, OpKind.GEMM, name="lora_") == pytest.approx(4 * _flops(lora, OpKind.GEMM, name="lora_"))
 
 
 def test_checkpointing_recomputes_the_layers_and_keeps_less() -> None:
     plain, ck = transformer_trace(LLAMA_8B), transformer_trace(LLAMA_8B, checkpointing=True)
-    layer_fwd = sum(o.flops_per_sample * o.count for o in plain.ops if o.phase is Phase.FORWARD and o.name.startswith("layers."))
+    layer_fwd = sum(
+        o.flops_per_sample * o.count for o in plain.ops if o.phase is Phase.FORWARD and o.name.startswith("layers.")
+    )
     assert _flops(ck, phase=Phase.RECOMPUTE) == pytest.approx(layer_fwd)
     assert ck.saved_elems_per_sample_ckpt < plain.saved_elems_per_sample / 8
     # the per-layer saved set is derived per op: block inputs + one layer's working set remain
@@ -138,12 +162,27 @@ def test_with_mode_for_presets_and_configs(tmp_path: Path) -> None:
     assert (w.mode, w.lora_rank, w.trainable_params) == ("qlora", 8, lora_params(LLAMA_8B, 8))
     assert any(o.kind is OpKind.DEQUANT for o in trace_for(w, checkpointing=False).ops)
     # the existing preset ids give the same trace as the mode applied to the full preset
-    assert trace_for(PRESETS["llama-8b-lora"], checkpointing=True).ops == \
-        trace_for(with_mode(PRESETS["llama-8b-full"], "lora", 16), checkpointing=True).ops
+    assert (
+        trace_for(PRESETS["llama-8b-lora"], checkpointing=True).ops
+        == trace_for(with_mode(PRESETS["llama-8b-full"], "lora", 16), checkpointing=True).ops
+    )
     cfg = tmp_path / "config.json"
-    cfg.write_text(json.dumps({"model_type": "mistral", "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
-                               "num_key_value_heads": 2, "vocab_size": 32000, "intermediate_size": 3584,
-                               "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "tie_word_embeddings": False}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "model_type": "mistral",
+                "hidden_size": 1024,
+                "num_hidden_layers": 4,
+                "num_attention_heads": 8,
+                "num_key_value_heads": 2,
+                "vocab_size": 32000,
+                "intermediate_size": 3584,
+                "max_position_embeddings": 4096,
+                "rms_norm_eps": 1e-5,
+                "tie_word_embeddings": False,
+            }
+        )
+    )
     c = workload_from_hf_config(cfg, seq_len=512, mode="lora", lora_rank=4)
     t = trace_for(c, checkpointing=False)
     assert c.shape is not None and c.shape.norm == "rmsnorm" and c.shape.rotary and c.shape.gated_ffn
@@ -163,8 +202,9 @@ def test_synthetic_trace_matches_the_given_figures() -> None:
     assert "APPROXIMATION" in t.source
     assert _flops(t, phase=Phase.FORWARD) == pytest.approx(6e12, rel=0.02)
     assert _flops(t, OpKind.GEMM, Phase.FORWARD) > 0.95 * _flops(t, phase=Phase.FORWARD)
-    assert sum(o.elems_fixed * o.count for o in t.ops if o.kind is OpKind.GEMM and o.phase is Phase.FORWARD) == \
-        pytest.approx(1e9, rel=0.02)  # every parameter read once in the forward
+    assert sum(
+        o.elems_fixed * o.count for o in t.ops if o.kind is OpKind.GEMM and o.phase is Phase.FORWARD
+    ) == pytest.approx(1e9, rel=0.02)  # every parameter read once in the forward
     small = trace_for(custom_workload(3e7, 4e5), checkpointing=False)  # embedding-heavy: F < 2N
     assert _flops(small, phase=Phase.FORWARD) == pytest.approx(4e5, rel=0.05)
 
@@ -175,9 +215,11 @@ def test_trace_round_trips_through_json() -> None:
 
 
 def test_no_torch_import() -> None:
-    code = ("import sys; from gpuselect.workloads.presets import PRESETS; from gpuselect.workloads.traces import trace_for; "
-            "[trace_for(w, checkpointing=c) for w in PRESETS.values() for c in (False, True)]; "
-            "assert 'torch' not in sys.modules, 'torch imported'")
+    code = (
+        "import sys; from gpuselect.workloads.presets import PRESETS; from gpuselect.workloads.traces import trace_for; "
+        "[trace_for(w, checkpointing=c) for w in PRESETS.values() for c in (False, True)]; "
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -189,9 +231,21 @@ def test_shape_defaults_keep_gpt_arithmetic() -> None:
 
 def test_vit_config_builds_a_vision_trace(tmp_path: Path) -> None:
     cfg = tmp_path / "config.json"
-    cfg.write_text(json.dumps({"model_type": "vit", "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
-                               "intermediate_size": 3072, "image_size": 224, "patch_size": 16, "num_channels": 3,
-                               "hidden_dropout_prob": 0.0}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "model_type": "vit",
+                "hidden_size": 768,
+                "num_hidden_layers": 12,
+                "num_attention_heads": 12,
+                "intermediate_size": 3072,
+                "image_size": 224,
+                "patch_size": 16,
+                "num_channels": 3,
+                "hidden_dropout_prob": 0.0,
+            }
+        )
+    )
     w = workload_from_hf_config(cfg)
     assert w.input_shape == (3, 224, 224) and w.shape is not None and w.shape.seq_len == 197
     # ViT-B/16's 86.6 M parameters and profiled forward FLOPs (the vit-b16 preset, measured on its reference model)

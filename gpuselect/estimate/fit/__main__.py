@@ -34,26 +34,41 @@ def main() -> int:
     old = json.loads(OUT.read_text()) if OUT.exists() else {}
     obs, skipped = K.read_gemm(catalog)
     g = K.fit_gemm(obs)
-    lines.append(f"GEMM: {g['n']} rows with shapes (of {len(obs)} usable); k0={g['k0']} align={g['align_penalty']} "
-                 f"floor={g['kernel_floor_us']} us; median |log err| {g['median_abs_log_err']}, p90 {g['p90_abs_log_err']}")
+    lines.append(
+        f"GEMM: {g['n']} rows with shapes (of {len(obs)} usable); k0={g['k0']} align={g['align_penalty']} "
+        f"floor={g['kernel_floor_us']} us; median |log err| {g['median_abs_log_err']}, p90 {g['p90_abs_log_err']}"
+    )
     lines += [f"  skipped: {s}" for s in skipped]
     eff: dict[str, dict[str, float]] = {}
     for key, v in g["eff"].items():
         arch, pc = key.split("|")
-        eff.setdefault(arch, {})[pc] = min(0.95, v)  # GeForce's >1 (reduced-precision reduction) is not carried to pro parts
+        eff.setdefault(arch, {})[pc] = min(
+            0.95, v
+        )  # GeForce's >1 (reduced-precision reduction) is not carried to pro parts
         lines.append(f"  E[{arch}, {pc}] = {v}")
     mem, n_mem = K.fit_memory(catalog)
     lines.append(f"memory efficiency: {n_mem} FluidX3D rows matched to the catalog")
     lines += [f"  {a}: {v}" for a, v in mem.items()]
     doc: dict[str, Any] = {
         "_source": "written by python -m gpuselect.estimate.fit from /work/shared/data/kernels and docs/validation records",
-        "gemm": {"k0": g["k0"], "align_penalty": g["align_penalty"], "tile": ASSUMED["tile"], "tile_cpu": ASSUMED["tile_cpu"],
-                 "eff": eff, "default_eff": {"fp32": 0.7, "tf32": 0.7, "16": 0.6, "fp8": 0.6}},
+        "gemm": {
+            "k0": g["k0"],
+            "align_penalty": g["align_penalty"],
+            "tile": ASSUMED["tile"],
+            "tile_cpu": ASSUMED["tile_cpu"],
+            "eff": eff,
+            "default_eff": {"fp32": 0.7, "tf32": 0.7, "16": 0.6, "fp8": 0.6},
+        },
         "memory": {"eff": mem, "default_eff": 0.7},
         "borrow_penalty": ASSUMED["borrow_penalty"],
         "device": {"kernel_floor_us": g["kernel_floor_us"], "vector_eff": ASSUMED["vector_eff"]},
-        "host": {"dispatch_us": 50.0, "dispatch_per_launch_overhead": 4.4, "step_fixed_us": 0.0,
-                 "h2d_fraction_of_pcie": ASSUMED["h2d_fraction_of_pcie"], "h2d_latency_us": ASSUMED["h2d_latency_us"]},
+        "host": {
+            "dispatch_us": 50.0,
+            "dispatch_per_launch_overhead": 4.4,
+            "step_fixed_us": 0.0,
+            "h2d_fraction_of_pcie": ASSUMED["h2d_fraction_of_pcie"],
+            "h2d_latency_us": ASSUMED["h2d_latency_us"],
+        },
         "cpu": {"dispatch_per_launch_overhead": 4.4},
     }
     for keep in ("step", "comm"):
@@ -78,15 +93,19 @@ def main() -> int:
     def predict(us: float, b: int) -> float:
         from dataclasses import replace
 
-        d = replace(R.catalog_device(e), dispatch_s=us * 1e-6, h2d_gbs=S.h100_h2d_gbs())  # the bench copies from pinned memory: the record's own rate
+        d = replace(
+            R.catalog_device(e), dispatch_s=us * 1e-6, h2d_gbs=S.h100_h2d_gbs()
+        )  # the bench copies from pinned memory: the record's own rate
         return step_time(trace, d, b, "fp32", optimizer="sgd-momentum").seconds
 
     us, err = S.fit_dispatch(predict)
     ratio = us / S.h100_launch_us()
     doc["host"]["dispatch_us"] = round(us, 2)
     doc["host"]["dispatch_per_launch_overhead"] = round(ratio, 3)
-    lines.append(f"host dispatch: {us:.1f} us per eager op on the H100 machine ({ratio:.2f} x its {S.h100_launch_us()} us "
-                 f"bare-op launch overhead); simple-CNN steps median |log err| {err:.3f}")
+    lines.append(
+        f"host dispatch: {us:.1f} us per eager op on the H100 machine ({ratio:.2f} x its {S.h100_launch_us()} us "
+        f"bare-op launch overhead); simple-CNN steps median |log err| {err:.3f}"
+    )
     cpu_fit = fit_cpu(doc)
     doc["cpu"].update(cpu_fit["params"])
     lines += cpu_fit["lines"]
@@ -112,9 +131,9 @@ def fit_cpu(doc: dict) -> dict:  # type: ignore[type-arg]
         return {"params": {}, "lines": ["cpu: no records"]}
     traces = {"simple_cnn": S.simple_cnn_trace(), "transformer": S.bench_transformer_trace()}
     best = None
-    for gemm in [0.1 * 1.25 ** i for i in range(12)]:
-        for conv in [0.05 * 1.25 ** i for i in range(18)]:
-            for ratio in [1.0 * 1.2 ** i for i in range(20)]:
+    for gemm in [0.1 * 1.25**i for i in range(12)]:
+        for conv in [0.05 * 1.25**i for i in range(18)]:
+            for ratio in [1.0 * 1.2**i for i in range(20)]:
                 doc["cpu"] = {"conv_factor": conv, "dispatch_per_launch_overhead": ratio, "gemm_factor": gemm}
                 R._PARAMS = R.Params(doc)
                 errs = []
@@ -122,18 +141,29 @@ def fit_cpu(doc: dict) -> dict:  # type: ignore[type-arg]
                     d = cpu_device(rec, cores=cores)
                     for s in rec["train_steps"]:
                         if s["model"] in traces:
-                            t = step_time(traces[s["model"]], d, s["batch_size"], "fp32", optimizer="sgd-momentum").seconds
+                            t = step_time(
+                                traces[s["model"]], d, s["batch_size"], "fp32", optimizer="sgd-momentum"
+                            ).seconds
                             errs.append(abs(math.log(t / (s["step_ms"] / 1e3))))
                 m = statistics.fmean(errs)
                 if best is None or m < best[0]:
                     best = (m, conv, ratio, gemm, len(errs))
     assert best is not None
     R._PARAMS = None
-    return {"params": {"conv_factor": round(best[1], 4), "dispatch_per_launch_overhead": round(best[2], 3),
-                       "gemm_factor": round(best[3], 4)},
-            "lines": [(f"cpu: conv factor {best[1]:.3f}, GEMM factor {best[3]:.3f} (of the measured 2048^3 matmul rate), dispatch "
-                      f"{best[2]:.2f} x launch overhead; {best[4]} simple-CNN and transformer steps of the H100 machine's CPU, "
-                      f"mean |log err| {best[0]:.3f}")]}
+    return {
+        "params": {
+            "conv_factor": round(best[1], 4),
+            "dispatch_per_launch_overhead": round(best[2], 3),
+            "gemm_factor": round(best[3], 4),
+        },
+        "lines": [
+            (
+                f"cpu: conv factor {best[1]:.3f}, GEMM factor {best[3]:.3f} (of the measured 2048^3 matmul rate), dispatch "
+                f"{best[2]:.2f} x launch overhead; {best[4]} simple-CNN and transformer steps of the H100 machine's CPU, "
+                f"mean |log err| {best[0]:.3f}"
+            )
+        ],
+    }
 
 
 if __name__ == "__main__":

@@ -31,14 +31,23 @@ KERNELS = Path("/work/shared/data/kernels")
 #: kernels/ labels -> catalog ids where the catalog's matcher needs help (DeepBench's V100 ran in
 #: a DGX-1: SXM2 16 GB; "A100 SXM" in MAMF is the 80 GB part; GH200/B200/B300 by their ids).
 NAME_MAP = {
-    "NVIDIA Tesla V100 (Volta)": "nvidia-v100-sxm2-16gb", "NVIDIA T4 (Turing)": "nvidia-t4",
-    "NVIDIA Tesla P100 (Pascal)": "nvidia-p100-sxm2", "NVIDIA A100 SXM": "nvidia-a100-sxm4-80gb",
-    "NVIDIA A100 PCIe": "nvidia-a100-pcie-80gb", "NVIDIA H100 SXM": "nvidia-h100-sxm5-80gb",
-    "NVIDIA H100 (variant not stated)": "nvidia-h100-sxm5-80gb", "NVIDIA GH200 SXM": "nvidia-gh200-96gb",
-    "NVIDIA B200 SXM": "nvidia-b200", "NVIDIA B300 SXM": "nvidia-b300", "NVIDIA H200 SXM": "nvidia-h200-sxm-141gb",
-    "NVIDIA A100 (80GB per README spec row)": "nvidia-a100-sxm4-80gb", "NVIDIA V100 (32GB per README spec row)": "nvidia-v100-sxm2-32gb",
-    "NVIDIA Tesla P100 16GB": "nvidia-p100-pcie-16gb", "NVIDIA H100 80GB SXM5": "nvidia-h100-sxm5-80gb",
-    "NVIDIA A100 80GB SXM4": "nvidia-a100-sxm4-80gb", "AMD MI250X": "amd-mi250x",
+    "NVIDIA Tesla V100 (Volta)": "nvidia-v100-sxm2-16gb",
+    "NVIDIA T4 (Turing)": "nvidia-t4",
+    "NVIDIA Tesla P100 (Pascal)": "nvidia-p100-sxm2",
+    "NVIDIA A100 SXM": "nvidia-a100-sxm4-80gb",
+    "NVIDIA A100 PCIe": "nvidia-a100-pcie-80gb",
+    "NVIDIA H100 SXM": "nvidia-h100-sxm5-80gb",
+    "NVIDIA H100 (variant not stated)": "nvidia-h100-sxm5-80gb",
+    "NVIDIA GH200 SXM": "nvidia-gh200-96gb",
+    "NVIDIA B200 SXM": "nvidia-b200",
+    "NVIDIA B300 SXM": "nvidia-b300",
+    "NVIDIA H200 SXM": "nvidia-h200-sxm-141gb",
+    "NVIDIA A100 (80GB per README spec row)": "nvidia-a100-sxm4-80gb",
+    "NVIDIA V100 (32GB per README spec row)": "nvidia-v100-sxm2-32gb",
+    "NVIDIA Tesla P100 16GB": "nvidia-p100-pcie-16gb",
+    "NVIDIA H100 80GB SXM5": "nvidia-h100-sxm5-80gb",
+    "NVIDIA A100 80GB SXM4": "nvidia-a100-sxm4-80gb",
+    "AMD MI250X": "amd-mi250x",
 }
 
 
@@ -127,7 +136,19 @@ def own_h100(catalog: Catalog) -> list[GemmObs]:
     for p, t in dev["matmul_tflops"].items():
         peak = e.tflops(p)
         if t and peak:
-            out.append(GemmObs("NVIDIA/Hopper", pclass(p), peak, 8192, 8192, 8192, float(t), e.sm_count or 132, e.id + " (own bench)"))
+            out.append(
+                GemmObs(
+                    "NVIDIA/Hopper",
+                    pclass(p),
+                    peak,
+                    8192,
+                    8192,
+                    8192,
+                    float(t),
+                    e.sm_count or 132,
+                    e.id + " (own bench)",
+                )
+            )
     return out
 
 
@@ -167,7 +188,9 @@ def fit_gemm(obs: list[GemmObs]) -> dict[str, Any]:
                         continue  # floor-dominated: says nothing about E
                     groups[(o.arch, o.pc)].append(math.log(o.tflops / o.peak / shape_factor(o, k0, align)))
                 for key, logs in groups.items():
-                    eff[key] = min(1.1, math.exp(statistics.median(logs)))  # GeForce: torch's reduced-precision reduction can pass the fp32-accumulate figure
+                    eff[key] = min(
+                        1.1, math.exp(statistics.median(logs))
+                    )  # GeForce: torch's reduced-precision reduction can pass the fp32-accumulate figure
                 errs = []
                 for o in obs:
                     e = eff.get((o.arch, o.pc))
@@ -179,10 +202,18 @@ def fit_gemm(obs: list[GemmObs]) -> dict[str, Any]:
                     errs.append(abs(math.log(t_pred / t_obs)))
                 score = statistics.median(errs)
                 if best is None or score < best[0]:
-                    best = (score, {"k0": k0, "align_penalty": align, "kernel_floor_us": floor_us,
-                                    "eff": {f"{a}|{pc}": round(v, 4) for (a, pc), v in sorted(eff.items())},
-                                    "median_abs_log_err": round(score, 4),
-                                    "p90_abs_log_err": round(sorted(errs)[int(0.9 * (len(errs) - 1))], 4), "n": len(errs)})
+                    best = (
+                        score,
+                        {
+                            "k0": k0,
+                            "align_penalty": align,
+                            "kernel_floor_us": floor_us,
+                            "eff": {f"{a}|{pc}": round(v, 4) for (a, pc), v in sorted(eff.items())},
+                            "median_abs_log_err": round(score, 4),
+                            "p90_abs_log_err": round(sorted(errs)[int(0.9 * (len(errs) - 1))], 4),
+                            "n": len(errs),
+                        },
+                    )
     assert best is not None
     return best[1]
 
@@ -230,7 +261,9 @@ def fit_conv(catalog: Catalog, gemm: dict[str, Any]) -> tuple[float, int, float]
             flops = tflops * 1e12 * t
             pq = flops / (2.0 * N * K * C * R * S)
             units = e.sm_count or 1
-            o = GemmObs(key.split("|")[0], pclass(p), e.tflops(p) or 1.0, int(N * pq), K, C * R * S, tflops, units, e.id)
+            o = GemmObs(
+                key.split("|")[0], pclass(p), e.tflops(p) or 1.0, int(N * pq), K, C * R * S, tflops, units, e.id
+            )
             model_eff = gemm["eff"][key] * shape_factor(o, gemm["k0"], gemm["align_penalty"])
             ratios.append(tflops / o.peak / model_eff)
     logs = sorted(math.log(x) for x in ratios)
@@ -256,17 +289,26 @@ def fit_attention(catalog: Catalog, gemm: dict[str, Any]) -> dict[str, Any]:
             if key not in gemm["eff"]:
                 continue
             s = int(mt.group(2))
-            rows.append((s, float(r["tflops_or_gbs"]) / e.bf16_tflops / gemm["eff"][key], f"{e.vendor}/{e.architecture}"))
+            rows.append(
+                (s, float(r["tflops_or_gbs"]) / e.bf16_tflops / gemm["eff"][key], f"{e.vendor}/{e.architecture}")
+            )
     best = None
     for s0 in (0, 64, 128, 256, 384, 512, 768, 1024):
         archs = sorted({a for _s, _x, a in rows})
-        f = {a: math.exp(statistics.median(math.log(x / (s / (s + s0))) for s, x, aa in rows if aa == a)) for a in archs}
+        f = {
+            a: math.exp(statistics.median(math.log(x / (s / (s + s0))) for s, x, aa in rows if aa == a)) for a in archs
+        }
         err = statistics.median(abs(math.log(f[a] * s / (s + s0) / x)) for s, x, a in rows)
         if best is None or err < best[2]:
             best = (f, s0, err)
     assert best is not None
     # Per architecture (FlashAttention-2 reaches a larger share of Ampere's peak than of Hopper's);
     # others use the median of those measured.
-    return {"factor_by_arch": {a: round(v, 4) for a, v in best[0].items()},
-            "factor": round(statistics.median(best[0].values()), 4), "s0": best[1], "rows_per_unit": 128, "n": len(rows),
-            "median_abs_log_err": round(best[2], 4)}
+    return {
+        "factor_by_arch": {a: round(v, 4) for a, v in best[0].items()},
+        "factor": round(statistics.median(best[0].values()), 4),
+        "s0": best[1],
+        "rows_per_unit": 128,
+        "n": len(rows),
+        "median_abs_log_err": round(best[2], 4),
+    }

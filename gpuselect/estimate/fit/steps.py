@@ -64,8 +64,9 @@ def bench_transformer_trace() -> StepTrace:
     from gpuselect.workloads.traces import transformer_trace
     from gpuselect.workloads.transformer import TransformerShape
 
-    shape = TransformerShape(layers=1, hidden=256, heads=4, vocab=10, seq_len=64, ffn=1024, lm_head=False, dropout=True,
-                             head_outputs=10)
+    shape = TransformerShape(
+        layers=1, hidden=256, heads=4, vocab=10, seq_len=64, ffn=1024, lm_head=False, dropout=True, head_outputs=10
+    )
     t = transformer_trace(shape, mode="full")
     return replace(t, input_bytes_per_sample=64 * 256 * 4 + 8)
 
@@ -100,7 +101,7 @@ def fit_dispatch(predict_step: Any) -> tuple[float, float]:
     obs = h100_steps()
     best = None
     for i in range(200):
-        us = 5.0 * 1.03 ** i
+        us = 5.0 * 1.03**i
         err = statistics.median(abs(math.log(predict_step(us, b) / t)) for b, t in obs)
         if best is None or err < best[1]:
             best = (us, err)

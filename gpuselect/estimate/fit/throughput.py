@@ -41,20 +41,57 @@ from gpuselect.workloads.transformer import TransformerShape, transformer_worklo
 
 DATA = Path("/work/shared/data")
 BANDS = ROOT / "gpuselect" / "estimate" / "data" / "steptime_bands.json"
-LAMBDA_MODELS = {m: m for m in ("resnet50", "ssd", "bert_base_squad", "bert_large_squad", "gnmt", "ncf", "transformerxlbase",
-                                "transformerxllarge", "tacotron2", "waveglow", "maskrcnn")}
-DLE_MODELS = {"resnet50_v1.5": "resnet50", "ssd300": "ssd", "transformerxl_base": "transformerxlbase", "gnmt": "gnmt",
-              "bert_large_squad_finetune_seq384": "bert_large_squad"}
-NAME_FIXES = {"H200 SXM 141GB": "nvidia-h200-nvl-141gb", "AMD MI250 (1 GCD as seen by PyTorch)": "amd-mi250",
-              "A100 40GB": "nvidia-a100-sxm4-40gb", "A100 80GB": "nvidia-a100-sxm4-80gb", "H100 80GB": "nvidia-h100-sxm5-80gb"}
+LAMBDA_MODELS = {
+    m: m
+    for m in (
+        "resnet50",
+        "ssd",
+        "bert_base_squad",
+        "bert_large_squad",
+        "gnmt",
+        "ncf",
+        "transformerxlbase",
+        "transformerxllarge",
+        "tacotron2",
+        "waveglow",
+        "maskrcnn",
+    )
+}
+DLE_MODELS = {
+    "resnet50_v1.5": "resnet50",
+    "ssd300": "ssd",
+    "transformerxl_base": "transformerxlbase",
+    "gnmt": "gnmt",
+    "bert_large_squad_finetune_seq384": "bert_large_squad",
+}
+NAME_FIXES = {
+    "H200 SXM 141GB": "nvidia-h200-nvl-141gb",
+    "AMD MI250 (1 GCD as seen by PyTorch)": "amd-mi250",
+    "A100 40GB": "nvidia-a100-sxm4-40gb",
+    "A100 80GB": "nvidia-a100-sxm4-80gb",
+    "H100 80GB": "nvidia-h100-sxm5-80gb",
+}
 #: MPT configs (llm-foundry's scripts/train/yamls/pretrain/mpt-*.yaml): d_model, n_heads, n_layers;
 #: expansion ratio 4, vocabulary 50368, no biases, ALiBi (no rotary), LayerNorm.
-MPT = {"125m": (768, 12, 12), "350m": (1024, 16, 24), "760m": (1536, 12, 24), "1b": (2048, 16, 24), "3b": (2560, 20, 32),
-       "7b": (4096, 32, 32), "13b": (5120, 40, 40), "30b": (7168, 64, 48), "70b": (8192, 64, 80)}
+MPT = {
+    "125m": (768, 12, 12),
+    "350m": (1024, 16, 24),
+    "760m": (1536, 12, 24),
+    "1b": (2048, 16, 24),
+    "3b": (2560, 20, 32),
+    "7b": (4096, 32, 32),
+    "13b": (5120, 40, 40),
+    "30b": (7168, 64, 48),
+    "70b": (8192, 64, 80),
+}
 #: HF models NeuSight traced: hidden, heads, layers, ffn, vocab, decoder?
-NEUSIGHT = {"bert_large": (1024, 16, 24, 4096, 30522, False), "gpt2_large": (1280, 20, 36, 5120, 50257, True),
-            "opt_13": (2048, 32, 24, 8192, 50272, True), "gpt3_xl": (2048, 16, 24, 8192, 50257, True),
-            "gpt3_27": (2560, 32, 32, 10240, 50257, True)}
+NEUSIGHT = {
+    "bert_large": (1024, 16, 24, 4096, 30522, False),
+    "gpt2_large": (1280, 20, 36, 5120, 50257, True),
+    "opt_13": (2048, 32, 24, 8192, 50272, True),
+    "gpt3_xl": (2048, 16, 24, 8192, 50257, True),
+    "gpt3_27": (2560, 32, 32, 10240, 50257, True),
+}
 #: Between nodes (llm-foundry): A100 rows state 1600 Gbps RoCE per node; H100 rows state none:
 #: 3200 Gbps per node assumed (the usual 8 x 400 Gb/s of H100 clusters).
 NETWORK_GBS = {"a100": 200.0, "h100": 400.0}
@@ -91,14 +128,35 @@ def gpu(catalog, label: str) -> GpuEntry | None:  # type: ignore[no-untyped-def]
     return None if m is None else m.entry
 
 
-def predict(w: Workload, e: GpuEntry, batch: int, precision: str, *, count: int = 1, ckpt: bool = False,
-            sharding: str = "none", optimizer: str = "adamw", network_gbs: float = 25.0,
-            calibrated: bool = True) -> tuple[float, str, str]:
+def predict(
+    w: Workload,
+    e: GpuEntry,
+    batch: int,
+    precision: str,
+    *,
+    count: int = 1,
+    ckpt: bool = False,
+    sharding: str = "none",
+    optimizer: str = "adamw",
+    network_gbs: float = 25.0,
+    calibrated: bool = True,
+) -> tuple[float, str, str]:
     """(samples/s per GPU, bound, precision used)."""
     prec = R.resolve_precision(e, precision)
     a = A.Assumptions(network_gbs=network_gbs)
-    st, _ = A.predict_step(w, A.device_for(e), e, batch, prec, count=count, checkpointing=ckpt, sharding=sharding,
-                           optimizer=optimizer, a=a, calibrated=calibrated)
+    st, _ = A.predict_step(
+        w,
+        A.device_for(e),
+        e,
+        batch,
+        prec,
+        count=count,
+        checkpointing=ckpt,
+        sharding=sharding,
+        optimizer=optimizer,
+        a=a,
+        calibrated=calibrated,
+    )
     return batch / st.seconds, st.bound, prec
 
 
@@ -134,18 +192,41 @@ def lambda_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
             continue
         batch = int(float(r["batch_size_per_gpu"]))
         thr, bound, used = predict(w, e, batch, "tf32" if prec == "fp32" else "fp16")
-        out.append(Case("lambda", w.id, e.id, e.vendor, 1, used, batch, float(r["throughput_per_gpu_median"]),
-                        thr * w.throughput_units_per_sample, A.regime(w, 1, bound, traced=_traced(w)), bound, r["bench_version"],
-                        spec=(w, e, batch, "tf32" if prec == "fp32" else "fp16", {}, w.throughput_units_per_sample),
-                        traced=_traced(w)))
+        out.append(
+            Case(
+                "lambda",
+                w.id,
+                e.id,
+                e.vendor,
+                1,
+                used,
+                batch,
+                float(r["throughput_per_gpu_median"]),
+                thr * w.throughput_units_per_sample,
+                A.regime(w, 1, bound, traced=_traced(w)),
+                bound,
+                r["bench_version"],
+                spec=(w, e, batch, "tf32" if prec == "fp32" else "fp16", {}, w.throughput_units_per_sample),
+                traced=_traced(w),
+            )
+        )
     return out
 
 
 def _bert_large(seq: int) -> Workload:
-    shape = TransformerShape(layers=24, hidden=1024, heads=16, vocab=30522, seq_len=seq, ffn=4096, lm_head=False,
-                             dropout=True)
-    return transformer_workload(f"bert-large-seq{seq}", f"BERT-large seq {seq}", shape, description="", dataset_size=1,
-                                epochs=1, batch_size=8, source="validation")
+    shape = TransformerShape(
+        layers=24, hidden=1024, heads=16, vocab=30522, seq_len=seq, ffn=4096, lm_head=False, dropout=True
+    )
+    return transformer_workload(
+        f"bert-large-seq{seq}",
+        f"BERT-large seq {seq}",
+        shape,
+        description="",
+        dataset_size=1,
+        epochs=1,
+        batch_size=8,
+        source="validation",
+    )
 
 
 def other_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
@@ -169,21 +250,65 @@ def other_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
                     continue
                 prec = {"tf32": "tf32", "fp32": "fp32", "amp_fp16": "fp16"}[r["precision"]]
                 thr, bound, used = predict(w, e, batch, prec, count=n)
-                out.append(Case("dle", w.id, e.id, e.vendor, n, used, batch, float(r["throughput_per_gpu"]), thr * units,
-                                A.regime(w, n, bound, traced=_traced(w)), bound, spec=(w, e, batch, prec, {"count": n}, units),
-                                traced=_traced(w)))
+                out.append(
+                    Case(
+                        "dle",
+                        w.id,
+                        e.id,
+                        e.vendor,
+                        n,
+                        used,
+                        batch,
+                        float(r["throughput_per_gpu"]),
+                        thr * units,
+                        A.regime(w, n, bound, traced=_traced(w)),
+                        bound,
+                        spec=(w, e, batch, prec, {"count": n}, units),
+                        traced=_traced(w),
+                    )
+                )
             elif r["mode"] == "train" and r["model"] in NEUSIGHT:
                 h, heads, layers, ffn, vocab, dec = NEUSIGHT[r["model"]]
-                shape = TransformerShape(layers=layers, hidden=h, heads=heads, vocab=vocab, seq_len=int(r["seq_len"]), ffn=ffn,
-                                         lm_head=dec, dropout=True)
-                w = transformer_workload(r["model"], r["model"], shape, description="", dataset_size=1, epochs=1,
-                                         batch_size=batch, source="validation")
+                shape = TransformerShape(
+                    layers=layers,
+                    hidden=h,
+                    heads=heads,
+                    vocab=vocab,
+                    seq_len=int(r["seq_len"]),
+                    ffn=ffn,
+                    lm_head=dec,
+                    dropout=True,
+                )
+                w = transformer_workload(
+                    r["model"],
+                    r["model"],
+                    shape,
+                    description="",
+                    dataset_size=1,
+                    epochs=1,
+                    batch_size=batch,
+                    source="validation",
+                )
                 # NeuSight timed forward + backward without the optimizer step; FP32 without TF32.
                 thr, bound, used = predict(w, e, batch, "fp32", optimizer="none")
                 # "MI250 (1 GCD as seen by PyTorch)": half of the catalog's two-die card, to first order.
                 half = 0.5 if "1 GCD" in r["gpu"] else 1.0
-                out.append(Case("neusight", w.id, e.id, e.vendor, 1, used, batch, float(r["throughput_per_gpu"]), thr * half,
-                                A.regime(w, 1, bound), bound, spec=(w, e, batch, "fp32", {"optimizer": "none"}, half)))
+                out.append(
+                    Case(
+                        "neusight",
+                        w.id,
+                        e.id,
+                        e.vendor,
+                        1,
+                        used,
+                        batch,
+                        float(r["throughput_per_gpu"]),
+                        thr * half,
+                        A.regime(w, 1, bound),
+                        bound,
+                        spec=(w, e, batch, "fp32", {"optimizer": "none"}, half),
+                    )
+                )
     return out
 
 
@@ -197,9 +322,19 @@ def foundry_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
                 continue
             d, heads, layers = MPT[size]
             seq = int(r["seq_len"])
-            shape = TransformerShape(layers=layers, hidden=d, heads=heads, vocab=50368, seq_len=seq, ffn=4 * d, lm_head=True)
-            w = transformer_workload(f"mpt-{size}", f"MPT-{size}", shape, description="", dataset_size=1, epochs=1,
-                                     batch_size=1, source="validation")
+            shape = TransformerShape(
+                layers=layers, hidden=d, heads=heads, vocab=50368, seq_len=seq, ffn=4 * d, lm_head=True
+            )
+            w = transformer_workload(
+                f"mpt-{size}",
+                f"MPT-{size}",
+                shape,
+                description="",
+                dataset_size=1,
+                epochs=1,
+                batch_size=1,
+                source="validation",
+            )
             ckpt = "activation checkpointing=True" in r["notes"]
             n = int(r["num_gpus"])
             mb = int(r["micro_batch"])
@@ -209,9 +344,24 @@ def foundry_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
             peak = (e.fp8_tflops if used == "fp8" else e.bf16_tflops) or e.fp32_tflops
             rule = 0.4 * peak * 1e12 / (6 * w.params)
             kw = {"count": n, "ckpt": ckpt, "sharding": "fsdp", "network_gbs": net}
-            out.append(Case("llm-foundry", w.id, e.id, e.vendor, n, used, mb, float(r["tokens_per_s_per_gpu"]), thr * seq,
-                            A.regime(w, n, bound), bound, f"seq {seq}{' ckpt' if ckpt else ''}", mfu_rule=rule,
-                            spec=(w, e, mb, prec, kw, float(seq))))
+            out.append(
+                Case(
+                    "llm-foundry",
+                    w.id,
+                    e.id,
+                    e.vendor,
+                    n,
+                    used,
+                    mb,
+                    float(r["tokens_per_s_per_gpu"]),
+                    thr * seq,
+                    A.regime(w, n, bound),
+                    bound,
+                    f"seq {seq}{' ckpt' if ckpt else ''}",
+                    mfu_rule=rule,
+                    spec=(w, e, mb, prec, kw, float(seq)),
+                )
+            )
     return out
 
 
@@ -226,32 +376,77 @@ def small_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
     d = replace(A.device_for(e), h2d_gbs=S.h100_h2d_gbs(), dispatch_s=R.params()["host"]["dispatch_us"] * 1e-6)
     for b, t in S.h100_steps():
         st = step_time(trace, d, b, "fp32", optimizer="sgd-momentum")
-        out.append(Case("h100-simple-cnn", "simple-cnn", e.id, "NVIDIA", 1, "fp32", b, b / t, b / st.seconds, "overhead",
-                        st.bound, "in-sample: fits host.dispatch_us"))
+        out.append(
+            Case(
+                "h100-simple-cnn",
+                "simple-cnn",
+                e.id,
+                "NVIDIA",
+                1,
+                "fp32",
+                b,
+                b / t,
+                b / st.seconds,
+                "overhead",
+                st.bound,
+                "in-sample: fits host.dispatch_us",
+            )
+        )
     # Out of sample for the host parameters: the bench's transformer curve on the same H100 machine.
     tt = S.bench_transformer_trace()
     for b, t in S.h100_steps("transformer"):
         st = step_time(tt, d, b, "fp32", optimizer="sgd-momentum")
-        out.append(Case("h100-bench-transformer", "bench-transformer", e.id, "NVIDIA", 1, "fp32", b, b / t, b / st.seconds,
-                        "overhead" if st.bound == "overhead" else "transformer", st.bound, "out-of-sample"))
+        out.append(
+            Case(
+                "h100-bench-transformer",
+                "bench-transformer",
+                e.id,
+                "NVIDIA",
+                1,
+                "fp32",
+                b,
+                b / t,
+                b / st.seconds,
+                "overhead" if st.bound == "overhead" else "transformer",
+                st.bound,
+                "out-of-sample",
+            )
+        )
     for which in ("fit", "validate"):
         for rec, cores, label in S.cpu_records(which):
             dcpu = cpu_device(rec, cores=cores)
             for s in rec["train_steps"] if isinstance(rec["train_steps"], list) else []:
                 if s["model"] not in ("simple_cnn", "transformer"):
                     continue
-                st = step_time(trace if s["model"] == "simple_cnn" else tt, dcpu, s["batch_size"], "fp32", optimizer="sgd-momentum")
+                st = step_time(
+                    trace if s["model"] == "simple_cnn" else tt, dcpu, s["batch_size"], "fp32", optimizer="sgd-momentum"
+                )
                 insample = which == "fit"
-                out.append(Case("cpu-fit" if insample else "cpu-vm" if which == "validate" else "cpu-h100-host",
-                                s["model"].replace("_", "-"), label, "cpu", 1, "fp32", s["batch_size"],
-                                s["samples_per_s"], s["batch_size"] / st.seconds, "cpu", st.bound,
-                                "in-sample" if insample else "out-of-sample"))
+                out.append(
+                    Case(
+                        "cpu-fit" if insample else "cpu-vm" if which == "validate" else "cpu-h100-host",
+                        s["model"].replace("_", "-"),
+                        label,
+                        "cpu",
+                        1,
+                        "fp32",
+                        s["batch_size"],
+                        s["samples_per_s"],
+                        s["batch_size"] / st.seconds,
+                        "cpu",
+                        st.bound,
+                        "in-sample" if insample else "out-of-sample",
+                    )
+                )
     return out
 
 
-FACTORS = {"gemm_factor": [0.5 + 0.05 * i for i in range(11)], "mem_factor": [0.2 + 0.1 * i for i in range(9)],
-           "dispatch_factor": [0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.25],
-           "fsdp_overlap": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]}
+FACTORS = {
+    "gemm_factor": [0.5 + 0.05 * i for i in range(11)],
+    "mem_factor": [0.2 + 0.1 * i for i in range(9)],
+    "dispatch_factor": [0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.25],
+    "fsdp_overlap": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
+}
 
 
 def set_params(doc: dict) -> None:  # type: ignore[type-arg]
@@ -302,14 +497,22 @@ def crossover(catalog) -> list[str]:  # type: ignore[no-untyped-def]
         for rec, cores, label in S.cpu_records(which):
             cpu = cpu_device(rec, cores=cores)
             meas = {s["batch_size"]: s["samples_per_s"] for s in rec["train_steps"] if s["model"] == "simple_cnn"}
-            pred_cross = next((b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-                               if b / step_time(trace, gpu, b, "fp32", optimizer="sgd-momentum").seconds >
-                               b / step_time(trace, cpu, b, "fp32", optimizer="sgd-momentum").seconds), None)
+            pred_cross = next(
+                (
+                    b
+                    for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+                    if b / step_time(trace, gpu, b, "fp32", optimizer="sgd-momentum").seconds
+                    > b / step_time(trace, cpu, b, "fp32", optimizer="sgd-momentum").seconds
+                ),
+                None,
+            )
             both = sorted(set(meas) & set(gpu_meas))
             meas_cross = next((b for b in both if gpu_meas[b] > meas[b]), None)
-            out.append(f"{label} ({cores} cores) vs H100: predicted, the GPU is faster from batch {pred_cross}; measured at "
-                       f"batches {both}: the GPU is faster from batch {meas_cross} "
-                       f"(batch 1: GPU {gpu_meas.get(1, float('nan')):.0f}, CPU {meas.get(1, float('nan')):.0f})")
+            out.append(
+                f"{label} ({cores} cores) vs H100: predicted, the GPU is faster from batch {pred_cross}; measured at "
+                f"batches {both}: the GPU is faster from batch {meas_cross} "
+                f"(batch 1: GPU {gpu_meas.get(1, float('nan')):.0f}, CPU {meas.get(1, float('nan')):.0f})"
+            )
     return out
 
 
@@ -341,7 +544,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False)
     ap.add_argument("--out", default=str(ROOT / "docs" / "validation" / "steptime-2026-11-23"))
     ap.add_argument("--no-bands", action="store_true", help="do not rewrite the app's band file")
-    ap.add_argument("--fit", action="store_true", help="refit the step factors (and write them to data/steptime.json) first")
+    ap.add_argument(
+        "--fit", action="store_true", help="refit the step factors (and write them to data/steptime.json) first"
+    )
     args = ap.parse_args()
     catalog = load_catalog()
     cases = lambda_cases(catalog) + other_cases(catalog) + foundry_cases(catalog) + small_cases(catalog)
@@ -352,26 +557,41 @@ def main() -> int:
         if c.regime == "reference" and c.spec is not None:
             w, e, batch, prec, kw, units = c.spec
             thr, bound, _u = predict(w, e, batch, prec, calibrated=False, **kw)
-            twins.append(replace(c, source=c.source + "-synthetic", predicted=thr * units, bound=bound, regime="approximate",
-                                 spec=(w, e, batch, prec, {**kw, "calibrated": False}, units)))
+            twins.append(
+                replace(
+                    c,
+                    source=c.source + "-synthetic",
+                    predicted=thr * units,
+                    bound=bound,
+                    regime="approximate",
+                    spec=(w, e, batch, prec, {**kw, "calibrated": False}, units),
+                )
+            )
     cases += twins
     bad = [c for c in cases if not (c.measured > 0 and c.predicted > 0)]
     for c in bad:
-        print(f"skipped (no measurement or prediction): {c.source} {c.workload} {c.gpu} batch {c.batch}", file=sys.stderr)
+        print(
+            f"skipped (no measurement or prediction): {c.source} {c.workload} {c.gpu} batch {c.batch}", file=sys.stderr
+        )
     cases = [c for c in cases if c.measured > 0 and c.predicted > 0]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     fit_lines: list[str] = []
     base = json.loads(R.PARAMS_FILE.read_text())
-    fittable = [c for c in cases if c.spec is not None and c.traced and c.source in ("lambda", "dle", "neusight", "llm-foundry")]
+    fittable = [
+        c for c in cases if c.spec is not None and c.traced and c.source in ("lambda", "dle", "neusight", "llm-foundry")
+    ]
     if args.fit:
         # Leave one source out: fit the step factors on the other sources, predict this one.
         loso: list[Case] = []
         for src in ("lambda", "dle", "neusight", "llm-foundry"):
             doc = fit_step(base, [c for c in fittable if c.source != src])
             fit_lines.append(f"without {src}: step {doc['step']} comm {doc['comm']}")
-            loso += [replace(redo(c), source=c.source + " (LOSO)") for c in cases
-                     if c.source.removesuffix("-synthetic") == src and c.spec is not None]
+            loso += [
+                replace(redo(c), source=c.source + " (LOSO)")
+                for c in cases
+                if c.source.removesuffix("-synthetic") == src and c.spec is not None
+            ]
         doc = fit_step(base, fittable)
         fit_lines.append(f"all sources ({len(fittable)} traced cases): step {doc['step']} comm {doc['comm']}")
         R.PARAMS_FILE.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
@@ -385,43 +605,101 @@ def main() -> int:
     oos = [c for c in oos if not (c.source == "lambda" and c.regime == "reference")]
     with (out / "cases.csv").open("w", newline="") as fh:
         wr = csv.writer(fh)
-        wr.writerow(["source", "workload", "gpu", "count", "precision", "batch", "measured", "predicted", "rel_err", "regime",
-                     "bound", "mfu_rule", "note"])
+        wr.writerow(
+            [
+                "source",
+                "workload",
+                "gpu",
+                "count",
+                "precision",
+                "batch",
+                "measured",
+                "predicted",
+                "rel_err",
+                "regime",
+                "bound",
+                "mfu_rule",
+                "note",
+            ]
+        )
         for c in cases:
-            wr.writerow([c.source, c.workload, c.gpu, c.count, c.precision, c.batch, f"{c.measured:.7g}", f"{c.predicted:.7g}",
-                         f"{c.predicted / c.measured - 1:+.3f}", c.regime, c.bound,
-                         "" if c.mfu_rule is None else f"{c.mfu_rule:.4g}", c.note])
-    lines = ["# Step-time estimator validation (benchmarks/estimator_validation.py)", *fit_lines,
-             ("relative error = predicted/measured - 1; '80%band' = the +-band (log-symmetric) covering 80 % of the group; "
-             "bias = median predicted/measured - 1")]
+            wr.writerow(
+                [
+                    c.source,
+                    c.workload,
+                    c.gpu,
+                    c.count,
+                    c.precision,
+                    c.batch,
+                    f"{c.measured:.7g}",
+                    f"{c.predicted:.7g}",
+                    f"{c.predicted / c.measured - 1:+.3f}",
+                    c.regime,
+                    c.bound,
+                    "" if c.mfu_rule is None else f"{c.mfu_rule:.4g}",
+                    c.note,
+                ]
+            )
+    lines = [
+        "# Step-time estimator validation (benchmarks/estimator_validation.py)",
+        *fit_lines,
+        (
+            "relative error = predicted/measured - 1; '80%band' = the +-band (log-symmetric) covering 80 % of the group; "
+            "bias = median predicted/measured - 1"
+        ),
+    ]
     lines += table(cases, lambda c: c.source, "By source (leave-one-source-out: no throughput source is fitted)")
-    lines.append("\nBelow: out-of-sample predictions (each source's rows predicted with the step factors fitted on the "
-                 "other sources, when --fit ran). Lambda rows of the 'reference' regime (untraced reference models, "
-                 "predicted by the per-model calibration fitted on Lambda) are left out as in-sample; their "
-                 "leave-one-GPU-out figures are in docs/accuracy-per-model.md (benchmarks/estimator_accuracy.py).")
-    lines += table([c for c in oos if c.source in ("lambda", "dle", "neusight")], lambda c: f"{c.source}/{c.workload}",
-                   "By workload (leave-one-workload-out: no per-workload parameter exists)")
-    lines += table([c for c in oos if c.source in ("lambda", "dle", "neusight", "llm-foundry")], lambda c: c.gpu,
-                   "By GPU (leave-one-GPU-out: no per-GPU parameter is fitted on throughput; kernel efficiencies are per architecture)")
-    lines += table([c for c in oos if c.traced and c.source in ("lambda", "dle", "neusight", "llm-foundry")], lambda c: c.gpu,
-                   "By GPU, traced workloads only (the physics without the synthetic-trace approximation)")
+    lines.append(
+        "\nBelow: out-of-sample predictions (each source's rows predicted with the step factors fitted on the "
+        "other sources, when --fit ran). Lambda rows of the 'reference' regime (untraced reference models, "
+        "predicted by the per-model calibration fitted on Lambda) are left out as in-sample; their "
+        "leave-one-GPU-out figures are in docs/accuracy-per-model.md (benchmarks/estimator_accuracy.py)."
+    )
+    lines += table(
+        [c for c in oos if c.source in ("lambda", "dle", "neusight")],
+        lambda c: f"{c.source}/{c.workload}",
+        "By workload (leave-one-workload-out: no per-workload parameter exists)",
+    )
+    lines += table(
+        [c for c in oos if c.source in ("lambda", "dle", "neusight", "llm-foundry")],
+        lambda c: c.gpu,
+        "By GPU (leave-one-GPU-out: no per-GPU parameter is fitted on throughput; kernel efficiencies are per architecture)",
+    )
+    lines += table(
+        [c for c in oos if c.traced and c.source in ("lambda", "dle", "neusight", "llm-foundry")],
+        lambda c: c.gpu,
+        "By GPU, traced workloads only (the physics without the synthetic-trace approximation)",
+    )
     lines += table(oos, lambda c: c.regime, "By regime (the app's bands)")
     lines += table([c for c in oos if c.source != "cpu-fit"], lambda c: c.vendor, "By vendor")
     fd = [c for c in oos if c.source == "llm-foundry"]
     if fd:
         rule = [replace(c, predicted=c.mfu_rule or c.predicted) for c in fd]
-        lines += table(fd, lambda c: f"micro-batch {'<=2' if c.batch <= 2 else '>2'} / {c.precision}", "llm-foundry: this model")
-        lines += table(rule, lambda c: f"micro-batch {'<=2' if c.batch <= 2 else '>2'} / {c.precision}",
-                       "llm-foundry: constant-MFU rule (6N FLOPs/token at 40 % of peak)")
+        lines += table(
+            fd, lambda c: f"micro-batch {'<=2' if c.batch <= 2 else '>2'} / {c.precision}", "llm-foundry: this model"
+        )
+        lines += table(
+            rule,
+            lambda c: f"micro-batch {'<=2' if c.batch <= 2 else '>2'} / {c.precision}",
+            "llm-foundry: constant-MFU rule (6N FLOPs/token at 40 % of peak)",
+        )
         m1, p1, _ = stats(fd)
         m2, p2, _ = stats(rule)
-        lines.append(f"\nllm-foundry per-GPU tokens/s: model median {100 * m1:.1f} % p90 {100 * p1:.1f} %; "
-                     f"constant-MFU rule median {100 * m2:.1f} % p90 {100 * p2:.1f} % ({len(fd)} rows)")
-    small = [c for c in cases if c.source in ("h100-simple-cnn", "h100-bench-transformer", "cpu-vm", "cpu-fit", "cpu-h100-host")]
+        lines.append(
+            f"\nllm-foundry per-GPU tokens/s: model median {100 * m1:.1f} % p90 {100 * p1:.1f} %; "
+            f"constant-MFU rule median {100 * m2:.1f} % p90 {100 * p2:.1f} % ({len(fd)} rows)"
+        )
+    small = [
+        c
+        for c in cases
+        if c.source in ("h100-simple-cnn", "h100-bench-transformer", "cpu-vm", "cpu-fit", "cpu-h100-host")
+    ]
     lines.append("\n## Small-model curves (the bench's simple CNN and transformer)")
     for c in small:
-        lines.append(f"{c.source:22s} {c.workload:17s} {c.gpu[:22]:22s} batch {c.batch:4d}: measured {c.measured:10.1f} predicted {c.predicted:10.1f} "
-                     f"samples/s ({100 * (c.predicted / c.measured - 1):+.0f} %, {c.bound}) {c.note}")
+        lines.append(
+            f"{c.source:22s} {c.workload:17s} {c.gpu[:22]:22s} batch {c.batch:4d}: measured {c.measured:10.1f} predicted {c.predicted:10.1f} "
+            f"samples/s ({100 * (c.predicted / c.measured - 1):+.0f} %, {c.bound}) {c.note}"
+        )
     lines += crossover(catalog)
     text = "\n".join(lines) + "\n"
     (out / "summary.txt").write_text(text)
@@ -430,8 +708,12 @@ def main() -> int:
         cases = oos  # bands from out-of-sample errors
         regimes: dict[str, float] = {}
         for reg in sorted({c.regime for c in cases}):
-            regimes[reg] = round(stats([c for c in cases if c.regime == reg and c.vendor != "AMD"] or
-                                       [c for c in cases if c.regime == reg])[2], 4)
+            regimes[reg] = round(
+                stats(
+                    [c for c in cases if c.regime == reg and c.vendor != "AMD"] or [c for c in cases if c.regime == reg]
+                )[2],
+                4,
+            )
         nv = [c for c in cases if c.vendor == "NVIDIA" and c.source not in ("cpu-fit",)]
         regimes["all"] = round(stats(nv)[2], 4)
         amd = [c for c in cases if c.vendor == "AMD"]
@@ -440,10 +722,19 @@ def main() -> int:
             # The AMD band, compounded on top of the regime's: the extra needed to cover 80 % of AMD cases.
             amd_all = stats(amd)[2]
             amd_extra = round(max(0.0, (1 + amd_all) / (1 + regimes["all"]) - 1), 4)
-        BANDS.write_text(json.dumps({"_source": "benchmarks/estimator_validation.py: +-band covering 80 % of each regime's "
-                                                "validation cases (log-symmetric); AMD cards compound amd_extra",
-                                     "regimes": regimes, "amd_extra": amd_extra,
-                                     "cases": {r: sum(1 for c in cases if c.regime == r) for r in regimes}}, indent=1) + "\n")
+        BANDS.write_text(
+            json.dumps(
+                {
+                    "_source": "benchmarks/estimator_validation.py: +-band covering 80 % of each regime's "
+                    "validation cases (log-symmetric); AMD cards compound amd_extra",
+                    "regimes": regimes,
+                    "amd_extra": amd_extra,
+                    "cases": {r: sum(1 for c in cases if c.regime == r) for r in regimes},
+                },
+                indent=1,
+            )
+            + "\n"
+        )
         print(f"wrote {BANDS}")
     return 0
 

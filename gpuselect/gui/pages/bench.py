@@ -42,11 +42,15 @@ def torch_gpu_notice(snapshot: Any, report: Any = None) -> str | None:
     if t is None or not t.installed:
         return f"{have}, but torch is not installed, so nothing can be benchmarked on it. Install a CUDA or ROCm build of torch."
     if t.cpu_only_build:
-        return (f"{have}, but the installed torch {t.version} is a CPU-only build: it cannot use the GPU, so the benchmark "
-                "measures the CPU only. Install a CUDA (or ROCm) build of torch to benchmark the GPU.")
+        return (
+            f"{have}, but the installed torch {t.version} is a CPU-only build: it cannot use the GPU, so the benchmark "
+            "measures the CPU only. Install a CUDA (or ROCm) build of torch to benchmark the GPU."
+        )
     if report is not None and not any(d.kind != "cpu" for d in report.devices):
-        return (f"{have}, but torch {t.version} could not use it in this run, so only the CPU was measured "
-                "(check the driver and CUDA version on the Hardware page).")
+        return (
+            f"{have}, but torch {t.version} could not use it in this run, so only the CPU was measured "
+            "(check the driver and CUDA version on the Hardware page)."
+        )
     if t.probed and t.sees_gpu is False:
         return f"{have}, but torch {t.version} does not see it: check the driver and CUDA version on the Hardware page."
     return None
@@ -61,7 +65,9 @@ def result_rows(report: Any) -> list[tuple[str, str, float | None, str, float | 
         for p, v in d.matmul_tflops.items():
             if v is not None:
                 rows.append((d.device, f"matmul {p}", v, "TFLOP/s", ratio.get(f"matmul_{p}")))
-        rows.append((d.device, "memory bandwidth (copy)", d.memory_bandwidth_gbs, "GB/s", ratio.get("memory_bandwidth")))
+        rows.append(
+            (d.device, "memory bandwidth (copy)", d.memory_bandwidth_gbs, "GB/s", ratio.get("memory_bandwidth"))
+        )
         if d.kind != "cpu":
             rows.append((d.device, "host→device (pinned)", d.host_to_device_gbs, "GB/s", None))
             rows.append((d.device, "device→host (pinned)", d.device_to_host_gbs, "GB/s", None))
@@ -97,22 +103,32 @@ class BenchPage(QWidget):
         self.notice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.notice.setVisible(False)
         self.snapshot: Any = None
-        self.model = RowsModel([
-            Column("Device", lambda r: r[0]),
-            Column("Figure", lambda r: r[1], tooltip="TF32: NVIDIA's 19-bit tensor-core format for FP32 matmuls"),
-            Column("Measured", lambda r: r[2], fmt=lambda v: "—" if v is None else measured(v), numeric=True),
-            Column("Unit", lambda r: r[3]),
-            Column("% of spec", lambda r: r[4], fmt=lambda v: "—" if v is None else f"{100 * v:.0f} %", numeric=True,
-                   tooltip="measured / the catalog's dense spec for this card"),
-            Column("Note", lambda r: r[5]),
-        ], self)
+        self.model = RowsModel(
+            [
+                Column("Device", lambda r: r[0]),
+                Column("Figure", lambda r: r[1], tooltip="TF32: NVIDIA's 19-bit tensor-core format for FP32 matmuls"),
+                Column("Measured", lambda r: r[2], fmt=lambda v: "—" if v is None else measured(v), numeric=True),
+                Column("Unit", lambda r: r[3]),
+                Column(
+                    "% of spec",
+                    lambda r: r[4],
+                    fmt=lambda v: "—" if v is None else f"{100 * v:.0f} %",
+                    numeric=True,
+                    tooltip="measured / the catalog's dense spec for this card",
+                ),
+                Column("Note", lambda r: r[5]),
+            ],
+            self,
+        )
         self.table = QTableView()
         self.table.setModel(self.model)
         self.table.setAccessibleName("Benchmark results")
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.verticalHeader().setVisible(False)
         self.spec_plot = themed_plot(title="% of spec", left="%")
-        self.batch_plot = themed_plot(title="Training samples/s by batch size (CPU vs GPU)", left="samples/s", bottom="batch size")
+        self.batch_plot = themed_plot(
+            title="Training samples/s by batch size (CPU vs GPU)", left="samples/s", bottom="batch size"
+        )
         self.batch_plot.setLogMode(x=True, y=True)
         self.batch_plot.addLegend(offset=(-10, -10))  # bottom right: large batches sit high, small ones low
         apply_theme(self.batch_plot)  # the legend too
@@ -202,9 +218,15 @@ class BenchPage(QWidget):
 
     def _plot(self, report: Any) -> None:
         self.spec_plot.clear()
-        bars = [(f"{d.device} {k.replace('matmul_', '')}", v) for d in report.devices for k, v in (d.spec_ratio or {}).items()]
+        bars = [
+            (f"{d.device} {k.replace('matmul_', '')}", v)
+            for d in report.devices
+            for k, v in (d.spec_ratio or {}).items()
+        ]
         if bars:
-            self.spec_plot.addItem(pg.BarGraphItem(x=list(range(len(bars))), height=[100 * v for _, v in bars], width=0.6))
+            self.spec_plot.addItem(
+                pg.BarGraphItem(x=list(range(len(bars))), height=[100 * v for _, v in bars], width=0.6)
+            )
             self.spec_plot.getAxis("bottom").setTicks([[(i, label) for i, (label, _) in enumerate(bars)]])
         self.spec_plot.setVisible(bool(bars))  # no catalogued device measured: no empty chart
         self.batch_plot.clear()
@@ -221,9 +243,15 @@ class BenchPage(QWidget):
                 pts = [(s.batch_size, s.samples_per_s) for s in d.train_steps if s.model == model]
                 style = Qt.PenStyle.SolidLine if d.kind == "cpu" else Qt.PenStyle.DashLine
                 colour = GPU_COLOURS[(j + 4 * (d.kind != "cpu")) % len(GPU_COLOURS)]  # one colour per series
-                self.batch_plot.plot([p[0] for p in pts], [p[1] for p in pts], pen=pg.mkPen(colour, width=2, style=style),
-                                     symbol="o" if d.kind == "cpu" else "s", symbolBrush=colour, symbolPen=colour,
-                                     name=f"{d.device} {model}")
+                self.batch_plot.plot(
+                    [p[0] for p in pts],
+                    [p[1] for p in pts],
+                    pen=pg.mkPen(colour, width=2, style=style),
+                    symbol="o" if d.kind == "cpu" else "s",
+                    symbolBrush=colour,
+                    symbolPen=colour,
+                    name=f"{d.device} {model}",
+                )
         self._log_ticks(report)
 
     def _log_ticks(self, report: Any) -> None:
@@ -238,7 +266,7 @@ class BenchPage(QWidget):
         self.batch_plot.getAxis("bottom").setTicks([[(math.log10(b), str(b)) for b in sizes], []])
         lo = math.floor(math.log10(min(s.samples_per_s for s in steps)))
         hi = math.ceil(math.log10(max(s.samples_per_s for s in steps)))
-        self.batch_plot.getAxis("left").setTicks([[(e, f"{10.0 ** e:g}") for e in range(lo, hi + 1)], []])
+        self.batch_plot.getAxis("left").setTicks([[(e, f"{10.0**e:g}") for e in range(lo, hi + 1)], []])
 
     def shutdown(self) -> None:
         if self.worker is not None:

@@ -29,7 +29,7 @@ class _Filter(QSortFilterProxyModel):
         self.text = ""
         self.setSortRole(SORT_ROLE)
 
-    def filterAcceptsRow(self, source_row: int, source_parent: Any) -> bool:  # noqa: N802
+    def filterAcceptsRow(self, source_row: int, source_parent: Any) -> bool:
         e = self.sourceModel().rows[source_row]  # type: ignore[attr-defined]
         if self.family and e.family != self.family:
             return False
@@ -50,19 +50,40 @@ class CatalogPage(QWidget):
         self.family.setAccessibleName("Family filter")
         self.open_overlay = QPushButton("Open &overlay folder")
         self.open_overlay.setToolTip(f"Your own prices and cards: {self.overlay} (gpuselect reads it, never writes it)")
-        self.model = RowsModel([
-            Column("GPU", lambda e: e.name),
-            Column("Family", lambda e: e.family),
-            Column("VRAM", lambda e: e.vram_gb, fmt=num(0, " GB"), numeric=True, tooltip="GPU memory (VRAM): bounds the model and the batch"),
-            Column("GB/s", lambda e: e.memory_bandwidth_gbs, fmt=num(0), numeric=True),
-            Column("FP32", lambda e: e.fp32_tflops, fmt=num(1), numeric=True, tooltip="TFLOP/s, non-tensor"),
-            Column("TF32", lambda e: e.tf32_tflops, fmt=num(0), numeric=True, tooltip="dense tensor TFLOP/s (TF32: 19-bit tensor format for FP32 math)"),
-            Column("FP16", lambda e: e.fp16_tflops, fmt=num(0), numeric=True, tooltip="dense tensor TFLOP/s with FP32 accumulate"),
-            Column("BF16", lambda e: e.bf16_tflops, fmt=num(0), numeric=True),
-            Column("W", lambda e: e.tdp_w, fmt=num(0), numeric=True),
-            Column("Launch $", lambda e: e.launch_price_usd, fmt=num(0), numeric=True),
-            Column("Cloud $/h", lambda e: e.cloud_usd_per_hour, fmt=num(2), numeric=True),
-        ], self)
+        self.model = RowsModel(
+            [
+                Column("GPU", lambda e: e.name),
+                Column("Family", lambda e: e.family),
+                Column(
+                    "VRAM",
+                    lambda e: e.vram_gb,
+                    fmt=num(0, " GB"),
+                    numeric=True,
+                    tooltip="GPU memory (VRAM): bounds the model and the batch",
+                ),
+                Column("GB/s", lambda e: e.memory_bandwidth_gbs, fmt=num(0), numeric=True),
+                Column("FP32", lambda e: e.fp32_tflops, fmt=num(1), numeric=True, tooltip="TFLOP/s, non-tensor"),
+                Column(
+                    "TF32",
+                    lambda e: e.tf32_tflops,
+                    fmt=num(0),
+                    numeric=True,
+                    tooltip="dense tensor TFLOP/s (TF32: 19-bit tensor format for FP32 math)",
+                ),
+                Column(
+                    "FP16",
+                    lambda e: e.fp16_tflops,
+                    fmt=num(0),
+                    numeric=True,
+                    tooltip="dense tensor TFLOP/s with FP32 accumulate",
+                ),
+                Column("BF16", lambda e: e.bf16_tflops, fmt=num(0), numeric=True),
+                Column("W", lambda e: e.tdp_w, fmt=num(0), numeric=True),
+                Column("Launch $", lambda e: e.launch_price_usd, fmt=num(0), numeric=True),
+                Column("Cloud $/h", lambda e: e.cloud_usd_per_hour, fmt=num(2), numeric=True),
+            ],
+            self,
+        )
         self.model.set_rows(self.catalog.entries)
         self.proxy = _Filter(self)
         self.proxy.setSourceModel(self.model)
@@ -75,7 +96,10 @@ class CatalogPage(QWidget):
         self.table.verticalHeader().setVisible(False)
         self.details = QPlainTextEdit(readOnly=True)
         self.details.setAccessibleName("Sources of the selected GPU's figures")
-        self.details.setPlainText("Select a GPU to see every figure's source." + ("\n" + "\n".join(self.catalog.problems) if self.catalog.problems else ""))
+        self.details.setPlainText(
+            "Select a GPU to see every figure's source."
+            + ("\n" + "\n".join(self.catalog.problems) if self.catalog.problems else "")
+        )
         top = QHBoxLayout()
         top.addWidget(self.search, 1)
         top.addWidget(self.family)

@@ -207,7 +207,9 @@ class EstimatePage(QWidget):
         self.precision = QComboBox()
         self.precision.addItems(list(PRECISIONS))  # what the estimator accepts (auto first where it offers it)
         self.precision.setCurrentText("auto" if "auto" in PRECISIONS else "bf16")
-        self.precision.setToolTip("bf16/fp16: mixed precision on tensor cores; TF32: NVIDIA's 19-bit tensor format for FP32 math (Ampere+)")
+        self.precision.setToolTip(
+            "bf16/fp16: mixed precision on tensor cores; TF32: NVIDIA's 19-bit tensor format for FP32 math (Ampere+)"
+        )
         self.batch = QSpinBox(minimum=0, maximum=1_000_000, specialValueText="auto")
         self.batch.setToolTip("Per-GPU batch; auto = the workload's default, capped by the GPU's memory (VRAM)")
         self.dataset = QSpinBox(minimum=0, maximum=2_000_000_000, specialValueText="workload default")
@@ -215,7 +217,9 @@ class EstimatePage(QWidget):
         self.dataset.setToolTip("Samples per epoch; starts at the workload's own figure")
         self.epochs = QSpinBox(minimum=0, maximum=100_000, specialValueText="workload default")
         self.deadline = QDoubleSpinBox(minimum=0.01, maximum=1e6, value=72.0, suffix=" h", decimals=2)
-        self.budget = QDoubleSpinBox(minimum=0, maximum=1e10, value=0, prefix="$", decimals=0, specialValueText="no budget")
+        self.budget = QDoubleSpinBox(
+            minimum=0, maximum=1e10, value=0, prefix="$", decimals=0, specialValueText="no budget"
+        )
         self.budget.setGroupSeparatorShown(True)
         self.electricity = QDoubleSpinBox(minimum=0, maximum=100, value=0.15, decimals=3, prefix="$", suffix=" /kWh")
         self.max_gpus = QComboBox()
@@ -224,9 +228,16 @@ class EstimatePage(QWidget):
         self.max_gpus.setToolTip("More than 8 GPUs means several machines: stage 4, a cluster")
         form = QFormLayout()
         widget: QWidget
-        for label, widget in (("&Precision:", self.precision), ("&Batch size:", self.batch), ("&Dataset (samples):", self.dataset),
-                         ("&Epochs:", self.epochs), ("Dead&line:", self.deadline), ("B&udget:", self.budget),
-                         ("&Electricity:", self.electricity), ("&Max GPUs:", self.max_gpus)):
+        for label, widget in (
+            ("&Precision:", self.precision),
+            ("&Batch size:", self.batch),
+            ("&Dataset (samples):", self.dataset),
+            ("&Epochs:", self.epochs),
+            ("Dead&line:", self.deadline),
+            ("B&udget:", self.budget),
+            ("&Electricity:", self.electricity),
+            ("&Max GPUs:", self.max_gpus),
+        ):
             lab = QLabel(label)
             lab.setBuddy(widget)
             widget.setAccessibleName(label.replace("&", "").rstrip(":"))
@@ -245,14 +256,18 @@ class EstimatePage(QWidget):
         self.recommendation.setWordWrap(True)
         self.recommendation.setTextFormat(Qt.TextFormat.RichText)
         self.recommendation.setAccessibleName("Recommendation")
-        self.recommendation.setToolTip("Stages: 1 no GPU, 2 one consumer GPU, 3 a workstation or rented datacenter GPUs, 4 a cluster")
+        self.recommendation.setToolTip(
+            "Stages: 1 no GPU, 2 one consumer GPU, 3 a workstation or rented datacenter GPUs, 4 a cluster"
+        )
         self.error = QLabel("")
         self.error.setWordWrap(True)
         self.error.setAccessibleName("Input problem")
         self.memory_text = QLabel("")
         self.memory_text.setAccessibleName("Memory needed")
         self.memory_bar = MemoryBar()
-        self.memory_legend = QLabel(" ".join(f"<span style='color:{c}'>■</span> {n}" for n, c in zip(MEMORY_PARTS, MEMORY_COLOURS)))
+        self.memory_legend = QLabel(
+            " ".join(f"<span style='color:{c}'>■</span> {n}" for n, c in zip(MEMORY_PARTS, MEMORY_COLOURS))
+        )
         self.memory_legend.setTextFormat(Qt.TextFormat.RichText)
         for part in (self.memory_text, self.memory_bar, self.memory_legend):
             part.setVisible(False)
@@ -260,25 +275,64 @@ class EstimatePage(QWidget):
         self.family.addItems(["all families", "geforce", "workstation", "datacenter", "radeon", "instinct"])
         self.fits_only = QCheckBox("&Fitting options only")
         self.fits_only.setChecked(True)
-        self.model = RowsModel([
-            Column("GPU", lambda r: f"{r.count}x {r.name}"),
-            Column("Family", lambda r: r.family),
-            Column("VRAM", lambda r: r.vram_gb, fmt=num(0, " GB"), numeric=True, tooltip="memory per GPU (VRAM): bounds the model and the batch"),
-            Column("Fits", lambda r: "yes" if r.fits else "no", tooltip="model + optimizer state + activations fit the GPU's memory (VRAM)"),
-            Column("Batch", lambda r: r.batch_size, numeric=True),
-            Column("Time", lambda r: r.total_time_h, fmt=lambda v: "—" if v is None else fmt_hours(v), numeric=True,
-                   tooltip="± the error band in the next column"),
-            Column("±", lambda r: 100 * r.error_band, fmt=num(0, " %"), numeric=True,
-                   tooltip="validated 90th-percentile error of this row's time (docs/accuracy.md); wider for workloads\n"
-                           "without measurements, AMD cards and several GPUs (docs/accuracy-external.md)"),
-            Column("Buy", lambda r: r.buy_cost_usd, fmt=lambda v: self.money(v), numeric=True,
-                   tooltip="price (street or launch) + electricity; for a card you own, only the cards you lack"),
-            Column("Rent", lambda r: r.cloud_cost_usd, fmt=lambda v: self.money(v), numeric=True, tooltip="cheapest on-demand price, late 2025"),
-            Column("Energy", lambda r: r.energy_kwh, fmt=num(1, " kWh"), numeric=True),
-            Column("Break-even", lambda r: r.break_even_hours, fmt=num(0, " h"), numeric=True,
-                   tooltip="hours of use after which buying costs less than renting"),
-            Column("Note", lambda r: r.note or ("; ".join(r.suggestions) if r.suggestions else "")),
-        ], self)
+        self.model = RowsModel(
+            [
+                Column("GPU", lambda r: f"{r.count}x {r.name}"),
+                Column("Family", lambda r: r.family),
+                Column(
+                    "VRAM",
+                    lambda r: r.vram_gb,
+                    fmt=num(0, " GB"),
+                    numeric=True,
+                    tooltip="memory per GPU (VRAM): bounds the model and the batch",
+                ),
+                Column(
+                    "Fits",
+                    lambda r: "yes" if r.fits else "no",
+                    tooltip="model + optimizer state + activations fit the GPU's memory (VRAM)",
+                ),
+                Column("Batch", lambda r: r.batch_size, numeric=True),
+                Column(
+                    "Time",
+                    lambda r: r.total_time_h,
+                    fmt=lambda v: "—" if v is None else fmt_hours(v),
+                    numeric=True,
+                    tooltip="± the error band in the next column",
+                ),
+                Column(
+                    "±",
+                    lambda r: 100 * r.error_band,
+                    fmt=num(0, " %"),
+                    numeric=True,
+                    tooltip="validated 90th-percentile error of this row's time (docs/accuracy.md); wider for workloads\n"
+                    "without measurements, AMD cards and several GPUs (docs/accuracy-external.md)",
+                ),
+                Column(
+                    "Buy",
+                    lambda r: r.buy_cost_usd,
+                    fmt=lambda v: self.money(v),
+                    numeric=True,
+                    tooltip="price (street or launch) + electricity; for a card you own, only the cards you lack",
+                ),
+                Column(
+                    "Rent",
+                    lambda r: r.cloud_cost_usd,
+                    fmt=lambda v: self.money(v),
+                    numeric=True,
+                    tooltip="cheapest on-demand price, late 2025",
+                ),
+                Column("Energy", lambda r: r.energy_kwh, fmt=num(1, " kWh"), numeric=True),
+                Column(
+                    "Break-even",
+                    lambda r: r.break_even_hours,
+                    fmt=num(0, " h"),
+                    numeric=True,
+                    tooltip="hours of use after which buying costs less than renting",
+                ),
+                Column("Note", lambda r: r.note or ("; ".join(r.suggestions) if r.suggestions else "")),
+            ],
+            self,
+        )
         self.proxy = RowFilter(self)
         self.proxy.setSourceModel(self.model)
         self.table = QTableView()
@@ -291,15 +345,20 @@ class EstimatePage(QWidget):
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.stage_plot = themed_plot(title="Best per stage (★ chosen)", bottom="training time (h)")
         self.stage_plot.setLogMode(x=True, y=False)
-        self.stage_plot.setToolTip("Bars: the best option of each stage; whiskers: its error range; dotted line: your deadline.\n"
-                                   "1 no GPU (this CPU) · 2 one consumer GPU · 3 a workstation or rented datacenter GPUs · 4 a cluster")
-        self.stage_plot.getAxis("left").setTicks([[(4 - i, f"{i + 1} {name}") for i, name in
-                                                   enumerate(("CPU", "one GPU", "box/cloud", "cluster"))]])
+        self.stage_plot.setToolTip(
+            "Bars: the best option of each stage; whiskers: its error range; dotted line: your deadline.\n"
+            "1 no GPU (this CPU) · 2 one consumer GPU · 3 a workstation or rented datacenter GPUs · 4 a cluster"
+        )
+        self.stage_plot.getAxis("left").setTicks(
+            [[(4 - i, f"{i + 1} {name}") for i, name in enumerate(("CPU", "one GPU", "box/cloud", "cluster"))]]
+        )
         self.stage_plot.setMouseEnabled(x=False, y=False)
         self.scatter_plot = themed_plot(title="Time vs cost", left="cost", bottom="training time (h)")
         self.scatter_plot.setLogMode(x=True, y=True)
-        self.scatter_plot.setToolTip("Each option: circles to buy, triangles to rent; the line joins the Pareto front.\n"
-                                     "Hover or click a point for its figures.")
+        self.scatter_plot.setToolTip(
+            "Each option: circles to buy, triangles to rent; the line joins the Pareto front.\n"
+            "Hover or click a point for its figures."
+        )
         self.hover = QLabel("")
         self.hover.setWordWrap(True)
         self.hover.setAccessibleName("Point details")
@@ -316,7 +375,10 @@ class EstimatePage(QWidget):
         plots.addWidget(self.stage_plot)
         plots.addWidget(self.scatter_plot)
         plots.setChildrenCollapsible(False)
-        for plot in (self.stage_plot, self.scatter_plot):  # no minimum from the title's length: the panes share the width
+        for plot in (
+            self.stage_plot,
+            self.scatter_plot,
+        ):  # no minimum from the title's length: the panes share the width
             plot.setMinimumSize(200, 180)
             plot.getPlotItem().titleLabel.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         plots.setSizes([1000, 1000])
@@ -348,12 +410,25 @@ class EstimatePage(QWidget):
         # --- behaviour -------------------------------------------------------------------------
         self._debounce = QTimer(self, singleShot=True, interval=250)
         self._debounce.timeout.connect(self.recompute)
-        for sig in (self.source.currentIndexChanged, self.custom_params.valueChanged, self.custom_flops.valueChanged,
-                    self.config_path.editingFinished, self.mode.currentIndexChanged, self.seq_len.valueChanged,
-                    self.model_path.editingFinished, self.factory.editingFinished, self.input_shape.editingFinished,
-                    self.precision.currentIndexChanged, self.batch.valueChanged,
-                    self.dataset.valueChanged, self.epochs.valueChanged, self.deadline.valueChanged, self.budget.valueChanged,
-                    self.electricity.valueChanged, self.max_gpus.currentIndexChanged):
+        for sig in (
+            self.source.currentIndexChanged,
+            self.custom_params.valueChanged,
+            self.custom_flops.valueChanged,
+            self.config_path.editingFinished,
+            self.mode.currentIndexChanged,
+            self.seq_len.valueChanged,
+            self.model_path.editingFinished,
+            self.factory.editingFinished,
+            self.input_shape.editingFinished,
+            self.precision.currentIndexChanged,
+            self.batch.valueChanged,
+            self.dataset.valueChanged,
+            self.epochs.valueChanged,
+            self.deadline.valueChanged,
+            self.budget.valueChanged,
+            self.electricity.valueChanged,
+            self.max_gpus.currentIndexChanged,
+        ):
             sig.connect(self._schedule)
         self.source.currentIndexChanged.connect(self.source_stack.setCurrentIndex)
         self.source.currentIndexChanged.connect(self._workload_changed)
@@ -361,7 +436,9 @@ class EstimatePage(QWidget):
         self.presets.currentRowChanged.connect(self._schedule)
         self.config_path.editingFinished.connect(self._workload_changed)
         self.model_path.editingFinished.connect(self._workload_changed)
-        self.config_browse.clicked.connect(lambda: self._browse(self.config_path, "config.json (*.json);;All files (*)"))
+        self.config_browse.clicked.connect(
+            lambda: self._browse(self.config_path, "config.json (*.json);;All files (*)")
+        )
         self.model_browse.clicked.connect(lambda: self._browse(self.model_path, "Python (*.py)"))
         self.search.textChanged.connect(self._filter_presets)
         self.family.currentIndexChanged.connect(self._refilter)
@@ -430,7 +507,9 @@ class EstimatePage(QWidget):
         t = text.lower()
         for i in range(self.presets.count()):
             item = self.presets.item(i)
-            item.setHidden(bool(t) and t not in item.text().lower() and t not in str(item.data(Qt.ItemDataRole.UserRole)))
+            item.setHidden(
+                bool(t) and t not in item.text().lower() and t not in str(item.data(Qt.ItemDataRole.UserRole))
+            )
 
     @Slot()
     def _refilter(self) -> None:
@@ -451,22 +530,32 @@ class EstimatePage(QWidget):
             item = self.presets.currentItem()
             return WorkloadSpec(preset=str(item.data(Qt.ItemDataRole.UserRole))) if item is not None else WorkloadSpec()
         if i == 1:
-            return WorkloadSpec(config=self.config_path.text().strip() or None, mode=self.mode.currentText(),
-                                seq_len=self.seq_len.value() or None)
+            return WorkloadSpec(
+                config=self.config_path.text().strip() or None,
+                mode=self.mode.currentText(),
+                seq_len=self.seq_len.value() or None,
+            )
         if i == 2:
             shape = self.input_shape.text().strip()
-            return WorkloadSpec(model=self.model_path.text().strip() or None, factory=self.factory.text().strip() or None,
-                                input_shape=parse_shape(shape) if shape else None)
+            return WorkloadSpec(
+                model=self.model_path.text().strip() or None,
+                factory=self.factory.text().strip() or None,
+                input_shape=parse_shape(shape) if shape else None,
+            )
         return WorkloadSpec(params=self.custom_params.value() * 1e6, flops_per_sample=self.custom_flops.value() * 1e9)
 
     def assumptions(self) -> Any:
         from gpuselect.estimate.api import Assumptions
 
         return Assumptions(
-            precision=self.precision.currentText(), batch_size=self.batch.value() or None,
-            dataset_size=self.dataset.value() or None, epochs=self.epochs.value() or None,
-            deadline_hours=self.deadline.value(), budget_usd=self.budget_usd(),
-            electricity_usd_per_kwh=self.electricity_usd(), max_gpus=int(self.max_gpus.currentText()),
+            precision=self.precision.currentText(),
+            batch_size=self.batch.value() or None,
+            dataset_size=self.dataset.value() or None,
+            epochs=self.epochs.value() or None,
+            deadline_hours=self.deadline.value(),
+            budget_usd=self.budget_usd(),
+            electricity_usd_per_kwh=self.electricity_usd(),
+            max_gpus=int(self.max_gpus.currentText()),
             grid_kg_co2_per_kwh=self.grid,
         )
 
@@ -483,8 +572,11 @@ class EstimatePage(QWidget):
             self.error.setText(f"<b>Cannot estimate:</b> {exc}")
             return
         if not spec.given:
-            self.error.setText({1: "Choose a config.json to estimate.", 2: "Choose a model file, its factory and input shape."}.get(
-                self.source.currentIndex(), ""))
+            self.error.setText(
+                {1: "Choose a config.json to estimate.", 2: "Choose a model file, its factory and input shape."}.get(
+                    self.source.currentIndex(), ""
+                )
+            )
             return
         a = self.assumptions()
         snap = self.local_snapshot
@@ -529,10 +621,15 @@ class EstimatePage(QWidget):
         rec = result.recommendation
         choice, why = explain(rec, self.money)
         left_out = {x.split(" ", 1)[0] for x in rec.excluded}
-        local = "; ".join(f"your {l.device}: " + ("left out (critical finding)" if l.device in left_out else fmt_hours(l.total_time_h))
-                          for l in result.local)
-        self.recommendation.setText(f"<b>Stage {rec.stage} — {escape(STAGE_SHORT[rec.stage])}: {escape(choice)}</b><br>{escape(why)}"
-                                    + (f"<br><i>{escape(local)}</i>" if local else ""))
+        local = "; ".join(
+            f"your {l.device}: "
+            + ("left out (critical finding)" if l.device in left_out else fmt_hours(l.total_time_h))
+            for l in result.local
+        )
+        self.recommendation.setText(
+            f"<b>Stage {rec.stage} — {escape(STAGE_SHORT[rec.stage])}: {escape(choice)}</b><br>{escape(why)}"
+            + (f"<br><i>{escape(local)}</i>" if local else "")
+        )
         self.hover.setText("Hover over or click a point in the time-vs-cost chart for its figures.")
         self._plot_stages(result)
         self._plot_scatter(result)
@@ -592,26 +689,45 @@ class EstimatePage(QWidget):
             t = float(v["total_time_h"])
             chosen = int(key) == rec.stage
             brush = pg.mkBrush(*CHOSEN) if chosen else pg.mkBrush(*OTHER)
-            p.addItem(pg.BarGraphItem(x0=[math.log10(left)], x1=[math.log10(t)], y=[y], height=0.34, brush=brush, pen=pg.mkPen(None)))
+            p.addItem(
+                pg.BarGraphItem(
+                    x0=[math.log10(left)], x1=[math.log10(t)], y=[y], height=0.34, brush=brush, pen=pg.mkPen(None)
+                )
+            )
             lo, hi = v.get("time_low_h"), v.get("time_high_h")
             if lo and hi:
                 import numpy as np
 
-                p.addItem(pg.ErrorBarItem(x=np.array([math.log10(t)]), y=np.array([float(y)]),
-                                          left=np.array([math.log10(t) - math.log10(float(lo))]),
-                                          right=np.array([math.log10(float(hi)) - math.log10(t)]), beam=0.15, pen=pg.mkPen(fg, width=1.5)))
+                p.addItem(
+                    pg.ErrorBarItem(
+                        x=np.array([math.log10(t)]),
+                        y=np.array([float(y)]),
+                        left=np.array([math.log10(t) - math.log10(float(lo))]),
+                        right=np.array([math.log10(float(hi)) - math.log10(t)]),
+                        beam=0.15,
+                        pen=pg.mkPen(fg, width=1.5),
+                    )
+                )
             cost = v.get("cost_usd")
             how = {"have": "power", "rent": "to rent", "buy": "to buy"}.get(str(v.get("kind")), "")
             money = f" · {self.money(float(cost))} {how}" if isinstance(cost, (int, float)) and how else ""
             rng = f"{fmt_hours(float(lo))}–{fmt_hours(float(hi))}" if lo and hi else ""
             who = option_name(v).replace("this machine's CPU", "CPU")
             who = who if len(who) <= 30 else who[:29] + "…"
-            label = pg.TextItem(("★ " if chosen else "") + f"{who}: {fmt_hours(t)}\n{rng}{money}",
-                                anchor=(0, 1), color=fg)
+            label = pg.TextItem(
+                ("★ " if chosen else "") + f"{who}: {fmt_hours(t)}\n{rng}{money}", anchor=(0, 1), color=fg
+            )
             label.setPos(math.log10(left), y + 0.2)
             p.addItem(label)
-        p.addItem(pg.InfiniteLine(pos=math.log10(deadline), angle=90, pen=pg.mkPen((197, 48, 48), width=2, style=Qt.PenStyle.DotLine),
-                                  label=f"deadline {fmt_hours(deadline)}", labelOpts={"position": 0.04, "color": (197, 48, 48)}))
+        p.addItem(
+            pg.InfiniteLine(
+                pos=math.log10(deadline),
+                angle=90,
+                pen=pg.mkPen((197, 48, 48), width=2, style=Qt.PenStyle.DotLine),
+                label=f"deadline {fmt_hours(deadline)}",
+                labelOpts={"position": 0.04, "color": (197, 48, 48)},
+            )
+        )
         p.setXRange(math.log10(left), math.log10(max(spans)) + 0.15, padding=0)
         p.setYRange(0.5, 4.75, padding=0)
 
@@ -621,22 +737,36 @@ class EstimatePage(QWidget):
         p.setLabel("left", f"cost ({self.money.symbol})")
         # The legend sits in the title: inside the plot it would cover points somewhere.
         fg = self._text_colour().name()
-        p.setTitle(f"Time vs cost &nbsp;<span style='color:rgb{BUY_COLOUR}'>● buy</span> "
-                   f"<span style='color:rgb{RENT_COLOUR}'>▲ rent</span> <span style='color:{fg}'>— Pareto front</span>", size="10pt")
+        p.setTitle(
+            f"Time vs cost &nbsp;<span style='color:rgb{BUY_COLOUR}'>● buy</span> "
+            f"<span style='color:rgb{RENT_COLOUR}'>▲ rent</span> <span style='color:{fg}'>— Pareto front</span>",
+            size="10pt",
+        )
         buy: list[dict[str, Any]] = []
         rent: list[dict[str, Any]] = []
         for r in result.rows:
             if not (r.fits and r.total_time_h):
                 continue
             if r.buy_cost_usd:
-                buy.append({"pos": (math.log10(r.total_time_h), math.log10(self.money.value(r.buy_cost_usd))), "data": (r, "buy")})
+                buy.append(
+                    {
+                        "pos": (math.log10(r.total_time_h), math.log10(self.money.value(r.buy_cost_usd))),
+                        "data": (r, "buy"),
+                    }
+                )
             if r.cloud_cost_usd:
-                rent.append({"pos": (math.log10(r.total_time_h), math.log10(self.money.value(r.cloud_cost_usd))), "data": (r, "rent")})
+                rent.append(
+                    {
+                        "pos": (math.log10(r.total_time_h), math.log10(self.money.value(r.cloud_cost_usd))),
+                        "data": (r, "rent"),
+                    }
+                )
         for pts, name, symbol, colour in ((buy, "buy", "o", BUY_COLOUR), (rent, "rent", "t1", RENT_COLOUR)):
             if not pts:
                 continue
-            item = pg.ScatterPlotItem(size=7, symbol=symbol, brush=pg.mkBrush(*colour, 150), pen=pg.mkPen(None), hoverable=True,
-                                      name=name)
+            item = pg.ScatterPlotItem(
+                size=7, symbol=symbol, brush=pg.mkBrush(*colour, 150), pen=pg.mkPen(None), hoverable=True, name=name
+            )
             item.setToolTip(None)
             item.addPoints(pts)
             item.sigHovered.connect(self._on_hover)
@@ -648,16 +778,36 @@ class EstimatePage(QWidget):
             # PlotDataItem applies the log mode itself: linear values here (the scatter items take log10 positions)
             p.plot([x for x, _, _ in front], [y for _, y, _ in front], pen=pg.mkPen(self._text_colour(), width=1.5))
         deadline = result.assumptions.deadline_hours
-        p.addItem(pg.InfiniteLine(pos=math.log10(deadline), angle=90, pen=pg.mkPen((197, 48, 48), width=2, style=Qt.PenStyle.DotLine),
-                                  label="deadline", labelOpts={"position": 0.95, "color": (197, 48, 48)}))
+        p.addItem(
+            pg.InfiniteLine(
+                pos=math.log10(deadline),
+                angle=90,
+                pen=pg.mkPen((197, 48, 48), width=2, style=Qt.PenStyle.DotLine),
+                label="deadline",
+                labelOpts={"position": 0.95, "color": (197, 48, 48)},
+            )
+        )
         left_out = {x.split(" ", 1)[0] for x in result.recommendation.excluded}
         for i, l in enumerate(x for x in result.local if x.total_time_h and x.device not in left_out):
-            p.addItem(pg.InfiniteLine(pos=math.log10(l.total_time_h), angle=90, pen=pg.mkPen((47, 133, 90), style=Qt.PenStyle.DashLine),
-                                      label=f"your {l.device}", labelOpts={"position": 0.08 + 0.07 * (i % 4), "color": (47, 133, 90)}))
+            p.addItem(
+                pg.InfiniteLine(
+                    pos=math.log10(l.total_time_h),
+                    angle=90,
+                    pen=pg.mkPen((47, 133, 90), style=Qt.PenStyle.DashLine),
+                    label=f"your {l.device}",
+                    labelOpts={"position": 0.08 + 0.07 * (i % 4), "color": (47, 133, 90)},
+                )
+            )
         if result.assumptions.budget_usd:
-            p.addItem(pg.InfiniteLine(pos=math.log10(self.money.value(result.assumptions.budget_usd)), angle=0,
-                                      pen=pg.mkPen((197, 48, 48), style=Qt.PenStyle.DashLine), label="budget",
-                                      labelOpts={"position": 0.05, "color": (197, 48, 48)}))
+            p.addItem(
+                pg.InfiniteLine(
+                    pos=math.log10(self.money.value(result.assumptions.budget_usd)),
+                    angle=0,
+                    pen=pg.mkPen((197, 48, 48), style=Qt.PenStyle.DashLine),
+                    label="budget",
+                    labelOpts={"position": 0.05, "color": (197, 48, 48)},
+                )
+            )
 
     @Slot(object, object)
     def _on_hover(self, _item: Any, points: Any, *_: Any) -> None:
@@ -667,14 +817,19 @@ class EstimatePage(QWidget):
         if self.result is None or r not in self.result.rows:
             return  # a point of an earlier workload
         cost = r.buy_cost_usd if kind == "buy" else r.cloud_cost_usd
-        self.hover.setText(f"{self.result.workload.name} on {r.count}x {r.name}: {fmt_hours(r.total_time_h)} "
-                           f"(±{100 * r.error_band:.0f} %), {self.money(cost)} to {kind}; batch {r.batch_size} per GPU")
+        self.hover.setText(
+            f"{self.result.workload.name} on {r.count}x {r.name}: {fmt_hours(r.total_time_h)} "
+            f"(±{100 * r.error_band:.0f} %), {self.money(cost)} to {kind}; batch {r.batch_size} per GPU"
+        )
 
     def changeEvent(self, event: Any) -> None:
         # Light/dark switched at run time: redraw the charts so labels, whiskers and the front take the new colours.
         from PySide6.QtCore import QEvent
 
-        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange) and self.result is not None:
+        if (
+            event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange)
+            and self.result is not None
+        ):
             QTimer.singleShot(0, lambda: self._show(self.result) if self.result is not None else None)
         super().changeEvent(event)
 

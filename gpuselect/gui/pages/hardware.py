@@ -99,6 +99,7 @@ class TelemetryJob(QRunnable):
 
 # --- the GPU table -------------------------------------------------------------------------------
 
+
 def _gib(b: int | None) -> str:
     return "—" if b is None else f"{b / GIB:.1f}"
 
@@ -123,16 +124,31 @@ def gpu_row(g: Any, worst: str, problems: list[str], live: dict[str, Any] | None
 
     procs = g.processes
     return {
-        "index": g.index, "name": g.name or "unknown GPU", "worst": worst, "problems": problems, "state": g.state,
-        "used": pick("memory_used_bytes", g.memory_used_bytes), "total": pick("memory_total_bytes", g.memory_total_bytes),
-        "util": pick("utilization_percent", g.utilization.gpu_percent), "temp": pick("temperature_c", g.temperature_c),
-        "power": pick("power_draw_w", g.power_draw_w), "cap": pick("power_limit_w", g.power_limit_w),
-        "sm": pick("sm_clock_mhz", g.clocks.sm_mhz), "mem_clock": pick("memory_clock_mhz", g.clocks.memory_mhz),
+        "index": g.index,
+        "name": g.name or "unknown GPU",
+        "worst": worst,
+        "problems": problems,
+        "state": g.state,
+        "used": pick("memory_used_bytes", g.memory_used_bytes),
+        "total": pick("memory_total_bytes", g.memory_total_bytes),
+        "util": pick("utilization_percent", g.utilization.gpu_percent),
+        "temp": pick("temperature_c", g.temperature_c),
+        "power": pick("power_draw_w", g.power_draw_w),
+        "cap": pick("power_limit_w", g.power_limit_w),
+        "sm": pick("sm_clock_mhz", g.clocks.sm_mhz),
+        "mem_clock": pick("memory_clock_mhz", g.clocks.memory_mhz),
         "sm_max": g.clocks.sm_max_mhz,
-        "pcie": (pick("pcie_generation", g.pcie.generation), pick("pcie_width", g.pcie.width), g.pcie.max_generation, g.pcie.max_width),
+        "pcie": (
+            pick("pcie_generation", g.pcie.generation),
+            pick("pcie_width", g.pcie.width),
+            g.pcie.max_generation,
+            g.pcie.max_width,
+        ),
         "ecc": _ecc_text(g),
         "procs": pick("processes", None if procs is None else len([p for p in procs if p.kind == "compute"])),
-        "proc_names": [] if procs is None else [f"{p.name or '?'} (pid {p.pid}, {_gib(p.used_memory_bytes)} GiB)" for p in procs],
+        "proc_names": []
+        if procs is None
+        else [f"{p.name or '?'} (pid {p.pid}, {_gib(p.used_memory_bytes)} GiB)" for p in procs],
     }
 
 
@@ -149,21 +165,46 @@ def _opt(v: Any, fmt: str) -> str:
 
 
 GPU_COLUMNS = [
-    Column("Health", lambda r: r["worst"].upper() if r["worst"] != "ok" else "OK",
-           tooltip="the worst health finding for this GPU (see Findings below)"),
+    Column(
+        "Health",
+        lambda r: r["worst"].upper() if r["worst"] != "ok" else "OK",
+        tooltip="the worst health finding for this GPU (see Findings below)",
+    ),
     Column("GPU", lambda r: f"{r['index']}: {r['name']}"),
-    Column("Memory used / total", lambda r: r["used"],
-           fmt=lambda v: "—", tooltip="VRAM in use, of the card's total (GiB)"),
+    Column(
+        "Memory used / total", lambda r: r["used"], fmt=lambda v: "—", tooltip="VRAM in use, of the card's total (GiB)"
+    ),
     Column("Util", lambda r: r["util"], fmt=lambda v: _opt(v, "{:.0f} %"), numeric=True, tooltip="GPU utilisation now"),
     Column("Temp", lambda r: r["temp"], fmt=lambda v: _opt(v, "{:.0f} °C"), numeric=True),
-    Column("Power / cap", lambda r: (r["power"], r["cap"]),
-           fmt=lambda v: "—" if v[0] is None else f"{v[0]:.0f} / {_opt(v[1], '{:.0f}')} W", tooltip="power draw now and the enforced limit"),
-    Column("Clocks SM / mem", lambda r: (r["sm"], r["mem_clock"]),
-           fmt=lambda v: "—" if v[0] is None else f"{v[0]} / {_opt(v[1], '{}')} MHz"),
-    Column("PCIe link", lambda r: r["pcie"], fmt=_pcie_text,
-           tooltip="generation and lanes now (and the link's maximum when lower); links slow down at idle"),
-    Column("ECC", lambda r: r["ecc"], tooltip="error-correcting memory: on/off, uncorrectable errors since the driver loaded; n/a: the card has none"),
-    Column("Processes", lambda r: r["procs"], fmt=lambda v: _opt(v, "{}"), numeric=True, tooltip="compute processes on the GPU"),
+    Column(
+        "Power / cap",
+        lambda r: (r["power"], r["cap"]),
+        fmt=lambda v: "—" if v[0] is None else f"{v[0]:.0f} / {_opt(v[1], '{:.0f}')} W",
+        tooltip="power draw now and the enforced limit",
+    ),
+    Column(
+        "Clocks SM / mem",
+        lambda r: (r["sm"], r["mem_clock"]),
+        fmt=lambda v: "—" if v[0] is None else f"{v[0]} / {_opt(v[1], '{}')} MHz",
+    ),
+    Column(
+        "PCIe link",
+        lambda r: r["pcie"],
+        fmt=_pcie_text,
+        tooltip="generation and lanes now (and the link's maximum when lower); links slow down at idle",
+    ),
+    Column(
+        "ECC",
+        lambda r: r["ecc"],
+        tooltip="error-correcting memory: on/off, uncorrectable errors since the driver loaded; n/a: the card has none",
+    ),
+    Column(
+        "Processes",
+        lambda r: r["procs"],
+        fmt=lambda v: _opt(v, "{}"),
+        numeric=True,
+        tooltip="compute processes on the GPU",
+    ),
 ]
 MEMORY_COLUMN = 2
 
@@ -222,7 +263,7 @@ class MemoryBarDelegate(QStyledItemDelegate):
         style = option.widget.style() if option.widget is not None else QApplication.style()
         style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter, option.widget)
 
-    def sizeHint(self, option: QStyleOptionViewItem, index: Index) -> Any:  # noqa: N802 - Qt naming
+    def sizeHint(self, option: QStyleOptionViewItem, index: Index) -> Any:
         hint = super().sizeHint(option, index)
         hint.setWidth(max(hint.width() + 24, 170))
         return hint
@@ -236,7 +277,7 @@ class WrapDelegate(QStyledItemDelegate):
         super().__init__(view)
         self._view = view
 
-    def sizeHint(self, option: QStyleOptionViewItem, index: Index) -> Any:  # noqa: N802 - Qt naming
+    def sizeHint(self, option: QStyleOptionViewItem, index: Index) -> Any:
         hint = super().sizeHint(option, index)
         text = str(index.data() or "")
         width = self._view.columnWidth(index.column()) - 8
@@ -250,6 +291,7 @@ class WrapDelegate(QStyledItemDelegate):
 
 
 # --- the page ---------------------------------------------------------------------------------
+
 
 class HardwarePage(QWidget):
     detected = Signal(object)  # the snapshot, for other pages
@@ -381,12 +423,16 @@ class HardwarePage(QWidget):
         c = report.counts
         n = len(snap.gpus)
         gpus = "no GPU" if n == 0 else f"{n} GPU" + ("s" if n > 1 else "")
-        health = (f"Health: {c.get('critical', 0)} critical, {c.get('warning', 0)} warning(s), "
-                  f"{c.get('info', 0)} info, {c.get('ok', 0)} passed.")
+        health = (
+            f"Health: {c.get('critical', 0)} critical, {c.get('warning', 0)} warning(s), "
+            f"{c.get('info', 0)} info, {c.get('ok', 0)} passed."
+        )
         if n == 0:
             cpu = snap.cpu.model or "the CPU"
             cores = f", {snap.cpu.logical_cores} threads" if snap.cpu.logical_cores else ""
-            self.status.setText(f"No GPU found: training runs on {cpu}{cores}, {snap.memory.total_bytes / GIB:.0f} GiB RAM. {health}")
+            self.status.setText(
+                f"No GPU found: training runs on {cpu}{cores}, {snap.memory.total_bytes / GIB:.0f} GiB RAM. {health}"
+            )
         else:
             self.status.setText(f"{gpus}. {health}")
         # Nothing wrong and no GPU: the machine's description is the useful view.
@@ -411,10 +457,18 @@ class HardwarePage(QWidget):
             return []
         rows = []
         for g in snap.gpus:
-            mine = [f for f in report.findings if f.device and (f.device == f"gpu{g.index}" or f.device.startswith(f"gpu{g.index} "))]
+            mine = [
+                f
+                for f in report.findings
+                if f.device and (f.device == f"gpu{g.index}" or f.device.startswith(f"gpu{g.index} "))
+            ]
             worst = max((f.severity for f in mine), key=lambda s: s.rank, default=None)
             word = "ok" if worst is None or worst.value in ("ok", "info") else worst.value
-            problems = [f"{f.severity.value.upper()}: {f.title}" for f in mine if f.severity.value in ("critical", "warning", "unknown")]
+            problems = [
+                f"{f.severity.value.upper()}: {f.title}"
+                for f in mine
+                if f.severity.value in ("critical", "warning", "unknown")
+            ]
             rows.append(gpu_row(g, word, problems, live_by_index.get(g.index)))
         return rows
 

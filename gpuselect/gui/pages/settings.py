@@ -29,15 +29,23 @@ class SettingsPage(QWidget):
         self.symbol = QLineEdit()
         self.symbol.setMaxLength(5)
         self.rate = QDoubleSpinBox(minimum=0.000001, maximum=1e6, decimals=4)
-        self.rate.setToolTip("Catalog prices are in US dollars; costs are shown multiplied by this rate.\n"
-                             "The electricity price and the budget above are in your currency.")
+        self.rate.setToolTip(
+            "Catalog prices are in US dollars; costs are shown multiplied by this rate.\n"
+            "The electricity price and the budget above are in your currency."
+        )
         self.deadline = QDoubleSpinBox(minimum=0.01, maximum=1e6, decimals=2, suffix=" h")
         self.budget = QDoubleSpinBox(minimum=0, maximum=1e10, decimals=0, prefix="$", specialValueText="no budget")
         self.redact = QCheckBox("Leave the host name, GPU serial numbers and UUIDs out of reports")
         form = QFormLayout()
-        for label, w in (("&Electricity price:", self.electricity), ("&Grid carbon intensity:", self.grid),
-                         ("Currency &symbol:", self.symbol), ("US$ → currency &rate:", self.rate),
-                         ("Default &deadline:", self.deadline), ("Default &budget:", self.budget), ("Re&ports:", self.redact)):
+        for label, w in (
+            ("&Electricity price:", self.electricity),
+            ("&Grid carbon intensity:", self.grid),
+            ("Currency &symbol:", self.symbol),
+            ("US$ → currency &rate:", self.rate),
+            ("Default &deadline:", self.deadline),
+            ("Default &budget:", self.budget),
+            ("Re&ports:", self.redact),
+        ):
             lab = QLabel(label)
             lab.setBuddy(w)
             w.setAccessibleName(label.replace("&", "").rstrip(":"))
@@ -77,9 +85,12 @@ class SettingsPage(QWidget):
     def current(self) -> Settings:
         rate = self.rate.value()
         return Settings(
-            electricity_usd_per_kwh=self.electricity.value() / rate, grid_kg_co2_per_kwh=self.grid.value(),
-            currency_symbol=self.symbol.text().strip() or "$", usd_to_currency=rate,
-            default_deadline_hours=self.deadline.value(), default_budget_usd=(self.budget.value() / rate) or None,
+            electricity_usd_per_kwh=self.electricity.value() / rate,
+            grid_kg_co2_per_kwh=self.grid.value(),
+            currency_symbol=self.symbol.text().strip() or "$",
+            usd_to_currency=rate,
+            default_deadline_hours=self.deadline.value(),
+            default_budget_usd=(self.budget.value() / rate) or None,
             redact_reports=self.redact.isChecked(),
         )
 

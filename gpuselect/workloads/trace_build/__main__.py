@@ -28,9 +28,15 @@ OUT = Path(__file__).resolve().parents[2] / "estimate" / "data" / "traces"
 
 # preset id -> (loss, labels per sample, fused attention)
 _LOSS: dict[str, tuple[str, int]] = {
-    "lstm-lm": ("ce", 35), "gpt2-124m": ("ce", 1024), "gnmt": ("ce", 50), "bert_base_squad": ("ce", 2),
-    "bert_large_squad": ("ce", 2), "tacotron2": ("mse", 0), "waveglow": ("mse", 0),
-    "transformerxlbase": ("self", 192), "transformerxllarge": ("self", 384),
+    "lstm-lm": ("ce", 35),
+    "gpt2-124m": ("ce", 1024),
+    "gnmt": ("ce", 50),
+    "bert_base_squad": ("ce", 2),
+    "bert_large_squad": ("ce", 2),
+    "tacotron2": ("mse", 0),
+    "waveglow": ("mse", 0),
+    "transformerxlbase": ("self", 192),
+    "transformerxllarge": ("self", 384),
 }
 _FUSED = {"bert_base_squad", "bert_large_squad", "gpt2-124m", "vit-b16"}
 
@@ -38,9 +44,11 @@ _FUSED = {"bert_base_squad", "bert_large_squad", "gpt2-124m", "vit-b16"}
 def build(preset_id: str) -> dict[str, Any]:
     if preset_id in APPROX:
         cls, shape, dtype, loss, labels, what = APPROX[preset_id]
-        source = (f"APPROXIMATION: meta-device trace of {what} (gpuselect/workloads/trace_build/approx_models.py; "
-                  f"torch {torch.__version__.split('+')[0]}; per sample = batch 4 minus batch 2); the preset's own figures "
-                  f"are not profiler-checked")
+        source = (
+            f"APPROXIMATION: meta-device trace of {what} (gpuselect/workloads/trace_build/approx_models.py; "
+            f"torch {torch.__version__.split('+')[0]}; per sample = batch 4 minus batch 2); the preset's own figures "
+            f"are not profiler-checked"
+        )
         plain, ckpt = trace_module(cls, shape, dtype, loss=loss, labels_per_sample=labels, source=source)
         return {"id": preset_id, "plain": trace_to_dict(plain), "ckpt": trace_to_dict(ckpt)}
     factory, shape, dtype = rm.REFERENCE[preset_id]
@@ -49,17 +57,21 @@ def build(preset_id: str) -> dict[str, Any]:
         factory = functools.partial(factory, fused=True)
     loss, labels = _LOSS.get(preset_id, ("ce", 1))
     fname = getattr(factory, "__name__", None) or factory.func.__name__  # type: ignore[union-attr]
-    source = (f"meta-device trace of gpuselect/workloads/reference_models.py {fname}"
-              f"{' (fused attention)' if fused else ''}, one step: forward, {loss} loss, backward "
-              f"(torch {torch.__version__.split('+')[0]}; FLOPs from torch.utils.flop_counter; per sample = batch 4 minus "
-              f"batch 2); checkpoint units: the model's repeated blocks")
+    source = (
+        f"meta-device trace of gpuselect/workloads/reference_models.py {fname}"
+        f"{' (fused attention)' if fused else ''}, one step: forward, {loss} loss, backward "
+        f"(torch {torch.__version__.split('+')[0]}; FLOPs from torch.utils.flop_counter; per sample = batch 4 minus "
+        f"batch 2); checkpoint units: the model's repeated blocks"
+    )
     plain, ckpt = trace_module(factory, shape, dtype, loss=loss, labels_per_sample=labels, source=source)
     return {"id": preset_id, "plain": trace_to_dict(plain), "ckpt": trace_to_dict(ckpt)}
 
 
 def _summary(t: StepTrace) -> str:
-    return (f"{t.flops_per_sample() / 1e9:10.3f} GFLOP/sample, {len(t.ops):4d} ops, {t.launches_per_step():6d} launches, "
-            f"saved {t.saved_elems_per_sample / 1e6:9.3f} M elems (ckpt {t.saved_elems_per_sample_ckpt / 1e6:8.3f})")
+    return (
+        f"{t.flops_per_sample() / 1e9:10.3f} GFLOP/sample, {len(t.ops):4d} ops, {t.launches_per_step():6d} launches, "
+        f"saved {t.saved_elems_per_sample / 1e6:9.3f} M elems (ckpt {t.saved_elems_per_sample_ckpt / 1e6:8.3f})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

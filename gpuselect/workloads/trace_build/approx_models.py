@@ -18,8 +18,13 @@ class NeuMF(nn.Module):
     """NVIDIA DLE PyTorch/Recommendation/NCF defaults: MovieLens-20M's 138,493 users and 26,744
     items, GMF factors 64, MLP layers 256-256-128-64 (embeddings of 128 per side), one logit."""
 
-    def __init__(self, users: int = 138_493, items: int = 26_744, factors: int = 64,
-                 layers: tuple[int, ...] = (256, 256, 128, 64)) -> None:
+    def __init__(
+        self,
+        users: int = 138_493,
+        items: int = 26_744,
+        factors: int = 64,
+        layers: tuple[int, ...] = (256, 256, 128, 64),
+    ) -> None:
         super().__init__()
         self.mf_user, self.mf_item = nn.Embedding(users, factors), nn.Embedding(items, factors)
         self.mlp_user, self.mlp_item = nn.Embedding(users, layers[0] // 2), nn.Embedding(items, layers[0] // 2)
@@ -40,8 +45,12 @@ class SSD300(nn.Module):
 
     def __init__(self, classes: int = 81) -> None:
         super().__init__()
-        layers: list[nn.Module] = [nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
-                                   nn.MaxPool2d(3, 2, 1)]
+        layers: list[nn.Module] = [
+            nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False),
+            nn.BatchNorm2d(64),
+            nn.ReLU(),
+            nn.MaxPool2d(3, 2, 1),
+        ]
         cin = 64
         for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 1)):  # DLE: conv4_x keeps 38 x 38
             for i in range(blocks):
@@ -52,8 +61,16 @@ class SSD300(nn.Module):
         self.extra = nn.ModuleList()
         for i, (a, b, mid) in enumerate(zip(outs[:-1], outs[1:], mids, strict=True)):
             s, p = (2, 1) if i < 3 else (1, 0)
-            self.extra.append(nn.Sequential(nn.Conv2d(a, mid, 1, bias=False), nn.BatchNorm2d(mid), nn.ReLU(),
-                                            nn.Conv2d(mid, b, 3, stride=s, padding=p, bias=False), nn.BatchNorm2d(b), nn.ReLU()))
+            self.extra.append(
+                nn.Sequential(
+                    nn.Conv2d(a, mid, 1, bias=False),
+                    nn.BatchNorm2d(mid),
+                    nn.ReLU(),
+                    nn.Conv2d(mid, b, 3, stride=s, padding=p, bias=False),
+                    nn.BatchNorm2d(b),
+                    nn.ReLU(),
+                )
+            )
         boxes = [4, 6, 6, 6, 4, 4]
         self.loc = nn.ModuleList(nn.Conv2d(c, n * 4, 3, padding=1) for c, n in zip(outs, boxes, strict=True))
         self.conf = nn.ModuleList(nn.Conv2d(c, n * classes, 3, padding=1) for c, n in zip(outs, boxes, strict=True))
@@ -71,7 +88,15 @@ class SSD300(nn.Module):
 # preset id -> (factory, one sample's input shape, input dtype, loss, labels per sample, what)
 APPROX: dict[str, tuple[type[nn.Module], tuple[int, ...], torch.dtype, str, int, str]] = {
     "ncf": (NeuMF, (2,), torch.long, "bce", 1, "NeuMF with DLE's defaults (binary cross-entropy on one logit)"),
-    "ssd": (SSD300, (3, 300, 300), torch.float32, "mse", 8732 * 5,
-            ("SSD300 with DLE's ResNet-50 backbone; the SSD loss (box matching, hard-negative mining) is approximated "
-             "by a mean-squared loss on the heads' outputs")),
+    "ssd": (
+        SSD300,
+        (3, 300, 300),
+        torch.float32,
+        "mse",
+        8732 * 5,
+        (
+            "SSD300 with DLE's ResNet-50 backbone; the SSD loss (box matching, hard-negative mining) is approximated "
+            "by a mean-squared loss on the heads' outputs"
+        ),
+    ),
 }

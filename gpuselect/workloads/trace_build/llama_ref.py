@@ -50,7 +50,12 @@ class _Block(nn.Module):
         super().__init__()
         self.n1, self.n2 = _RMSNorm(h), _RMSNorm(h)
         kv = h // heads * kv_heads
-        self.q, self.k, self.v, self.o = _Linear(h, h, rank), _Linear(h, kv, rank), _Linear(h, kv, rank), _Linear(h, h, rank)
+        self.q, self.k, self.v, self.o = (
+            _Linear(h, h, rank),
+            _Linear(h, kv, rank),
+            _Linear(h, kv, rank),
+            _Linear(h, h, rank),
+        )
         self.kv_heads = kv_heads
         self.gate, self.up, self.down = _Linear(h, ffn, rank), _Linear(h, ffn, rank), _Linear(ffn, h, rank)
         self.heads = heads
@@ -76,7 +81,9 @@ class _Block(nn.Module):
 
 
 class TinyLlama(nn.Module):
-    def __init__(self, vocab: int, h: int, layers: int, heads: int, ffn: int, rank: int = 0, kv_heads: int | None = None) -> None:
+    def __init__(
+        self, vocab: int, h: int, layers: int, heads: int, ffn: int, rank: int = 0, kv_heads: int | None = None
+    ) -> None:
         super().__init__()
         self.embed = nn.Embedding(vocab, h)
         self.layers = nn.ModuleList(_Block(h, heads, ffn, rank, kv_heads or heads) for _ in range(layers))

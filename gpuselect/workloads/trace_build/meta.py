@@ -41,18 +41,44 @@ aten = torch.ops.aten
 
 _GEMM = {aten.mm, aten.addmm, aten.bmm, aten.baddbmm}
 _CONV = {aten.convolution, aten._convolution, aten.cudnn_convolution, aten.convolution_backward}
-_ATTENTION = {aten._scaled_dot_product_flash_attention, aten._scaled_dot_product_efficient_attention,
-              aten._scaled_dot_product_cudnn_attention, aten._flash_attention_forward, aten._efficient_attention_forward,
-              aten._scaled_dot_product_flash_attention_backward, aten._scaled_dot_product_efficient_attention_backward,
-              aten._scaled_dot_product_cudnn_attention_backward, aten._flash_attention_backward,
-              aten._efficient_attention_backward}
-_EMBEDDING = {aten.embedding, aten.embedding_dense_backward, aten.embedding_backward, aten._embedding_bag,
-              aten._embedding_bag_backward, aten._embedding_bag_dense_backward}
+_ATTENTION = {
+    aten._scaled_dot_product_flash_attention,
+    aten._scaled_dot_product_efficient_attention,
+    aten._scaled_dot_product_cudnn_attention,
+    aten._flash_attention_forward,
+    aten._efficient_attention_forward,
+    aten._scaled_dot_product_flash_attention_backward,
+    aten._scaled_dot_product_efficient_attention_backward,
+    aten._scaled_dot_product_cudnn_attention_backward,
+    aten._flash_attention_backward,
+    aten._efficient_attention_backward,
+}
+_EMBEDDING = {
+    aten.embedding,
+    aten.embedding_dense_backward,
+    aten.embedding_backward,
+    aten._embedding_bag,
+    aten._embedding_bag_backward,
+    aten._embedding_bag_dense_backward,
+}
 _FP32_LOSS = re.compile(r"log_softmax|nll_loss|cross_entropy|mse_loss|binary_cross_entropy|_softmax_backward_data")
 # Ops that launch no kernel (metadata, allocation without a fill, scalar reads).
-_NO_KERNEL = {aten.empty, aten.empty_like, aten.empty_strided, aten.new_empty, aten.new_empty_strided, aten.detach,
-              aten._local_scalar_dense, aten.lift_fresh, aten.alias, aten.sym_size, aten.sym_stride, aten.sym_numel,
-              aten._unsafe_view, aten._reshape_alias}  # the last two: views the dispatcher does not tag as views
+_NO_KERNEL = {
+    aten.empty,
+    aten.empty_like,
+    aten.empty_strided,
+    aten.new_empty,
+    aten.new_empty_strided,
+    aten.detach,
+    aten._local_scalar_dense,
+    aten.lift_fresh,
+    aten.alias,
+    aten.sym_size,
+    aten.sym_stride,
+    aten.sym_numel,
+    aten._unsafe_view,
+    aten._reshape_alias,
+}  # the last two: views the dispatcher does not tag as views
 
 
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
@@ -120,7 +146,9 @@ class _Recorder(TorchDispatchMode):
                 dims = (a.shape[0], a.shape[1], b.shape[2], a.shape[2])
             else:
                 dims = (1, a.shape[0], b.shape[1], a.shape[1])
-            self.recs.append(_Rec(name, OpKind.GEMM, name=name, flops=flops, elems=elems, dims=dims, phase=ph, in_unit=iu))
+            self.recs.append(
+                _Rec(name, OpKind.GEMM, name=name, flops=flops, elems=elems, dims=dims, phase=ph, in_unit=iu)
+            )
         elif packet in _CONV:
             if packet is aten.convolution_backward:
                 grad_out, inp, weight = args[0], args[1], args[2]
@@ -130,15 +158,36 @@ class _Recorder(TorchDispatchMode):
                 area = 1
                 for d in w[2:]:
                     area *= d
-                parts = [("dX", mask[0], w[1] * groups, w[0] * area // groups),
-                         ("dW", mask[1], w[0], w[1] * area)]
+                parts = [("dX", mask[0], w[1] * groups, w[0] * area // groups), ("dW", mask[1], w[0], w[1] * area)]
                 live = [p for p in parts if p[1]]
                 for label, _, n, k in live:
-                    self.recs.append(_Rec(name, OpKind.CONV, name=f"{name}.{label}", flops=flops / len(live),
-                                          elems=elems / len(live), dims=(grad_out.shape[0],), n=n, k=k, phase=ph, in_unit=iu))
+                    self.recs.append(
+                        _Rec(
+                            name,
+                            OpKind.CONV,
+                            name=f"{name}.{label}",
+                            flops=flops / len(live),
+                            elems=elems / len(live),
+                            dims=(grad_out.shape[0],),
+                            n=n,
+                            k=k,
+                            phase=ph,
+                            in_unit=iu,
+                        )
+                    )
                 if len(mask) > 2 and mask[2]:  # the bias gradient: a reduction
-                    self.recs.append(_Rec(name, OpKind.ELEMENTWISE, name=f"{name}.dBias", flops=0.0,
-                                          elems=float(grad_out.numel()), dims=(), phase=ph, in_unit=iu))
+                    self.recs.append(
+                        _Rec(
+                            name,
+                            OpKind.ELEMENTWISE,
+                            name=f"{name}.dBias",
+                            flops=0.0,
+                            elems=float(grad_out.numel()),
+                            dims=(),
+                            phase=ph,
+                            in_unit=iu,
+                        )
+                    )
             else:
                 inp, weight = args[0], args[1]
                 w = tuple(weight.shape)
@@ -147,32 +196,80 @@ class _Recorder(TorchDispatchMode):
                 for d in w[2:]:
                     area *= d
                 n, k = (w[1], w[0] * area) if transposed else (w[0], w[1] * area)
-                self.recs.append(_Rec(name, OpKind.CONV, name=name, flops=flops, elems=elems, dims=(inp.shape[0],),
-                                      n=n, k=k, phase=ph, in_unit=iu))
+                self.recs.append(
+                    _Rec(
+                        name,
+                        OpKind.CONV,
+                        name=name,
+                        flops=flops,
+                        elems=elems,
+                        dims=(inp.shape[0],),
+                        n=n,
+                        k=k,
+                        phase=ph,
+                        in_unit=iu,
+                    )
+                )
         elif packet in _ATTENTION:
             q, key = args[0], args[1]
-            causal = bool(kwargs.get("is_causal", args[4] if packet in (aten._scaled_dot_product_flash_attention,)
-                                     and len(args) > 4 else False))
+            causal = bool(
+                kwargs.get(
+                    "is_causal",
+                    args[4] if packet in (aten._scaled_dot_product_flash_attention,) and len(args) > 4 else False,
+                )
+            )
             if "backward" in str(packet):
                 causal = bool(kwargs.get("is_causal", False)) or any(a is True for a in args[6:])
             if causal:
                 flops /= 2
             b, heads, s_q, d = q.shape
-            self.recs.append(_Rec(name, OpKind.ATTENTION, name=name, flops=flops, elems=elems,
-                                  dims=(b * heads * s_q,), n=int(key.shape[-2]), k=int(d), phase=ph, in_unit=iu))
+            self.recs.append(
+                _Rec(
+                    name,
+                    OpKind.ATTENTION,
+                    name=name,
+                    flops=flops,
+                    elems=elems,
+                    dims=(b * heads * s_q,),
+                    n=int(key.shape[-2]),
+                    k=int(d),
+                    phase=ph,
+                    in_unit=iu,
+                )
+            )
         elif packet in _EMBEDDING:
-            self.recs.append(_Rec(name, OpKind.EMBEDDING, name=name, flops=flops, elems=elems, dims=(), phase=ph, in_unit=iu))
+            self.recs.append(
+                _Rec(name, OpKind.EMBEDDING, name=name, flops=flops, elems=elems, dims=(), phase=ph, in_unit=iu)
+            )
         else:
             fp32 = bool(_FP32_LOSS.search(str(packet)))
-            self.recs.append(_Rec(name, OpKind.ELEMENTWISE, name=name, flops=flops, elems=elems, dims=(), fp32=fp32, phase=ph, in_unit=iu))
+            self.recs.append(
+                _Rec(
+                    name,
+                    OpKind.ELEMENTWISE,
+                    name=name,
+                    flops=flops,
+                    elems=elems,
+                    dims=(),
+                    fp32=fp32,
+                    phase=ph,
+                    in_unit=iu,
+                )
+            )
         return out
 
 
 def _units(model: nn.Module) -> tuple[list[nn.Module], bool]:
     """The checkpoint units: the children of the longest ModuleList of alike blocks (the layers),
     else a Sequential's children."""
-    lists = [m for m in model.modules() if isinstance(m, nn.ModuleList) and len(m) > 1
-             and len({type(c) for c in m}) == 1 and (list(m[0].children()) or isinstance(m[0], nn.RNNBase))]
+    lists = [
+        m
+        for m in model.modules()
+        if isinstance(m, nn.ModuleList)
+        and len(m) > 1
+        and len({type(c) for c in m}) == 1
+        and (list(m[0].children()) or isinstance(m[0], nn.RNNBase))
+    ]
     if lists:
         best = max(lists, key=lambda m: (len(m), sum(p.numel() for p in m.parameters())))
         return list(best), True
@@ -194,8 +291,9 @@ class _Run:
     unit_inputs: list[float] = field(default_factory=list)
 
 
-def _step(factory: Callable[[], nn.Module], input_shape: tuple[int, ...], dtype: torch.dtype, batch: int,
-          loss: str) -> tuple[_Run, int, int]:
+def _step(
+    factory: Callable[[], nn.Module], input_shape: tuple[int, ...], dtype: torch.dtype, batch: int, loss: str
+) -> tuple[_Run, int, int]:
     with torch.device("meta"):
         model = factory()
     model.train()
@@ -227,13 +325,17 @@ def _step(factory: Callable[[], nn.Module], input_shape: tuple[int, ...], dtype:
 
     handles = []
     for m_name, mod in model.named_modules():
+
         def pre(mod: nn.Module, inputs: Any, m_name: str = m_name) -> None:
             rec.scope.append(m_name)
             if id(mod) in unit_ids:
                 current_unit.append(unit_ids[id(mod)])
                 rec.unit_depth += 1
-                unit_inputs[unit_ids[id(mod)]] += sum(float(t.numel()) for t in tree_flatten(inputs)[0]
-                                      if isinstance(t, torch.Tensor) and t.dtype.is_floating_point)
+                unit_inputs[unit_ids[id(mod)]] += sum(
+                    float(t.numel())
+                    for t in tree_flatten(inputs)[0]
+                    if isinstance(t, torch.Tensor) and t.dtype.is_floating_point
+                )
 
         def post(mod: nn.Module, inputs: Any, output: Any) -> None:
             rec.scope.pop()
@@ -249,8 +351,11 @@ def _step(factory: Callable[[], nn.Module], input_shape: tuple[int, ...], dtype:
             if isinstance(out, (tuple, list)):
                 out = out[0]
             rec.paused = True  # the labels come with the batch: not part of the step's work
-            target = (torch.zeros(out.numel() // out.shape[-1], dtype=torch.long, device="meta") if loss == "ce"
-                      else torch.empty_like(out))
+            target = (
+                torch.zeros(out.numel() // out.shape[-1], dtype=torch.long, device="meta")
+                if loss == "ce"
+                else torch.empty_like(out)
+            )
             rec.paused = False
             if loss == "ce":
                 value = torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), target)
@@ -265,9 +370,17 @@ def _step(factory: Callable[[], nn.Module], input_shape: tuple[int, ...], dtype:
     finally:
         for h in handles:
             h.remove()
-    run = _Run(recs=rec.recs, saved=0.0, saved_bytes=0.0, saved_outside=0.0, saved_bytes_outside=0.0,
-               unit_saved=[0.0] * len(units), unit_saved_bytes=[0.0] * len(units), unit_inputs=unit_inputs,
-               units_are_blocks=blocks)
+    run = _Run(
+        recs=rec.recs,
+        saved=0.0,
+        saved_bytes=0.0,
+        saved_outside=0.0,
+        saved_bytes_outside=0.0,
+        unit_saved=[0.0] * len(units),
+        unit_saved_bytes=[0.0] * len(units),
+        unit_inputs=unit_inputs,
+        units_are_blocks=blocks,
+    )
     for size, fl, unit in seen.values():
         if fl:
             run.saved += size
@@ -317,8 +430,19 @@ def _to_op(a: _Rec, b: _Rec) -> Op:
             m_ps = (b.dims[0] - a.dims[0]) / 2.0
         elif n and k:
             m_ps = flops_ps / (2.0 * n * k)
-    return Op(kind=a.kind, phase=a.phase, name=a.name, flops_per_sample=flops_ps, elems_per_sample=elems_ps,
-              elems_fixed=elems_fixed, m_per_sample=m_ps, n=int(n), k=int(k), fp32_only=a.fp32, flops_fixed=flops_fixed)
+    return Op(
+        kind=a.kind,
+        phase=a.phase,
+        name=a.name,
+        flops_per_sample=flops_ps,
+        elems_per_sample=elems_ps,
+        elems_fixed=elems_fixed,
+        m_per_sample=m_ps,
+        n=int(n),
+        k=int(k),
+        fp32_only=a.fp32,
+        flops_fixed=flops_fixed,
+    )
 
 
 def _fold(ops: list[Op]) -> list[Op]:
@@ -330,16 +454,26 @@ def _fold(ops: list[Op]) -> list[Op]:
     return [replace(o, count=c) for o, c in folded.items()]
 
 
-def trace_module(factory: Callable[[], nn.Module], input_shape: tuple[int, ...], dtype: torch.dtype = torch.float32, *,
-                 loss: str = "ce", labels_per_sample: int = 1, source: str = "") -> tuple[StepTrace, StepTrace]:
+def trace_module(
+    factory: Callable[[], nn.Module],
+    input_shape: tuple[int, ...],
+    dtype: torch.dtype = torch.float32,
+    *,
+    loss: str = "ce",
+    labels_per_sample: int = 1,
+    source: str = "",
+) -> tuple[StepTrace, StepTrace]:
     """The traced step of ``factory()`` on one sample of ``input_shape``: (plain, checkpointed)."""
     r2, params, trainable = _step(factory, input_shape, dtype, 2, loss)
     r4, _, _ = _step(factory, input_shape, dtype, 4, loss)
     if len(r2.recs) != len(r4.recs) or any(a.func != b.func for a, b in zip(r2.recs, r4.recs, strict=True)):
         raise RuntimeError("the model runs different operators at batch 2 and 4; cannot separate per-sample work")
     ops = [_to_op(a, b) for a, b in zip(r2.recs, r4.recs, strict=True)]
-    recompute = [replace(o, phase=Phase.RECOMPUTE) for o, a in zip(ops, r2.recs, strict=True)
-                 if a.phase is Phase.FORWARD and a.in_unit]
+    recompute = [
+        replace(o, phase=Phase.RECOMPUTE)
+        for o, a in zip(ops, r2.recs, strict=True)
+        if a.phase is Phase.FORWARD and a.in_unit
+    ]
     saved, _ = _diff(r2.saved, r4.saved)
     saved_b, _ = _diff(r2.saved_bytes, r4.saved_bytes)
     saved_ckpt, saved_b_ckpt = saved, saved_b
@@ -348,7 +482,7 @@ def trace_module(factory: Callable[[], nn.Module], input_shape: tuple[int, ...],
         # layers (torch.utils.checkpoint_sequential). What stays: everything outside the units,
         # each segment's input, and the largest segment's own saved set while it is recomputed.
         n = len(r2.unit_saved)
-        segs = n if r2.units_are_blocks else max(1, round(n ** 0.5))
+        segs = n if r2.units_are_blocks else max(1, round(n**0.5))
         bounds = [round(i * n / segs) for i in range(segs + 1)]
         per = [_diff(a, b)[0] for a, b in zip(r2.unit_saved, r4.unit_saved, strict=True)]
         per_b = [_diff(a, b)[0] for a, b in zip(r2.unit_saved_bytes, r4.unit_saved_bytes, strict=True)]
@@ -365,14 +499,25 @@ def trace_module(factory: Callable[[], nn.Module], input_shape: tuple[int, ...],
     for d in input_shape:
         in_bytes *= d
     plain = StepTrace(
-        ops=tuple(_fold(ops)), params=int(params), trainable_params=int(trainable),
+        ops=tuple(_fold(ops)),
+        params=int(params),
+        trainable_params=int(trainable),
         input_bytes_per_sample=in_bytes + 8.0 * labels_per_sample,
-        saved_elems_per_sample=saved, saved_elems_per_sample_ckpt=saved_ckpt, checkpointing=False,
-        saved_bytes_per_sample=saved_b, saved_bytes_per_sample_ckpt=saved_b_ckpt,
+        saved_elems_per_sample=saved,
+        saved_elems_per_sample_ckpt=saved_ckpt,
+        checkpointing=False,
+        saved_bytes_per_sample=saved_b,
+        saved_bytes_per_sample_ckpt=saved_b_ckpt,
         source=source or "meta-device trace (gpuselect/workloads/trace_build/meta.py)",
         notes=("traced in fp32: the loss ops are marked fp32_only; elements are precision-free",),
     )
     ckpt = replace(plain, ops=tuple(_fold(ops + recompute)), checkpointing=True)
     if not recompute:
-        ckpt = replace(ckpt, notes=(*ckpt.notes, "no checkpoint units that would save memory: checkpointing recomputes and saves nothing here"))
+        ckpt = replace(
+            ckpt,
+            notes=(
+                *ckpt.notes,
+                "no checkpoint units that would save memory: checkpointing recomputes and saves nothing here",
+            ),
+        )
     return plain, ckpt

@@ -42,8 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     from gpuselect.workloads.trace_build.meta import trace_module
     from gpuselect.workloads.traces import trace_to_dict
 
-    source = (f"meta-device trace of {args.factory}() from {p} (one step: forward, a mean-squared loss on its "
-              "output, backward)")
+    source = (
+        f"meta-device trace of {args.factory}() from {p} (one step: forward, a mean-squared loss on its "
+        "output, backward)"
+    )
     try:
         plain, ckpt = trace_module(factory, shape, loss="mse", labels_per_sample=0, source=source)
     except Exception as exc:  # noqa: BLE001 - the user's model: report it
@@ -51,13 +53,16 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         try:
-            plain, ckpt = trace_module(factory, shape, torch.long, loss="mse", labels_per_sample=0,
-                                       source=source + "; integer (token) inputs")
+            plain, ckpt = trace_module(
+                factory, shape, torch.long, loss="mse", labels_per_sample=0, source=source + "; integer (token) inputs"
+            )
         except Exception:  # noqa: BLE001 - report the first failure, the one with float inputs
             traceback.print_exception(exc, file=sys.stderr)
             print(f"tracing {args.factory}() from {p} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 5
-    Path(args.out).write_text(json.dumps({"plain": trace_to_dict(plain), "ckpt": trace_to_dict(ckpt)}), encoding="utf-8")
+    Path(args.out).write_text(
+        json.dumps({"plain": trace_to_dict(plain), "ckpt": trace_to_dict(ckpt)}), encoding="utf-8"
+    )
     return 0
 
 
