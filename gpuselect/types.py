@@ -34,6 +34,7 @@ class Precision(StrEnum):
     """Number formats. fp16/bf16 mean mixed precision (FP32 master weights); bf16-true keeps
     the weights in BF16 too."""
 
+    AUTO = "auto"  # a request: what each card trains well in (the row says what it used)
     FP32 = "fp32"
     TF32 = "tf32"
     FP16 = "fp16"
@@ -42,8 +43,8 @@ class Precision(StrEnum):
     FP8 = "fp8"
 
 
-#: Precisions a training estimate can be asked for today (the step-time work adds more).
-TRAINING_PRECISIONS: tuple[Precision, ...] = (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16)
+#: Precisions a training estimate can be asked for.
+TRAINING_PRECISIONS: tuple[Precision, ...] = tuple(Precision)
 #: Precisions the catalog carries a spec rate for.
 SPEC_PRECISIONS: tuple[Precision, ...] = (
     Precision.FP32,

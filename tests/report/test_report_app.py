@@ -166,7 +166,9 @@ def test_the_recommended_option_is_in_the_table_even_when_slow(tmp_path: Path) -
     )  # type: ignore[union-attr]
 
 
-def test_settings_redaction_applies_to_the_cli_report(tmp_path: Path) -> None:
+def test_settings_redaction_applies_to_the_cli_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A host name that cannot occur by chance in a report (this VM's own is "vm", two letters).
+    monkeypatch.setattr(socket, "gethostname", lambda: "host-0f3a9c-secret")
     _settings_file({"redact_reports": True})
     cfg = tmp_path / "secret-project" / "llama" / "config.json"
     cfg.parent.mkdir(parents=True)
