@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+# ruff: noqa: E402 - a standalone script: the imports below need the repository root on sys.path, set above
 from gpuselect.catalog import load_catalog
 from gpuselect.estimate.api import Assumptions, estimate
 from gpuselect.estimate.roofline import params

@@ -36,6 +36,7 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+# ruff: noqa: E402 - a standalone script: the imports below need the repository root on sys.path, set above
 from gpuselect.estimate import memory as M
 from gpuselect.workloads import reference_models as R
 from gpuselect.workloads.presets import PRESETS
