@@ -163,7 +163,7 @@ def dle(rows: list[dict], catalog, perf) -> tuple[list[str], list[float], list[s
         "|---|---|---|---|---|---|---|",
     ]
     errs: list[float] = []
-    for (model, pc), by_gpu in sorted(single.items()):
+    for (model, _pc), by_gpu in sorted(single.items()):
         a100 = [g for g in by_gpu if g.startswith("A100")]
         v100 = [g for g in by_gpu if g.startswith("V100")]
         if not a100 or not v100:
@@ -189,7 +189,7 @@ def dle(rows: list[dict], catalog, perf) -> tuple[list[str], list[float], list[s
     for key, g, n, t, b, p in sorted(multi):
         if n == 1 or (key, g, p) not in ones:
             continue
-        t1, b1 = ones[(key, g, p)]
+        t1, _b1 = ones[(key, g, p)]
         model = key[0]
         a = api.Assumptions(precision=DLE_PRECISION[p], batch_size=b, max_gpus=n)
         e = spec(catalog, g)

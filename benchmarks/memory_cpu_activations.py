@@ -111,7 +111,10 @@ class Block(nn.Module):
         else:
             q, v = self.q(y), self.v(y)
         k = self.k(y)
-        split = lambda t: t.view(b, s, self.heads, h // self.heads).transpose(1, 2)
+
+        def split(t: torch.Tensor) -> torch.Tensor:
+            return t.view(b, s, self.heads, h // self.heads).transpose(1, 2)
+
         att = F.scaled_dot_product_attention(split(q), split(k), split(v), is_causal=True)
         x = x + self.o(att.transpose(1, 2).reshape(b, s, h))
         z = self.n2(x)
