@@ -250,7 +250,7 @@ def test_sgd_momentum_matches_torch_optim() -> None:
             opt.zero_grad()
             model(x).pow(2).sum().backward()
             opt.step()
-    for pa, pb in zip(a.parameters(), b.parameters()):
+    for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
         assert torch.allclose(pa, pb, atol=1e-6)
 
 
