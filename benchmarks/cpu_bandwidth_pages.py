@@ -31,7 +31,8 @@ def main() -> None:
     ap.add_argument("--allocations", type=int, default=30)
     ap.add_argument("--mib", type=int, default=128)
     ns = ap.parse_args()
-    thp = open("/sys/kernel/mm/transparent_hugepage/enabled").read().strip()
+    with open("/sys/kernel/mm/transparent_hugepage/enabled") as fh:
+        thp = fh.read().strip()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, THP: {thp}, {ns.mib} MiB per array")
     print("| pages | allocations | min GB/s | median | max | max/min |")
     print("|---|---|---|---|---|---|")

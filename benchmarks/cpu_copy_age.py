@@ -48,7 +48,7 @@ def main() -> None:
         old.append(window(*held, nbytes, 0.5))
         new.append(window(*fresh, nbytes, 0.45))
         del fresh
-    diffs = [n / o - 1 for o, n in zip(old, new)]
+    diffs = [n / o - 1 for o, n in zip(old, new, strict=True)]
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, {ns.mib} MiB per array, {ns.pairs} pairs, "
         f"fresh pair waits {ns.wait:g} s before timing"

@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+# ruff: noqa: E402 - a standalone script: the imports below need the repository root on sys.path, set above
 from gpuselect.catalog import load_catalog
 from gpuselect.estimate.api import Assumptions, estimate
 from gpuselect.estimate.roofline import params
@@ -53,7 +54,7 @@ def main() -> None:
     print(f"catalog load {1000 * (t1 - t0):.1f} ms; step-time parameters {1000 * (t2 - t1):.1f} ms")
     for wid in ("simple-cnn", "resnet50", "gpt2-124m", "llama-8b-qlora", "llama-70b-full"):
         times = []
-        for i in range(6):
+        for _ in range(6):
             s = time.perf_counter()
             result = estimate(PRESETS[wid], Assumptions(), catalog, local=[])
             times.append(1000 * (time.perf_counter() - s))

@@ -45,11 +45,11 @@ REFERENCE_GPU = "V100 PCIe 32GB"
 # Shapes from the models' published configs (Hugging Face model cards / the GPT-3 paper, table 2.1).
 # switchxl4 (a mixture-of-experts model) is left out: the app has no MoE arithmetic.
 SHAPES = {
-    "bert_large": dict(layers=24, hidden=1024, heads=16, vocab=30522, ffn=4096, lm_head=False),
-    "gpt2_large": dict(layers=36, hidden=1280, heads=20, vocab=50257, ffn=5120),
-    "opt_13": dict(layers=24, hidden=2048, heads=32, vocab=50272, ffn=8192),
-    "gpt3_xl": dict(layers=24, hidden=2048, heads=16, vocab=50257, ffn=8192),
-    "gpt3_27": dict(layers=32, hidden=2560, heads=32, vocab=50257, ffn=10240),
+    "bert_large": {"layers": 24, "hidden": 1024, "heads": 16, "vocab": 30522, "ffn": 4096, "lm_head": False},
+    "gpt2_large": {"layers": 36, "hidden": 1280, "heads": 20, "vocab": 50257, "ffn": 5120},
+    "opt_13": {"layers": 24, "hidden": 2048, "heads": 32, "vocab": 50272, "ffn": 8192},
+    "gpt3_xl": {"layers": 24, "hidden": 2048, "heads": 16, "vocab": 50257, "ffn": 8192},
+    "gpt3_27": {"layers": 32, "hidden": 2560, "heads": 32, "vocab": 50257, "ffn": 10240},
 }
 # DeepLearningExamples model names -> the app's reference presets, and precisions -> the app's.
 DLE_MODELS = {
@@ -163,7 +163,7 @@ def dle(rows: list[dict], catalog, perf) -> tuple[list[str], list[float], list[s
         "|---|---|---|---|---|---|---|",
     ]
     errs: list[float] = []
-    for (model, pc), by_gpu in sorted(single.items()):
+    for (model, _pc), by_gpu in sorted(single.items()):
         a100 = [g for g in by_gpu if g.startswith("A100")]
         v100 = [g for g in by_gpu if g.startswith("V100")]
         if not a100 or not v100:
@@ -189,7 +189,7 @@ def dle(rows: list[dict], catalog, perf) -> tuple[list[str], list[float], list[s
     for key, g, n, t, b, p in sorted(multi):
         if n == 1 or (key, g, p) not in ones:
             continue
-        t1, b1 = ones[(key, g, p)]
+        t1, _b1 = ones[(key, g, p)]
         model = key[0]
         a = api.Assumptions(precision=DLE_PRECISION[p], batch_size=b, max_gpus=n)
         e = spec(catalog, g)

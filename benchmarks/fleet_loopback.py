@@ -77,7 +77,7 @@ def main() -> int:
         outputs = [["--output", str(args.out / f"{name}.json")]] + [[] for _ in launches[1:]]
         procs = []
         t0 = time.monotonic()
-        for launch, extra in zip(reversed(launches), reversed(outputs)):  # other nodes first, node 0 last
+        for launch, extra in zip(reversed(launches), reversed(outputs), strict=True):  # other nodes first, node 0 last
             cmd = run + launch + fleet + extra
             procs.append(
                 (

@@ -36,6 +36,7 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+# ruff: noqa: E402 - a standalone script: the imports below need the repository root on sys.path, set above
 from gpuselect.estimate import memory as M
 from gpuselect.workloads import reference_models as R
 from gpuselect.workloads.presets import PRESETS
@@ -110,7 +111,10 @@ class Block(nn.Module):
         else:
             q, v = self.q(y), self.v(y)
         k = self.k(y)
-        split = lambda t: t.view(b, s, self.heads, h // self.heads).transpose(1, 2)
+
+        def split(t: torch.Tensor) -> torch.Tensor:
+            return t.view(b, s, self.heads, h // self.heads).transpose(1, 2)
+
         att = F.scaled_dot_product_attention(split(q), split(k), split(v), is_causal=True)
         x = x + self.o(att.transpose(1, 2).reshape(b, s, h))
         z = self.n2(x)

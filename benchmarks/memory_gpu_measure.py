@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+# ruff: noqa: E402 - a standalone script: the imports below need the repository root on sys.path, set above
 from memory_cpu_activations import TinyDecoder
 
 from gpuselect.estimate import memory as M

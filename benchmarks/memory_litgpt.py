@@ -29,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+# ruff: noqa: E402 - a standalone script: the imports below need the repository root on sys.path, set above
 from gpuselect.estimate import memory as M
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.transformer import TransformerShape as S

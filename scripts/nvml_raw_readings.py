@@ -33,7 +33,7 @@ def main() -> None:
         fields = {}
         try:
             ids = [193, 194, 195, 196]
-            for fid, v in zip(ids, pynvml.nvmlDeviceGetFieldValues(h, ids)):
+            for fid, v in zip(ids, pynvml.nvmlDeviceGetFieldValues(h, ids), strict=True):
                 fields[fid] = {"ret": v.nvmlReturn, "type": v.valueType, "si": v.value.siVal, "ui": v.value.uiVal}
         except pynvml.NVMLError as exc:
             fields = {"error": exc.value}

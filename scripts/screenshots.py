@@ -95,12 +95,9 @@ def main() -> int:
         act()
         QTimer.singleShot(settle, run_next)
 
-    monitor_full = lambda: (
-        w.hardware._snapshot is not None
-        and (  # noqa: E731
-            MACHINE == "nogpu" or w.hardware.telemetry_updates >= 150
-        )
-    )
+    def monitor_full() -> bool:
+        return w.hardware._snapshot is not None and (MACHINE == "nogpu" or w.hardware.telemetry_updates >= 150)
+
     then(monitor_full, lambda: None, 500)
     then(lambda: True, lambda: shot("hardware"), 300)
 

@@ -96,27 +96,27 @@ def _plan_with_launch_only(dev, cfg):
 
 
 def _entry(**kw) -> GpuEntry:
-    base = dict(
-        id="nvidia-h100-sxm5-80gb",
-        name="H100 SXM5 80GB",
-        vendor="NVIDIA",
-        family="datacenter",
-        architecture="Hopper",
-        release_date="2023-03-21",
-        form_factor="sxm",
-        vram_gb=80,
-        memory_type="HBM3",
-        memory_bus_bits=5120,
-        memory_bandwidth_gbs=3350,
-        shader_cores=16896,
-        boost_clock_mhz=1980,
-        fp32_tflops=66.9,
-        tdp_w=700,
-        tf32_tflops=494.7,
-        fp16_tflops=989.4,
-        bf16_tflops=989.4,
-        fp8_tflops=1978.9,
-    )
+    base = {
+        "id": "nvidia-h100-sxm5-80gb",
+        "name": "H100 SXM5 80GB",
+        "vendor": "NVIDIA",
+        "family": "datacenter",
+        "architecture": "Hopper",
+        "release_date": "2023-03-21",
+        "form_factor": "sxm",
+        "vram_gb": 80,
+        "memory_type": "HBM3",
+        "memory_bus_bits": 5120,
+        "memory_bandwidth_gbs": 3350,
+        "shader_cores": 16896,
+        "boost_clock_mhz": 1980,
+        "fp32_tflops": 66.9,
+        "tdp_w": 700,
+        "tf32_tflops": 494.7,
+        "fp16_tflops": 989.4,
+        "bf16_tflops": 989.4,
+        "fp8_tflops": 1978.9,
+    }
     base.update(kw)
     return GpuEntry(**base)  # type: ignore[arg-type]
 
@@ -250,7 +250,7 @@ def test_sgd_momentum_matches_torch_optim() -> None:
             opt.zero_grad()
             model(x).pow(2).sum().backward()
             opt.step()
-    for pa, pb in zip(a.parameters(), b.parameters()):
+    for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
         assert torch.allclose(pa, pb, atol=1e-6)
 
 

@@ -94,7 +94,7 @@ def test_every_reference_gpu_matches(catalog) -> None:
 
 
 @pytest.mark.parametrize(
-    "name,memory_gib,expected",
+    ("name", "memory_gib", "expected"),
     [
         ("NVIDIA GeForce RTX 3090", 24, "nvidia-rtx-3090"),
         ("Tesla V100-SXM2-32GB", 32, "nvidia-v100-sxm2-32gb"),
@@ -140,7 +140,7 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 @pytest.mark.parametrize(
-    "change,field,words",
+    ("change", "field", "words"),
     [
         (("vram_gb = 16", 'vram_gb = "sixteen"'), "vram_gb", "must be a number"),
         (("vram_gb = 16", "vram_gb = -4"), "vram_gb", "outside the plausible range"),

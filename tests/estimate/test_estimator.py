@@ -129,7 +129,7 @@ def test_stage_1_when_the_cpu_is_fast_enough() -> None:
     assert rec.stage == 1 and rec.per_stage["1"]["meets_deadline"]
 
 
-@pytest.mark.parametrize("cpu_hours,stage", [(71.9, 1), (72.1, 2)])
+@pytest.mark.parametrize(("cpu_hours", "stage"), [(71.9, 1), (72.1, 2)])
 def test_stage_1_edge_at_the_deadline(cpu_hours: float, stage: int) -> None:
     cpu = LocalEstimate("cpu", "CPU", 1.0, cpu_hours, "measured matmul rate", 0.5)
     rec = recommend([_r("g", "geforce", 1, 3.0, 100)], [cpu], Assumptions(deadline_hours=72), W)

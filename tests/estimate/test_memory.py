@@ -357,14 +357,14 @@ def test_cli_memory_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(args) == 0
     base = json.loads(capsys.readouterr().out)["rows"][0]
     assert not base["fits"]
-    assert main(args + ["--precision", "bf16-true", "--optimizer", "adam8bit", "--checkpointing"]) == 0
+    assert main([*args, "--precision", "bf16-true", "--optimizer", "adam8bit", "--checkpointing"]) == 0
     lean = json.loads(capsys.readouterr().out)["rows"][0]
     assert lean["peak_memory_gb"] < base["peak_memory_gb"]
-    assert main(args + ["--offload", "optimizer", "--sharding", "none"]) == 0
+    assert main([*args, "--offload", "optimizer", "--sharding", "none"]) == 0
     off = json.loads(capsys.readouterr().out)["rows"][0]
     assert off["memory_breakdown_gb"]["optimizer"] == 0
     with pytest.raises(SystemExit):
-        main(args + ["--sharding", "zero9"])
+        main([*args, "--sharding", "zero9"])
 
 
 def test_text_output_says_needs_x_of_y(capsys: pytest.CaptureFixture[str]) -> None:

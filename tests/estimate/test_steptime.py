@@ -226,7 +226,7 @@ def test_bands_cover_80_percent_of_their_validation_cases() -> None:
     doc = json.loads(A.BAND_FILE.read_text())
     path = ROOT / "docs" / "validation" / "steptime-2026-11-23" / "cases.csv"
     with path.open() as fh:
-        rows = [r for r in csv.DictReader(fh)]
+        rows = list(csv.DictReader(fh))
     tables = ("lambda", "dle", "neusight", "llm-foundry")
     # The script's out-of-sample view: leave-one-source-out predictions of the throughput tables
     # (less Lambda's reference-regime rows, in-sample for the per-model calibration) and our records.

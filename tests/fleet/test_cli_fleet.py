@@ -32,7 +32,7 @@ def test_one_process_checks_this_machine(
 
 
 @pytest.mark.parametrize(
-    "argv, words",
+    ("argv", "words"),
     [
         (["fleet", "--output", "fleet.txt"], "must end in .json, .md or .pdf"),
         (["fleet", "--max-bytes", "3Q"], "--max-bytes must be a size"),

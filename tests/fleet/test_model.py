@@ -4,6 +4,7 @@ interconnect the estimator uses — without torch or a launcher."""
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 import pytest
 
@@ -31,17 +32,17 @@ def test_bus_factors_are_nccl_tests() -> None:
     assert bus_factor("all_gather", 4) == pytest.approx(0.75)
     assert bus_factor("reduce_scatter", 8) == pytest.approx(0.875)
     assert bus_factor("all_reduce", 1) == 0.0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown collective"):
         bus_factor("broadcast", 2)
 
 
 def test_sizes_from_8_bytes_to_1_gib() -> None:
     full = sizes(GIB)
     assert full[0] == 8 and full[-1] == GIB and len(full) == 28
-    assert all(b == 2 * a for a, b in zip(full, full[1:]))
+    assert all(b == 2 * a for a, b in pairwise(full))
     assert sizes(64) == [8, 16, 32, 64]
     assert sizes(100, factor=4) == [8, 32]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="bad size range"):
         sizes(4)
 
 

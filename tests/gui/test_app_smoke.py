@@ -63,8 +63,7 @@ def test_detection_error_shows_in_window(qtbot, monkeypatch: pytest.MonkeyPatch)
 
 def test_worker_reports_progress_and_result(qtbot) -> None:
     def make(cancel: threading.Event):
-        for i in range(3):
-            yield i
+        yield from range(3)
         return "done"
 
     worker = GeneratorWorker(make)

@@ -245,7 +245,7 @@ def test_the_windows_last_benchmark_anchors_this_machine(qtbot) -> None:
     w.estimate.local_snapshot = detect(nvml=F.rtx3090(), probe=False)
     w.bench.report = BenchReport([DeviceResult("cpu", "this CPU", "cpu", matmul_tflops={"fp32": 1.0})], True, "2.13")
     _run(qtbot, w.estimate)
-    cpu = next(l for l in w.estimate.result.local if l.device == "cpu")
+    cpu = next(loc for loc in w.estimate.result.local if loc.device == "cpu")
     assert "measured" in cpu.basis and "unmeasured" not in cpu.basis
     w.close()
     qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=10_000)

@@ -53,7 +53,7 @@ def test_eight_gpus_table_badges_and_monitor(qtbot, monkeypatch: pytest.MonkeyPa
     qtbot.waitUntil(lambda: page.telemetry_updates >= 5, timeout=20_000)
     assert fake.calls.count("nvmlInit") == 2  # detection's own, and the monitor's one session
     assert len(page._curves) == 32
-    for key, plot in page.plots.items():
+    for key in page.plots:
         colours = {c.opts["pen"].color().name() for k, c in page._curves.items() if k.endswith(key)}
         assert len(colours) == 8, key
     assert all(f"gpu{i}" in page.legend.text() for i in range(8))
@@ -69,7 +69,7 @@ def test_findings_grouped_worst_first_with_passed_folded(qtbot, monkeypatch: pyt
     w = _window(qtbot, monkeypatch, F.a100x2_ecc())
     page = w.hardware
     groups = page.findings_groups()
-    assert list(groups)[0] == "critical" and groups["critical"] == (1, True)
+    assert next(iter(groups)) == "critical" and groups["critical"] == (1, True)
     assert groups["ok"][1] is False and groups["ok"][0] > 5  # passed checks folded away
     assert _column(w, "Health") == ["OK", "CRITICAL"] and _column(w, "ECC")[1] == "on, 3 uncorrectable"
     # Remedies are shown in full: the row grows to fit the wrapped text.

@@ -108,7 +108,7 @@ def test_processes_and_names() -> None:
     assert all(p.name for p in g.processes or [])
 
 
-@pytest.mark.parametrize("name,code", sorted(F.INIT_FAILURES.items()))
+@pytest.mark.parametrize(("name", "code"), sorted(F.INIT_FAILURES.items()))
 def test_init_failures_map_to_reasons(name: str, code: int) -> None:
     status, gpus = detect_nvidia(F.FakeNVML(init_error=code))
     assert not status.available and gpus == []
@@ -153,7 +153,7 @@ def test_decode_clock_event_reasons() -> None:
 
 
 @pytest.mark.parametrize(
-    "raw,expected",
+    ("raw", "expected"),
     [("00000000:3B:00.0", "0000:3b:00.0"), ("0000:3b:00.0", "0000:3b:00.0"), ("00000001:AF:00.0", "0001:af:00.0")],
 )
 def test_bus_id_normalisation(raw: str, expected: str) -> None:

@@ -78,7 +78,7 @@ def test_temperature_bands_follow_the_cards_thresholds(temp: int) -> None:
 
 
 @pytest.mark.parametrize(
-    "margin,expected", [(-2, Severity.CRITICAL), (-1, Severity.WARNING), (8, Severity.WARNING), (9, Severity.OK)]
+    ("margin", "expected"), [(-2, Severity.CRITICAL), (-1, Severity.WARNING), (8, Severity.WARNING), (9, Severity.OK)]
 )
 def test_temperature_judged_by_margins_when_only_relative_readings(margin: int, expected: Severity) -> None:
     # slowdown trips at margin -2: headroom = margin - (-2); critical at 0, warning within 10 °C
@@ -102,7 +102,7 @@ def test_pcie_judged_only_under_load() -> None:
 
 
 @pytest.mark.parametrize(
-    "util,expected",
+    ("util", "expected"),
     [(T.PCIE_LOAD_UTILIZATION_PERCENT - 1, Severity.INFO), (T.PCIE_LOAD_UTILIZATION_PERCENT, Severity.WARNING)],
 )
 def test_pcie_load_edge(util: int, expected: Severity) -> None:
@@ -123,7 +123,7 @@ def test_power_capped() -> None:
     assert r.exit_code == EXIT_WARNINGS
 
 
-@pytest.mark.parametrize("limit_w,expected", [(665, Severity.OK), (664, Severity.WARNING)])
+@pytest.mark.parametrize(("limit_w", "expected"), [(665, Severity.OK), (664, Severity.WARNING)])
 def test_power_limit_edge(limit_w: int, expected: Severity) -> None:
     # default 700 W; 5 % below is 665 W
     fake = F.FakeNVML([F.FakeGpu(enforced_limit_mw=limit_w * 1000)])
@@ -211,7 +211,7 @@ def test_driver_mismatch_is_critical() -> None:
 
 
 @pytest.mark.parametrize(
-    "ratio,expected", [(0.9, Severity.WARNING), (1.0, Severity.INFO), (1.99, Severity.INFO), (2.0, Severity.OK)]
+    ("ratio", "expected"), [(0.9, Severity.WARNING), (1.0, Severity.INFO), (1.99, Severity.INFO), (2.0, Severity.OK)]
 )
 def test_ram_versus_vram(ratio: float, expected: Severity) -> None:
     s = snap(F.healthy())

@@ -133,7 +133,7 @@ def test_unwritable_path_is_one_sentence_and_nonzero(tmp_path: Path, capsys: pyt
 
 
 @pytest.mark.parametrize(
-    "env,paper",
+    ("env", "paper"),
     [({"LC_PAPER": "en_US.UTF-8"}, "letter"), ({"LC_PAPER": "de_DE.UTF-8"}, "a4"), ({"LANG": "en_CA.UTF-8"}, "letter")],
 )
 def test_paper_size_follows_the_locale(env: dict, paper: str, monkeypatch: pytest.MonkeyPatch) -> None:

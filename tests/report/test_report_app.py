@@ -14,6 +14,7 @@ import pytest
 pypdf = pytest.importorskip("pypdf")
 pytest.importorskip("reportlab")
 
+# ruff: noqa: E402 - the imports below need pypdf and reportlab, skipped above when missing
 from reportlab.graphics.shapes import Line, String
 
 from gpuselect.app.machine import this_machine

@@ -10,6 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+# ruff: noqa: E402 - the imports below need torch, skipped above when missing
 from gpuselect.estimate.trace import OpKind, Phase, StepTrace
 from gpuselect.workloads.presets import PRESETS
 from gpuselect.workloads.reference_models import TinyTransformer

@@ -119,7 +119,7 @@ def test_gpt2_style_config_keys(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "content,words",
+    ("content", "words"),
     [
         ("not json", "not valid JSON"),
         ("[1, 2]", "JSON object"),
@@ -145,7 +145,7 @@ def test_bad_configs_are_rejected_with_a_reason(tmp_path: Path, content: str, wo
 
 
 @pytest.mark.parametrize(
-    "params,flops", [(0, 1e9), (-5, 1e9), (float("nan"), 1e9), (1e6, float("inf")), (1e30, 1e9), (1e6, 0)]
+    ("params", "flops"), [(0, 1e9), (-5, 1e9), (float("nan"), 1e9), (1e6, float("inf")), (1e30, 1e9), (1e6, 0)]
 )
 def test_custom_workload_rejects_nonsense(params: float, flops: float) -> None:
     with pytest.raises(UsageError):
