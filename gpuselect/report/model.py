@@ -36,12 +36,14 @@ METHOD_TEXT = (
     "through amdsmi. Health rules compare each reading with the card's own thresholds or the "
     "documented limits in gpuselect/health/thresholds.py (DCGM's limits for retired pages and row "
     "remapping). The benchmark reports medians of synchronised repeats after warm-up. Estimates "
-    "come from a performance model fitted on measured single-GPU training throughputs "
-    "(Lambda's public benchmarks): per model, time per sample = compute at the card's dense peak "
-    "(with a per-architecture efficiency) + memory traffic at its bandwidth + per-sample and "
-    "per-step overheads; other workloads are scaled from the reference model of their kind by "
-    "training FLOPs. Memory fit counts weights, gradients, optimizer state, activations and "
-    "framework overhead."
+    "come from a step-time model: the workload's operator trace of one training step (forward, "
+    "backward, recompute; FLOPs and memory traffic per operator) is timed on each card as a "
+    "roofline with efficiencies by operator kind, shape and architecture (fitted on published "
+    "kernel measurements), plus the host's dispatch cost per kernel, the batch's copy to the "
+    "device, the optimizer's memory traffic and, for several GPUs, all-reduce or FSDP "
+    "communication. Each row's error band is the validated error of its regime (docs/accuracy.md). "
+    "Peak memory per GPU counts weights, gradients, optimizer state, master weights, activations "
+    "(from the trace), logits and framework overhead, divided by sharding where it applies."
 )
 
 
@@ -311,6 +313,43 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
     return s
 
 
+MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
+
+
+def _memory_section(result: Any, top: int) -> Section | None:
+    """'Needs X of Y GB' per GPU with its breakdown: this machine's GPUs first, then the options of
+    the estimate table (one row per card; the peak is per GPU)."""
+    rows = [["Option", "Needs (GB per GPU)", "VRAM (GB)", "Fits", *(p.capitalize() for p in MEMORY_PARTS)]]
+
+    def add(label: str, peak: float | None, vram: float | None, fits: bool, parts: dict[str, float]) -> None:
+        if peak is None:
+            return
+        rows.append(
+            [label, _fmt(peak), _fmt(vram), "yes" if fits else "no", *(_fmt(parts.get(p)) for p in MEMORY_PARTS)]
+        )
+
+    for l in result.local:
+        add(f"your {l.device} ({l.name})", l.peak_memory_gb, l.vram_gb, l.fits, l.memory_breakdown_gb)
+    seen: set[str] = set()
+    # One GPU of each card (the question is "will it fit my card?"), fitting and fastest first.
+    for r in sorted(result.rows, key=lambda r: (r.count != 1, not r.fits, r.total_time_h or float("inf"))):
+        if r.gpu_id in seen or len(seen) >= top:
+            continue
+        seen.add(r.gpu_id)
+        add(f"{r.count}x {r.name}", r.peak_memory_gb, r.vram_gb, r.fits, r.memory_breakdown_gb)
+    if len(rows) == 1:
+        return None
+    s = Section(
+        "Memory per GPU",
+        [
+            "What training needs on each GPU against its memory, in GB (what the "
+            "caching allocator reserves, as nvidia-smi shows it), and what it is made of."
+        ],
+    )
+    s.table = rows
+    return s
+
+
 def _in_currency(v: dict[str, Any], money: MoneyFormat) -> dict[str, Any]:
     out = dict(v)
     for k in ("cost_usd", "buy_cost_usd", "cloud_cost_usd"):
@@ -366,6 +405,9 @@ def build_report(
         sections.append(_bench_section(bench))
     if estimate is not None:
         sections += [_workload_section(estimate, money, redact), _estimate_section(estimate, top, money)]
+        memory = _memory_section(estimate, top)
+        if memory is not None:
+            sections.append(memory)
     method = Section("Method and sources", [METHOD_TEXT])
     accuracy = None
     if estimate is not None:

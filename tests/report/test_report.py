@@ -101,7 +101,14 @@ def test_json_and_markdown_carry_the_same_content(tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["kind"] == "report"
     titles = [s["title"] for s in doc["report"]["sections"]]
-    assert titles == ["This machine", "Health", "Workload and assumptions", "Estimates", "Method and sources"]
+    assert titles == [
+        "This machine",
+        "Health",
+        "Workload and assumptions",
+        "Estimates",
+        "Memory per GPU",
+        "Method and sources",
+    ]
     assert main(["report", "-o", str(tmp_path / "r.md"), "--workload", "simple-cnn"]) == 0
     md = (tmp_path / "r.md").read_text()
     for t in titles:

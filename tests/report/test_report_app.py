@@ -208,3 +208,22 @@ def test_cli_report_money_in_the_settings_currency(tmp_path: Path) -> None:
     est = next(s for s in doc["sections"] if s["title"] == "Estimates")
     assert est["table"][0][4] == "Buy (CHF)" and "$" not in " ".join(est["lines"])
     assert est["chart"]["currency"] == "CHF"
+
+
+def test_report_says_what_memory_each_gpu_needs(tmp_path: Path) -> None:
+    """Issue #13: the report shows 'needs X of Y GB' per GPU with its breakdown, adding up to the peak."""
+    out = tmp_path / "mem.md"
+    assert (
+        main(
+            ["report", "-o", str(out), "--workload", "llama-8b-lora", "--gpus", "nvidia-rtx-4090,nvidia-h100-sxm5-80gb"]
+        )
+        == 0
+    )
+    body = out.read_text()
+    assert "## Memory per GPU" in body
+    memory = body[body.index("## Memory per GPU") :]
+    row = next(line for line in memory.splitlines() if line.startswith("| 1x GeForce RTX 4090"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    peak, vram, fits, parts = float(cells[1]), float(cells[2]), cells[3], [float(c) for c in cells[4:]]
+    assert vram == 24.0 and 0 < peak and fits in ("yes", "no")
+    assert abs(sum(parts) - peak) <= 0.1 * len(parts)  # the breakdown adds up to the peak (each part rounded)
