@@ -271,7 +271,7 @@ def measure_matmul(r: _Runner, res: DeviceResult, precision: str) -> None:
                     # fp32 is the CPU's headline rate (the estimator anchors on it): twice the time.
                     # A CPU's fp16/bf16 rates are ~1 % of it: a short look says enough.
                     budget = 2 * budget if precision == "fp32" else budget / 2
-                samples = r.time(lambda: t.mm(a, b), inner=inner, warmup=2, settle_s=settle, budget=budget)
+                samples = r.time(lambda a=a, b=b: t.mm(a, b), inner=inner, warmup=2, settle_s=settle, budget=budget)
                 break
             except (RuntimeError, MemoryError) as exc:
                 if not (_is_oom(exc) or isinstance(exc, MemoryError)):
@@ -363,8 +363,8 @@ def measure_bandwidth(r: _Runner, res: DeviceResult) -> None:
             x = t.ones(n, device=r.dev.torch_device, dtype=t.float32)
             y = t.empty_like(x)
             z = t.ones_like(x)
-            copy = r.time(lambda: y.copy_(x), inner=inner, budget=budget)
-            triad = r.time(lambda: t.add(x, z, alpha=2.0, out=y), inner=inner, budget=budget)
+            copy = r.time(lambda x=x, y=y: y.copy_(x), inner=inner, budget=budget)
+            triad = r.time(lambda x=x, y=y, z=z: t.add(x, z, alpha=2.0, out=y), inner=inner, budget=budget)
             x = y = z = None
             break
         except (RuntimeError, MemoryError) as exc:
@@ -535,7 +535,7 @@ def measure_train(r: _Runner, res: DeviceResult, model_name: str, batch_sizes: t
         if on_accel and r.dev.kind in ("cuda", "rocm"):
             x_host, y_host = x_host.pin_memory(), y_host.pin_memory()
 
-        def step() -> None:
+        def step(x_host: Any = x_host, y_host: Any = y_host) -> None:
             # Data starts on the host, as in real training: the copy is part of the step.
             x = x_host.to(r.dev.torch_device, non_blocking=True)
             y = y_host.to(r.dev.torch_device, non_blocking=True)

@@ -148,7 +148,7 @@ class PerfModel:
         bw = e.memory_bandwidth_gbs / 1000.0
         # u (per-step memory traffic) is absent from calibrations written before it existed: 0.
         inner = 1.0 / (eff * peak) + m["r"] / bw + m["o"] + m["q"] / n + m.get("u", 0.0) / (n * bw)
-        return math.exp(log_k[gen]) / inner
+        return float(math.exp(log_k[gen]) / inner)
 
     def predict(self, w: Workload, precision: str, e: GpuEntry, batch: int | None = None) -> float | None:
         """Training samples/s of workload ``w`` on one GPU at a per-GPU batch, or None."""
@@ -171,7 +171,7 @@ class PerfModel:
 _DEFAULT: PerfModel | None = None
 
 
-def default_model(catalog: Catalog | None = None) -> PerfModel:
+def default_model(catalog: Catalog | None = None) -> PerfModel:  # noqa: ARG001 - kept for callers (see docstring)
     """The shipped calibration (the catalog argument is kept for callers; specs come per GPU)."""
     global _DEFAULT
     if _DEFAULT is None:
@@ -424,7 +424,7 @@ def step_time(
         "communication": bd["communication"],
     }
     bound = max(share, key=lambda k: share[k])
-    return StepTime(step, {k: v for k, v in bd.items()}, bound, device, host, launches)
+    return StepTime(step, dict(bd.items()), bound, device, host, launches)
 
 
 def _bench_steps(rec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -523,5 +523,5 @@ def benchmarked_gpu_device(e: GpuEntry, rec: dict[str, Any]) -> Any:
         mem_eff=1.0 if bw else d.mem_eff,
         dispatch_s=float(launch) * 1e-6 * p["host"]["dispatch_per_launch_overhead"] if launch else d.dispatch_s,
         h2d_gbs=float(h2d) if h2d else d.h2d_gbs,
-        notes=d.notes + ("measured by gpuselect bench",),
+        notes=(*d.notes, "measured by gpuselect bench"),
     )

@@ -371,7 +371,7 @@ class TelemetrySession:
         out: dict[str, dict[str, Any]] = {}
         for index, h, uuid in self._handles:
 
-            def val(fn: str, *args: Any) -> Any:
+            def val(fn: str, *args: Any, h: Any = h) -> Any:
                 r = s.call(fn, h, *args)
                 return None if isinstance(r, Unavailable) else r
 

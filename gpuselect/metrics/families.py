@@ -138,14 +138,14 @@ def gpu_families(snapshot: Any) -> list[Family]:
         mem_total.add(labels, g.memory_total_bytes)
         if g.state != "ok":
             continue  # a lost GPU's readings are stale or missing
-        for fam, (_, _, read) in zip(fams, _GPU_FIELDS):
+        for fam, (_, _, read) in zip(fams, _GPU_FIELDS, strict=True):
             try:
                 fam.add(labels, read(g))
             except (TypeError, AttributeError):
                 continue
     count = Family("DCGM_FI_DEV_COUNT", "gauge", "Number of Devices on the node.")
     count.add({"Hostname": host}, len(snapshot.gpus))
-    return [count, info, mem_total] + fams
+    return [count, info, mem_total, *fams]
 
 
 def health_families(report: Any, host: str) -> list[Family]:

@@ -87,7 +87,8 @@ def main() -> int:
 
     R._PARAMS = None
     e = catalog.get("nvidia-h100-sxm5-80gb")
-    assert e is not None
+    if e is None:
+        raise RuntimeError("internal error: e is unset")
     trace = S.simple_cnn_trace()
 
     def predict(us: float, b: int) -> float:
@@ -148,7 +149,8 @@ def fit_cpu(doc: dict) -> dict:  # type: ignore[type-arg]
                 m = statistics.fmean(errs)
                 if best is None or m < best[0]:
                     best = (m, conv, ratio, gemm, len(errs))
-    assert best is not None
+    if best is None:
+        raise RuntimeError("internal error: best is unset")
     R._PARAMS = None
     return {
         "params": {
