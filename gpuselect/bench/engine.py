@@ -23,7 +23,7 @@ CancelFlag = threading.Event
 GIB = 1024**3
 
 
-class Cancelled(Exception):
+class Cancelled(Exception):  # noqa: N818 - public name, caught by callers; a rename is an API change
     pass
 
 
@@ -572,7 +572,7 @@ def measure_train(r: _Runner, res: DeviceResult, model_name: str, batch_sizes: t
 # --- the generator ------------------------------------------------------------------------
 
 
-def _plan(dev: _Device, cfg: BenchConfig) -> list[tuple[str, Callable[..., Any]]]:
+def _plan(dev: _Device, cfg: BenchConfig) -> list[tuple[str, Callable[..., Any]]]:  # noqa: ARG001 - the plan's signature keeps the config for per-run choices
     steps: list[tuple[str, Callable[..., Any]]] = []
     for p in ("fp32", "tf32", "fp16", "bf16"):
         steps.append((f"matmul {p}", lambda r, res, p=p: measure_matmul(r, res, p)))

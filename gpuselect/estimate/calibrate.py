@@ -255,7 +255,7 @@ def _fit_group(
     loc, loss = _offsets_and_loss(z, onehot, counts, HUBER_DELTA, HUBER_LOCATION_STEPS)
     i = int(np.argmin(loss))
     r, o, q, u = (float(grids[d][idx[i, d]]) for d in range(4))
-    return r, o, q, u, dict(zip(versions, map(float, loc[i]))), float(loss[i])
+    return r, o, q, u, dict(zip(versions, map(float, loc[i]), strict=True)), float(loss[i])
 
 
 def fit(obs: list[Obs], iterations: int = 4) -> Fit:

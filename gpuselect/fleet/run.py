@@ -105,7 +105,7 @@ def launch_env(environ: dict[str, str] | None = None) -> LaunchEnv:
     return LaunchEnv(rank, world, local, local_world, node, True)
 
 
-class FleetFailed(Exception):
+class FleetFailed(Exception):  # noqa: N818 - public name; a rename is an API change
     """The run cannot finish; the message names the ranks and the stage."""
 
 

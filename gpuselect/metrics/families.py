@@ -232,7 +232,8 @@ def render(families: Iterable[Family]) -> str:
         out.append(f"# HELP {fam.name} {fam.help.replace(chr(92), chr(92) * 2).replace(chr(10), ' ')}")
         out.append(f"# TYPE {fam.name} {fam.kind}")
         for labels, value in fam.samples:
-            assert all(_LABEL_NAME.match(k) for k in labels), labels
+            if not all(_LABEL_NAME.match(k) for k in labels):
+                raise ValueError(f"invalid Prometheus label name in {labels}")
             lab = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
             out.append(f"{fam.name}{{{lab}}} {_number(value)}" if lab else f"{fam.name} {_number(value)}")
     return "\n".join(out) + "\n"

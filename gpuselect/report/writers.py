@@ -414,7 +414,7 @@ def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         d.add(Line(px0, yb, px0 + pw, yb, strokeColor=colors.HexColor(RED), strokeDashArray=[1, 2]))
         d.add(String(px0 + 3, yb + 2, "budget", fontName=font, fontSize=6.5, fillColor=colors.HexColor(RED)))
         taken.append(_label_box(px0 + 3, yb + 2, "budget", font, 6.5))
-    for t, dev in chart["local"]:
+    for t, _dev in chart["local"]:
         if 10**ax.lo <= t <= 10**ax.hi:
             xl = ax.pos(t)
             d.add(Line(xl, py0, xl, py0 + ph, strokeColor=colors.HexColor(GREEN), strokeDashArray=[1, 2]))

@@ -604,7 +604,7 @@ def shipped_trace(workload_id: str, checkpointing: bool = False) -> StepTrace | 
     return trace_from_dict(doc["ckpt" if checkpointing else "plain"])
 
 
-def with_checkpointing(t: StepTrace, layers: int) -> StepTrace:
+def with_checkpointing(t: StepTrace, layers: int) -> StepTrace:  # noqa: ARG001 - kept for callers; the trace carries the layer count
     """A measured (non-checkpointed) trace under full activation checkpointing: the forward runs
     once more, and ``saved_elems_per_sample_ckpt`` (the tracer's estimate) is what stays."""
     if t.checkpointing:

@@ -238,7 +238,7 @@ class BenchPage(QWidget):
             total = max(sum(self.split.sizes()), 400)
             self.split.setSizes([total * 11 // 20, total - total * 11 // 20])
         self.plots.setVisible(show)
-        for i, d in enumerate(report.devices):
+        for d in report.devices:
             for j, model in enumerate(sorted({s.model for s in d.train_steps})):
                 pts = [(s.batch_size, s.samples_per_s) for s in d.train_steps if s.model == model]
                 style = Qt.PenStyle.SolidLine if d.kind == "cpu" else Qt.PenStyle.DashLine

@@ -337,7 +337,7 @@ def _step(
                     if isinstance(t, torch.Tensor) and t.dtype.is_floating_point
                 )
 
-        def post(mod: nn.Module, inputs: Any, output: Any) -> None:
+        def post(mod: nn.Module, _inputs: Any, _output: Any) -> None:
             rec.scope.pop()
             if id(mod) in unit_ids:
                 current_unit.pop()
