@@ -183,7 +183,7 @@ def fit_model(catalog: Catalog, exclude_gpu: str | None = None, iterations: int 
     """Fit from the reference rows (needs numpy; scripts and tests only)."""
     import statistics
 
-    from gpuselect.estimate import calibrate as C
+    from gpuselect.estimate import calibrate as C  # noqa: N812 - short module alias, used as a namespace as in the formulas
 
     def spec_for(label: str) -> GpuEntry | None:
         m = catalog.match(label)
@@ -238,7 +238,7 @@ def simple_cnn_trace() -> Any:
     one eager step with cross-entropy, per sample."""
     from gpuselect.estimate.trace import Op, OpKind, Phase, StepTrace
 
-    E, G, C, F, B = OpKind.ELEMENTWISE, OpKind.GEMM, OpKind.CONV, Phase.FORWARD, Phase.BACKWARD
+    E, G, C, F, B = OpKind.ELEMENTWISE, OpKind.GEMM, OpKind.CONV, Phase.FORWARD, Phase.BACKWARD  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
     a1, p1, a2, p2 = 32 * 28 * 28, 32 * 14 * 14, 64 * 14 * 14, 64 * 7 * 7
     ops = [
         Op(C, F, "conv1", 2 * 784 * 32 * 9, 784 + a1, 320, 784, 32, 9),

@@ -12,7 +12,7 @@ from gpuselect.hardware.nvml_access import (
     ERROR_NO_PERMISSION,
 )
 from gpuselect.hardware.types import FrameworkInfo, GpuInfo, Snapshot
-from gpuselect.health import thresholds as T
+from gpuselect.health import thresholds as T  # noqa: N812 - short module alias, used as a namespace as in the formulas
 from gpuselect.health.model import Finding, Severity
 
 GIB = 1024**3

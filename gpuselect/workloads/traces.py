@@ -488,7 +488,7 @@ def transformer_trace(
     """The analytic trace of one training step of a transformer (per sequence of ``seq_len``)."""
     if mode not in MODES:
         raise UsageError(f"the mode must be one of {', '.join(MODES)}, not {mode!r}")
-    L, s = shape.layers, float(shape.seq_len)
+    L, s = shape.layers, float(shape.seq_len)  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
     emb, layer, head = _embedding(shape, mode), _layer(shape, mode, lora_rank), _head(shape, mode)
     ops = emb.fwd + _times(layer.fwd, L) + head.fwd
     layer_bwd = _times(list(reversed(layer.bwd)), L)
@@ -623,7 +623,7 @@ def synthetic_trace(w: Workload, *, checkpointing: bool) -> StepTrace:
     square-ish GEMMs holding the dense parameters, run on m = F / (2 N) rows per sample; where
     F < 2 N the surplus parameters are an embedding table (looked up, not multiplied); plus an
     elementwise op per layer carrying the activation traffic."""
-    L = max(1, w.layers)
+    L = max(1, w.layers)  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
     n_params, flops = float(w.params), float(w.forward_flops_per_sample)
     m = flops / (2.0 * n_params)
     dense = n_params

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuselect.catalog import load_catalog
-from gpuselect.estimate.fit import kernels as K
-from gpuselect.estimate.fit import steps as S
+from gpuselect.estimate.fit import kernels as K  # noqa: N812 - short module alias, used as a namespace as in the formulas
+from gpuselect.estimate.fit import steps as S  # noqa: N812 - short module alias, used as a namespace as in the formulas
 
 OUT = Path(__file__).resolve().parents[1] / "data" / "steptime.json"
 LOG = Path(__file__).resolve().parents[3] / "docs" / "validation" / "steptime-2026-11-23" / "fit.txt"
@@ -82,7 +82,7 @@ def main() -> int:
     lines.append(f"attention (FlashAttention-2 fwd+bwd): {att}")
     OUT.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     # Host side, with the kernel parameters in place (step_time reads the file).
-    from gpuselect.estimate import roofline as R
+    from gpuselect.estimate import roofline as R  # noqa: N812 - short module alias, used as a namespace as in the formulas
     from gpuselect.estimate.perf import step_time
 
     R._PARAMS = None
@@ -124,7 +124,7 @@ def fit_cpu(doc: dict) -> dict:  # type: ignore[type-arg]
     import math
     import statistics
 
-    from gpuselect.estimate import roofline as R
+    from gpuselect.estimate import roofline as R  # noqa: N812 - short module alias, used as a namespace as in the formulas
     from gpuselect.estimate.perf import cpu_device, step_time
 
     recs = S.cpu_records()

@@ -254,7 +254,7 @@ def fit_conv(catalog: Catalog, gemm: dict[str, Any]) -> tuple[float, int, float]
             key = f"{e.vendor}/{e.architecture}|{pclass(p)}"
             if key not in gemm["eff"]:
                 continue
-            N, C, _H, _W, K, R, S = (int(x) for x in mt.groups())
+            N, C, _H, _W, K, R, S = (int(x) for x in mt.groups())  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
             tflops = float(r["tflops_or_gbs"])
             t = float(r["time_us"]) * 1e-6
             if t < 3 * gemm["kernel_floor_us"] * 1e-6:

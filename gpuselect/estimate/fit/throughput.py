@@ -31,8 +31,8 @@ from typing import Any
 
 from gpuselect.catalog import Catalog, load_catalog
 from gpuselect.catalog.schema import GpuEntry
-from gpuselect.estimate import api as A
-from gpuselect.estimate import roofline as R
+from gpuselect.estimate import api as A  # noqa: N812 - short module alias, used as a namespace as in the formulas
+from gpuselect.estimate import roofline as R  # noqa: N812 - short module alias, used as a namespace as in the formulas
 from gpuselect.estimate.perf import cpu_device, step_time
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.presets import PRESETS
@@ -370,7 +370,7 @@ def foundry_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
 
 
 def small_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
-    from gpuselect.estimate.fit import steps as S
+    from gpuselect.estimate.fit import steps as S  # noqa: N812 - short module alias, used as a namespace as in the formulas
 
     out = []
     e = catalog.get("nvidia-h100-sxm5-80gb")
@@ -491,7 +491,7 @@ def fit_step(doc: dict, train: list[Case], rounds: int = 2) -> dict:  # type: ig
 def crossover(catalog) -> list[str]:  # type: ignore[no-untyped-def]
     """Where a GPU starts to beat the CPU on the simple CNN: measured (the H100 machine's GPU and
     CPU records) and predicted (the H100 catalog row against each CPU record's device)."""
-    from gpuselect.estimate.fit import steps as S
+    from gpuselect.estimate.fit import steps as S  # noqa: N812 - short module alias, used as a namespace as in the formulas
 
     out = ["\n## GPU/CPU crossover (simple CNN, samples/s)"]
     e = catalog.get("nvidia-h100-sxm5-80gb")

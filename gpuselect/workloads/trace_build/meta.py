@@ -412,8 +412,8 @@ def _to_op(a: _Rec, b: _Rec) -> Op:
     n, k = a.n, a.k
     if a.kind is OpKind.GEMM:
         # (B, m, n, k): find the dimension that grows with the batch and make it the rows
-        B, m, nn_, kk = a.dims
-        B4, m4, n4, k4 = b.dims
+        B, m, nn_, kk = a.dims  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
+        B4, m4, n4, k4 = b.dims  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
         if B4 != B:
             m_ps, n, k = (B4 - B) / 2.0 * m, nn_, kk
         elif m4 != m:
