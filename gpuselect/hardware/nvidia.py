@@ -248,7 +248,8 @@ def _process_name(session: NvmlSession, pid: int) -> str | None:
     try:
         import psutil
 
-        return psutil.Process(pid).name()
+        name: str = psutil.Process(pid).name()
+        return name
     except Exception:  # noqa: BLE001 - another container's pid, or gone already
         name = session.call("nvmlSystemGetProcessName", pid)
         return None if isinstance(name, Unavailable) else os.path.basename(text(name))

@@ -504,11 +504,12 @@ def transformer_trace(
         ops += _times(layer.fwd, L, Phase.RECOMPUTE)
 
     def total(key: str, layers: float) -> float:
-        return sum(
+        result: float = sum(
             getattr(sec, key)[t] * (layers if sec is layer else 1)
             for sec in (emb, layer, head)
             for t in getattr(sec, key)
         )
+        return result
 
     # The memory model multiplies saved_elems_* by the activation element size; fp32 tensors and
     # byte-sized masks are reported apart (saved_fp32_elems_per_sample, saved_bytes_per_sample).

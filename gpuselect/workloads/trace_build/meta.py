@@ -85,7 +85,8 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal
     """Scaled dot-product attention through the fused (FlashAttention) kernel, as on a GPU: on the
     meta device torch's dispatcher would pick the unfused math path, so call the kernel itself."""
     if q.device.type == "meta":
-        return aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal)[0]
+        out: torch.Tensor = aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal)[0]
+        return out
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
@@ -366,7 +367,7 @@ def _step(
             else:  # the model returns its loss
                 value = out.sum() if out.dim() else out
             rec.phase = Phase.BACKWARD
-            value.backward()
+            value.backward()  # type: ignore[no-untyped-call]  # unannotated in torch
     finally:
         for h in handles:
             h.remove()
