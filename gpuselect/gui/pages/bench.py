@@ -59,7 +59,7 @@ def torch_gpu_notice(snapshot: Any, report: Any = None) -> str | None:
 def result_rows(report: Any) -> list[tuple[str, str, float | None, str, float | None, str]]:
     """(device, figure, value, unit, % of spec, note) for the results table; what was skipped or
     backed off is listed with its reason, so a missing figure is never silent."""
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     for d in report.devices:
         ratio = d.spec_ratio or {}
         for p, v in d.matmul_tflops.items():

@@ -156,7 +156,8 @@ class EstimatePage(QWidget):
         self.mode.addItems(["full", "lora", "qlora"])
         self.mode.setToolTip("full fine-tuning, LoRA adapters, or QLoRA (LoRA on a 4-bit base)")
         self.mode.setAccessibleName("Training mode")
-        self.seq_len = QSpinBox(minimum=0, maximum=1_048_576, specialValueText="from the config")
+        self.seq_len = QSpinBox(minimum=0, maximum=1_048_576)
+        self.seq_len.setSpecialValueText("from the config")  # the stubs lack the keyword form
         self.seq_len.setAccessibleName("Sequence length")
         config_box = QWidget()
         cf = QFormLayout(config_box)
@@ -210,16 +211,18 @@ class EstimatePage(QWidget):
         self.precision.setToolTip(
             "bf16/fp16: mixed precision on tensor cores; TF32: NVIDIA's 19-bit tensor format for FP32 math (Ampere+)"
         )
-        self.batch = QSpinBox(minimum=0, maximum=1_000_000, specialValueText="auto")
+        self.batch = QSpinBox(minimum=0, maximum=1_000_000)
+        self.batch.setSpecialValueText("auto")  # the stubs lack the keyword form
         self.batch.setToolTip("Per-GPU batch; auto = the workload's default, capped by the GPU's memory (VRAM)")
-        self.dataset = QSpinBox(minimum=0, maximum=2_000_000_000, specialValueText="workload default")
+        self.dataset = QSpinBox(minimum=0, maximum=2_000_000_000)
+        self.dataset.setSpecialValueText("workload default")  # the stubs lack the keyword form
         self.dataset.setGroupSeparatorShown(True)
         self.dataset.setToolTip("Samples per epoch; starts at the workload's own figure")
-        self.epochs = QSpinBox(minimum=0, maximum=100_000, specialValueText="workload default")
+        self.epochs = QSpinBox(minimum=0, maximum=100_000)
+        self.epochs.setSpecialValueText("workload default")  # the stubs lack the keyword form
         self.deadline = QDoubleSpinBox(minimum=0.01, maximum=1e6, value=72.0, suffix=" h", decimals=2)
-        self.budget = QDoubleSpinBox(
-            minimum=0, maximum=1e10, value=0, prefix="$", decimals=0, specialValueText="no budget"
-        )
+        self.budget = QDoubleSpinBox(minimum=0, maximum=1e10, value=0, prefix="$", decimals=0)
+        self.budget.setSpecialValueText("no budget")  # the stubs lack the keyword form
         self.budget.setGroupSeparatorShown(True)
         self.electricity = QDoubleSpinBox(minimum=0, maximum=100, value=0.15, decimals=3, prefix="$", suffix=" /kWh")
         self.max_gpus = QComboBox()

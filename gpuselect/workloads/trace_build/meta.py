@@ -114,9 +114,9 @@ def _shape(t: Any) -> tuple[int, ...]:
     return tuple(t.shape) if isinstance(t, torch.Tensor) else ()
 
 
-class _Recorder(TorchDispatchMode):
+class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch leaves TorchDispatchMode unannotated
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # as above
         self.recs: list[_Rec] = []
         self.phase = Phase.FORWARD
         self.scope: list[str] = []  # module path stack (forward only)
