@@ -9,6 +9,7 @@ within that.
 
 from __future__ import annotations
 
+import functools
 import statistics
 import threading
 import time
@@ -23,7 +24,7 @@ CancelFlag = threading.Event
 GIB = 1024**3
 
 
-class Cancelled(Exception):
+class Cancelled(Exception):  # noqa: N818 - public name, caught by callers; a rename is an API change
     pass
 
 
@@ -271,7 +272,7 @@ def measure_matmul(r: _Runner, res: DeviceResult, precision: str) -> None:
                     # fp32 is the CPU's headline rate (the estimator anchors on it): twice the time.
                     # A CPU's fp16/bf16 rates are ~1 % of it: a short look says enough.
                     budget = 2 * budget if precision == "fp32" else budget / 2
-                samples = r.time(lambda: t.mm(a, b), inner=inner, warmup=2, settle_s=settle, budget=budget)
+                samples = r.time(functools.partial(t.mm, a, b), inner=inner, warmup=2, settle_s=settle, budget=budget)
                 break
             except (RuntimeError, MemoryError) as exc:
                 if not (_is_oom(exc) or isinstance(exc, MemoryError)):
@@ -363,8 +364,8 @@ def measure_bandwidth(r: _Runner, res: DeviceResult) -> None:
             x = t.ones(n, device=r.dev.torch_device, dtype=t.float32)
             y = t.empty_like(x)
             z = t.ones_like(x)
-            copy = r.time(lambda: y.copy_(x), inner=inner, budget=budget)
-            triad = r.time(lambda: t.add(x, z, alpha=2.0, out=y), inner=inner, budget=budget)
+            copy = r.time(functools.partial(y.copy_, x), inner=inner, budget=budget)
+            triad = r.time(functools.partial(t.add, x, z, alpha=2.0, out=y), inner=inner, budget=budget)
             x = y = z = None
             break
         except (RuntimeError, MemoryError) as exc:
@@ -395,8 +396,8 @@ def measure_transfers(r: _Runner, res: DeviceResult) -> None:
     for label, host in (("pinned", host_pinned), ("pageable", host_pageable)):
         if host is None:
             continue
-        h2d = r.time(lambda host=host: on_dev.copy_(host, non_blocking=True), budget=budget)
-        d2h = r.time(lambda host=host: host.copy_(on_dev, non_blocking=True), budget=budget)
+        h2d = r.time(functools.partial(on_dev.copy_, host, non_blocking=True), budget=budget)
+        d2h = r.time(functools.partial(host.copy_, on_dev, non_blocking=True), budget=budget)
         size = f"{nbytes / 1024**2:.0f} MiB"
         res.transfer_detail[f"host_to_device_{label}"] = _timing(h2d, lambda s: nbytes / s / 1e9, size)
         res.transfer_detail[f"device_to_host_{label}"] = _timing(d2h, lambda s: nbytes / s / 1e9, size)
@@ -446,7 +447,7 @@ def _make_model(torch: Any, name: str) -> tuple[Any, Callable[[int], tuple[Any, 
         return model, batch, nn.CrossEntropyLoss()
     if name == "lstm":
 
-        class LstmLM(nn.Module):
+        class LstmLM(nn.Module):  # type: ignore[misc, name-defined]  # torch is imported lazily: the base is a runtime value
             def __init__(self) -> None:
                 super().__init__()
                 self.emb = nn.Embedding(5_000, 256)
@@ -463,7 +464,7 @@ def _make_model(torch: Any, name: str) -> tuple[Any, Callable[[int], tuple[Any, 
         return LstmLM(), batch, nn.CrossEntropyLoss()
     if name == "transformer":
 
-        class Block(nn.Module):
+        class Block(nn.Module):  # type: ignore[misc, name-defined]  # torch is imported lazily: the base is a runtime value
             def __init__(self) -> None:
                 super().__init__()
                 self.layer = nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True)
@@ -535,7 +536,7 @@ def measure_train(r: _Runner, res: DeviceResult, model_name: str, batch_sizes: t
         if on_accel and r.dev.kind in ("cuda", "rocm"):
             x_host, y_host = x_host.pin_memory(), y_host.pin_memory()
 
-        def step() -> None:
+        def step(x_host: Any = x_host, y_host: Any = y_host) -> None:
             # Data starts on the host, as in real training: the copy is part of the step.
             x = x_host.to(r.dev.torch_device, non_blocking=True)
             y = y_host.to(r.dev.torch_device, non_blocking=True)
@@ -572,10 +573,10 @@ def measure_train(r: _Runner, res: DeviceResult, model_name: str, batch_sizes: t
 # --- the generator ------------------------------------------------------------------------
 
 
-def _plan(dev: _Device, cfg: BenchConfig) -> list[tuple[str, Callable[..., Any]]]:
+def _plan(dev: _Device, cfg: BenchConfig) -> list[tuple[str, Callable[..., Any]]]:  # noqa: ARG001 - the plan's signature keeps the config for per-run choices
     steps: list[tuple[str, Callable[..., Any]]] = []
     for p in ("fp32", "tf32", "fp16", "bf16"):
-        steps.append((f"matmul {p}", lambda r, res, p=p: measure_matmul(r, res, p)))
+        steps.append((f"matmul {p}", functools.partial(measure_matmul, precision=p)))
     if dev.kind == "cuda":
         steps.append(("matmul fp8", measure_fp8))
     steps.append(("memory bandwidth", measure_bandwidth))

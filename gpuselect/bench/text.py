@@ -23,7 +23,7 @@ def format_bench(report: BenchReport) -> str:
     for d in report.devices:
         ratio = d.spec_ratio or {}
 
-        def pct(key: str) -> str:
+        def pct(key: str, ratio: dict[str, float] = ratio) -> str:
             return f" ({100 * ratio[key]:.0f} % of spec)" if key in ratio else ""
 
         lines.append(f"\n{d.device}: {d.name}")

@@ -38,8 +38,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.validate}: valid")
         return 0
     catalog = load_catalog(use_overlay=not args.no_overlay)
-    for p in catalog.problems:
-        print(f"gpuselect: warning: {p} (skipped)", file=sys.stderr)
+    for problem in catalog.problems:
+        print(f"gpuselect: warning: {problem} (skipped)", file=sys.stderr)
     entries = catalog.by_family(args.family) if args.family else catalog.entries
     if args.format == "json":
         print(

@@ -85,19 +85,19 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"\nStage {rec.stage} — {STAGE_SHORT[rec.stage]}: {choice}\n{why}\n")
     left_out = {x.split(" ", 1)[0] for x in rec.excluded}
-    for l in result.local:
+    for loc in result.local:
         state = (
             "left out of the plan (critical health finding)"
-            if l.device in left_out
-            else f"{fmt_hours(l.total_time_h)} (±{100 * l.error_band:.0f} %; {l.basis})"
+            if loc.device in left_out
+            else f"{fmt_hours(loc.total_time_h)} (±{100 * loc.error_band:.0f} %; {loc.basis})"
         )
-        print(f"Your machine, {l.device} ({l.name}): {state}")
-    if rec.own and int(rec.own["count"]) > 1:  # type: ignore[call-overload]
+        print(f"Your machine, {loc.device} ({loc.name}): {state}")
+    if rec.own and int(rec.own["count"]) > 1:
         print(
-            f"Your {rec.own['count']}x {rec.own['name']} together: {fmt_hours(rec.own['total_time_h'])}"  # type: ignore[arg-type]
+            f"Your {rec.own['count']}x {rec.own['name']} together: {fmt_hours(rec.own['total_time_h'])}"
             f" (±{100 * float(rec.own['error_band']):.0f} %; electricity {money(rec.own['cost_usd'])})"
-        )  # type: ignore[arg-type]
-    ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)  # type: ignore[arg-type, return-value]
+        )
+    ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)
     sym = money.symbol
     for title, rows in (
         ("Single GPUs, fastest first", [r for r in ok if r.count == 1]),

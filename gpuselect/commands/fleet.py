@@ -5,9 +5,14 @@ Launch under torchrun (or srun running torchrun on each node); rank 0 writes the
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from gpuselect.commands import add_format_option
 from gpuselect.commands.detect import add_probe_option
+
+if TYPE_CHECKING:
+    from gpuselect.fleet.model import FleetReport
 
 HELP = "under torchrun: detect, health and collective bandwidth (within and across nodes) on every rank, one report"
 
@@ -43,7 +48,7 @@ def _size(text: str) -> int:
     return int(value)
 
 
-def _positive(kind: type, what: str, hi: float):  # type: ignore[no-untyped-def]
+def _positive(kind: Callable[[str], float], what: str, hi: float) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
             v = kind(text)
@@ -108,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         format_of(args.output)  # a bad suffix fails before any work
 
-    def on_output(rep):  # type: ignore[no-untyped-def]
+    def on_output(rep: FleetReport) -> None:
         if args.output:
             path = write(rep, args.output)
             print(
@@ -137,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _load(path: str):  # type: ignore[no-untyped-def]
+def _load(path: str) -> FleetReport:
     import json
     from pathlib import Path
 

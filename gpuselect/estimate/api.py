@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gpuselect.catalog import Catalog
 from gpuselect.catalog.schema import GpuEntry
@@ -113,7 +114,8 @@ class Assumptions:
                     raise UsageError(f"the {label} must be a whole number, not {value!r}")
             elif not finite_number(value):
                 raise UsageError(f"the {label} must be a finite number, not {value!r}")
-            assert isinstance(value, (int, float))  # narrowed by the checks above
+            if not isinstance(value, (int, float)):  # narrowed by the checks above
+                raise UsageError(f"the {label} must be a number, not {value!r}")
             if not lo <= value <= hi:
                 raise UsageError(f"the {label} {value:g} is outside {lo:g}..{hi:g}")
 
@@ -412,7 +414,7 @@ def _row(
     e: GpuEntry,
     count: int,
     a: Assumptions,
-    perf: PerfModel | None,
+    perf: PerfModel | None,  # noqa: ARG001 - kept in the signature for callers; the device model carries the rates
     band: float | None,
     device: DeviceModel | None = None,
     single_fit: Fit | None = None,
@@ -456,14 +458,14 @@ def _row(
     if not fit.fits:
         base.suggestions = suggestions(w, e.vram_gb, fit.options, a.batch_size) if count == 1 else []
         base.note = "; ".join(
-            notes
-            + [
+            [
+                *notes,
                 f"needs {fit.peak_gb:.1f} of {e.vram_gb:g} GB"
                 + (
                     f" at batch {fit.batch_size}; at most batch {fit.max_batch} fits"
                     if fit.max_batch
                     else "; not even batch 1 fits"
-                )
+                ),
             ]
         )
         return base
@@ -559,8 +561,8 @@ def local_cpu_estimate(
     features: list[str],
     measured_tflops: float | None = None,
     name: str = "this CPU",
-    bench: dict | None = None,
-) -> LocalEstimate:  # type: ignore[type-arg]
+    bench: dict[str, Any] | None = None,
+) -> LocalEstimate:
     """The CPU as a device: the step-time model with the CPU's measured matmul rate, bandwidth and
     per-op cost (``bench``: its `gpuselect bench` record), or rough figures when unmeasured
     (stated). A workload the benchmark trained itself is reported as measured."""
@@ -621,8 +623,8 @@ def local_gpu_estimate(
     name: str | None,
     memory_bytes: int | None,
     device: str,
-    spec_ratio: dict[str, float] | None = None,
-    bench: dict | None = None,  # type: ignore[type-arg]
+    spec_ratio: dict[str, float] | None = None,  # noqa: ARG001 - kept for callers; ``bench`` carries the measured rates
+    bench: dict[str, Any] | None = None,
 ) -> LocalEstimate:
     """This machine's GPU: its catalog entry's row, with the benchmark's measured matmul rates,
     bandwidth, dispatch cost and copy rate replacing the defaults where ``bench`` (its record) is

@@ -36,6 +36,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gpuselect.catalog.schema import GpuEntry
 
@@ -173,7 +174,7 @@ def build_observations(
     return out, sorted(missing)
 
 
-def _huber_np(x, delta: float | None):  # elementwise; works on numpy arrays and plain floats
+def _huber_np(x: Any, delta: float | None) -> Any:  # elementwise; works on numpy arrays and plain floats
     import numpy as np
 
     if delta is None:
@@ -189,7 +190,7 @@ def huber(x: float) -> float:
     return float(_huber_np(x, HUBER_DELTA))
 
 
-def _offsets_and_loss(z, onehot, counts, delta: float | None, steps: int):
+def _offsets_and_loss(z: Any, onehot: Any, counts: Any, delta: float | None, steps: int) -> tuple[Any, Any]:
     """Per-version offsets (log_k) and the summed loss, for each row of ``z`` (grid points x obs).
     The offset is the mean, then ``steps`` iteratively reweighted steps towards the Huber location."""
     import numpy as np
@@ -225,11 +226,13 @@ def _fit_group(
     grids = [np.array(g) for g in (_R_GRID, _O_GRID, _Q_GRID, _U_GRID)]
     terms = [inv_b, np.ones_like(inv_b), inv_n, inv_n * inv_b]  # what r, o, q and u multiply
 
-    def z_of(idx):  # idx: (G, 4) grid indices -> log throughput + log inner, (G, n)
+    def z_of(idx: Any) -> Any:  # idx: (G, 4) grid indices -> log throughput + log inner, (G, n)
         inner = inv_c + sum(grids[d][idx[:, d]][:, None] * terms[d] for d in range(4))
         return y + np.log(inner)
 
-    def z_product(axes, dtype=np.float64):  # the same for every combination of the given indices, by broadcasting
+    def z_product(
+        axes: list[Any], dtype: Any = np.float64
+    ) -> tuple[Any, Any]:  # the same for every combination of the given indices, by broadcasting
         shape = [len(a) for a in axes]
         inner = inv_c.astype(dtype).reshape([1] * 4 + [-1])
         for d, a in enumerate(axes):
@@ -255,7 +258,7 @@ def _fit_group(
     loc, loss = _offsets_and_loss(z, onehot, counts, HUBER_DELTA, HUBER_LOCATION_STEPS)
     i = int(np.argmin(loss))
     r, o, q, u = (float(grids[d][idx[i, d]]) for d in range(4))
-    return r, o, q, u, dict(zip(versions, map(float, loc[i]))), float(loss[i])
+    return r, o, q, u, dict(zip(versions, map(float, loc[i]), strict=True)), float(loss[i])
 
 
 def fit(obs: list[Obs], iterations: int = 4) -> Fit:

@@ -148,7 +148,7 @@ class PerfModel:
         bw = e.memory_bandwidth_gbs / 1000.0
         # u (per-step memory traffic) is absent from calibrations written before it existed: 0.
         inner = 1.0 / (eff * peak) + m["r"] / bw + m["o"] + m["q"] / n + m.get("u", 0.0) / (n * bw)
-        return math.exp(log_k[gen]) / inner
+        return float(math.exp(log_k[gen]) / inner)
 
     def predict(self, w: Workload, precision: str, e: GpuEntry, batch: int | None = None) -> float | None:
         """Training samples/s of workload ``w`` on one GPU at a per-GPU batch, or None."""
@@ -171,7 +171,7 @@ class PerfModel:
 _DEFAULT: PerfModel | None = None
 
 
-def default_model(catalog: Catalog | None = None) -> PerfModel:
+def default_model(catalog: Catalog | None = None) -> PerfModel:  # noqa: ARG001 - kept for callers (see docstring)
     """The shipped calibration (the catalog argument is kept for callers; specs come per GPU)."""
     global _DEFAULT
     if _DEFAULT is None:
@@ -183,7 +183,7 @@ def fit_model(catalog: Catalog, exclude_gpu: str | None = None, iterations: int 
     """Fit from the reference rows (needs numpy; scripts and tests only)."""
     import statistics
 
-    from gpuselect.estimate import calibrate as C
+    from gpuselect.estimate import calibrate as C  # noqa: N812 - short module alias, used as a namespace as in the formulas
 
     def spec_for(label: str) -> GpuEntry | None:
         m = catalog.match(label)
@@ -238,7 +238,7 @@ def simple_cnn_trace() -> Any:
     one eager step with cross-entropy, per sample."""
     from gpuselect.estimate.trace import Op, OpKind, Phase, StepTrace
 
-    E, G, C, F, B = OpKind.ELEMENTWISE, OpKind.GEMM, OpKind.CONV, Phase.FORWARD, Phase.BACKWARD
+    E, G, C, F, B = OpKind.ELEMENTWISE, OpKind.GEMM, OpKind.CONV, Phase.FORWARD, Phase.BACKWARD  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
     a1, p1, a2, p2 = 32 * 28 * 28, 32 * 14 * 14, 64 * 14 * 14, 64 * 7 * 7
     ops = [
         Op(C, F, "conv1", 2 * 784 * 32 * 9, 784 + a1, 320, 784, 32, 9),
@@ -424,7 +424,7 @@ def step_time(
         "communication": bd["communication"],
     }
     bound = max(share, key=lambda k: share[k])
-    return StepTime(step, {k: v for k, v in bd.items()}, bound, device, host, launches)
+    return StepTime(step, dict(bd.items()), bound, device, host, launches)
 
 
 def _bench_steps(rec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -523,5 +523,5 @@ def benchmarked_gpu_device(e: GpuEntry, rec: dict[str, Any]) -> Any:
         mem_eff=1.0 if bw else d.mem_eff,
         dispatch_s=float(launch) * 1e-6 * p["host"]["dispatch_per_launch_overhead"] if launch else d.dispatch_s,
         h2d_gbs=float(h2d) if h2d else d.h2d_gbs,
-        notes=d.notes + ("measured by gpuselect bench",),
+        notes=(*d.notes, "measured by gpuselect bench"),
     )

@@ -170,7 +170,7 @@ def own_option(
     groups: dict[str, list[OwnedGpu]] = {}
     for g in owned:
         if g.problem is None and g.catalog_id in entries:
-            groups.setdefault(g.catalog_id, []).append(g)  # type: ignore[arg-type]
+            groups.setdefault(g.catalog_id, []).append(g)
     if not groups:
         return None
     cid, cards = max(groups.items(), key=lambda kv: (len(kv[1]), entries[kv[0]].vram_gb))
@@ -226,7 +226,7 @@ def recommend(
     owned_n: int = 0,
     excluded: Sequence[str] = (),
 ) -> Recommendation:
-    cpu = next((l for l in local if l.device == "cpu"), None)
+    cpu = next((loc for loc in local if loc.device == "cpu"), None)
     by_stage: dict[int, list[EstimateRow]] = {2: [], 3: [], 4: []}
     for r in rows:
         if own is not None and r.gpu_id == own.gpu_id and r.count <= owned_n:

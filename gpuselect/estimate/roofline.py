@@ -191,7 +191,8 @@ class DeviceModel:
         )  # CPU GEMMs have no tile prologue worth modelling
         if pc != "fp32" and (k % 64 or n % 8):
             eff *= p["align_penalty"]
-        return max(eff, 1e-4)
+        result: float = max(eff, 1e-4)
+        return result
 
 
 def _nearest(vendor: str, arch: str, available: dict[str, Any]) -> tuple[str | None, int]:

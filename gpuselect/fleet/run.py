@@ -14,6 +14,7 @@ rank 0 writes what it has as an incomplete report. torch is imported only here, 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import signal
@@ -104,7 +105,7 @@ def launch_env(environ: dict[str, str] | None = None) -> LaunchEnv:
     return LaunchEnv(rank, world, local, local_world, node, True)
 
 
-class FleetFailed(Exception):
+class FleetFailed(Exception):  # noqa: N818 - public name; a rename is an API change
     """The run cannot finish; the message names the ranks and the stage."""
 
 
@@ -172,10 +173,9 @@ class Progress:
     def _set(self, key: str, value: str) -> None:
         if self.store is None:
             return
-        try:
+        # The store going away must not mask the real error.
+        with contextlib.suppress(Exception):
             self.store.set(self.prefix + key, value)
-        except Exception:  # noqa: BLE001, S110 - the store going away must not mask the real error
-            pass
 
     def _add(self, key: str, amount: int = 1) -> int:
         if self.store is None:
@@ -206,12 +206,12 @@ class Progress:
 
     def _where(self, r: int) -> tuple[str, str, str]:
         who = self._get(f"who/{r}")
-        host, pid, node = (who.split("|") + ["", "", ""])[:3] if who else ("?", "", "?")
+        host, pid, node = [*who.split("|"), "", "", ""][:3] if who else ("?", "", "?")
         return f"rank {r} ({node}, host {host})", host, pid
 
     def _stage_of(self, r: int) -> tuple[int, str, str]:
         stage = self._get(f"stage/{r}")
-        seq, name, step = (stage.split("|") + ["", ""])[:3] if stage else ("0", "start", "")
+        seq, name, step = [*stage.split("|"), "", ""][:3] if stage else ("0", "start", "")
         return int(seq or 0), name, step
 
     def _gone(self, r: int, host: str, pid: str) -> str | None:
@@ -573,7 +573,7 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
     prog.start()
     previous = signal.getsignal(signal.SIGTERM)
 
-    def on_sigterm(signum: int, frame: Any) -> None:
+    def on_sigterm(_signum: int, _frame: Any) -> None:
         fail_and_exit("stopped by the launcher (SIGTERM): another rank failed")
 
     if threading.current_thread() is threading.main_thread():
@@ -644,7 +644,8 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
         gathered: list[Any] | None = [None] * env.world_size if rank == 0 else None
         dist.gather_object((state.info, state.points), gathered, dst=0)
         if rank == 0:
-            assert gathered is not None
+            if gathered is None:
+                raise RuntimeError("internal error: gathered is unset")
             state.gathered = [g[0] for g in gathered]
             state.points = sorted(
                 (p for g in gathered for p in g[1]),
@@ -663,10 +664,8 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
         prog.stop()
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, previous)
-    try:
+    with contextlib.suppress(Exception):  # teardown only: a peer already gone must not fail the report
         dist.destroy_process_group()
-    except Exception:  # noqa: BLE001
-        pass
     if rank != 0:
         return None, 0
     report = build_report(state, env.world_size, True)

@@ -139,7 +139,7 @@ def _sections(rep: FleetReport) -> list[tuple[str, list[str], list[list[str]] | 
     if rep.bandwidth:
         out.append(("Collective bandwidth", lines, bandwidth_table(rep.bandwidth)))
     else:
-        out.append(("Collective bandwidth", lines + ["Nothing measured."], None))
+        out.append(("Collective bandwidth", [*lines, "Nothing measured."], None))
     if rep.stragglers:
         st = [["who", "figure", "value", "median", "below median"]]
         st += [
@@ -161,7 +161,7 @@ def to_text(rep: FleetReport) -> str:
         out += [f"  {ln}" for ln in lines if ln is not rep.method]
         if table:
             widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-            out += ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+            out += ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip() for row in table]
     return "\n".join(out)
 
 

@@ -8,6 +8,7 @@ QSettings. The pages compute nothing the CLI cannot: they call the same core fun
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from PySide6.QtCore import QEvent, QSettings, Qt, QThreadPool, QTimer, Slot
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
@@ -50,10 +51,11 @@ class MainWindow(QMainWindow):
         self.estimate.apply_settings(self.settings_page.settings)
         self.setCentralWidget(self.tabs)
         self.hardware.detected.connect(self._on_detected)
-        refresh = QAction(
-            "&Refresh hardware", self, shortcut=QKeySequence.StandardKey.Refresh, triggered=self.hardware.refresh
-        )
-        quit_ = QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit, triggered=self.close)
+        # Shortcuts as QKeySequence and `triggered` connected explicitly: the stubs lack those keyword forms.
+        refresh = QAction("&Refresh hardware", self, shortcut=QKeySequence(QKeySequence.StandardKey.Refresh))
+        refresh.triggered.connect(self.hardware.refresh)
+        quit_ = QAction("&Quit", self, shortcut=QKeySequence(QKeySequence.StandardKey.Quit))
+        quit_.triggered.connect(self.close)
         self.export_action = QAction("&Export PDF report…", self, shortcut=QKeySequence("Ctrl+E"))
         self.export_action.triggered.connect(lambda _checked=False: self.export_report())
         menu = self.menuBar().addMenu("&File")
@@ -138,7 +140,8 @@ class MainWindow(QMainWindow):
         geometry = s.value("window/geometry")
         if geometry is not None:
             self.restoreGeometry(geometry)
-        self.tabs.setCurrentIndex(int(s.value("window/tab", 0) or 0))
+        tab: Any = s.value("window/tab", 0)  # QSettings values are untyped: an int, or its text
+        self.tabs.setCurrentIndex(int(tab or 0))
         theme = str(s.value("window/theme", "system"))
         self.set_theme(theme if theme in self.theme_actions else "system", save=False)
         e = self.estimate

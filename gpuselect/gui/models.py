@@ -29,6 +29,9 @@ def num(digits: int = 1, suffix: str = "") -> Callable[[Any], str]:
     return f
 
 
+_NO_PARENT = QModelIndex()  # the invalid index: the default parent, read only
+
+
 class RowsModel(QAbstractTableModel):
     def __init__(self, columns: list[Column], parent: Any = None) -> None:
         super().__init__(parent)
@@ -40,10 +43,10 @@ class RowsModel(QAbstractTableModel):
         self.rows = list(rows)
         self.endResetModel()
 
-    def rowCount(self, parent: Index = QModelIndex()) -> int:
+    def rowCount(self, parent: Index = _NO_PARENT) -> int:
         return 0 if parent.isValid() else len(self.rows)
 
-    def columnCount(self, parent: Index = QModelIndex()) -> int:
+    def columnCount(self, parent: Index = _NO_PARENT) -> int:
         return 0 if parent.isValid() else len(self.columns)
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:

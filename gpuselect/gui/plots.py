@@ -20,7 +20,8 @@ GPU_COLOURS = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00",
 def gpu_pen(index: int, width: float = 2.0) -> QPen:
     """Colour per GPU, and a dash from the ninth on, so eight or more curves stay distinguishable."""
     style = Qt.PenStyle.SolidLine if index < len(GPU_COLOURS) else Qt.PenStyle.DashLine
-    return pg.mkPen(GPU_COLOURS[index % len(GPU_COLOURS)], width=width, style=style)
+    pen: QPen = pg.mkPen(GPU_COLOURS[index % len(GPU_COLOURS)], width=width, style=style)
+    return pen
 
 
 def themed_plot(parent: QWidget | None = None, *, title: str = "", left: str = "", bottom: str = "") -> pg.PlotWidget:

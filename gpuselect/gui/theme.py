@@ -14,7 +14,7 @@ _system_palette: QPalette | None = None
 
 
 def _palette(dark: bool) -> QPalette:
-    R = QPalette.ColorRole
+    R = QPalette.ColorRole  # noqa: N806 - short alias of the enum class, as for a module
     p = QPalette()
     if dark:
         window, base, alt, text, button, mid = "#2b2b2b", "#1e1e1e", "#262626", "#e6e6e6", "#353535", "#4a4a4a"

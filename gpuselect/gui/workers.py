@@ -149,7 +149,8 @@ def call_in_generator(fn: Callable[[], Any]) -> Callable[[threading.Event], Gene
     """Wrap a plain function as a one-step generator for ``GeneratorWorker``."""
 
     def make(_cancel: threading.Event) -> Generator[Any, None, Any]:
-        return fn()
-        yield  # pragma: no cover - makes this a generator
+        result = fn()
+        yield from ()  # makes this a generator that yields nothing
+        return result
 
     return make

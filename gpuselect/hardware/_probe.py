@@ -33,7 +33,7 @@ def _torch() -> dict[str, Any]:
     if xpu:
         for i in range(torch.xpu.device_count()):
             devices.append({"index": i, "name": torch.xpu.get_device_name(i), "kind": "xpu"})
-    cudnn = torch.backends.cudnn.version() if cuda_ok else None
+    cudnn = torch.backends.cudnn.version() if cuda_ok else None  # type: ignore[no-untyped-call]  # unannotated in torch
     hip = getattr(torch.version, "hip", None)
     return {
         "sees_gpu": cuda_ok or mps or xpu,
@@ -44,7 +44,7 @@ def _torch() -> dict[str, Any]:
 
 
 def _tensorflow() -> dict[str, Any]:
-    import tensorflow as tf  # type: ignore[import-not-found]
+    import tensorflow as tf  # type: ignore[import-not-found, import-untyped, unused-ignore]  # absent, or present without stubs
 
     gpus = tf.config.list_physical_devices("GPU")
     return {"sees_gpu": bool(gpus), "backends": {"gpu": bool(gpus)}, "devices": [{"name": g.name} for g in gpus]}

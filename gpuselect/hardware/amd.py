@@ -38,7 +38,7 @@ def detect_amd(amdsmi: Any | None = None) -> tuple[BackendStatus, list[GpuInfo]]
         for index, h in enumerate(handles):
             gpu = GpuInfo(index=index, vendor="AMD", name=None, source="amdsmi")
 
-            def get(field: str, fn: str, *args: Any) -> Any:
+            def get(field: str, fn: str, *args: Any, h: Any = h, gpu: GpuInfo = gpu) -> Any:
                 try:
                     with contextlib.redirect_stdout(sink):
                         return getattr(amdsmi, fn)(h, *args)

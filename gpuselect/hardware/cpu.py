@@ -129,7 +129,7 @@ def detect_cpu(
             model = info.get("brand_raw") or model
             features = dl_features(info.get("flags", []))
             unavailable.pop("features", None)
-        except Exception:  # noqa: BLE001 - optional backend, fails softly
+        except Exception:  # noqa: BLE001, S110 - optional backend, fails softly; its absence is recorded in `unavailable`
             pass
     if model is None:
         unavailable.setdefault("model", "the OS does not report a CPU model name")

@@ -248,7 +248,8 @@ def _process_name(session: NvmlSession, pid: int) -> str | None:
     try:
         import psutil
 
-        return psutil.Process(pid).name()
+        name: str = psutil.Process(pid).name()
+        return name
     except Exception:  # noqa: BLE001 - another container's pid, or gone already
         name = session.call("nvmlSystemGetProcessName", pid)
         return None if isinstance(name, Unavailable) else os.path.basename(text(name))
@@ -371,7 +372,7 @@ class TelemetrySession:
         out: dict[str, dict[str, Any]] = {}
         for index, h, uuid in self._handles:
 
-            def val(fn: str, *args: Any) -> Any:
+            def val(fn: str, *args: Any, h: Any = h) -> Any:
                 r = s.call(fn, h, *args)
                 return None if isinstance(r, Unavailable) else r
 

@@ -83,7 +83,8 @@ def import_pynvml() -> ModuleType | Unavailable:
         import pynvml  # the nvidia-ml-py distribution
     except Exception as exc:  # noqa: BLE001 - any import failure is "unavailable"
         return Unavailable(f"the nvidia-ml-py package is not importable ({type(exc).__name__}: {exc})")
-    return pynvml
+    module: ModuleType = pynvml
+    return module
 
 
 class NvmlSession:

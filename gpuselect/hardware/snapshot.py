@@ -94,10 +94,11 @@ def detect(
         # Each probe is its own process; running them side by side costs the slowest, not the sum.
         with ThreadPoolExecutor(max_workers=max(1, len(installed))) as pool:
             results = list(pool.map(lambda info: prober(info.name), installed))
-        for info, result in zip(installed, results):
+        for info, result in zip(installed, results, strict=True):
             apply_probe(info, result)
-            if info.name == "torch" and isinstance(result.get("devices"), list):
-                gpus = merge_torch_devices(gpus, [d for d in result["devices"] if isinstance(d, dict)])
+            devices = result.get("devices")
+            if info.name == "torch" and isinstance(devices, list):
+                gpus = merge_torch_devices(gpus, [d for d in devices if isinstance(d, dict)])
     return Snapshot(
         taken_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         host=socket.gethostname(),

@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass
 
 
-class Severity(str, enum.Enum):
+class Severity(str, enum.Enum):  # noqa: UP042 - StrEnum changes str()/format() of members
     OK = "ok"
     INFO = "info"
     WARNING = "warning"

@@ -12,7 +12,7 @@ from gpuselect.hardware.nvml_access import (
     ERROR_NO_PERMISSION,
 )
 from gpuselect.hardware.types import FrameworkInfo, GpuInfo, Snapshot
-from gpuselect.health import thresholds as T
+from gpuselect.health import thresholds as T  # noqa: N812 - short module alias, used as a namespace as in the formulas
 from gpuselect.health.model import Finding, Severity
 
 GIB = 1024**3
@@ -69,7 +69,8 @@ def rule_temperature(g: GpuInfo) -> Iterable[Finding]:
         and g.temperature_margin_c is not None
     ):
         # Only relative readings (newer GPUs): headroom = margin now - margin at slowdown.
-        assert g.temperature_margin_c is not None and th.slowdown_tlimit_c is not None
+        if g.temperature_margin_c is None or th.slowdown_tlimit_c is None:  # excluded by the check above
+            raise RuntimeError("internal error: no temperature margin or slowdown limit")
         headroom = g.temperature_margin_c - th.slowdown_tlimit_c
         value, unit = headroom, "°C headroom"
         crit, warn = 0.0, T.TEMP_WARN_MARGIN_BELOW_SLOWDOWN_C

@@ -133,7 +133,7 @@ def serve(source: CachedCollector, port: int, bind: str = "127.0.0.1") -> Any:
 
         raise UsageError("the exporter needs prometheus_client: pip install 'gpuselect[exporter]'") from None
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_PromBridge(source))  # type: ignore[arg-type]
+    registry.register(_PromBridge(source))
     try:
         server, _thread = start_http_server(port, addr=bind, registry=registry)
     except OSError as exc:

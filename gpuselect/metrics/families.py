@@ -138,14 +138,14 @@ def gpu_families(snapshot: Any) -> list[Family]:
         mem_total.add(labels, g.memory_total_bytes)
         if g.state != "ok":
             continue  # a lost GPU's readings are stale or missing
-        for fam, (_, _, read) in zip(fams, _GPU_FIELDS):
+        for fam, (_, _, read) in zip(fams, _GPU_FIELDS, strict=True):
             try:
                 fam.add(labels, read(g))
             except (TypeError, AttributeError):
                 continue
     count = Family("DCGM_FI_DEV_COUNT", "gauge", "Number of Devices on the node.")
     count.add({"Hostname": host}, len(snapshot.gpus))
-    return [count, info, mem_total] + fams
+    return [count, info, mem_total, *fams]
 
 
 def health_families(report: Any, host: str) -> list[Family]:
@@ -232,7 +232,8 @@ def render(families: Iterable[Family]) -> str:
         out.append(f"# HELP {fam.name} {fam.help.replace(chr(92), chr(92) * 2).replace(chr(10), ' ')}")
         out.append(f"# TYPE {fam.name} {fam.kind}")
         for labels, value in fam.samples:
-            assert all(_LABEL_NAME.match(k) for k in labels), labels
+            if not all(_LABEL_NAME.match(k) for k in labels):
+                raise ValueError(f"invalid Prometheus label name in {labels}")
             lab = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
             out.append(f"{fam.name}{{{lab}}} {_number(value)}" if lab else f"{fam.name} {_number(value)}")
     return "\n".join(out) + "\n"

@@ -235,9 +235,9 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
     s = Section("Estimates")
     choice, why = explain(rec, money)
     s.lines.append(f"Stage {rec.stage} — {STAGE_SHORT[rec.stage]}: {choice}. {why}")
-    for l in result.local:
+    for loc in result.local:
         s.lines.append(
-            f"Your machine, {l.device} ({l.name}): {fmt_hours(l.total_time_h)} (+/- {100 * l.error_band:.0f} %; {l.basis})."
+            f"Your machine, {loc.device} ({loc.name}): {fmt_hours(loc.total_time_h)} (+/- {100 * loc.error_band:.0f} %; {loc.basis})."
         )
     ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)
     singles = [r for r in ok if r.count == 1][:top]
@@ -250,11 +250,18 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
     sym = money.symbol
     rows = [["Option", "Fits", "Batch", "Time", f"Buy ({sym})", f"Cloud ({sym})", "Energy (kWh)", "Error band"]]
     left_out = {x.split(" ", 1)[0] for x in rec.excluded}
-    for l in result.local:  # this machine first: the row every other option is compared with
-        note = " - left out: critical health finding" if l.device in left_out else ""
+    for loc in result.local:  # this machine first: the row every other option is compared with
+        note = " - left out: critical health finding" if loc.device in left_out else ""
         rows.append(
             _option_row(
-                f"your {l.device} ({l.name}){note}", l.fits, None, l.total_time_h, "owned", "", None, l.error_band
+                f"your {loc.device} ({loc.name}){note}",
+                loc.fits,
+                None,
+                loc.total_time_h,
+                "owned",
+                "",
+                None,
+                loc.error_band,
             )
         )
     if rec.own:
@@ -298,7 +305,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
             points.append((r.total_time_h, money.value(r.buy_cost_usd), f"{r.count}x {r.name}", "buy"))
         if r.cloud_cost_usd is not None:
             points.append((r.total_time_h, money.value(r.cloud_cost_usd), f"{r.count}x {r.name}", "rent"))
-    local = [(l.total_time_h, l.device) for l in result.local if l.total_time_h and l.device not in left_out]
+    local = [(loc.total_time_h, loc.device) for loc in result.local if loc.total_time_h and loc.device not in left_out]
     s.chart = {
         "kind": "estimate",
         "per_stage": per_stage,

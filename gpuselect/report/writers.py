@@ -300,7 +300,7 @@ def _stage_chart(chart: dict[str, Any], width: float, font: str) -> Any:
             fillColor=colors.HexColor(RED),
         )
     )
-    d._axis = ax  # type: ignore[attr-defined] # for tests: the transform the marks used
+    d._axis = ax  # for tests: the transform the marks used
     return d
 
 
@@ -414,7 +414,7 @@ def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         d.add(Line(px0, yb, px0 + pw, yb, strokeColor=colors.HexColor(RED), strokeDashArray=[1, 2]))
         d.add(String(px0 + 3, yb + 2, "budget", fontName=font, fontSize=6.5, fillColor=colors.HexColor(RED)))
         taken.append(_label_box(px0 + 3, yb + 2, "budget", font, 6.5))
-    for t, dev in chart["local"]:
+    for t, _dev in chart["local"]:
         if 10**ax.lo <= t <= 10**ax.hi:
             xl = ax.pos(t)
             d.add(Line(xl, py0, xl, py0 + ph, strokeColor=colors.HexColor(GREEN), strokeDashArray=[1, 2]))
@@ -448,7 +448,7 @@ def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     d.add(String(lx + 6, ly, "rent (cloud, on demand)", fontName=font, fontSize=7))
     d.add(Line(lx + 110, ly + 2, lx + 124, ly + 2, strokeColor=colors.HexColor(GREEN), strokeDashArray=[1, 2]))
     d.add(String(lx + 127, ly, "your machine", fontName=font, fontSize=7))
-    d._axes = (ax, ay)  # type: ignore[attr-defined] # for tests
+    d._axes = (ax, ay)  # for tests
     return d
 
 

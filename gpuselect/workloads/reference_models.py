@@ -316,7 +316,7 @@ class _WN(nn.Module):
         a = self.start(audio)
         out = None
         n = self.n_channels
-        for i, (inl, cond, rs) in enumerate(zip(self.in_layers, self.cond_layers, self.res_skip)):
+        for i, (inl, cond, rs) in enumerate(zip(self.in_layers, self.cond_layers, self.res_skip, strict=True)):
             z = inl(a) + cond(spect)
             acts = torch.tanh(z[:, :n]) * torch.sigmoid(z[:, n:])
             r = rs(acts)
@@ -369,7 +369,7 @@ class WaveGlow(nn.Module):
         spect = spect.unfold(2, g, g).permute(0, 2, 1, 3).reshape(b, n // g, -1).permute(0, 2, 1)  # (b, 640, n/8)
         a = audio.unfold(1, g, g).permute(0, 2, 1)  # (b, 8, n/8)
         outs = []
-        for k, (inv, wn) in enumerate(zip(self.convinv, self.wn)):
+        for k, (inv, wn) in enumerate(zip(self.convinv, self.wn, strict=True)):
             if k % self.early_every == 0 and k > 0:
                 outs.append(a[:, : self.early_size])
                 a = a[:, self.early_size :]
@@ -449,7 +449,7 @@ class TransformerXL(nn.Module):
         ends = [0, *WT103_CUTOFFS, WT103_VOCAB]
         self.dims = [d // div_val**i for i in range(len(ends) - 1)]
         self.sizes = [hi - lo for lo, hi in itertools.pairwise(ends)]
-        self.emb = nn.ModuleList(nn.Embedding(n, e) for n, e in zip(self.sizes, self.dims))
+        self.emb = nn.ModuleList(nn.Embedding(n, e) for n, e in zip(self.sizes, self.dims, strict=True))
         # Input projections (div_val > 1 only), shared with the softmax's tail projections.
         self.emb_projs = nn.ParameterList(nn.Parameter(torch.empty(d, e)) for e in self.dims) if div_val > 1 else None
         self.head_proj = nn.Parameter(torch.empty(d, d)) if div_val > 1 else None  # tie_projs[0] is False
@@ -473,7 +473,7 @@ class TransformerXL(nn.Module):
             h = self.emb[0](flat.clamp(max=0))  # div_val 1: a lookup, no projection
         else:
             h = flat.new_zeros(n, self.d, dtype=torch.float32)
-            for i, (e, p) in enumerate(zip(self.emb, self.emb_projs)):
+            for i, (e, p) in enumerate(zip(self.emb, self.emb_projs, strict=True)):
                 rows = self._rows(n, self.shares[i])
                 h[:rows] = h[:rows] + torch.nn.functional.linear(e(flat[:rows].clamp(max=0)), p)
         h = (h * math.sqrt(self.d)).view(q_len, b, self.d)

@@ -488,7 +488,7 @@ def transformer_trace(
     """The analytic trace of one training step of a transformer (per sequence of ``seq_len``)."""
     if mode not in MODES:
         raise UsageError(f"the mode must be one of {', '.join(MODES)}, not {mode!r}")
-    L, s = shape.layers, float(shape.seq_len)
+    L, s = shape.layers, float(shape.seq_len)  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
     emb, layer, head = _embedding(shape, mode), _layer(shape, mode, lora_rank), _head(shape, mode)
     ops = emb.fwd + _times(layer.fwd, L) + head.fwd
     layer_bwd = _times(list(reversed(layer.bwd)), L)
@@ -504,11 +504,12 @@ def transformer_trace(
         ops += _times(layer.fwd, L, Phase.RECOMPUTE)
 
     def total(key: str, layers: float) -> float:
-        return sum(
+        result: float = sum(
             getattr(sec, key)[t] * (layers if sec is layer else 1)
             for sec in (emb, layer, head)
             for t in getattr(sec, key)
         )
+        return result
 
     # The memory model multiplies saved_elems_* by the activation element size; fp32 tensors and
     # byte-sized masks are reported apart (saved_fp32_elems_per_sample, saved_bytes_per_sample).
@@ -604,7 +605,7 @@ def shipped_trace(workload_id: str, checkpointing: bool = False) -> StepTrace | 
     return trace_from_dict(doc["ckpt" if checkpointing else "plain"])
 
 
-def with_checkpointing(t: StepTrace, layers: int) -> StepTrace:
+def with_checkpointing(t: StepTrace, layers: int) -> StepTrace:  # noqa: ARG001 - kept for callers; the trace carries the layer count
     """A measured (non-checkpointed) trace under full activation checkpointing: the forward runs
     once more, and ``saved_elems_per_sample_ckpt`` (the tracer's estimate) is what stays."""
     if t.checkpointing:
@@ -623,7 +624,7 @@ def synthetic_trace(w: Workload, *, checkpointing: bool) -> StepTrace:
     square-ish GEMMs holding the dense parameters, run on m = F / (2 N) rows per sample; where
     F < 2 N the surplus parameters are an embedding table (looked up, not multiplied); plus an
     elementwise op per layer carrying the activation traffic."""
-    L = max(1, w.layers)
+    L = max(1, w.layers)  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
     n_params, flops = float(w.params), float(w.forward_flops_per_sample)
     m = flops / (2.0 * n_params)
     dense = n_params

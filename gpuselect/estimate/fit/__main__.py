@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuselect.catalog import load_catalog
-from gpuselect.estimate.fit import kernels as K
-from gpuselect.estimate.fit import steps as S
+from gpuselect.estimate.fit import kernels as K  # noqa: N812 - short module alias, used as a namespace as in the formulas
+from gpuselect.estimate.fit import steps as S  # noqa: N812 - short module alias, used as a namespace as in the formulas
 
 OUT = Path(__file__).resolve().parents[1] / "data" / "steptime.json"
 LOG = Path(__file__).resolve().parents[3] / "docs" / "validation" / "steptime-2026-11-23" / "fit.txt"
@@ -82,12 +82,13 @@ def main() -> int:
     lines.append(f"attention (FlashAttention-2 fwd+bwd): {att}")
     OUT.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     # Host side, with the kernel parameters in place (step_time reads the file).
-    from gpuselect.estimate import roofline as R
+    from gpuselect.estimate import roofline as R  # noqa: N812 - short module alias, used as a namespace as in the formulas
     from gpuselect.estimate.perf import step_time
 
     R._PARAMS = None
     e = catalog.get("nvidia-h100-sxm5-80gb")
-    assert e is not None
+    if e is None:
+        raise RuntimeError("internal error: e is unset")
     trace = S.simple_cnn_trace()
 
     def predict(us: float, b: int) -> float:
@@ -123,7 +124,7 @@ def fit_cpu(doc: dict) -> dict:  # type: ignore[type-arg]
     import math
     import statistics
 
-    from gpuselect.estimate import roofline as R
+    from gpuselect.estimate import roofline as R  # noqa: N812 - short module alias, used as a namespace as in the formulas
     from gpuselect.estimate.perf import cpu_device, step_time
 
     recs = S.cpu_records()
@@ -148,7 +149,8 @@ def fit_cpu(doc: dict) -> dict:  # type: ignore[type-arg]
                 m = statistics.fmean(errs)
                 if best is None or m < best[0]:
                     best = (m, conv, ratio, gemm, len(errs))
-    assert best is not None
+    if best is None:
+        raise RuntimeError("internal error: best is unset")
     R._PARAMS = None
     return {
         "params": {

@@ -214,7 +214,8 @@ def fit_gemm(obs: list[GemmObs]) -> dict[str, Any]:
                             "n": len(errs),
                         },
                     )
-    assert best is not None
+    if best is None:
+        raise RuntimeError("internal error: best is unset")
     return best[1]
 
 
@@ -253,7 +254,7 @@ def fit_conv(catalog: Catalog, gemm: dict[str, Any]) -> tuple[float, int, float]
             key = f"{e.vendor}/{e.architecture}|{pclass(p)}"
             if key not in gemm["eff"]:
                 continue
-            N, C, _H, _W, K, R, S = (int(x) for x in mt.groups())
+            N, C, _H, _W, K, R, S = (int(x) for x in mt.groups())  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
             tflops = float(r["tflops_or_gbs"])
             t = float(r["time_us"]) * 1e-6
             if t < 3 * gemm["kernel_floor_us"] * 1e-6:
@@ -301,7 +302,8 @@ def fit_attention(catalog: Catalog, gemm: dict[str, Any]) -> dict[str, Any]:
         err = statistics.median(abs(math.log(f[a] * s / (s + s0) / x)) for s, x, a in rows)
         if best is None or err < best[2]:
             best = (f, s0, err)
-    assert best is not None
+    if best is None:
+        raise RuntimeError("internal error: best is unset")
     # Per architecture (FlashAttention-2 reaches a larger share of Ampere's peak than of Hopper's);
     # others use the median of those measured.
     return {

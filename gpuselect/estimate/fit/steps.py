@@ -105,5 +105,6 @@ def fit_dispatch(predict_step: Any) -> tuple[float, float]:
         err = statistics.median(abs(math.log(predict_step(us, b) / t)) for b, t in obs)
         if best is None or err < best[1]:
             best = (us, err)
-    assert best is not None
+    if best is None:
+        raise RuntimeError("internal error: best is unset")
     return best

@@ -27,17 +27,18 @@ import statistics
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[3]
-
-from gpuselect.catalog import load_catalog
+from gpuselect.catalog import Catalog, load_catalog
 from gpuselect.catalog.schema import GpuEntry
-from gpuselect.estimate import api as A
-from gpuselect.estimate import roofline as R
+from gpuselect.estimate import api as A  # noqa: N812 - short module alias, used as a namespace as in the formulas
+from gpuselect.estimate import roofline as R  # noqa: N812 - short module alias, used as a namespace as in the formulas
 from gpuselect.estimate.perf import cpu_device, step_time
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.presets import PRESETS
 from gpuselect.workloads.transformer import TransformerShape, transformer_workload
+
+ROOT = Path(__file__).resolve().parents[3]
 
 DATA = Path("/work/shared/data")
 BANDS = ROOT / "gpuselect" / "estimate" / "data" / "steptime_bands.json"
@@ -112,7 +113,9 @@ class Case:
     bound: str
     note: str = ""
     mfu_rule: float | None = None  # llm-foundry: the constant-MFU rule's prediction
-    spec: tuple | None = None  # (workload, entry, batch, requested precision, kwargs, units): to predict again  # type: ignore[type-arg]
+    spec: tuple[Any, ...] | None = (
+        None  # (workload, entry, batch, requested precision, kwargs, units): to predict again
+    )
     traced: bool = True  # False: the workload's trace is the synthetic approximation
 
     @property
@@ -120,7 +123,7 @@ class Case:
         return math.log(self.predicted / self.measured)
 
 
-def gpu(catalog, label: str) -> GpuEntry | None:  # type: ignore[no-untyped-def]
+def gpu(catalog: Catalog, label: str) -> GpuEntry | None:
     for k, v in NAME_FIXES.items():
         if label.startswith(k):
             return catalog.get(v)
@@ -162,7 +165,8 @@ def predict(
 
 def redo(c: Case) -> Case:
     """The case predicted again with the current parameters."""
-    assert c.spec is not None
+    if c.spec is None:
+        raise RuntimeError("internal error: c.spec is unset")
     w, e, batch, prec, kw, units = c.spec
     thr, bound, _used = predict(w, e, batch, prec, **kw)
     if c.regime == "approximate" and not c.traced and w.id in A.default_model_ids():
@@ -366,7 +370,7 @@ def foundry_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
 
 
 def small_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
-    from gpuselect.estimate.fit import steps as S
+    from gpuselect.estimate.fit import steps as S  # noqa: N812 - short module alias, used as a namespace as in the formulas
 
     out = []
     e = catalog.get("nvidia-h100-sxm5-80gb")
@@ -477,7 +481,8 @@ def fit_step(doc: dict, train: list[Case], rounds: int = 2) -> dict:  # type: ig
                 l_ = loss(sub)
                 if best is None or l_ < best[0]:
                     best = (l_, v)
-            assert best is not None
+            if best is None:
+                raise RuntimeError("internal error: best is unset")
             doc[sect][name] = round(best[1], 4)
     set_params(doc)
     return doc
@@ -486,7 +491,7 @@ def fit_step(doc: dict, train: list[Case], rounds: int = 2) -> dict:  # type: ig
 def crossover(catalog) -> list[str]:  # type: ignore[no-untyped-def]
     """Where a GPU starts to beat the CPU on the simple CNN: measured (the H100 machine's GPU and
     CPU records) and predicted (the H100 catalog row against each CPU record's device)."""
-    from gpuselect.estimate.fit import steps as S
+    from gpuselect.estimate.fit import steps as S  # noqa: N812 - short module alias, used as a namespace as in the formulas
 
     out = ["\n## GPU/CPU crossover (simple CNN, samples/s)"]
     e = catalog.get("nvidia-h100-sxm5-80gb")

@@ -59,7 +59,7 @@ def torch_gpu_notice(snapshot: Any, report: Any = None) -> str | None:
 def result_rows(report: Any) -> list[tuple[str, str, float | None, str, float | None, str]]:
     """(device, figure, value, unit, % of spec, note) for the results table; what was skipped or
     backed off is listed with its reason, so a missing figure is never silent."""
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     for d in report.devices:
         ratio = d.spec_ratio or {}
         for p, v in d.matmul_tflops.items():
@@ -238,7 +238,7 @@ class BenchPage(QWidget):
             total = max(sum(self.split.sizes()), 400)
             self.split.setSizes([total * 11 // 20, total - total * 11 // 20])
         self.plots.setVisible(show)
-        for i, d in enumerate(report.devices):
+        for d in report.devices:
             for j, model in enumerate(sorted({s.model for s in d.train_steps})):
                 pts = [(s.batch_size, s.samples_per_s) for s in d.train_steps if s.model == model]
                 style = Qt.PenStyle.SolidLine if d.kind == "cpu" else Qt.PenStyle.DashLine

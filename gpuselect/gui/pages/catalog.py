@@ -29,7 +29,7 @@ class _Filter(QSortFilterProxyModel):
         self.text = ""
         self.setSortRole(SORT_ROLE)
 
-    def filterAcceptsRow(self, source_row: int, source_parent: Any) -> bool:
+    def filterAcceptsRow(self, source_row: int, source_parent: Any) -> bool:  # noqa: ARG002 - Qt's override signature
         e = self.sourceModel().rows[source_row]  # type: ignore[attr-defined]
         if self.family and e.family != self.family:
             return False

@@ -92,7 +92,7 @@ class MemoryBar(QWidget):
         p = QPainter(self)
         scale = (self.width() - 2) / max(total, self.vram)
         x = 1.0
-        for name, colour in zip(MEMORY_PARTS, MEMORY_COLOURS):
+        for name, colour in zip(MEMORY_PARTS, MEMORY_COLOURS, strict=True):
             w = self.parts.get(name, 0.0) * scale
             if w > 0:
                 p.fillRect(int(x), 3, max(1, int(w)), self.height() - 6, QColor(colour))
@@ -113,7 +113,7 @@ class RowFilter(QSortFilterProxyModel):
         self.fits_only = True
         self.setSortRole(SORT_ROLE)
 
-    def filterAcceptsRow(self, source_row: int, source_parent: Any) -> bool:
+    def filterAcceptsRow(self, source_row: int, source_parent: Any) -> bool:  # noqa: ARG002 - Qt's override signature
         r = self.sourceModel().rows[source_row]  # type: ignore[attr-defined]
         if self.family and r.family != self.family:
             return False
@@ -156,7 +156,8 @@ class EstimatePage(QWidget):
         self.mode.addItems(["full", "lora", "qlora"])
         self.mode.setToolTip("full fine-tuning, LoRA adapters, or QLoRA (LoRA on a 4-bit base)")
         self.mode.setAccessibleName("Training mode")
-        self.seq_len = QSpinBox(minimum=0, maximum=1_048_576, specialValueText="from the config")
+        self.seq_len = QSpinBox(minimum=0, maximum=1_048_576)
+        self.seq_len.setSpecialValueText("from the config")  # the stubs lack the keyword form
         self.seq_len.setAccessibleName("Sequence length")
         config_box = QWidget()
         cf = QFormLayout(config_box)
@@ -210,16 +211,18 @@ class EstimatePage(QWidget):
         self.precision.setToolTip(
             "bf16/fp16: mixed precision on tensor cores; TF32: NVIDIA's 19-bit tensor format for FP32 math (Ampere+)"
         )
-        self.batch = QSpinBox(minimum=0, maximum=1_000_000, specialValueText="auto")
+        self.batch = QSpinBox(minimum=0, maximum=1_000_000)
+        self.batch.setSpecialValueText("auto")  # the stubs lack the keyword form
         self.batch.setToolTip("Per-GPU batch; auto = the workload's default, capped by the GPU's memory (VRAM)")
-        self.dataset = QSpinBox(minimum=0, maximum=2_000_000_000, specialValueText="workload default")
+        self.dataset = QSpinBox(minimum=0, maximum=2_000_000_000)
+        self.dataset.setSpecialValueText("workload default")  # the stubs lack the keyword form
         self.dataset.setGroupSeparatorShown(True)
         self.dataset.setToolTip("Samples per epoch; starts at the workload's own figure")
-        self.epochs = QSpinBox(minimum=0, maximum=100_000, specialValueText="workload default")
+        self.epochs = QSpinBox(minimum=0, maximum=100_000)
+        self.epochs.setSpecialValueText("workload default")  # the stubs lack the keyword form
         self.deadline = QDoubleSpinBox(minimum=0.01, maximum=1e6, value=72.0, suffix=" h", decimals=2)
-        self.budget = QDoubleSpinBox(
-            minimum=0, maximum=1e10, value=0, prefix="$", decimals=0, specialValueText="no budget"
-        )
+        self.budget = QDoubleSpinBox(minimum=0, maximum=1e10, value=0, prefix="$", decimals=0)
+        self.budget.setSpecialValueText("no budget")  # the stubs lack the keyword form
         self.budget.setGroupSeparatorShown(True)
         self.electricity = QDoubleSpinBox(minimum=0, maximum=100, value=0.15, decimals=3, prefix="$", suffix=" /kWh")
         self.max_gpus = QComboBox()
@@ -266,7 +269,7 @@ class EstimatePage(QWidget):
         self.memory_text.setAccessibleName("Memory needed")
         self.memory_bar = MemoryBar()
         self.memory_legend = QLabel(
-            " ".join(f"<span style='color:{c}'>■</span> {n}" for n, c in zip(MEMORY_PARTS, MEMORY_COLOURS))
+            " ".join(f"<span style='color:{c}'>■</span> {n}" for n, c in zip(MEMORY_PARTS, MEMORY_COLOURS, strict=True))
         )
         self.memory_legend.setTextFormat(Qt.TextFormat.RichText)
         for part in (self.memory_text, self.memory_bar, self.memory_legend):
@@ -622,9 +625,9 @@ class EstimatePage(QWidget):
         choice, why = explain(rec, self.money)
         left_out = {x.split(" ", 1)[0] for x in rec.excluded}
         local = "; ".join(
-            f"your {l.device}: "
-            + ("left out (critical finding)" if l.device in left_out else fmt_hours(l.total_time_h))
-            for l in result.local
+            f"your {loc.device}: "
+            + ("left out (critical finding)" if loc.device in left_out else fmt_hours(loc.total_time_h))
+            for loc in result.local
         )
         self.recommendation.setText(
             f"<b>Stage {rec.stage} — {escape(STAGE_SHORT[rec.stage])}: {escape(choice)}</b><br>{escape(why)}"
@@ -788,13 +791,13 @@ class EstimatePage(QWidget):
             )
         )
         left_out = {x.split(" ", 1)[0] for x in result.recommendation.excluded}
-        for i, l in enumerate(x for x in result.local if x.total_time_h and x.device not in left_out):
+        for i, loc in enumerate(x for x in result.local if x.total_time_h and x.device not in left_out):
             p.addItem(
                 pg.InfiniteLine(
-                    pos=math.log10(l.total_time_h),
+                    pos=math.log10(loc.total_time_h),
                     angle=90,
                     pen=pg.mkPen((47, 133, 90), style=Qt.PenStyle.DashLine),
-                    label=f"your {l.device}",
+                    label=f"your {loc.device}",
                     labelOpts={"position": 0.08 + 0.07 * (i % 4), "color": (47, 133, 90)},
                 )
             )

@@ -172,7 +172,7 @@ GPU_COLUMNS = [
     ),
     Column("GPU", lambda r: f"{r['index']}: {r['name']}"),
     Column(
-        "Memory used / total", lambda r: r["used"], fmt=lambda v: "—", tooltip="VRAM in use, of the card's total (GiB)"
+        "Memory used / total", lambda r: r["used"], fmt=lambda _v: "—", tooltip="VRAM in use, of the card's total (GiB)"
     ),
     Column("Util", lambda r: r["util"], fmt=lambda v: _opt(v, "{:.0f} %"), numeric=True, tooltip="GPU utilisation now"),
     Column("Temp", lambda r: r["temp"], fmt=lambda v: _opt(v, "{:.0f} °C"), numeric=True),
@@ -215,7 +215,7 @@ class GpuTableModel(RowsModel):
     def __init__(self, parent: Any = None) -> None:
         super().__init__(GPU_COLUMNS, parent)
 
-    def update_live(self, readings: dict[int, dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+    def update_live(self, readings: dict[int, dict[str, Any]], rows: list[dict[str, Any]]) -> None:  # noqa: ARG002 - callers pass both; the rows carry the readings
         """Replace the rows' values in place (keeps selection and scroll)."""
         if len(rows) != len(self.rows):
             self.set_rows(rows)
@@ -254,7 +254,7 @@ class MemoryBarDelegate(QStyledItemDelegate):
         bar = QStyleOptionProgressBar()
         bar.rect = QRect(option.rect.adjusted(2, 3, -2, -3))
         bar.minimum, bar.maximum = 0, 1000
-        bar.progress = int(round(1000 * max(0.0, min(1.0, float(frac)))))
+        bar.progress = round(1000 * max(0.0, min(1.0, float(frac))))
         bar.text = str(index.data())
         bar.textVisible = True
         bar.textAlignment = Qt.AlignmentFlag.AlignCenter
@@ -564,7 +564,7 @@ class HardwarePage(QWidget):
             hist.append((now, r))
             xs = np.fromiter((t - now for t, _ in hist), float, len(hist))
             index = int(r.get("index") or 0)
-            for key, title, _unit in MONITOR_FIGURES:
+            for key, _title, _unit in MONITOR_FIGURES:
                 ys = np.fromiter((np.nan if v.get(key) is None else float(v[key]) for _, v in hist), float, len(hist))
                 ck = f"{uuid}-{key}"
                 if ck not in self._curves:

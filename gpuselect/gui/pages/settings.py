@@ -34,7 +34,8 @@ class SettingsPage(QWidget):
             "The electricity price and the budget above are in your currency."
         )
         self.deadline = QDoubleSpinBox(minimum=0.01, maximum=1e6, decimals=2, suffix=" h")
-        self.budget = QDoubleSpinBox(minimum=0, maximum=1e10, decimals=0, prefix="$", specialValueText="no budget")
+        self.budget = QDoubleSpinBox(minimum=0, maximum=1e10, decimals=0, prefix="$")
+        self.budget.setSpecialValueText("no budget")  # the stubs lack the keyword form
         self.redact = QCheckBox("Leave the host name, GPU serial numbers and UUIDs out of reports")
         form = QFormLayout()
         for label, w in (

@@ -56,7 +56,7 @@ def build(preset_id: str) -> dict[str, Any]:
     if fused:
         factory = functools.partial(factory, fused=True)
     loss, labels = _LOSS.get(preset_id, ("ce", 1))
-    fname = getattr(factory, "__name__", None) or factory.func.__name__  # type: ignore[union-attr]
+    fname = getattr(factory, "__name__", None) or factory.func.__name__
     source = (
         f"meta-device trace of gpuselect/workloads/reference_models.py {fname}"
         f"{' (fused attention)' if fused else ''}, one step: forward, {loss} loss, backward "

@@ -35,7 +35,8 @@ class NeuMF(nn.Module):
         u, i = x[:, 0], x[:, 1]
         mf = self.mf_user(u) * self.mf_item(i)
         mlp = self.mlp(torch.cat((self.mlp_user(u), self.mlp_item(i)), -1))
-        return self.final(torch.cat((mf, mlp), -1))
+        out: torch.Tensor = self.final(torch.cat((mf, mlp), -1))
+        return out
 
 
 class SSD300(nn.Module):

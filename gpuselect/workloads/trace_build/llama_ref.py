@@ -36,7 +36,7 @@ class _Linear(nn.Module):
             self.lora_A, self.lora_B = nn.Linear(n_in, rank, bias=False), nn.Linear(rank, n_out, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.base(x)
+        y: torch.Tensor = self.base(x)
         return y + self.lora_B(self.lora_A(x)) * 2.0 if self.rank else y
 
 
@@ -77,7 +77,8 @@ class _Block(nn.Module):
         a = fused_attention(q, k, v, causal=True).transpose(1, 2).reshape(b, s, h)
         x = x + self.o(a)
         y = self.n2(x)
-        return x + self.down(torch.nn.functional.silu(self.gate(y)) * self.up(y))
+        out: torch.Tensor = x + self.down(torch.nn.functional.silu(self.gate(y)) * self.up(y))
+        return out
 
 
 class TinyLlama(nn.Module):
@@ -103,4 +104,5 @@ class TinyLlama(nn.Module):
         x = self.embed(ids)
         for layer in self.layers:
             x = layer(x, cos, sin)
-        return self.lm_head(self.norm(x)).float()
+        logits: torch.Tensor = self.lm_head(self.norm(x)).float()
+        return logits

@@ -85,7 +85,8 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal
     """Scaled dot-product attention through the fused (FlashAttention) kernel, as on a GPU: on the
     meta device torch's dispatcher would pick the unfused math path, so call the kernel itself."""
     if q.device.type == "meta":
-        return aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal)[0]
+        out: torch.Tensor = aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal)[0]
+        return out
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
@@ -113,9 +114,9 @@ def _shape(t: Any) -> tuple[int, ...]:
     return tuple(t.shape) if isinstance(t, torch.Tensor) else ()
 
 
-class _Recorder(TorchDispatchMode):
+class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch leaves TorchDispatchMode unannotated
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # as above
         self.recs: list[_Rec] = []
         self.phase = Phase.FORWARD
         self.scope: list[str] = []  # module path stack (forward only)
@@ -337,7 +338,7 @@ def _step(
                     if isinstance(t, torch.Tensor) and t.dtype.is_floating_point
                 )
 
-        def post(mod: nn.Module, inputs: Any, output: Any) -> None:
+        def post(mod: nn.Module, _inputs: Any, _output: Any) -> None:
             rec.scope.pop()
             if id(mod) in unit_ids:
                 current_unit.pop()
@@ -366,7 +367,7 @@ def _step(
             else:  # the model returns its loss
                 value = out.sum() if out.dim() else out
             rec.phase = Phase.BACKWARD
-            value.backward()
+            value.backward()  # type: ignore[no-untyped-call]  # unannotated in torch
     finally:
         for h in handles:
             h.remove()
@@ -412,8 +413,8 @@ def _to_op(a: _Rec, b: _Rec) -> Op:
     n, k = a.n, a.k
     if a.kind is OpKind.GEMM:
         # (B, m, n, k): find the dimension that grows with the batch and make it the rows
-        B, m, nn_, kk = a.dims
-        B4, m4, n4, k4 = b.dims
+        B, m, nn_, kk = a.dims  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
+        B4, m4, n4, k4 = b.dims  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
         if B4 != B:
             m_ps, n, k = (B4 - B) / 2.0 * m, nn_, kk
         elif m4 != m:
