@@ -4,7 +4,7 @@ Rerun:  PYTHONPATH=. python benchmarks/memory_litgpt.py [--write]
 (prints the comparison and writes docs/validation/memory-2026-11-23/litgpt.txt; with --write it
 also stores the fitted constant in gpuselect/estimate/fit/memory_constants.json, which the app reads)
 
-Data: /work/shared/data/llm_memory_litgpt.csv (copied from the shared data; 64 rows from
+Data: ../shared/data/llm_memory_litgpt.csv (copied from the shared data; 64 rows from
 Lightning-AI/litgpt's tutorials/resource-tables.md and config_hub/finetune/README.md). Every row
 is LitGPT's printout of torch.cuda.max_memory_allocated() / 1e9: *allocated* memory in decimal GB,
 so the comparison leaves out what the model adds for nvidia-smi (CUDA context, allocator slack).
@@ -34,7 +34,7 @@ from gpuselect.estimate import memory as M
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.transformer import TransformerShape as S
 
-DATA = Path("/work/shared/data/llm_memory_litgpt.csv")
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "llm_memory_litgpt.csv"
 OUT = ROOT / "docs" / "validation" / "memory-2026-11-23" / "litgpt.txt"
 FIT = ROOT / "gpuselect" / "estimate" / "fit" / "memory_constants.json"
 

@@ -4,7 +4,7 @@
                  bytes / (bandwidth x mem_eff[arch]),
                  kernel floor )
 
-GEMM efficiency (fitted in ``fit/kernels.py`` on ``/work/shared/data/kernels/gemm.csv``)::
+GEMM efficiency (fitted in ``fit/kernels.py`` on ``../shared/data/kernels/gemm.csv``)::
 
     eff(m, n, k) = E[arch, precision class] x waves(m, n) x k / (k + k0) x (align if misaligned)
 

@@ -335,8 +335,8 @@ def _memory_section(result: Any, top: int) -> Section | None:
             [label, _fmt(peak), _fmt(vram), "yes" if fits else "no", *(_fmt(parts.get(p)) for p in MEMORY_PARTS)]
         )
 
-    for l in result.local:
-        add(f"your {l.device} ({l.name})", l.peak_memory_gb, l.vram_gb, l.fits, l.memory_breakdown_gb)
+    for loc in result.local:
+        add(f"your {loc.device} ({loc.name})", loc.peak_memory_gb, loc.vram_gb, loc.fits, loc.memory_breakdown_gb)
     seen: set[str] = set()
     # One GPU of each card (the question is "will it fit my card?"), fitting and fastest first.
     for r in sorted(result.rows, key=lambda r: (r.count != 1, not r.fits, r.total_time_h or float("inf"))):

@@ -50,7 +50,7 @@ def main() -> int:
     lines.append(f"memory efficiency: {n_mem} FluidX3D rows matched to the catalog")
     lines += [f"  {a}: {v}" for a, v in mem.items()]
     doc: dict[str, Any] = {
-        "_source": "written by python -m gpuselect.estimate.fit from /work/shared/data/kernels and docs/validation records",
+        "_source": "written by python -m gpuselect.estimate.fit from ../shared/data/kernels and docs/validation records",
         "gemm": {
             "k0": g["k0"],
             "align_penalty": g["align_penalty"],

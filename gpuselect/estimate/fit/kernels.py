@@ -1,4 +1,4 @@
-"""Fit the per-kernel parameters of ``roofline.py`` on /work/shared/data/kernels (scripts only).
+"""Fit the per-kernel parameters of ``roofline.py`` on ../shared/data/kernels (scripts only).
 
 - GEMM: ``E[arch, precision class]``, ``k0``, the misalignment penalty and the per-kernel floor,
   on gemm.csv (MAMF, DeepBench, mli, single points): least median absolute log error of the
@@ -25,8 +25,9 @@ from typing import Any
 
 from gpuselect.catalog import Catalog
 from gpuselect.catalog.schema import GpuEntry
+from gpuselect.estimate.fit import shared_data
 
-KERNELS = Path("/work/shared/data/kernels")
+KERNELS = shared_data() / "kernels"
 
 #: kernels/ labels -> catalog ids where the catalog's matcher needs help (DeepBench's V100 ran in
 #: a DGX-1: SXM2 16 GB; "A100 SXM" in MAMF is the 80 GB part; GH200/B200/B300 by their ids).

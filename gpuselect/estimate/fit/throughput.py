@@ -33,6 +33,7 @@ from gpuselect.catalog import Catalog, load_catalog
 from gpuselect.catalog.schema import GpuEntry
 from gpuselect.estimate import api as A  # noqa: N812 - short module alias, used as a namespace as in the formulas
 from gpuselect.estimate import roofline as R  # noqa: N812 - short module alias, used as a namespace as in the formulas
+from gpuselect.estimate.fit import shared_data
 from gpuselect.estimate.perf import cpu_device, step_time
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.presets import PRESETS
@@ -40,7 +41,7 @@ from gpuselect.workloads.transformer import TransformerShape, transformer_worklo
 
 ROOT = Path(__file__).resolve().parents[3]
 
-DATA = Path("/work/shared/data")
+DATA = shared_data()
 BANDS = ROOT / "gpuselect" / "estimate" / "data" / "steptime_bands.json"
 LAMBDA_MODELS = {
     m: m
