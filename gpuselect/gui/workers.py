@@ -76,6 +76,24 @@ def shutdown_all(timeout_ms: int = 60_000) -> bool:
     return ok
 
 
+_GC: object | None = None
+
+
+def collect_garbage_on_gui_thread() -> None:
+    """Python's cyclic garbage collector runs in whichever thread allocates when a threshold is
+    reached; if that is a worker and the garbage holds Qt wrappers, their destructors run off the
+    GUI thread and both threads stall (seen: the estimate worker and the GUI thread idle forever).
+    pyqtgraph's GarbageCollector turns automatic collection off and collects on a GUI-thread timer."""
+    global _GC
+    import gc
+
+    if _GC is None:
+        from pyqtgraph.util.garbage_collector import GarbageCollector
+
+        _GC = GarbageCollector(interval=1.0)
+    gc.disable()
+
+
 CLOSING_PROPERTY = "gpuselect_closing"  # set on a window whose closeEvent has shut its workers down
 
 
@@ -111,6 +129,7 @@ class GeneratorWorker(QObject):
         self.done = False
 
     def start(self) -> None:
+        collect_garbage_on_gui_thread()
         if _owner_closing(self):
             # Work queued by a slot that ran after the window closed (a debounce, "recompute
             # once more"): never start a thread nobody will wait for.

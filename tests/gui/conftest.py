@@ -21,3 +21,9 @@ def _no_worker_left_running(qtbot):
     from gpuselect.gui.workers import live_workers
 
     qtbot.waitUntil(lambda: not live_workers(), timeout=30_000)
+    # The workers turn automatic collection off (collect_garbage_on_gui_thread); collect here, on
+    # the GUI thread, and give the tests after this one the normal collector back.
+    import gc
+
+    gc.collect()
+    gc.enable()
