@@ -17,11 +17,13 @@ SCHEMA_VERSION = 1
 def to_jsonable(value: Any) -> Any:
     """Turn dataclasses, enums, paths, tuples and sets into JSON-safe values.
 
-    Non-finite floats become ``None``: a NaN or infinity never reaches a JSON document.
+    Non-finite floats become ``None``: a NaN or infinity never reaches a JSON document. A field
+    whose metadata names ``json_via`` is written as that attribute's value (a workload's public id
+    in place of its internal key); ``"json": False`` leaves a field out.
     """
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
-            f.name: to_jsonable(getattr(value, f.name))
+            f.name: to_jsonable(getattr(value, f.metadata.get("json_via", f.name)))
             for f in dataclasses.fields(value)
             if f.metadata.get("json", True)
         }

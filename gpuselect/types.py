@@ -1,15 +1,37 @@
 """Typed values for the strings that repeat across the code: GPU families, form factors,
-precisions, optimizers, training modes and the four stages.
+precisions, optimizers, sharding, offload, training modes and the four stages. The one source:
+the catalog's validation, the command-line choices, the desktop app's lists and the estimator's
+checks all take their values from here.
 
 They are ``StrEnum``/``IntEnum`` so that JSON, CSV, command-line choices and comparisons with
 plain strings keep working (``Precision.BF16 == "bf16"``, ``json.dumps(Precision.BF16)`` is
-``"bf16"``). New code takes and returns these; older modules still pass the plain strings,
-which compare equal.
+``"bf16"``, ``f"{Stage.CLUSTER}"`` is ``"4"``). A string from outside (a command line, a
+settings or catalog file, a caller of the Python API) becomes a member once, at the boundary,
+with ``parse``; the core passes members from there on.
 """
 
 from __future__ import annotations
 
-from enum import IntEnum, StrEnum
+from enum import Enum, IntEnum, StrEnum
+from typing import TypeVar
+
+from gpuselect.errors import UsageError
+
+E = TypeVar("E", bound=Enum)
+
+
+def values(kind: type[Enum]) -> list[str]:
+    """The members' values as plain strings, in definition order (command-line choices, lists)."""
+    return [str(m.value) for m in kind]
+
+
+def parse(kind: type[E], value: object, what: str) -> E:
+    """The member ``value`` names (a member, or its value): the one conversion a boundary makes.
+    Anything else is a UsageError in one sentence that lists the accepted values."""
+    try:
+        return kind(value)
+    except (ValueError, TypeError):
+        raise UsageError(f"{what} must be one of {', '.join(values(kind))}, not {value!r}") from None
 
 
 class Family(StrEnum):
@@ -22,12 +44,23 @@ class Family(StrEnum):
     INSTINCT = "instinct"
 
 
+#: Consumer cards: at most a few in one box, never across machines (recommend.plausible_count);
+#: one of them alone is stage 2.
+CONSUMER_FAMILIES: tuple[Family, ...] = (Family.GEFORCE, Family.RADEON)
+#: Server cards: the only ones a cluster (stage 4) is built from.
+SERVER_FAMILIES: tuple[Family, ...] = (Family.DATACENTER, Family.INSTINCT)
+
+
 class FormFactor(StrEnum):
     DESKTOP = "desktop"
     LAPTOP = "laptop"
     PCIE = "pcie"
     SXM = "sxm"
     OAM = "oam"
+
+
+#: The form factors multi-GPU servers are built from.
+SERVER_FORM_FACTORS: tuple[FormFactor, ...] = (FormFactor.PCIE, FormFactor.SXM, FormFactor.OAM)
 
 
 class Precision(StrEnum):
@@ -43,6 +76,8 @@ class Precision(StrEnum):
     FP8 = "fp8"
 
 
+#: Mixed precision: 16-bit (or 8-bit) compute over fp32 master weights.
+MIXED_PRECISIONS: tuple[Precision, ...] = (Precision.FP16, Precision.BF16, Precision.FP8)
 #: Precisions a training estimate can be asked for.
 TRAINING_PRECISIONS: tuple[Precision, ...] = tuple(Precision)
 #: Precisions the catalog carries a spec rate for.
@@ -97,7 +132,13 @@ class Stage(IntEnum):
 
     @property
     def label(self) -> str:
+        """The stage's name in a sentence ("one reasonable GPU")."""
         return _STAGE_LABELS[self]
+
+    @property
+    def short(self) -> str:
+        """The stage's short name, the same in the CLI, the GUI and the report."""
+        return _STAGE_SHORT[self]
 
 
 _STAGE_LABELS: dict[Stage, str] = {
@@ -105,4 +146,10 @@ _STAGE_LABELS: dict[Stage, str] = {
     Stage.ONE_GPU: "one reasonable GPU",
     Stage.WORKSTATION_OR_RENTED: "a deep-learning workstation or rented datacenter GPUs",
     Stage.CLUSTER: "a GPU cluster",
+}
+_STAGE_SHORT: dict[Stage, str] = {
+    Stage.NO_GPU: "no GPU (this CPU)",
+    Stage.ONE_GPU: "one consumer GPU",
+    Stage.WORKSTATION_OR_RENTED: "workstation / rented GPUs",
+    Stage.CLUSTER: "cluster (several machines)",
 }

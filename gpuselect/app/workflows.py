@@ -13,6 +13,7 @@ from gpuselect.app.machine import Machine, local_estimates, owned_gpus
 from gpuselect.app.money import MoneyFormat
 from gpuselect.errors import UsageError
 from gpuselect.settings import Settings
+from gpuselect.types import Mode
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class WorkloadSpec:
     preset: str | None = None
     config: str | None = None
     seq_len: int | None = None
-    mode: str | None = None  # full, lora, qlora (None: the preset's own, else full)
+    mode: Mode | None = None  # None: the preset's own, else full
     lora_rank: int | None = None
     params: float | None = None
     flops_per_sample: float | None = None

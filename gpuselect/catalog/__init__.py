@@ -13,6 +13,7 @@ from pathlib import Path
 from gpuselect.catalog.loader import OVERLAY_NAME, LoadResult, Problem, apply_overlay, load_builtin
 from gpuselect.catalog.match import MatchResult, NameIndex
 from gpuselect.catalog.schema import FAMILIES, GpuEntry
+from gpuselect.types import Family
 
 __all__ = ["Catalog", "GpuEntry", "MatchResult", "Problem", "load_catalog", "overlay_path"]
 
@@ -32,7 +33,7 @@ class Catalog:
     def get(self, gpu_id: str) -> GpuEntry | None:
         return self._by_id.get(gpu_id)
 
-    def by_family(self, family: str) -> list[GpuEntry]:
+    def by_family(self, family: Family) -> list[GpuEntry]:
         return [e for e in self.entries if e.family == family]
 
     def match(self, name: str, memory_bytes: int | None = None) -> MatchResult | None:

@@ -19,6 +19,7 @@ from gpuselect import notices
 from gpuselect.catalog.schema import FAMILIES, FORM_FACTORS, GpuEntry
 from gpuselect.errors import DataError
 from gpuselect.safe_io import read_toml
+from gpuselect.types import Family, FormFactor
 
 #: A catalog file holds a few dozen cards (a few tens of kB); the overlay is the user's.
 MAX_FILE_BYTES = 2 * 1024 * 1024
@@ -195,6 +196,8 @@ def validate_entry(raw: dict[str, Any], file: str, *, partial: bool = False) -> 
 def _to_entry(clean: dict[str, Any]) -> GpuEntry:
     values = dict(clean)
     values["aliases"] = tuple(values.get("aliases", ()))
+    values["family"] = Family(values["family"])  # validated: the strings become the typed values here
+    values["form_factor"] = FormFactor(values["form_factor"])
     return GpuEntry(**values)
 
 

@@ -11,16 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from gpuselect import types as _types
-
-Family = Literal["geforce", "workstation", "datacenter", "radeon", "instinct"]
-FormFactor = Literal["desktop", "laptop", "pcie", "sxm", "oam"]
+from gpuselect.types import SPEC_PRECISIONS, Family, FormFactor, Precision
 
 # One source for these values: the enums in gpuselect.types (members are str, so they compare,
 # join and serialise as the plain names).
-FAMILIES: tuple[str, ...] = tuple(_types.Family)
-FORM_FACTORS: tuple[str, ...] = tuple(_types.FormFactor)
-PRECISIONS: tuple[str, ...] = tuple(_types.SPEC_PRECISIONS)
+FAMILIES: tuple[Family, ...] = tuple(Family)
+FORM_FACTORS: tuple[FormFactor, ...] = tuple(FormFactor)
+PRECISIONS: tuple[Precision, ...] = SPEC_PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -67,11 +64,12 @@ class GpuEntry:
     sources: dict[str, str] = field(default_factory=dict)
 
     def tflops(self, precision: str) -> float | None:
-        """Dense peak for a training precision (``fp32`` = non-tensor FP32)."""
-        return {
-            "fp32": self.fp32_tflops,
-            "tf32": self.tf32_tflops,
-            "fp16": self.fp16_tflops,
-            "bf16": self.bf16_tflops,
-            "fp8": self.fp8_tflops,
-        }[precision]
+        """Dense peak for a spec precision (``fp32`` = non-tensor FP32); KeyError for another."""
+        rates: dict[str, float | None] = {  # (members hash as their strings: "bf16" finds Precision.BF16)
+            Precision.FP32: self.fp32_tflops,
+            Precision.TF32: self.tf32_tflops,
+            Precision.FP16: self.fp16_tflops,
+            Precision.BF16: self.bf16_tflops,
+            Precision.FP8: self.fp8_tflops,
+        }
+        return rates[precision]

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from gpuselect.commands import add_format_option
+from gpuselect.commands import add_format_option, enum_type
+from gpuselect.types import Family, values
 
 HELP = "list the GPU catalog (every figure with its source), or validate a catalog or overlay file"
-FAMILIES = ("geforce", "workstation", "datacenter", "radeon", "instinct")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_format_option(parser, ("text", "json", "csv"))
-    parser.add_argument("--family", choices=FAMILIES, help="only this family")
+    parser.add_argument("--family", choices=values(Family), type=enum_type(Family), help="only this family")
     parser.add_argument("--validate", metavar="FILE", help="check one catalog or overlay file and report every problem")
     parser.add_argument("--no-overlay", action="store_true", help="ignore the user overlay file")
 

@@ -8,6 +8,9 @@ import argparse
 import math
 from typing import Any
 
+from gpuselect.commands import enum_type
+from gpuselect.types import Mode, Offload, Optimizer, Precision, Sharding, values
+
 
 def _number(kind: type, lo: float, hi: float, what: str):  # type: ignore[no-untyped-def]
     def parse(text: str) -> float:
@@ -64,7 +67,8 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
     parser.add_argument("--input-shape", metavar="D,D,...", help="with --model: one sample's shape, e.g. 3,224,224")
     parser.add_argument(
         "--mode",
-        choices=("full", "lora", "qlora"),
+        choices=values(Mode),
+        type=enum_type(Mode),
         help="train every weight (full), LoRA adapters on frozen 16-bit weights, or QLoRA on 4-bit weights "
         "(transformer presets and --config; default: the preset's own)",
     )
@@ -79,8 +83,9 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
     )
     parser.add_argument(
         "--precision",
-        choices=("auto", "fp32", "tf32", "fp16", "bf16", "bf16-true", "fp8"),
-        default="auto",
+        choices=values(Precision),
+        type=enum_type(Precision),
+        default=Precision.AUTO,
         help="auto (default): what each card trains well in (bf16 on Ampere and newer, fp16 mixed on Volta/Turing, "
         "fp32 before); fp16/bf16 mean mixed precision (fp32 master weights); bf16-true is pure bf16 (no master "
         "copy); fp8 on Ada, Hopper, Blackwell and CDNA 3. A card that cannot run the request falls back "
@@ -115,8 +120,9 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
     )
     parser.add_argument(
         "--optimizer",
-        choices=("sgd", "sgd-momentum", "adam", "adamw", "adam8bit", "paged-adamw8bit"),
-        default="adamw",
+        choices=values(Optimizer),
+        type=enum_type(Optimizer),
+        default=Optimizer.ADAMW,
         help="sets the optimizer state held per trainable parameter (default adamw: two fp32 values)",
     )
     parser.add_argument(
@@ -127,15 +133,17 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
     )
     parser.add_argument(
         "--sharding",
-        choices=("none", "zero1", "zero2", "fsdp"),
+        choices=values(Sharding),
+        type=enum_type(Sharding),
         default=None,
         help="split optimizer state (zero1), also gradients (zero2), or everything (fsdp) over the GPUs of an "
         "option; default: FSDP only where several GPUs need it to fit",
     )
     parser.add_argument(
         "--offload",
-        choices=("none", "optimizer", "params"),
-        default="none",
+        choices=values(Offload),
+        type=enum_type(Offload),
+        default=Offload.NONE,
         help="keep the optimizer state (optimizer) or also weights and gradients (params) in CPU memory",
     )
     parser.add_argument("--gpus", default="all", help="all, or comma-separated catalog ids")

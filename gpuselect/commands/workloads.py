@@ -15,8 +15,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gpuselect.output import json_document
-    from gpuselect.workloads.presets import PRESETS, canonical_id
+    from gpuselect.workloads.presets import PRESETS
 
+    # Both forms show each preset's public id (the one --workload takes; JSON writes
+    # Workload.public_id in the id field), never the calibration data's internal key.
     if args.format == "json":
         print(json_document({"count": len(PRESETS), "workloads": list(PRESETS.values())}, kind="workloads"))
         return 0
@@ -24,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     for w in PRESETS.values():
         mark = "" if w.profiler_checked else " (approx.)"
         print(
-            f"{canonical_id(w.id):20s} {w.params / 1e6:8.1f}M {w.trainable_params / 1e6:9.2f}M {w.forward_flops_per_sample / 1e9:11.3f} "
+            f"{w.public_id:20s} {w.params / 1e6:8.1f}M {w.trainable_params / 1e6:9.2f}M {w.forward_flops_per_sample / 1e9:11.3f} "
             f"{w.activation_bytes_per_sample / 1e6:9.1f}  {w.sample_unit}: {w.name}{mark}"
         )
     print(

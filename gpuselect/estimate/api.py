@@ -15,9 +15,6 @@ from gpuselect.catalog.schema import GpuEntry
 from gpuselect.errors import UsageError
 from gpuselect.estimate import parallel
 from gpuselect.estimate.memory import (
-    OFFLOADS,
-    OPTIMIZERS,
-    SHARDINGS,
     Fit,
     MemoryOptions,
     plan,
@@ -32,11 +29,23 @@ from gpuselect.estimate.roofline import (
 from gpuselect.estimate.roofline import params as roofline_params
 from gpuselect.fleet.interconnect import MeasuredInterconnect, measured_link_gbs
 from gpuselect.safe_io import finite_number
+from gpuselect.types import (
+    MIXED_PRECISIONS,
+    SERVER_FAMILIES,
+    SERVER_FORM_FACTORS,
+    TRAINING_PRECISIONS,
+    Family,
+    Offload,
+    Optimizer,
+    Precision,
+    Sharding,
+    parse,
+)
 from gpuselect.workloads.model import Workload
 
 #: ``auto``: what each card trains well in (bf16 on Ampere+/CDNA 2+, fp16 mixed on Volta/Turing,
 #: else fp32); an explicit precision a card cannot run falls back (roofline.FALLBACK).
-PRECISIONS = ("auto", "fp32", "tf32", "fp16", "bf16", "bf16-true", "fp8")
+PRECISIONS: tuple[Precision, ...] = TRAINING_PRECISIONS
 BAND_FILE = Path(__file__).resolve().parent / "data" / "steptime_bands.json"
 CLUSTER_COUNTS = (16, 32, 64, 128, 256, 512, 1024)
 ERROR_BAND_FILE = Path(__file__).resolve().parent / "data" / "error_band.json"
@@ -45,7 +54,10 @@ EXTERNAL_BAND_FILE = Path(__file__).resolve().parent / "data" / "external_band.j
 
 @dataclass(frozen=True)
 class Assumptions:
-    precision: str = "auto"
+    """What the user assumes. The enum fields accept their plain strings too ("bf16"): they are
+    converted once, here, and a string that names no member is a UsageError."""
+
+    precision: Precision = Precision.AUTO
     batch_size: int | None = None  # None: the workload's default, capped by memory ("auto")
     dataset_size: int | None = None  # samples per epoch; None: the workload's default
     epochs: int | None = None
@@ -54,10 +66,10 @@ class Assumptions:
     electricity_usd_per_kwh: float = 0.15  # a mid-range retail price (US average ~0.17, EU higher)
     grid_kg_co2_per_kwh: float = 0.45  # IEA: world average carbon intensity of electricity, ~0.45 kg/kWh (2023)
     utilisation: float = 0.85  # fraction of TDP drawn while training
-    optimizer: str = "adamw"
+    optimizer: Optimizer = Optimizer.ADAMW
     checkpointing: bool | None = None  # None: only where the model does not fit otherwise (common practice)
-    sharding: str | None = None  # none, zero1, zero2, fsdp; None: FSDP only where several GPUs need it to fit
-    offload: str = "none"  # none, optimizer, params (to CPU memory)
+    sharding: Sharding | None = None  # None: FSDP only where several GPUs need it to fit
+    offload: Offload = Offload.NONE  # optimizer, or also params, in CPU memory
     max_gpus: int = 8  # the largest single box considered first
     counts: tuple[int, ...] | None = None  # evaluate exactly these GPU counts (--count)
     cluster_max_gpus: int = 1024  # stage 4: when no box meets the deadline or holds the model, up to this many
@@ -67,17 +79,19 @@ class Assumptions:
     amortisation_years: float | None = None  # spread a purchase over its useful life (None: whole price)
     interconnect: MeasuredInterconnect | None = None  # measured by `gpuselect fleet`; replaces spec links
 
+    def __post_init__(self) -> None:
+        # The one conversion of the choices (strings from a command line, the desktop app, a caller
+        # of the Python API) to their typed values; frozen, hence object.__setattr__.
+        object.__setattr__(self, "precision", parse(Precision, self.precision, "precision"))
+        object.__setattr__(self, "optimizer", parse(Optimizer, self.optimizer, "optimizer"))
+        if self.sharding is not None:
+            object.__setattr__(self, "sharding", parse(Sharding, self.sharding, "sharding"))
+        object.__setattr__(self, "offload", parse(Offload, self.offload, "offload"))
+
     def validate(self) -> None:
         """Every field checked once, here at the API boundary: a bad value is a UsageError naming
-        it, never a ZeroDivisionError or TypeError from deep inside the estimator."""
-        if not isinstance(self.precision, str) or self.precision not in PRECISIONS:
-            raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
-        if not isinstance(self.optimizer, str) or self.optimizer not in OPTIMIZERS:
-            raise UsageError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {self.optimizer!r}")
-        if self.sharding is not None and (not isinstance(self.sharding, str) or self.sharding not in SHARDINGS):
-            raise UsageError(f"sharding must be one of {', '.join(SHARDINGS)}, not {self.sharding!r}")
-        if not isinstance(self.offload, str) or self.offload not in OFFLOADS:
-            raise UsageError(f"offload must be one of {', '.join(OFFLOADS)}, not {self.offload!r}")
+        it, never a ZeroDivisionError or TypeError from deep inside the estimator (the choices
+        were converted, or refused, when the assumptions were made)."""
         if self.counts is not None and (not isinstance(self.counts, (tuple, list)) or not self.counts):
             raise UsageError(f"the GPU counts must be a non-empty list of whole numbers, not {self.counts!r}")
         if self.interconnect is not None and not isinstance(self.interconnect, MeasuredInterconnect):
@@ -124,7 +138,7 @@ class Assumptions:
 class EstimateRow:
     gpu_id: str
     name: str
-    family: str
+    family: Family
     count: int
     fits: bool
     batch_size: int | None  # per GPU
@@ -147,7 +161,7 @@ class EstimateRow:
     memory_breakdown_gb: dict[str, float] = field(default_factory=dict)  # weights ... overhead; adds up to the peak
     max_batch: int | None = None  # the largest per-GPU batch that fits with these settings
     tokens_per_s: float | None = None  # the whole option, for token workloads (samples/s x tokens per sample)
-    precision_used: str | None = None  # after auto / fallback
+    precision_used: Precision | None = None  # after auto / fallback
     parallelism: str = "single"  # single | ddp | fsdp
     bound: str | None = None  # compute | memory | overhead | communication
     time_breakdown_s: dict[str, float] = field(default_factory=dict)  # one step, per GPU
@@ -320,7 +334,7 @@ def predict_step(
     a = a or Assumptions()
     trace = trace_cached(w, checkpointing)
     opt = "adam8bit" if optimizer == "paged-adamw8bit" else optimizer
-    mixed_p = precision in ("fp16", "bf16", "fp8")
+    mixed_p = precision in MIXED_PRECISIONS
     par = "single" if count == 1 else ("fsdp" if sharding == "fsdp" else "ddp")
     comm = None
     if count > 1 and e is not None:
@@ -437,13 +451,13 @@ def _row(
         error_band=band if band is not None else 1.0,
         vram_gb=e.vram_gb,
     )
-    prec = resolve_precision(e, a.precision)
+    prec = Precision(resolve_precision(e, a.precision))
     base.precision_used = prec
     mem_prec = "bf16" if prec == "fp8" else prec  # fp8 training keeps bf16 weights and activations
     mo = MemoryOptions(
-        precision=mem_prec, optimizer=a.optimizer, sharding=a.sharding or "none", offload=a.offload, gpus=count
+        precision=mem_prec, optimizer=a.optimizer, sharding=a.sharding or Sharding.NONE, offload=a.offload, gpus=count
     )
-    if single_fit is not None and single_fit.fits and a.sharding in (None, "none") and a.offload == "none":
+    if single_fit is not None and single_fit.fits and a.sharding in (None, Sharding.NONE) and a.offload == Offload.NONE:
         fit = single_fit  # data parallel replicates the one-GPU state: the same fit (plan() shards only what does not fit)
     else:
         fit = plan(w, e.vram_gb, mo, checkpointing=a.checkpointing, sharding=a.sharding, batch_size=a.batch_size)
@@ -454,7 +468,7 @@ def _row(
     base.peak_memory_gb = round(fit.peak_gb, 2)
     base.memory_breakdown_gb = fit.breakdown_gb
     base.max_batch = fit.max_batch
-    notes = [f"{a.precision} is not supported here: runs {prec}"] if a.precision not in ("auto", prec) else []
+    notes = [f"{a.precision} is not supported here: runs {prec}"] if a.precision not in (Precision.AUTO, prec) else []
     if not fit.fits:
         base.suggestions = suggestions(w, e.vram_gb, fit.options, a.batch_size) if count == 1 else []
         base.note = "; ".join(
@@ -593,12 +607,12 @@ def local_cpu_estimate(
         )
     d = cpu_device(rec or None, cores=cores, name=name, mhz=mhz, features=features)
     prec = "fp32"
-    if a.precision in ("auto", "bf16", "bf16-true", "fp16", "fp8"):
+    if a.precision not in (Precision.FP32, Precision.TF32):
         # The fastest precision the benchmark found (CPUs without AMX run 16-bit slower than fp32).
         fastest = max(d.peak_tflops, key=lambda k: d.peak_tflops[k])
         prec = (
             fastest
-            if a.precision == "auto"
+            if a.precision == Precision.AUTO
             else ("fp32" if d.peak_tflops.get(fastest, 0) <= d.peak_tflops["fp32"] else fastest)
         )
     st, _ = predict_step(w, d, None, batch, prec, optimizer=a.optimizer, checkpointing=bool(a.checkpointing), a=a)
@@ -698,7 +712,7 @@ def estimate(
         # Stage 4: no box holds the model in time; datacenter cards over nodes of gpus_per_node.
         bigger = [n for n in CLUSTER_COUNTS if option_counts(a)[-1] < n <= a.cluster_max_gpus]
         for e in entries:
-            if e.family not in ("datacenter", "instinct") or e.form_factor not in ("sxm", "oam", "pcie"):
+            if e.family not in SERVER_FAMILIES or e.form_factor not in SERVER_FORM_FACTORS:
                 continue
             for n in bigger:
                 r = _row(w, e, n, a, perf, None)

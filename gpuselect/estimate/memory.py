@@ -37,17 +37,18 @@ from pathlib import Path
 from typing import Any
 
 from gpuselect.errors import GpuselectError
+from gpuselect.types import MIXED_PRECISIONS, Mode, Offload, Optimizer, Sharding
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.transformer import TransformerShape
 
 GB = float(2**30)
 _FIT_FILE = Path(__file__).resolve().parent / "fit" / "memory_constants.json"
 
-OPTIMIZERS = ("sgd", "sgd-momentum", "adam", "adamw", "adam8bit", "paged-adamw8bit")
-SHARDINGS = ("none", "zero1", "zero2", "fsdp")
-OFFLOADS = ("none", "optimizer", "params")
+# The choices are gpuselect.types' enums (the one source); these names stay for callers.
+OPTIMIZERS: tuple[Optimizer, ...] = tuple(Optimizer)
+SHARDINGS: tuple[Sharding, ...] = tuple(Sharding)
+OFFLOADS: tuple[Offload, ...] = tuple(Offload)
 QUANTS = ("nf4", "nf4-dq", "int8")
-MEMORY_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "bf16-true", "fp8")
 
 #: Bytes per base weight when the frozen base is quantised (QLoRA). NF4: 4 bits plus one fp32
 #: absmax per block of 64 (bitsandbytes' default); with double quantisation the absmax values are
@@ -88,7 +89,7 @@ FIXED_OVERHEAD_BYTES = CONTEXT_BYTES + DRIVER_RESERVED_BYTES
 
 def mixed(precision: str) -> bool:
     """Mixed precision: 16-bit compute over fp32 master weights (fp8 trains that way too)."""
-    return precision in ("fp16", "bf16", "fp8")
+    return precision in MIXED_PRECISIONS
 
 
 def activation_elem_bytes(precision: str) -> int:
@@ -523,14 +524,14 @@ def _suggestions(
     if o.offload == "none" and ok(offload="optimizer"):
         tips.append("offloading the optimizer state to CPU memory (slower steps)")
     if w.kind == "transformer" and w.mode == "full":
-        lora = _as_adapter(w, "lora", shape)
+        lora = _as_adapter(w, Mode.LORA, shape)
         for mode, label in (("lora", "LoRA fine-tuning (16-bit frozen base)"), ("qlora", "QLoRA (4-bit frozen base)")):
-            cand = replace(lora, mode=mode)
+            cand = replace(lora, mode=Mode(mode))
             if fit_with(cand, vram_gb, replace(o, checkpointing=True), batch_size=batch_size or 1, shape=shape).fits:
                 tips.append(label + " with activation checkpointing")
                 break
     if w.kind == "transformer" and w.mode == "lora":
-        cand = replace(w, mode="qlora")
+        cand = replace(w, mode=Mode.QLORA)
         if fit_with(cand, vram_gb, replace(o, checkpointing=True), batch_size=batch_size or 1, shape=shape).fits:
             tips.append("QLoRA (4-bit frozen base) with activation checkpointing")
     if o.gpus <= 1 and o.offload != "params":
@@ -546,7 +547,7 @@ def _suggestions(
     return tuple(tips)
 
 
-def _as_adapter(w: Workload, mode: str, shape: TransformerShape | None, rank: int = 16) -> Workload:
+def _as_adapter(w: Workload, mode: Mode, shape: TransformerShape | None, rank: int = 16) -> Workload:
     """The same model fine-tuned with rank-``rank`` adapters on every linear layer."""
     if shape is not None:
         h, f = shape.hidden, shape.ffn

@@ -19,24 +19,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from gpuselect.types import CONSUMER_FAMILIES, Family, FormFactor, Stage
+
 if TYPE_CHECKING:  # api imports this module; the types are only annotations here
     from gpuselect.catalog.schema import GpuEntry
     from gpuselect.estimate.api import Assumptions, EstimateRow, LocalEstimate
     from gpuselect.workloads.model import Workload
 
-STAGE_NAMES = {
-    1: "no GPU needed",
-    2: "one reasonable GPU",
-    3: "a deep-learning workstation or rented datacenter GPUs",
-    4: "a GPU cluster",
-}
+# The stages' names live with gpuselect.types.Stage (the one source); these tables stay for callers.
+STAGE_NAMES: dict[Stage, str] = {s: s.label for s in Stage}
 #: The stages' short names, the same in the CLI, the GUI and the report.
-STAGE_SHORT = {
-    1: "no GPU (this CPU)",
-    2: "one consumer GPU",
-    3: "workstation / rented GPUs",
-    4: "cluster (several machines)",
-}
+STAGE_SHORT: dict[Stage, str] = {s: s.short for s in Stage}
 
 CONSUMER_MAX_PER_BOX = 4
 
@@ -51,11 +44,11 @@ def plausible_count(e: GpuEntry, count: int, gpus_per_node: int = 8) -> bool:
     """Whether ``count`` cards of ``e`` is an option anyone builds (module docstring)."""
     if count <= 1:
         return True
-    if e.form_factor == "laptop":
+    if e.form_factor == FormFactor.LAPTOP:
         return False
-    if e.family in ("geforce", "radeon"):
+    if e.family in CONSUMER_FAMILIES:
         return count <= min(CONSUMER_MAX_PER_BOX, gpus_per_node)
-    if e.family == "workstation":
+    if e.family == Family.WORKSTATION:
         return count <= gpus_per_node
     return True
 
@@ -78,7 +71,7 @@ class OwnedGpu:
 
 @dataclass
 class Recommendation:
-    stage: int  # 1 no GPU, 2 one reasonable GPU, 3 workstation / rented datacenter GPUs, 4 cluster
+    stage: Stage  # 1 no GPU, 2 one reasonable GPU, 3 workstation / rented datacenter GPUs, 4 cluster
     stage_name: str
     choice: str  # the recommended option, in words (US dollars: faces re-render with ``explain``)
     per_stage: dict[str, dict[str, object] | None]
@@ -103,12 +96,12 @@ def row_cost(r: EstimateRow) -> float | None:
 _cost = row_cost  # the old private name
 
 
-def stage_of(r: EstimateRow, a: Assumptions) -> int:
+def stage_of(r: EstimateRow, a: Assumptions) -> Stage:
     if r.count > a.gpus_per_node:
-        return 4
-    if r.count == 1 and r.family in ("geforce", "radeon"):
-        return 2
-    return 3
+        return Stage.CLUSTER
+    if r.count == 1 and r.family in CONSUMER_FAMILIES:
+        return Stage.ONE_GPU
+    return Stage.WORKSTATION_OR_RENTED
 
 
 _stage_of = stage_of
@@ -227,7 +220,7 @@ def recommend(
     excluded: Sequence[str] = (),
 ) -> Recommendation:
     cpu = next((loc for loc in local if loc.device == "cpu"), None)
-    by_stage: dict[int, list[EstimateRow]] = {2: [], 3: [], 4: []}
+    by_stage: dict[Stage, list[EstimateRow]] = {Stage.ONE_GPU: [], Stage.WORKSTATION_OR_RENTED: [], Stage.CLUSTER: []}
     for r in rows:
         if own is not None and r.gpu_id == own.gpu_id and r.count <= owned_n:
             continue  # already theirs: the own option stands for it
@@ -262,7 +255,7 @@ def recommend(
             per_stage[key] = own_d
 
     rec = Recommendation(
-        0,
+        Stage.NO_GPU,  # every branch below sets the stage
         "",
         "",
         per_stage,
@@ -286,12 +279,12 @@ def recommend(
         and (cpu.total_time_h * (1 + cpu.error_band) <= a.deadline_hours or measured)
     )
     if cpu_ok:
-        rec.stage, rec.action, rec.option = 1, "cpu", cpu_entry
+        rec.stage, rec.action, rec.option = Stage.NO_GPU, "cpu", cpu_entry
     elif own_d is not None and own_d["meets_deadline"]:
         rec.stage, rec.action, rec.option = stage_of(own, a), "have", own_d  # type: ignore[arg-type]
     else:
-        stage = next((s for s in (2, 3, 4) if good(best[s])), 0)
-        if stage:
+        stage = next((s for s in by_stage if good(best[s])), None)  # the lowest stage that meets both
+        if stage is not None:
             chosen = best[stage]
             rec.stage, rec.option = (
                 stage,
@@ -302,7 +295,7 @@ def recommend(
             cands = [b for b in best.values() if b is not None] + ([own] if own_d is not None else [])
             fastest = min(cands, key=lambda r: r.total_time_h or math.inf, default=None)  # type: ignore[union-attr]
             if fastest is None:
-                rec.stage, rec.action = 4, "none"
+                rec.stage, rec.action = Stage.CLUSTER, "none"
             else:
                 rec.stage, rec.action = stage_of(fastest, a), "miss"
                 rec.option = own_d if fastest is own else describe(fastest)
@@ -405,9 +398,9 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             elif rec.per_stage.get("1") and rec.per_stage["1"].get("total_time_h"):  # type: ignore[union-attr]
                 lead = f"The CPU would need ~{fmt_hours(rec.per_stage['1']['total_time_h'])}, beyond your {deadline} deadline. "  # type: ignore[index, arg-type]
             where = {
-                2: "one consumer card is enough",
-                3: "a workstation with these cards or rented datacenter GPUs",
-                4: "more than one machine",
+                Stage.ONE_GPU: "one consumer card is enough",
+                Stage.WORKSTATION_OR_RENTED: "a workstation with these cards or rented datacenter GPUs",
+                Stage.CLUSTER: "more than one machine",
             }[rec.stage]
             parts.append(f"{lead}{_cap(name)} finishes in about {t}{_range(o)}{cost_txt}: {where}.")
             choice = _cap(choice) + f" (~{t})"

@@ -421,9 +421,13 @@ def build_report(
         import json
 
         from gpuselect.estimate.api import ERROR_BAND_FILE
+        from gpuselect.workloads.model import public_id
 
         try:
             accuracy = json.loads(ERROR_BAND_FILE.read_text())
+            # Keyed by the calibration data's ids: the report shows the public ones.
+            if isinstance(accuracy.get("p90_by_model"), dict):
+                accuracy["p90_by_model"] = {public_id(k): v for k, v in accuracy["p90_by_model"].items()}
             method.lines.append(
                 f"Validated accuracy (leave one GPU out, docs/accuracy.md): median error {100 * accuracy['median']:.1f} %, "
                 f"90th percentile {100 * accuracy['p90']:.1f} % over {accuracy['n']} measurements; every estimate "

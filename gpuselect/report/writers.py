@@ -14,6 +14,7 @@ from typing import Any
 from gpuselect.fsutil import atomic_write_bytes, atomic_write_text
 from gpuselect.output import json_document
 from gpuselect.report.model import Report
+from gpuselect.types import Stage
 
 LETTER_REGIONS = {"US", "CA", "MX", "PH", "CL", "CO", "VE", "CR", "GT", "PR"}
 
@@ -207,12 +208,7 @@ def place_labels(
     return placed
 
 
-STAGE_NAMES_PDF = {
-    "1": "1  no GPU (this CPU)",
-    "2": "2  one consumer GPU",
-    "3": "3  workstation / rented GPUs",
-    "4": "4  cluster",
-}
+STAGE_NAMES_PDF = {str(s.value): f"{s.value}  {s.short}" for s in Stage}  # a chart that names none
 BLUE, GREY, ORANGE, RED, GREEN = "#2b6cb0", "#a0aec0", "#dd6b20", "#c53030", "#2f855a"
 
 

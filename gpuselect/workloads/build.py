@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpuselect.errors import UsageError
+from gpuselect.types import Mode, parse
 from gpuselect.workloads.model import Workload
-from gpuselect.workloads.traces import MODES, with_mode
+from gpuselect.workloads.traces import with_mode
 
 
 def parse_input_shape(text: str) -> tuple[int, ...]:
@@ -30,15 +31,15 @@ def build_workload(
     factory: str | None = None,
     input_shape: str | None = None,
     seq_len: int | None = None,
-    mode: str | None = None,
+    mode: Mode | str | None = None,
     lora_rank: int | None = None,
 ) -> Workload:
     """The workload the options describe, in ``mode`` (default: the preset's own, else full)."""
     from gpuselect.workloads.presets import custom_workload, get_preset
     from gpuselect.workloads.transformer import workload_from_hf_config
 
-    if mode is not None and mode not in MODES:
-        raise UsageError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if mode is not None:
+        mode = parse(Mode, mode, "--mode")
     if workload:
         w = get_preset(workload)
     elif config:
@@ -72,6 +73,6 @@ def build_workload(
     if mode is None and lora_rank is None:
         return w
     target = mode or w.mode
-    if lora_rank is not None and target == "full":
+    if lora_rank is not None and target == Mode.FULL:
         raise UsageError("--lora-rank needs --mode lora or qlora (or a LoRA/QLoRA preset)")
     return with_mode(w, target, lora_rank)

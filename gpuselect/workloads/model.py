@@ -5,14 +5,34 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gpuselect.types import Mode, parse
+
 if TYPE_CHECKING:
     from gpuselect.estimate.trace import StepTrace
     from gpuselect.workloads.transformer import TransformerShape
 
+#: The public, hyphenated id (the style of every other preset) of the presets whose
+#: ``Workload.id`` is the key the calibration data, the shipped traces and the fitted bands use.
+#: Users see and type the public id; the old spelling stays accepted (``presets.get_preset``).
+PUBLIC_IDS: dict[str, str] = {
+    "bert_base_squad": "bert-base-squad",
+    "bert_large_squad": "bert-large-squad",
+    "transformerxlbase": "transformer-xl-base",
+    "transformerxllarge": "transformer-xl-large",
+}
+
+
+def public_id(workload_id: str) -> str:
+    """The id to show users (``bert_base_squad`` -> ``bert-base-squad``); a derived id keeps its
+    suffix (``bert_base_squad+lora-r8`` -> ``bert-base-squad+lora-r8``)."""
+    base, plus, rest = workload_id.partition("+")
+    return PUBLIC_IDS.get(base, base) + plus + rest
+
 
 @dataclass(frozen=True)
 class Workload:
-    id: str
+    # The internal key (calibration data, traces); JSON shows ``public_id`` in its place.
+    id: str = field(metadata={"json_via": "public_id"})
     name: str
     description: str
     kind: str  # mlp, cnn, rnn, transformer, recsys, speech, detection, custom
@@ -28,7 +48,7 @@ class Workload:
     default_epochs: int
     default_batch_size: int
     seq_len: int | None = None
-    mode: str = "full"  # full, lora, qlora
+    mode: Mode = Mode.FULL
     source: str = ""  # where the figures come from / how they were derived
     profiler_checked: bool = False  # FLOPs verified against torch's FLOP counter in the tests
     # How many of the reference benchmark's throughput units one sample is, for the reference
@@ -45,9 +65,18 @@ class Workload:
     trace: StepTrace | None = field(default=None, repr=False, metadata={"json": False})
     trace_ckpt: StepTrace | None = field(default=None, repr=False, metadata={"json": False})  # with checkpointing
 
+    def __post_init__(self) -> None:
+        # A mode given as its string ("lora") becomes the typed value once, here.
+        object.__setattr__(self, "mode", parse(Mode, self.mode, "the training mode"))
+
+    @property
+    def public_id(self) -> str:
+        """The id users see and type (``gpuselect workloads``, ``--workload``, JSON output)."""
+        return public_id(self.id)
+
     @property
     def training_flops_per_sample(self) -> float:
         """Forward + backward. Backward costs about twice the forward (gradients for inputs and
         weights); with frozen base weights (LoRA/QLoRA) the weight gradients are skipped."""
-        backward = 2.0 if self.mode == "full" else 1.0
+        backward = 2.0 if self.mode == Mode.FULL else 1.0
         return self.forward_flops_per_sample * (1.0 + backward)

@@ -6,7 +6,8 @@ are derived from the cited papers and model cards and say so in ``source``.
 from __future__ import annotations
 
 from gpuselect.errors import UsageError
-from gpuselect.workloads.model import Workload
+from gpuselect.types import Mode
+from gpuselect.workloads.model import PUBLIC_IDS, Workload, public_id
 from gpuselect.workloads.transformer import TransformerShape, transformer_workload
 
 _PROFILED = "measured with torch.utils.flop_counter on gpuselect/workloads/reference_models.py (meta device); re-checked by tests"
@@ -444,9 +445,9 @@ _LLAMA = {
 }
 for size, (label, shape) in _LLAMA.items():
     for mode, what in (
-        ("full", "full fine-tuning (all weights, AdamW)"),
-        ("lora", "LoRA rank 16 on 16-bit base weights"),
-        ("qlora", "QLoRA: LoRA rank 16 on a 4-bit quantised base"),
+        (Mode.FULL, "full fine-tuning (all weights, AdamW)"),
+        (Mode.LORA, "LoRA rank 16 on 16-bit base weights"),
+        (Mode.QLORA, "QLoRA: LoRA rank 16 on a 4-bit quantised base"),
     ):
         _PRESETS.append(
             _t(
@@ -466,19 +467,12 @@ PRESETS: dict[str, Workload] = {w.id: w for w in _PRESETS}
 
 
 #: Hyphenated ids (the style of every other preset) for the presets whose id is the key the
-#: calibration data uses (``Workload.id`` stays that key). Both spellings are accepted.
-CANONICAL_IDS: dict[str, str] = {
-    "bert_base_squad": "bert-base-squad",
-    "bert_large_squad": "bert-large-squad",
-    "transformerxlbase": "transformer-xl-base",
-    "transformerxllarge": "transformer-xl-large",
-}
+#: calibration data uses (``Workload.id`` stays that key; ``Workload.public_id`` is the one shown).
+#: Both spellings are accepted.
+CANONICAL_IDS: dict[str, str] = PUBLIC_IDS
 _BY_CANONICAL: dict[str, str] = {v: k for k, v in CANONICAL_IDS.items()}
-
-
-def canonical_id(workload_id: str) -> str:
-    """The id to show users: hyphenated, lower-case."""
-    return CANONICAL_IDS.get(workload_id, workload_id)
+#: The id to show users: hyphenated, lower-case.
+canonical_id = public_id
 
 
 def get_preset(workload_id: str) -> Workload:

@@ -25,10 +25,11 @@ from typing import Any
 
 from gpuselect.errors import DataError, UsageError
 from gpuselect.estimate.trace import Op, OpKind, Phase, StepTrace
+from gpuselect.types import Mode, parse
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.transformer import LORA_TARGETS, TransformerShape, lora_params
 
-MODES = ("full", "lora", "qlora")
+MODES: tuple[Mode, ...] = tuple(Mode)  # (gpuselect.types.Mode is the one source)
 ATTENTION_BACKWARD_FACTOR = 2.5  # FlashAttention-2: backward ~2.5x the forward's FLOPs
 TRACE_DIR = "data/traces"  # inside the gpuselect.estimate package
 
@@ -483,11 +484,10 @@ def _family(shape: TransformerShape) -> str:
 
 
 def transformer_trace(
-    shape: TransformerShape, *, mode: str = "full", lora_rank: int = 16, checkpointing: bool = False
+    shape: TransformerShape, *, mode: Mode | str = Mode.FULL, lora_rank: int = 16, checkpointing: bool = False
 ) -> StepTrace:
     """The analytic trace of one training step of a transformer (per sequence of ``seq_len``)."""
-    if mode not in MODES:
-        raise UsageError(f"the mode must be one of {', '.join(MODES)}, not {mode!r}")
+    mode = parse(Mode, mode, "the mode")
     L, s = shape.layers, float(shape.seq_len)  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
     emb, layer, head = _embedding(shape, mode), _layer(shape, mode, lora_rank), _head(shape, mode)
     ops = emb.fwd + _times(layer.fwd, L) + head.fwd
@@ -684,10 +684,9 @@ def synthetic_trace(w: Workload, *, checkpointing: bool) -> StepTrace:
 # --------------------------------------------------------------------------------------------
 
 
-def with_mode(w: Workload, mode: str, lora_rank: int | None = None) -> Workload:
+def with_mode(w: Workload, mode: Mode | str, lora_rank: int | None = None) -> Workload:
     """The same workload trained in ``mode`` (full, lora, qlora) with adapters of ``lora_rank``."""
-    if mode not in MODES:
-        raise UsageError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+    mode = parse(Mode, mode, "--mode")
     rank = w.lora_rank if lora_rank is None else lora_rank
     if not 1 <= rank <= 65_536:
         raise UsageError(f"--lora-rank must be a whole number from 1 to 65536, not {rank}")

@@ -12,6 +12,7 @@ from typing import Any
 
 from gpuselect.errors import DataError
 from gpuselect.safe_io import read_json
+from gpuselect.types import Mode
 from gpuselect.workloads.model import Workload
 
 
@@ -120,7 +121,7 @@ def transformer_workload(
     shape: TransformerShape,
     *,
     description: str,
-    mode: str = "full",
+    mode: Mode = Mode.FULL,
     kind: str = "transformer",
     dataset_size: int,
     epochs: int,
@@ -131,7 +132,7 @@ def transformer_workload(
     sample_unit: str = "sequence",
 ) -> Workload:
     params = shape.params()
-    trainable = params if mode == "full" else lora_params(shape, lora_rank)
+    trainable = params if mode == Mode.FULL else lora_params(shape, lora_rank)
     act = shape.activation_bytes_per_sequence()
     return Workload(
         id=id,
@@ -272,7 +273,7 @@ def _vit_shape(cfg: dict[str, Any], p: str) -> TransformerShape:
 
 
 def workload_from_hf_config(
-    path: str | Path, *, seq_len: int | None = None, mode: str = "full", lora_rank: int = 16
+    path: str | Path, *, seq_len: int | None = None, mode: Mode = Mode.FULL, lora_rank: int = 16
 ) -> Workload:
     shape = shape_from_hf_config(path, seq_len=seq_len)
     name = Path(path).parent.name or Path(path).stem

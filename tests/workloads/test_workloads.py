@@ -9,6 +9,7 @@ import pytest
 
 from gpuselect.cli import main
 from gpuselect.errors import DataError, UsageError
+from gpuselect.workloads.model import public_id
 from gpuselect.workloads.presets import PRESETS, custom_workload, get_preset
 from gpuselect.workloads.transformer import TransformerShape, shape_from_hf_config, workload_from_hf_config
 
@@ -160,6 +161,6 @@ def test_unknown_preset() -> None:
 def test_workloads_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["workloads", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["kind"] == "workloads" and {w["id"] for w in doc["workloads"]} >= REQUIRED_IDS
+    assert doc["kind"] == "workloads" and {w["id"] for w in doc["workloads"]} >= {public_id(i) for i in REQUIRED_IDS}
     assert main(["workloads"]) == 0
     assert "llama-70b-qlora" in capsys.readouterr().out

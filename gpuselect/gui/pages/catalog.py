@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
+from gpuselect.types import Family, values
 
 
 class _Filter(QSortFilterProxyModel):
@@ -46,7 +47,7 @@ class CatalogPage(QWidget):
         self.search = QLineEdit(placeholderText="Search GPUs…")
         self.search.setAccessibleName("Search GPUs")
         self.family = QComboBox()
-        self.family.addItems(["all families", "geforce", "workstation", "datacenter", "radeon", "instinct"])
+        self.family.addItems(["all families", *values(Family)])
         self.family.setAccessibleName("Family filter")
         self.open_overlay = QPushButton("Open &overlay folder")
         self.open_overlay.setToolTip(f"Your own prices and cards: {self.overlay} (gpuselect reads it, never writes it)")

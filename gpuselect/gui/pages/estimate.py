@@ -40,6 +40,7 @@ from gpuselect.estimate.recommend import STAGE_SHORT, explain, fmt_hours, option
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
 from gpuselect.gui.plots import themed_plot
 from gpuselect.gui.workers import CLOSING_PROPERTY, GeneratorWorker, call_in_generator
+from gpuselect.types import TRAINING_PRECISIONS, Family, Mode, Precision, values
 
 SOURCES = ("Preset", "config.json", "Model file (.py)", "Parameters and FLOPs")
 BUY_COLOUR, RENT_COLOUR, CHOSEN, OTHER = (43, 108, 176), (221, 107, 32), (43, 108, 176), (160, 174, 192)
@@ -139,7 +140,7 @@ class EstimatePage(QWidget):
         self.presets.setAccessibleName("Workload presets")
         for w in PRESETS.values():
             item = QListWidgetItem(f"{w.name}")
-            item.setData(Qt.ItemDataRole.UserRole, w.id)
+            item.setData(Qt.ItemDataRole.UserRole, w.public_id)
             item.setToolTip(f"{w.description}\n{w.params / 1e6:,.1f} M parameters; {w.source}")
             self.presets.addItem(item)
         self.presets.setCurrentRow(list(PRESETS).index("resnet50"))
@@ -153,7 +154,7 @@ class EstimatePage(QWidget):
         self.config_path.setAccessibleName("config.json path")
         self.config_browse = QPushButton("Browse…")
         self.mode = QComboBox()
-        self.mode.addItems(["full", "lora", "qlora"])
+        self.mode.addItems(values(Mode))
         self.mode.setToolTip("full fine-tuning, LoRA adapters, or QLoRA (LoRA on a 4-bit base)")
         self.mode.setAccessibleName("Training mode")
         self.seq_len = QSpinBox(minimum=0, maximum=1_048_576)
@@ -203,11 +204,9 @@ class EstimatePage(QWidget):
         for box in (preset_box, config_box, model_box, figures_box):
             self.source_stack.addWidget(box)
         # --- the assumptions -------------------------------------------------------------------
-        from gpuselect.estimate.api import PRECISIONS
-
         self.precision = QComboBox()
-        self.precision.addItems(list(PRECISIONS))  # what the estimator accepts (auto first where it offers it)
-        self.precision.setCurrentText("auto" if "auto" in PRECISIONS else "bf16")
+        self.precision.addItems([p.value for p in TRAINING_PRECISIONS])  # what the estimator accepts, auto first
+        self.precision.setCurrentText(Precision.AUTO)
         self.precision.setToolTip(
             "bf16/fp16: mixed precision on tensor cores; TF32: NVIDIA's 19-bit tensor format for FP32 math (Ampere+)"
         )
@@ -275,7 +274,7 @@ class EstimatePage(QWidget):
         for part in (self.memory_text, self.memory_bar, self.memory_legend):
             part.setVisible(False)
         self.family = QComboBox()
-        self.family.addItems(["all families", "geforce", "workstation", "datacenter", "radeon", "instinct"])
+        self.family.addItems(["all families", *values(Family)])
         self.fits_only = QCheckBox("&Fitting options only")
         self.fits_only.setChecked(True)
         self.model = RowsModel(
@@ -535,7 +534,7 @@ class EstimatePage(QWidget):
         if i == 1:
             return WorkloadSpec(
                 config=self.config_path.text().strip() or None,
-                mode=self.mode.currentText(),
+                mode=Mode(self.mode.currentText()),
                 seq_len=self.seq_len.value() or None,
             )
         if i == 2:
@@ -551,7 +550,7 @@ class EstimatePage(QWidget):
         from gpuselect.estimate.api import Assumptions
 
         return Assumptions(
-            precision=self.precision.currentText(),
+            precision=Precision(self.precision.currentText()),
             batch_size=self.batch.value() or None,
             dataset_size=self.dataset.value() or None,
             epochs=self.epochs.value() or None,
