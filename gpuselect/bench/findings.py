@@ -5,6 +5,7 @@ from __future__ import annotations
 from gpuselect.bench.model import BenchReport, DeviceResult
 from gpuselect.catalog.schema import GpuEntry
 from gpuselect.health.model import Finding, Severity
+from gpuselect.types import SPEC_PRECISIONS
 
 #: Below these fractions of the spec sheet a figure becomes a warning. A healthy H100 SXM5
 #: sustained 62-71 % of its dense tensor specs (bf16 676-703 of 989 TFLOP/s; a 10-product burst
@@ -17,7 +18,7 @@ SOURCE = "gpuselect: a healthy H100 sustained 62-71 % of its dense tensor specs 
 def spec_ratios(res: DeviceResult, entry: GpuEntry) -> dict[str, float]:
     ratios: dict[str, float] = {}
     for precision, measured in res.matmul_tflops.items():
-        spec = entry.tflops(precision) if precision in ("fp32", "tf32", "fp16", "bf16", "fp8") else None
+        spec = entry.tflops(precision) if precision in SPEC_PRECISIONS else None
         if measured and spec:
             ratios[f"matmul_{precision}"] = round(measured / spec, 3)
     if res.memory_bandwidth_gbs and entry.memory_bandwidth_gbs:

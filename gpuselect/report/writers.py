@@ -251,7 +251,7 @@ def _stage_chart(chart: dict[str, Any], width: float, font: str) -> Any:
             d.add(String(x, base - 10, hours_tick(t), fontName=font, fontSize=6.5, textAnchor="middle"))
             last = x + w / 2
     d.add(String(x0 + (width - x0) / 2, 2, "training time (log scale)", fontName=font, fontSize=7, textAnchor="middle"))
-    for i, key in enumerate(("1", "2", "3", "4")):
+    for i, key in enumerate(str(s.value) for s in Stage):
         y = top - (i + 1) * row_h + 8
         chosen = int(key) == chart["stage"]
         d.add(String(0, y + 4, names.get(key, key), fontName=font, fontSize=8))

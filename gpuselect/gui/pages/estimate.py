@@ -40,7 +40,7 @@ from gpuselect.estimate.recommend import STAGE_SHORT, explain, fmt_hours, option
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
 from gpuselect.gui.plots import themed_plot
 from gpuselect.gui.workers import CLOSING_PROPERTY, GeneratorWorker, call_in_generator
-from gpuselect.types import TRAINING_PRECISIONS, Family, Mode, Precision, values
+from gpuselect.types import TRAINING_PRECISIONS, Family, Mode, Precision, Stage, values
 
 SOURCES = ("Preset", "config.json", "Model file (.py)", "Parameters and FLOPs")
 BUY_COLOUR, RENT_COLOUR, CHOSEN, OTHER = (43, 108, 176), (221, 107, 32), (43, 108, 176), (160, 174, 192)
@@ -680,7 +680,7 @@ class EstimatePage(QWidget):
                 spans += [float(v[k]) for k in ("total_time_h", "time_low_h", "time_high_h") if v.get(k)]
         left = 10 ** math.floor(math.log10(min(spans)) - 0.3)
         fg = self._text_colour()
-        for i, key in enumerate(("1", "2", "3", "4")):
+        for i, key in enumerate(str(s.value) for s in Stage):
             v = rec.per_stage.get(key)
             y = 4 - i
             if not v or not v.get("total_time_h"):
