@@ -259,7 +259,7 @@ def _dropout(sec: _Section, name: str, elems: float) -> None:
     sec.saved_bytes[name + ".mask"] = elems
 
 
-def _layer(shape: TransformerShape, mode: str, rank: int) -> _Section:
+def _layer(shape: TransformerShape, mode: Mode, rank: int) -> _Section:
     sec = _Section()
     s, h, kv, f = float(shape.seq_len), shape.hidden, shape.kv_dim, shape.ffn
     heads, d = shape.heads, shape.hidden // shape.heads
@@ -344,7 +344,7 @@ def _layer(shape: TransformerShape, mode: str, rank: int) -> _Section:
     return sec
 
 
-def _patch_embedding(shape: TransformerShape, mode: str) -> _Section:
+def _patch_embedding(shape: TransformerShape, mode: Mode) -> _Section:
     """ViT: the patch convolution (an implicit GEMM over the patches), class token, positions."""
     sec = _Section()
     s, h, c, p = float(shape.seq_len), shape.hidden, shape.channels, shape.patch
@@ -384,7 +384,7 @@ def _patch_embedding(shape: TransformerShape, mode: str) -> _Section:
     return sec
 
 
-def _embedding(shape: TransformerShape, mode: str) -> _Section:
+def _embedding(shape: TransformerShape, mode: Mode) -> _Section:
     if shape.patch:
         return _patch_embedding(shape, mode)
     sec = _Section()
@@ -411,7 +411,7 @@ def _embedding(shape: TransformerShape, mode: str) -> _Section:
     return sec
 
 
-def _head(shape: TransformerShape, mode: str) -> _Section:
+def _head(shape: TransformerShape, mode: Mode) -> _Section:
     sec = _Section()
     s, h, v = float(shape.seq_len), shape.hidden, shape.vocab
     full = mode == "full"
