@@ -259,7 +259,7 @@ def _dropout(sec: _Section, name: str, elems: float) -> None:
     sec.saved_bytes[name + ".mask"] = elems
 
 
-def _layer(shape: TransformerShape, mode: Mode, rank: int) -> _Section:
+def _layer(shape: TransformerShape, mode: str, rank: int) -> _Section:
     sec = _Section()
     s, h, kv, f = float(shape.seq_len), shape.hidden, shape.kv_dim, shape.ffn
     heads, d = shape.heads, shape.hidden // shape.heads
@@ -344,7 +344,7 @@ def _layer(shape: TransformerShape, mode: Mode, rank: int) -> _Section:
     return sec
 
 
-def _patch_embedding(shape: TransformerShape, mode: Mode) -> _Section:
+def _patch_embedding(shape: TransformerShape, mode: str) -> _Section:
     """ViT: the patch convolution (an implicit GEMM over the patches), class token, positions."""
     sec = _Section()
     s, h, c, p = float(shape.seq_len), shape.hidden, shape.channels, shape.patch
@@ -384,7 +384,7 @@ def _patch_embedding(shape: TransformerShape, mode: Mode) -> _Section:
     return sec
 
 
-def _embedding(shape: TransformerShape, mode: Mode) -> _Section:
+def _embedding(shape: TransformerShape, mode: str) -> _Section:
     if shape.patch:
         return _patch_embedding(shape, mode)
     sec = _Section()
@@ -411,7 +411,7 @@ def _embedding(shape: TransformerShape, mode: Mode) -> _Section:
     return sec
 
 
-def _head(shape: TransformerShape, mode: Mode) -> _Section:
+def _head(shape: TransformerShape, mode: str) -> _Section:
     sec = _Section()
     s, h, v = float(shape.seq_len), shape.hidden, shape.vocab
     full = mode == "full"
@@ -484,10 +484,11 @@ def _family(shape: TransformerShape) -> str:
 
 
 def transformer_trace(
-    shape: TransformerShape, *, mode: Mode | str = Mode.FULL, lora_rank: int = 16, checkpointing: bool = False
+    shape: TransformerShape, *, mode: str = "full", lora_rank: int = 16, checkpointing: bool = False
 ) -> StepTrace:
     """The analytic trace of one training step of a transformer (per sequence of ``seq_len``)."""
-    mode = parse(Mode, mode, "the mode")
+    if mode not in MODES:
+        raise UsageError(f"the mode must be one of {', '.join(MODES)}, not {mode!r}")
     L, s = shape.layers, float(shape.seq_len)  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
     emb, layer, head = _embedding(shape, mode), _layer(shape, mode, lora_rank), _head(shape, mode)
     ops = emb.fwd + _times(layer.fwd, L) + head.fwd
