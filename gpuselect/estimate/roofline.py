@@ -62,6 +62,8 @@ ARCH_ORDER: dict[str, tuple[str, ...]] = {
     ),
     "Intel": ("Xe-HPG", "Xe-HPC", "Gaudi"),
 }
+#: Tensor-core precision classes (``precision_class``).
+TENSOR_CLASSES = ("tf32", "16", "fp8")
 TF32_ARCHS = frozenset({"Ampere", "Ada Lovelace", "Hopper", "Blackwell", "Blackwell Ultra", "CDNA 3", "CDNA 4"})
 #: CDNA 1/2 run FP32 GEMMs on their matrix cores (the catalog's tf32 field holds that FP32-matrix rate).
 FP32_MATRIX_ARCHS = frozenset({"CDNA 1", "CDNA 2"})
@@ -220,6 +222,11 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
     eff_table: dict[str, dict[str, float]] = p["gemm"]["eff"]
     gemm_eff: dict[str, float] = {}
     for pc in ("fp32", "tf32", "16", "fp8"):
+        if pc in TENSOR_CLASSES and e.family == "geforce" and p["gemm"].get("geforce_tensor_eff"):
+            # GeForce tensor paths run at the half-rate FP32-accumulate peak the catalog lists, with
+            # power headroom and clocks above spec boost: one efficiency for all (fit/kernels.py).
+            gemm_eff[pc] = p["gemm"]["geforce_tensor_eff"]
+            continue
         have = {a: v for a, v in eff_table.items() if pc in v}
         key, dist = _nearest(e.vendor, e.architecture, have)
         if key is None:
@@ -233,6 +240,9 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
     mem_table: dict[str, float] = p["memory"]["eff"]
     mkey, mdist = _nearest(e.vendor, e.architecture, mem_table)
     mem_eff = mem_table[mkey] if mkey is not None else p["memory"]["default_eff"]
+    own_mem = p["memory"].get("by_gpu", {}).get(e.id)
+    if own_mem:  # this card's own bandwidth-bound kernel (FluidX3D), not its architecture's median
+        mem_eff, mdist = own_mem, 0
     if mdist:
         notes.append(f"memory efficiency borrowed from {mkey.split('/', 1)[1] if mkey else 'the default'}")
     peaks = {"fp32": e.fp32_tflops}

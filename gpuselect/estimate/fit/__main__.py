@@ -46,9 +46,16 @@ def main() -> int:
             0.95, v
         )  # GeForce's >1 (reduced-precision reduction) is not carried to pro parts
         lines.append(f"  E[{arch}, {pc}] = {v}")
-    mem, n_mem = K.fit_memory(catalog)
+    lines.append(
+        f"  GeForce tensor paths (tf32/16/fp8): E = {g['geforce_tensor_eff']} of the catalog's half-rate "
+        f"FP32-accumulate peak, any architecture ({g['geforce_rows']} rows)"
+    )
+    mem, n_mem, mem_gpu = K.fit_memory(catalog)
     lines.append(f"memory efficiency: {n_mem} FluidX3D rows matched to the catalog")
     lines += [f"  {a}: {v}" for a, v in mem.items()]
+    lines.append(
+        f"  per card ({len(mem_gpu)} catalog cards measured): " + ", ".join(f"{k} {v}" for k, v in mem_gpu.items())
+    )
     doc: dict[str, Any] = {
         "_source": "written by python -m gpuselect.estimate.fit from ../shared/data/kernels and docs/validation records",
         "gemm": {
@@ -57,9 +64,10 @@ def main() -> int:
             "tile": ASSUMED["tile"],
             "tile_cpu": ASSUMED["tile_cpu"],
             "eff": eff,
+            "geforce_tensor_eff": g["geforce_tensor_eff"],
             "default_eff": {"fp32": 0.7, "tf32": 0.7, "16": 0.6, "fp8": 0.6},
         },
-        "memory": {"eff": mem, "default_eff": 0.7},
+        "memory": {"eff": mem, "by_gpu": mem_gpu, "default_eff": 0.7},
         "borrow_penalty": ASSUMED["borrow_penalty"],
         "device": {"kernel_floor_us": g["kernel_floor_us"], "vector_eff": ASSUMED["vector_eff"]},
         "host": {
