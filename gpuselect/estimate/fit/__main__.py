@@ -32,7 +32,13 @@ def main() -> int:
     # The step factors and FSDP overlap are fitted on training throughput by
     # benchmarks/estimator_validation.py --fit (after this script); keep them.
     old = json.loads(OUT.read_text()) if OUT.exists() else {}
-    obs, skipped = K.read_gemm(catalog)
+    power, power_line = K.fit_power(catalog)
+    lines.append(power_line)
+    lines.append(
+        "  k[arch] (W per FP32 core at 1 GHz^n, desktop GeForce median): "
+        + ", ".join(f"{a} {v}" for a, v in power["w_per_core"].items())
+    )
+    obs, skipped = K.read_gemm(catalog, power)
     g = K.fit_gemm(obs)
     lines.append(
         f"GEMM: {g['n']} rows with shapes (of {len(obs)} usable); k0={g['k0']} align={g['align_penalty']} "
@@ -68,6 +74,7 @@ def main() -> int:
             "default_eff": {"fp32": 0.7, "tf32": 0.7, "16": 0.6, "fp8": 0.6},
         },
         "memory": {"eff": mem, "by_gpu": mem_gpu, "default_eff": 0.7},
+        "power": power,
         "borrow_penalty": ASSUMED["borrow_penalty"],
         "device": {"kernel_floor_us": g["kernel_floor_us"], "vector_eff": ASSUMED["vector_eff"]},
         "host": {
@@ -82,7 +89,7 @@ def main() -> int:
     for keep in ("step", "comm"):
         if keep in old:
             doc[keep] = old[keep]
-    conv, n_conv, spread = K.fit_conv(catalog, g)
+    conv, n_conv, spread = K.fit_conv(catalog, g, power)
     doc["conv"] = {"factor": conv, "factor_cpu": conv}
     lines.append(f"conv: factor {conv} over {n_conv} DeepBench rows (median |log| spread {spread})")
     att = K.fit_attention(catalog, g)

@@ -95,7 +95,72 @@ def pclass(p: str) -> str:
     return {"fp16": "16", "bf16": "16"}.get(p, p)
 
 
-def read_gemm(catalog: Catalog) -> tuple[list[GemmObs], list[str]]:
+def power_reference(catalog: Catalog, n: float) -> dict[str, float]:
+    """k[arch] of ``roofline.clock_factor``: the median over the architecture's desktop GeForce
+    cards of TDP / (FP32 cores x boost GHz^n), the power per core at the boost clock they sustain (W per 1000 cores)."""
+    by: dict[str, list[float]] = defaultdict(list)
+    for e in catalog.entries:
+        if e.family == "geforce" and e.form_factor == "desktop" and e.shader_cores and e.tdp_w and e.boost_clock_mhz:
+            by[f"{e.vendor}/{e.architecture}"].append(e.tdp_w / (e.shader_cores * (e.boost_clock_mhz / 1000.0) ** n))
+    return {a: round(statistics.median(v), 7) for a, v in sorted(by.items())}
+
+
+def _clock(e: GpuEntry, power: dict[str, Any] | None) -> float:
+    from gpuselect.estimate.roofline import Params, clock_factor
+
+    return clock_factor(e, Params({"power": power})) if power else 1.0
+
+
+#: Same generation, same harness (DeepBench's 2019 re-run, CUDA 10.1, cuDNN 7.6): the T4 (70 W)
+#: against the V100 (300 W) pins down how a power-starved board's clock falls.
+POWER_PAIR = ("NVIDIA T4 (Turing)", "NVIDIA Tesla V100 (Volta)")
+
+
+def fit_power(catalog: Catalog, k0: float = 96.0) -> tuple[dict[str, Any], str]:
+    """The exponent n of ``clock_factor`` such that the T4's clock factor equals its DeepBench
+    GEMM efficiency relative to the V100's (geometric mean over fp32 and tensor fp16 of the ratio
+    of median shape-corrected efficiencies, as ``fit_gemm`` measures them), and the
+    per-architecture references for that n."""
+    obs, _skipped = read_gemm(catalog, None)
+    eff: dict[tuple[str, str], list[float]] = defaultdict(list)
+    ids = {lookup(catalog, g).id: g for g in POWER_PAIR if lookup(catalog, g) is not None}  # type: ignore[union-attr]
+    align = align_penalty()
+    for o in obs:
+        if o.gpu not in ids or not (o.m and o.n and o.k):
+            continue
+        if 2.0 * o.m * o.n * o.k / (o.tflops * 1e12) < 15e-6:
+            continue  # floor-dominated, as in fit_gemm
+        eff[(ids[o.gpu], o.pc)].append(o.tflops / o.peak / shape_factor(o, k0, align))
+    ratios = [
+        statistics.median(eff[(POWER_PAIR[0], pc)]) / statistics.median(eff[(POWER_PAIR[1], pc)])
+        for pc in ("fp32", "16")
+        if eff[(POWER_PAIR[0], pc)] and eff[(POWER_PAIR[1], pc)]
+    ]
+    target = math.exp(statistics.fmean(math.log(x) for x in ratios))
+    t4 = lookup(catalog, POWER_PAIR[0])
+    v100 = lookup(catalog, POWER_PAIR[1])
+    if t4 is None or v100 is None:
+        raise RuntimeError("internal error: T4/V100 not in the catalog")
+    best: tuple[float, float, dict[str, float]] | None = None
+    for n in [1.0 + 0.1 * i for i in range(31)]:
+        ref = power_reference(catalog, n)
+        pw = {"exponent": round(n, 2), "w_per_core": ref}
+        err = abs(math.log(_clock(t4, pw) / _clock(v100, pw) / target))
+        if best is None or err < best[0]:
+            best = (err, round(n, 2), ref)
+    if best is None:
+        raise RuntimeError("internal error: best is unset")
+    pw = {"exponent": best[1], "w_per_core": best[2]}
+    line = (
+        f"power: T4/V100 DeepBench GEMM efficiency ratio {target:.3f} (fp32, tensor fp16: "
+        f"{', '.join(f'{x:.3f}' for x in ratios)}) -> exponent n = {best[1]} (T4 clock factor "
+        f"{_clock(t4, pw):.3f}, V100 {_clock(v100, pw):.3f})"
+    )
+    return pw, line
+
+
+def read_gemm(catalog: Catalog, power: dict[str, Any] | None = None) -> tuple[list[GemmObs], list[str]]:
+    """GEMM rows with the card's peak at its sustained clock (``power``: ``roofline.clock_factor``)."""
     obs, skipped = [], []
     with (KERNELS / "gemm.csv").open(newline="", encoding="utf-8") as fh:
         for r in csv.DictReader(fh):
@@ -121,7 +186,18 @@ def read_gemm(catalog: Catalog) -> tuple[list[GemmObs], list[str]]:
             m, n, k = (int(float(r[x])) if r[x] else 0 for x in ("m", "n", "k"))
             units = e.sm_count or max(1, e.shader_cores // (64 if e.vendor == "AMD" else 128))
             obs.append(
-                GemmObs(f"{e.vendor}/{e.architecture}", pclass(p), peak, m, n, k, t, units, e.id, e.family == "geforce")
+                GemmObs(
+                    f"{e.vendor}/{e.architecture}",
+                    pclass(p),
+                    peak * _clock(e, power),
+                    m,
+                    n,
+                    k,
+                    t,
+                    units,
+                    e.id,
+                    e.family == "geforce",
+                )
             )
     obs += own_h100(catalog)
     return obs, sorted(set(skipped))
@@ -270,7 +346,7 @@ def fit_memory(catalog: Catalog) -> tuple[dict[str, float], int, dict[str, float
 _CONV = re.compile(r"N=(\d+) C=(\d+) H=(\d+) W=(\d+) K=(\d+) filter RxS\(h x w\)=(\d+)x(\d+)")
 
 
-def fit_conv(catalog: Catalog, gemm: dict[str, Any]) -> tuple[float, int, float]:
+def fit_conv(catalog: Catalog, gemm: dict[str, Any], power: dict[str, Any] | None = None) -> tuple[float, int, float]:
     """Median of achieved conv efficiency / the GEMM model's for the implicit GEMM shape."""
     ratios = []
     with (KERNELS / "other_kernels.csv").open(newline="", encoding="utf-8") as fh:
@@ -297,7 +373,15 @@ def fit_conv(catalog: Catalog, gemm: dict[str, Any]) -> tuple[float, int, float]
             pq = flops / (2.0 * N * K * C * R * S)
             units = e.sm_count or 1
             o = GemmObs(
-                key.split("|")[0], pclass(p), e.tflops(p) or 1.0, int(N * pq), K, C * R * S, tflops, units, e.id
+                key.split("|")[0],
+                pclass(p),
+                (e.tflops(p) or 1.0) * _clock(e, power),
+                int(N * pq),
+                K,
+                C * R * S,
+                tflops,
+                units,
+                e.id,
             )
             model_eff = (gf or gemm["eff"][key]) * shape_factor(o, gemm["k0"], gemm["align_penalty"])
             ratios.append(tflops / o.peak / model_eff)

@@ -76,7 +76,9 @@ def family(e: GpuEntry) -> str:
 
 
 def _row(source: str, group: str, fam: str, tf32: bool, e: GpuEntry, measured: float, pred: float, used: str) -> Row:
-    peak = R.catalog_device(e).peak_tflops.get(used, e.fp32_tflops)
+    # The baseline's compute axis: the data-sheet peak at the precision the card trains in (the
+    # model's peak without its sustained-clock factor; CDNA's FP32 on its matrix cores).
+    peak = R.catalog_device(e).peak_tflops.get(used, e.fp32_tflops) / R.clock_factor(e)
     return Row(source, group, fam, tf32, e.id, measured, pred, peak, e.memory_bandwidth_gbs)
 
 
