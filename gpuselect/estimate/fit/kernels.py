@@ -318,7 +318,7 @@ def fit_gemm(obs: list[GemmObs]) -> dict[str, Any]:
 
 def fit_memory(catalog: Catalog) -> tuple[dict[str, float], int, dict[str, float]]:
     """(median per architecture, rows matched, per catalog card). A card FluidX3D measured keeps
-    its own share of the data-sheet bandwidth (HBM parts reach 0.69-0.85, GDDR6/6X parts up to
+    its own share of the data-sheet bandwidth (HBM parts reach 0.53-0.85, GDDR6/6X parts up to
     0.9: memory controllers, refresh and clocks differ between boards of one architecture);
     others use their architecture's median."""
     by_arch: dict[str, list[float]] = defaultdict(list)
@@ -328,10 +328,13 @@ def fit_memory(catalog: Catalog) -> tuple[dict[str, float], int, dict[str, float
             if "FluidX3D" not in r["source"]:
                 continue
             e = lookup(catalog, r["gpu"])
-            if e is None or "(1 GCD)" in r["gpu"] or "(1 GPU)" in r["gpu"]:
-                continue  # one die of a multi-die board (MI250, K80, M60, A16): the catalog lists the board
+            if e is None:
+                continue
+            # "MI250 (1 GCD)": one of the two dies, where the catalog lists the whole board's
+            # bandwidth (its K80 and A16 entries are per GPU already, like FluidX3D's "(1 GPU)").
+            dies = 2 if "(1 GCD)" in r["gpu"] else 1
             # Measured GB/s against *our* catalog bandwidth (the source's own % uses its data sheet).
-            x = float(r["tflops_or_gbs"]) / e.memory_bandwidth_gbs
+            x = float(r["tflops_or_gbs"]) * dies / e.memory_bandwidth_gbs
             by_arch[f"{e.vendor}/{e.architecture}"].append(x)
             if "passive" not in r["gpu"].lower():  # a passively cooled variant is not the catalog's board
                 by_gpu[e.id].append(x)
