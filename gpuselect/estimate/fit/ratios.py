@@ -297,6 +297,27 @@ def table(rs: list[Ratio], key: Callable[[Ratio], str | tuple[str, str]], title:
     return lines
 
 
+def absolute_by_generation(rows: list[Row]) -> list[str]:
+    """Absolute predicted/measured per Lambda GPU and benchmark generation: the validation's
+    per-GPU table takes each GPU's newest generation, which mixes software stacks (v0 rows run
+    ~20 % slower than v1 on the same card), so a card measured only in v0 looks too fast there."""
+    by: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in rows:
+        if r.source == "lambda":
+            by[(r.gpu, r.group.rsplit("/", 1)[1])].append(math.log(r.predicted / r.measured))
+    out = [
+        "\n## Absolute throughput, Lambda, per GPU and benchmark generation (traced workloads, fp32 and fp16; "
+        "step factors as shipped)",
+        f"{'gpu':32s} {'gen':>4s} {'n':>4s} {'bias':>7s} {'median |err|':>13s}",
+    ]
+    for (g, v), logs in sorted(by.items()):
+        med = statistics.median(abs(math.exp(x) - 1) for x in logs)
+        out.append(
+            f"{g:32s} {v:>4s} {len(logs):4d} {100 * (math.exp(statistics.median(logs)) - 1):+6.0f}% {100 * med:12.0f}%"
+        )
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(OUT))
@@ -382,6 +403,7 @@ def main() -> int:
         pair_view, lambda r: (r.gpu, r.other), "By GPU (every pair, counted for both its GPUs, each as the numerator)"
     )
     lines += table(ref_view, lambda r: r.gpu, "By GPU against its group's reference GPU")
+    lines += absolute_by_generation(rows)
     text = "\n".join(lines) + "\n"
     (out / "summary.txt").write_text(text)
     print(text)
