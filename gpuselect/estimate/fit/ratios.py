@@ -31,7 +31,7 @@ import math
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -118,10 +118,12 @@ def other_rows(catalog: Catalog) -> list[Row]:
         w, e, batch, prec, _kw, _units = c.spec
         used = R.resolve_precision(e, prec)
         if c.source == "dle":
-            key = f"{c.workload}/{prec}/x{c.count}"
-            out.append(
-                _row("dle", key, f"dle/{c.workload}/{prec}", prec in ("tf32", "fp32"), e, c.measured, c.predicted, used)
-            )
+            # DLE's "tf32" rows (A100) and "fp32" rows (V100, no TF32) are the same request: FP32
+            # training as `--precision tf32` answers it (falling back to fp32 on Volta).
+            fp32 = prec in ("tf32", "fp32")
+            key = f"{c.workload}/{'fp32' if fp32 else prec}/x{c.count}"
+            fam = f"dle/{c.workload}/{'fp32' if fp32 else prec}"
+            out.append(_row("dle", key, fam, fp32, e, c.measured, c.predicted, used))
         else:  # NeuSight: FP32 with TF32 off, forward + backward
             key = f"{c.workload}/seq{w.seq_len}/b{batch}"
             out.append(_row("neusight", key, f"neusight/{c.workload}", False, e, c.measured, c.predicted, used))
@@ -188,6 +190,20 @@ def powerlaw(rows: list[Row], leave: set[str]) -> tuple[float, float] | None:
     return float(coef[0]), float(coef[1])
 
 
+def _one_per_gpu(g: list[Row]) -> dict[str, Row]:
+    """A GPU measured more than once in a group (DLE's SSD: two batch sizes) counts once, at the
+    geometric mean of its measured and of its predicted throughputs."""
+    by: dict[str, list[Row]] = defaultdict(list)
+    for r in g:
+        by[r.gpu].append(r)
+    out = {}
+    for gpu, rs in by.items():
+        gm = math.exp(statistics.fmean(math.log(r.measured) for r in rs))
+        gp = math.exp(statistics.fmean(math.log(r.predicted) for r in rs))
+        out[gpu] = replace(rs[0], measured=gm, predicted=gp)
+    return out
+
+
 def ratios(rows: list[Row]) -> tuple[list[Ratio], list[Ratio]]:
     """(against each group's reference GPU, every unordered pair)."""
     by_group: dict[tuple[str, str], list[Row]] = defaultdict(list)
@@ -213,7 +229,7 @@ def ratios(rows: list[Row]) -> tuple[list[Ratio], list[Ratio]]:
     ref_view: list[Ratio] = []
     pair_view: list[Ratio] = []
     for (src, grp), g in sorted(by_group.items()):
-        gpus = {r.gpu: r for r in g}
+        gpus = _one_per_gpu(g)
         if len(gpus) < 2:
             continue
         ref = next((x for x in REFERENCE if x in gpus), None) or next(x for x in most[src] if x in gpus)
