@@ -92,3 +92,18 @@ def test_power_law_baseline_recovers_its_exponents_leaving_the_gpu_out() -> None
     assert bc is not None and math.isclose(bc[0], 0.6, abs_tol=1e-9) and math.isclose(bc[1], 0.3, abs_tol=1e-9)
     ref, _pairs = Q.ratios(rows)
     assert all(r.baseline is not None and abs(r.base_err) < 1e-9 for r in ref)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("gpu", ["nvidia-rtx-3090", "nvidia-t4", "nvidia-v100-sxm2-16gb"])
+def test_ratio_script_predicts_what_estimate_answers_for_tf32(catalog, gpu: str) -> None:  # type: ignore[no-untyped-def]
+    """The ratio measurement must test the app's own answer to `--precision tf32` (with fallback)."""
+    from gpuselect.estimate import api as A
+    from gpuselect.estimate.fit import throughput as T
+    from gpuselect.workloads.presets import PRESETS
+
+    w = PRESETS["bert_base_squad"]
+    thr, _bound, used = T.predict(w, catalog.get(gpu), 32, "tf32")
+    res = A.estimate(w, A.Assumptions(precision="tf32", batch_size=32, counts=(1,)), catalog, gpu_ids=[gpu])
+    row = next(r for r in res.rows if r.count == 1)
+    assert row.precision_used == used == R.resolve_precision(catalog.get(gpu), "tf32")
+    assert math.isclose(row.throughput_samples_per_s, thr, rel_tol=1e-6)
