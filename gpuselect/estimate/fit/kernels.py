@@ -319,7 +319,7 @@ def fit_gemm(obs: list[GemmObs]) -> dict[str, Any]:
 def fit_memory(catalog: Catalog) -> tuple[dict[str, float], int, dict[str, float]]:
     """(median per architecture, rows matched, per catalog card). A card FluidX3D measured keeps
     its own share of the data-sheet bandwidth (HBM parts reach 0.53-0.85, GDDR6/6X parts up to
-    0.9: memory controllers, refresh and clocks differ between boards of one architecture);
+    0.92: memory controllers, refresh and clocks differ between boards of one architecture);
     others use their architecture's median."""
     by_arch: dict[str, list[float]] = defaultdict(list)
     by_gpu: dict[str, list[float]] = defaultdict(list)
