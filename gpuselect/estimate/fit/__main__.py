@@ -56,6 +56,10 @@ def main() -> int:
         f"  GeForce tensor paths (tf32/16/fp8): E = {g['geforce_tensor_eff']} of the catalog's half-rate "
         f"FP32-accumulate peak, any architecture ({g['geforce_rows']} rows)"
     )
+    lines.append(
+        f"  pro parts of architectures measured on GeForce only: E = the GeForce rows' x {g['pro_over_geforce']} "
+        f"(median pro/GeForce ratio where both were measured): {g['derived_from_geforce']}"
+    )
     mem, n_mem, mem_gpu = K.fit_memory(catalog)
     lines.append(f"memory efficiency: {n_mem} FluidX3D rows matched to the catalog")
     lines += [f"  {a}: {v}" for a, v in mem.items()]

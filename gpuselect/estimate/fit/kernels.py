@@ -268,7 +268,8 @@ def fit_gemm(obs: list[GemmObs]) -> dict[str, Any]:
     card's), and one efficiency for GeForce tensor paths: a GeForce card's catalog tensor peak is
     already the half-rate FP32-accumulate figure, its tensor cores idle half the time and leave
     power headroom, and its clocks run above the spec boost, so it reaches its peak where a
-    power-limited pro part of the same architecture (A100, A6000, T4) reaches 0.6-0.85 of it."""
+    power-limited pro part of the same architecture (A100, A6000, T4) reaches 0.6-0.85 of it.
+    Pro E of an architecture with GeForce rows only: see ``derived`` below."""
     best: tuple[float, dict[str, Any]] | None = None
     for k0 in (0, 16, 32, 64, 96, 128, 192, 256, 384, 512):
         for align in (align_penalty(),):
@@ -276,13 +277,18 @@ def fit_gemm(obs: list[GemmObs]) -> dict[str, Any]:
                 eff: dict[tuple[str, str], float] = {}
                 groups: dict[tuple[str, str], list[float]] = defaultdict(list)
                 gf_logs: list[float] = []
+                gf_groups: dict[tuple[str, str], list[float]] = defaultdict(list)
                 for o in obs:
                     flops = 2.0 * o.m * o.n * o.k
                     t_obs = flops / (o.tflops * 1e12) if flops else None
                     if t_obs is not None and t_obs < 1.5 * floor_us * 1e-6:
                         continue  # floor-dominated: says nothing about E
                     x = math.log(o.tflops / o.peak / shape_factor(o, k0, align))
-                    (gf_logs if _geforce_tensor(o) else groups[(o.arch, o.pc)]).append(x)
+                    if _geforce_tensor(o):
+                        gf_logs.append(x)
+                        gf_groups[(o.arch, o.pc)].append(x)
+                    else:
+                        groups[(o.arch, o.pc)].append(x)
                 for key, logs in groups.items():
                     eff[key] = min(1.1, math.exp(statistics.median(logs)))
                 gf = min(1.1, math.exp(statistics.median(gf_logs))) if gf_logs else None
@@ -296,6 +302,16 @@ def fit_gemm(obs: list[GemmObs]) -> dict[str, Any]:
                     t_obs = flops / (o.tflops * 1e12)
                     errs.append(abs(math.log(t_pred / t_obs)))
                 score = statistics.median(errs)
+                # An architecture whose tensor paths were measured on GeForce cards only (Ada: the
+                # 4090): its pro parts' E = that GeForce figure x the pro/GeForce ratio of the
+                # architectures measured on both (full-rate tensor work at the pro boards' clocks).
+                both = [eff[k] / math.exp(statistics.median(v)) for k, v in gf_groups.items() if k in eff]
+                pro_over_gf = statistics.median(both) if both else None
+                derived = {
+                    k: min(0.95, math.exp(statistics.median(v)) * pro_over_gf)
+                    for k, v in gf_groups.items()
+                    if k not in eff and pro_over_gf
+                }
                 if best is None or score < best[0]:
                     best = (
                         score,
@@ -303,7 +319,11 @@ def fit_gemm(obs: list[GemmObs]) -> dict[str, Any]:
                             "k0": k0,
                             "align_penalty": align,
                             "kernel_floor_us": floor_us,
-                            "eff": {f"{a}|{pc}": round(v, 4) for (a, pc), v in sorted(eff.items())},
+                            "eff": {f"{a}|{pc}": round(v, 4) for (a, pc), v in sorted({**eff, **derived}.items())},
+                            "derived_from_geforce": {
+                                f"{a}|{pc}": round(v, 4) for (a, pc), v in sorted(derived.items())
+                            },
+                            "pro_over_geforce": None if pro_over_gf is None else round(pro_over_gf, 4),
                             "geforce_tensor_eff": None if gf is None else round(gf, 4),
                             "geforce_rows": len(gf_logs),
                             "median_abs_log_err": round(score, 4),
