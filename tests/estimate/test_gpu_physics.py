@@ -48,6 +48,9 @@ def test_geforce_tensor_paths_use_their_own_efficiency(catalog) -> None:  # type
     assert gf.gemm_eff["16"] == g["geforce_tensor_eff"] and gf.gemm_eff["tf32"] == g["geforce_tensor_eff"]
     assert pro.gemm_eff["16"] == g["eff"]["NVIDIA/Ampere"]["16"]
     assert gf.gemm_eff["fp32"] == pro.gemm_eff["fp32"]  # the vector path is the architecture's
+    # Ada was measured on a GeForce card only: its pro parts get a derived E below the GeForce one.
+    ada = R.catalog_device(catalog.get("nvidia-rtx-6000-ada"))
+    assert ada.gemm_eff["16"] == g["eff"]["NVIDIA/Ada Lovelace"]["16"] < g["geforce_tensor_eff"]
 
 
 def test_memory_efficiency_is_the_cards_own_where_measured(catalog) -> None:  # type: ignore[no-untyped-def]
