@@ -62,6 +62,8 @@ ARCH_ORDER: dict[str, tuple[str, ...]] = {
     ),
     "Intel": ("Xe-HPG", "Xe-HPC", "Gaudi"),
 }
+#: Tensor-core precision classes (``precision_class``).
+TENSOR_CLASSES = ("tf32", "16", "fp8")
 TF32_ARCHS = frozenset({"Ampere", "Ada Lovelace", "Hopper", "Blackwell", "Blackwell Ultra", "CDNA 3", "CDNA 4"})
 #: CDNA 1/2 run FP32 GEMMs on their matrix cores (the catalog's tf32 field holds that FP32-matrix rate).
 FP32_MATRIX_ARCHS = frozenset({"CDNA 1", "CDNA 2"})
@@ -195,6 +197,28 @@ class DeviceModel:
         return result
 
 
+def clock_factor(e: GpuEntry, p: Params | None = None) -> float:
+    """Sustained over boost clock on long compute-bound work, from the board's power budget.
+
+    The power a chip draws at clock f is modelled as ``cores x k[arch] x f^n`` (dynamic power,
+    voltage rising with clock; FP32 cores, not SMs, because SMs differ in width between chips of
+    one architecture: GP100/GP102, GA100/GA102): ``k`` per architecture is the median of its desktop GeForce cards,
+    which sustain their boost clock (their measured GEMMs reach the spec peak: 3090 Ti, 4090, 2060,
+    1080 Ti); ``n`` is fitted on DeepBench's T4 against its V100 (fit/kernels.py). A board whose
+    TDP is below what its SMs need at boost (T4, L4, RTX 6000 Ada, A100 PCIe 40GB) runs at
+    ``(TDP / need)^(1/n)`` of it. Architectures without GeForce cards (Hopper, CDNA) have no
+    reference: 1."""
+    pw = (p or params()).doc.get("power")
+    if not pw or not e.shader_cores or not e.tdp_w or not e.boost_clock_mhz:
+        return 1.0
+    k = pw["w_per_core"].get(f"{e.vendor}/{e.architecture}")
+    if not k:
+        return 1.0
+    n = float(pw["exponent"])
+    need = e.shader_cores * k * (e.boost_clock_mhz / 1000.0) ** n
+    return float(min(1.0, e.tdp_w / need) ** (1.0 / n))
+
+
 def _nearest(vendor: str, arch: str, available: dict[str, Any]) -> tuple[str | None, int]:
     """The nearest architecture of the same vendor with data, and how many generations away."""
     order = ARCH_ORDER.get(vendor, ())
@@ -220,6 +244,11 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
     eff_table: dict[str, dict[str, float]] = p["gemm"]["eff"]
     gemm_eff: dict[str, float] = {}
     for pc in ("fp32", "tf32", "16", "fp8"):
+        if pc in TENSOR_CLASSES and e.family == "geforce" and p["gemm"].get("geforce_tensor_eff"):
+            # GeForce tensor paths run at the half-rate FP32-accumulate peak the catalog lists, with
+            # power headroom and clocks above spec boost: one efficiency for all (fit/kernels.py).
+            gemm_eff[pc] = p["gemm"]["geforce_tensor_eff"]
+            continue
         have = {a: v for a, v in eff_table.items() if pc in v}
         key, dist = _nearest(e.vendor, e.architecture, have)
         if key is None:
@@ -233,15 +262,21 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
     mem_table: dict[str, float] = p["memory"]["eff"]
     mkey, mdist = _nearest(e.vendor, e.architecture, mem_table)
     mem_eff = mem_table[mkey] if mkey is not None else p["memory"]["default_eff"]
+    own_mem = p["memory"].get("by_gpu", {}).get(e.id)
+    if own_mem:  # this card's own bandwidth-bound kernel (FluidX3D), not its architecture's median
+        mem_eff, mdist = own_mem, 0
     if mdist:
         notes.append(f"memory efficiency borrowed from {mkey.split('/', 1)[1] if mkey else 'the default'}")
-    peaks = {"fp32": e.fp32_tflops}
+    clock = clock_factor(e, p)
+    if clock < 0.995:
+        notes.append(f"power-limited: ~{clock:.0%} of boost clock on compute-bound work ({e.tdp_w:.0f} W)")
+    peaks = {"fp32": e.fp32_tflops * clock}
     if e.architecture in FP32_MATRIX_ARCHS and e.tf32_tflops:
-        peaks["fp32"] = e.tf32_tflops
+        peaks["fp32"] = e.tf32_tflops * clock
     for prec in ("tf32", "fp16", "bf16", "fp8"):
         v = e.tflops(prec)
         if v and supports(e, prec):
-            peaks[prec] = v
+            peaks[prec] = v * clock
     if "bf16" in peaks:
         peaks["bf16-true"] = peaks["bf16"]
     units = e.sm_count or max(1, e.shader_cores // (64 if e.vendor == "AMD" else 128))
@@ -255,7 +290,7 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
         vendor=e.vendor,
         arch=e.architecture,
         peak_tflops=peaks,
-        vector_tflops=e.fp32_tflops,
+        vector_tflops=e.fp32_tflops * clock,
         bandwidth_gbs=e.memory_bandwidth_gbs,
         units=units,
         gemm_eff=gemm_eff,

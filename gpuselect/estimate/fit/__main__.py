@@ -32,7 +32,13 @@ def main() -> int:
     # The step factors and FSDP overlap are fitted on training throughput by
     # benchmarks/estimator_validation.py --fit (after this script); keep them.
     old = json.loads(OUT.read_text()) if OUT.exists() else {}
-    obs, skipped = K.read_gemm(catalog)
+    power, power_line = K.fit_power(catalog)
+    lines.append(power_line)
+    lines.append(
+        "  k[arch] (W per FP32 core at 1 GHz^n, desktop GeForce median): "
+        + ", ".join(f"{a} {v}" for a, v in power["w_per_core"].items())
+    )
+    obs, skipped = K.read_gemm(catalog, power)
     g = K.fit_gemm(obs)
     lines.append(
         f"GEMM: {g['n']} rows with shapes (of {len(obs)} usable); k0={g['k0']} align={g['align_penalty']} "
@@ -46,9 +52,20 @@ def main() -> int:
             0.95, v
         )  # GeForce's >1 (reduced-precision reduction) is not carried to pro parts
         lines.append(f"  E[{arch}, {pc}] = {v}")
-    mem, n_mem = K.fit_memory(catalog)
+    lines.append(
+        f"  GeForce tensor paths (tf32/16/fp8): E = {g['geforce_tensor_eff']} of the catalog's half-rate "
+        f"FP32-accumulate peak, any architecture ({g['geforce_rows']} rows)"
+    )
+    lines.append(
+        f"  pro parts of architectures measured on GeForce only: E = the GeForce rows' x {g['pro_over_geforce']} "
+        f"(median pro/GeForce ratio where both were measured): {g['derived_from_geforce']}"
+    )
+    mem, n_mem, mem_gpu = K.fit_memory(catalog)
     lines.append(f"memory efficiency: {n_mem} FluidX3D rows matched to the catalog")
     lines += [f"  {a}: {v}" for a, v in mem.items()]
+    lines.append(
+        f"  per card ({len(mem_gpu)} catalog cards measured): " + ", ".join(f"{k} {v}" for k, v in mem_gpu.items())
+    )
     doc: dict[str, Any] = {
         "_source": "written by python -m gpuselect.estimate.fit from ../shared/data/kernels and docs/validation records",
         "gemm": {
@@ -57,9 +74,11 @@ def main() -> int:
             "tile": ASSUMED["tile"],
             "tile_cpu": ASSUMED["tile_cpu"],
             "eff": eff,
+            "geforce_tensor_eff": g["geforce_tensor_eff"],
             "default_eff": {"fp32": 0.7, "tf32": 0.7, "16": 0.6, "fp8": 0.6},
         },
-        "memory": {"eff": mem, "default_eff": 0.7},
+        "memory": {"eff": mem, "by_gpu": mem_gpu, "default_eff": 0.7},
+        "power": power,
         "borrow_penalty": ASSUMED["borrow_penalty"],
         "device": {"kernel_floor_us": g["kernel_floor_us"], "vector_eff": ASSUMED["vector_eff"]},
         "host": {
@@ -74,7 +93,7 @@ def main() -> int:
     for keep in ("step", "comm"):
         if keep in old:
             doc[keep] = old[keep]
-    conv, n_conv, spread = K.fit_conv(catalog, g)
+    conv, n_conv, spread = K.fit_conv(catalog, g, power)
     doc["conv"] = {"factor": conv, "factor_cpu": conv}
     lines.append(f"conv: factor {conv} over {n_conv} DeepBench rows (median |log| spread {spread})")
     att = K.fit_attention(catalog, g)

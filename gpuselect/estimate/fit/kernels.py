@@ -88,13 +88,79 @@ class GemmObs:
     tflops: float
     units: int
     gpu: str
+    geforce: bool = False  # a GeForce card (tensor paths: half-rate FP32 accumulate, clocks above spec boost)
 
 
 def pclass(p: str) -> str:
     return {"fp16": "16", "bf16": "16"}.get(p, p)
 
 
-def read_gemm(catalog: Catalog) -> tuple[list[GemmObs], list[str]]:
+def power_reference(catalog: Catalog, n: float) -> dict[str, float]:
+    """k[arch] of ``roofline.clock_factor``: the median over the architecture's desktop GeForce
+    cards of TDP / (FP32 cores x boost GHz^n), the power per core at the boost clock they sustain (W per 1000 cores)."""
+    by: dict[str, list[float]] = defaultdict(list)
+    for e in catalog.entries:
+        if e.family == "geforce" and e.form_factor == "desktop" and e.shader_cores and e.tdp_w and e.boost_clock_mhz:
+            by[f"{e.vendor}/{e.architecture}"].append(e.tdp_w / (e.shader_cores * (e.boost_clock_mhz / 1000.0) ** n))
+    return {a: round(statistics.median(v), 7) for a, v in sorted(by.items())}
+
+
+def _clock(e: GpuEntry, power: dict[str, Any] | None) -> float:
+    from gpuselect.estimate.roofline import Params, clock_factor
+
+    return clock_factor(e, Params({"power": power})) if power else 1.0
+
+
+#: Same generation, same harness (DeepBench's 2019 re-run, CUDA 10.1, cuDNN 7.6): the T4 (70 W)
+#: against the V100 (300 W) pins down how a power-starved board's clock falls.
+POWER_PAIR = ("NVIDIA T4 (Turing)", "NVIDIA Tesla V100 (Volta)")
+
+
+def fit_power(catalog: Catalog, k0: float = 96.0) -> tuple[dict[str, Any], str]:
+    """The exponent n of ``clock_factor`` such that the T4's clock factor equals its DeepBench
+    GEMM efficiency relative to the V100's (geometric mean over fp32 and tensor fp16 of the ratio
+    of median shape-corrected efficiencies, as ``fit_gemm`` measures them), and the
+    per-architecture references for that n."""
+    obs, _skipped = read_gemm(catalog, None)
+    eff: dict[tuple[str, str], list[float]] = defaultdict(list)
+    ids = {lookup(catalog, g).id: g for g in POWER_PAIR if lookup(catalog, g) is not None}  # type: ignore[union-attr]
+    align = align_penalty()
+    for o in obs:
+        if o.gpu not in ids or not (o.m and o.n and o.k):
+            continue
+        if 2.0 * o.m * o.n * o.k / (o.tflops * 1e12) < 15e-6:
+            continue  # floor-dominated, as in fit_gemm
+        eff[(ids[o.gpu], o.pc)].append(o.tflops / o.peak / shape_factor(o, k0, align))
+    ratios = [
+        statistics.median(eff[(POWER_PAIR[0], pc)]) / statistics.median(eff[(POWER_PAIR[1], pc)])
+        for pc in ("fp32", "16")
+        if eff[(POWER_PAIR[0], pc)] and eff[(POWER_PAIR[1], pc)]
+    ]
+    target = math.exp(statistics.fmean(math.log(x) for x in ratios))
+    t4 = lookup(catalog, POWER_PAIR[0])
+    v100 = lookup(catalog, POWER_PAIR[1])
+    if t4 is None or v100 is None:
+        raise RuntimeError("internal error: T4/V100 not in the catalog")
+    best: tuple[float, float, dict[str, float]] | None = None
+    for n in [1.0 + 0.1 * i for i in range(31)]:
+        ref = power_reference(catalog, n)
+        pw = {"exponent": round(n, 2), "w_per_core": ref}
+        err = abs(math.log(_clock(t4, pw) / _clock(v100, pw) / target))
+        if best is None or err < best[0]:
+            best = (err, round(n, 2), ref)
+    if best is None:
+        raise RuntimeError("internal error: best is unset")
+    pw = {"exponent": best[1], "w_per_core": best[2]}
+    line = (
+        f"power: T4/V100 DeepBench GEMM efficiency ratio {target:.3f} (fp32, tensor fp16: "
+        f"{', '.join(f'{x:.3f}' for x in ratios)}) -> exponent n = {best[1]} (T4 clock factor "
+        f"{_clock(t4, pw):.3f}, V100 {_clock(v100, pw):.3f})"
+    )
+    return pw, line
+
+
+def read_gemm(catalog: Catalog, power: dict[str, Any] | None = None) -> tuple[list[GemmObs], list[str]]:
+    """GEMM rows with the card's peak at its sustained clock (``power``: ``roofline.clock_factor``)."""
     obs, skipped = [], []
     with (KERNELS / "gemm.csv").open(newline="", encoding="utf-8") as fh:
         for r in csv.DictReader(fh):
@@ -110,14 +176,29 @@ def read_gemm(catalog: Catalog) -> tuple[list[GemmObs], list[str]]:
                 skipped.append(f"{r['gpu']} {p}: no catalog peak")
                 continue
             t = float(r["tflops"])
-            if t > 1.05 * peak:
+            # GeForce cards boost above their spec boost clock (3090 Ti, 4090, 1080 Ti reach 1.04-1.07 x
+            # the catalog peak): only a figure far above it is a sparse/dense or label mix-up.
+            if t > (1.3 if e.family == "geforce" else 1.05) * peak:
                 skipped.append(f"{r['gpu']} {p}: {t} TFLOPS above the catalog's dense peak {peak}")
                 continue
             if r["gpu"] == "NVIDIA H100 (variant not stated)" and p == "fp16":
                 continue  # the SwiGLU d_ff search (variant unknown, no L2 flush): used for the alignment penalty only
             m, n, k = (int(float(r[x])) if r[x] else 0 for x in ("m", "n", "k"))
             units = e.sm_count or max(1, e.shader_cores // (64 if e.vendor == "AMD" else 128))
-            obs.append(GemmObs(f"{e.vendor}/{e.architecture}", pclass(p), peak, m, n, k, t, units, e.id))
+            obs.append(
+                GemmObs(
+                    f"{e.vendor}/{e.architecture}",
+                    pclass(p),
+                    peak * _clock(e, power),
+                    m,
+                    n,
+                    k,
+                    t,
+                    units,
+                    e.id,
+                    e.family == "geforce",
+                )
+            )
     obs += own_h100(catalog)
     return obs, sorted(set(skipped))
 
@@ -175,26 +256,45 @@ def shape_factor(o: GemmObs, k0: float, align: float, tile: int = 128) -> float:
     return f
 
 
+TENSOR_CLASSES = ("tf32", "16", "fp8")
+
+
+def _geforce_tensor(o: GemmObs) -> bool:
+    return o.geforce and o.pc in TENSOR_CLASSES
+
+
 def fit_gemm(obs: list[GemmObs]) -> dict[str, Any]:
+    """E per (architecture, precision class) on the pro and datacenter parts' rows (fp32: every
+    card's), and one efficiency for GeForce tensor paths: a GeForce card's catalog tensor peak is
+    already the half-rate FP32-accumulate figure, its tensor cores idle half the time and leave
+    power headroom, and its clocks run above the spec boost, so it reaches its peak where a
+    power-limited pro part of the same architecture (A100, A6000, T4) reaches 0.6-0.85 of it.
+    Pro E of an architecture with GeForce rows only: see ``derived`` below."""
     best: tuple[float, dict[str, Any]] | None = None
     for k0 in (0, 16, 32, 64, 96, 128, 192, 256, 384, 512):
         for align in (align_penalty(),):
             for floor_us in (2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0):
                 eff: dict[tuple[str, str], float] = {}
                 groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+                gf_logs: list[float] = []
+                gf_groups: dict[tuple[str, str], list[float]] = defaultdict(list)
                 for o in obs:
                     flops = 2.0 * o.m * o.n * o.k
                     t_obs = flops / (o.tflops * 1e12) if flops else None
                     if t_obs is not None and t_obs < 1.5 * floor_us * 1e-6:
                         continue  # floor-dominated: says nothing about E
-                    groups[(o.arch, o.pc)].append(math.log(o.tflops / o.peak / shape_factor(o, k0, align)))
+                    x = math.log(o.tflops / o.peak / shape_factor(o, k0, align))
+                    if _geforce_tensor(o):
+                        gf_logs.append(x)
+                        gf_groups[(o.arch, o.pc)].append(x)
+                    else:
+                        groups[(o.arch, o.pc)].append(x)
                 for key, logs in groups.items():
-                    eff[key] = min(
-                        1.1, math.exp(statistics.median(logs))
-                    )  # GeForce: torch's reduced-precision reduction can pass the fp32-accumulate figure
+                    eff[key] = min(1.1, math.exp(statistics.median(logs)))
+                gf = min(1.1, math.exp(statistics.median(gf_logs))) if gf_logs else None
                 errs = []
                 for o in obs:
-                    e = eff.get((o.arch, o.pc))
+                    e = gf if _geforce_tensor(o) else eff.get((o.arch, o.pc))
                     if e is None or not (o.m and o.n and o.k):
                         continue
                     flops = 2.0 * o.m * o.n * o.k
@@ -202,6 +302,16 @@ def fit_gemm(obs: list[GemmObs]) -> dict[str, Any]:
                     t_obs = flops / (o.tflops * 1e12)
                     errs.append(abs(math.log(t_pred / t_obs)))
                 score = statistics.median(errs)
+                # An architecture whose tensor paths were measured on GeForce cards only (Ada: the
+                # 4090): its pro parts' E = that GeForce figure x the pro/GeForce ratio of the
+                # architectures measured on both (full-rate tensor work at the pro boards' clocks).
+                both = [eff[k] / math.exp(statistics.median(v)) for k, v in gf_groups.items() if k in eff]
+                pro_over_gf = statistics.median(both) if both else None
+                derived = {
+                    k: min(0.95, math.exp(statistics.median(v)) * pro_over_gf)
+                    for k, v in gf_groups.items()
+                    if k not in eff and pro_over_gf
+                }
                 if best is None or score < best[0]:
                     best = (
                         score,
@@ -209,7 +319,13 @@ def fit_gemm(obs: list[GemmObs]) -> dict[str, Any]:
                             "k0": k0,
                             "align_penalty": align,
                             "kernel_floor_us": floor_us,
-                            "eff": {f"{a}|{pc}": round(v, 4) for (a, pc), v in sorted(eff.items())},
+                            "eff": {f"{a}|{pc}": round(v, 4) for (a, pc), v in sorted({**eff, **derived}.items())},
+                            "derived_from_geforce": {
+                                f"{a}|{pc}": round(v, 4) for (a, pc), v in sorted(derived.items())
+                            },
+                            "pro_over_geforce": None if pro_over_gf is None else round(pro_over_gf, 4),
+                            "geforce_tensor_eff": None if gf is None else round(gf, 4),
+                            "geforce_rows": len(gf_logs),
                             "median_abs_log_err": round(score, 4),
                             "p90_abs_log_err": round(sorted(errs)[int(0.9 * (len(errs) - 1))], 4),
                             "n": len(errs),
@@ -220,8 +336,13 @@ def fit_gemm(obs: list[GemmObs]) -> dict[str, Any]:
     return best[1]
 
 
-def fit_memory(catalog: Catalog) -> tuple[dict[str, float], int]:
+def fit_memory(catalog: Catalog) -> tuple[dict[str, float], int, dict[str, float]]:
+    """(median per architecture, rows matched, per catalog card). A card FluidX3D measured keeps
+    its own share of the data-sheet bandwidth (HBM parts reach 0.53-0.85, GDDR6/6X parts up to
+    0.92: memory controllers, refresh and clocks differ between boards of one architecture);
+    others use their architecture's median."""
     by_arch: dict[str, list[float]] = defaultdict(list)
+    by_gpu: dict[str, list[float]] = defaultdict(list)
     with (KERNELS / "other_kernels.csv").open(newline="", encoding="utf-8") as fh:
         for r in csv.DictReader(fh):
             if "FluidX3D" not in r["source"]:
@@ -229,16 +350,26 @@ def fit_memory(catalog: Catalog) -> tuple[dict[str, float], int]:
             e = lookup(catalog, r["gpu"])
             if e is None:
                 continue
+            # "MI250 (1 GCD)": one of the two dies, where the catalog lists the whole board's
+            # bandwidth (its K80 and A16 entries are per GPU already, like FluidX3D's "(1 GPU)").
+            dies = 2 if "(1 GCD)" in r["gpu"] else 1
             # Measured GB/s against *our* catalog bandwidth (the source's own % uses its data sheet).
-            by_arch[f"{e.vendor}/{e.architecture}"].append(float(r["tflops_or_gbs"]) / e.memory_bandwidth_gbs)
+            x = float(r["tflops_or_gbs"]) * dies / e.memory_bandwidth_gbs
+            by_arch[f"{e.vendor}/{e.architecture}"].append(x)
+            if "passive" not in r["gpu"].lower():  # a passively cooled variant is not the catalog's board
+                by_gpu[e.id].append(x)
     n = sum(len(v) for v in by_arch.values())
-    return {a: round(min(0.95, statistics.median(v)), 4) for a, v in sorted(by_arch.items())}, n
+    return (
+        {a: round(min(0.95, statistics.median(v)), 4) for a, v in sorted(by_arch.items())},
+        n,
+        {g: round(min(0.95, statistics.median(v)), 4) for g, v in sorted(by_gpu.items())},
+    )
 
 
 _CONV = re.compile(r"N=(\d+) C=(\d+) H=(\d+) W=(\d+) K=(\d+) filter RxS\(h x w\)=(\d+)x(\d+)")
 
 
-def fit_conv(catalog: Catalog, gemm: dict[str, Any]) -> tuple[float, int, float]:
+def fit_conv(catalog: Catalog, gemm: dict[str, Any], power: dict[str, Any] | None = None) -> tuple[float, int, float]:
     """Median of achieved conv efficiency / the GEMM model's for the implicit GEMM shape."""
     ratios = []
     with (KERNELS / "other_kernels.csv").open(newline="", encoding="utf-8") as fh:
@@ -253,7 +384,8 @@ def fit_conv(catalog: Catalog, gemm: dict[str, Any]) -> tuple[float, int, float]
             if p is None or not e.tflops(p):
                 continue
             key = f"{e.vendor}/{e.architecture}|{pclass(p)}"
-            if key not in gemm["eff"]:
+            gf = e.family == "geforce" and pclass(p) in TENSOR_CLASSES and gemm.get("geforce_tensor_eff")
+            if key not in gemm["eff"] and not gf:
                 continue
             N, C, _H, _W, K, R, S = (int(x) for x in mt.groups())  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
             tflops = float(r["tflops_or_gbs"])
@@ -264,9 +396,17 @@ def fit_conv(catalog: Catalog, gemm: dict[str, Any]) -> tuple[float, int, float]
             pq = flops / (2.0 * N * K * C * R * S)
             units = e.sm_count or 1
             o = GemmObs(
-                key.split("|")[0], pclass(p), e.tflops(p) or 1.0, int(N * pq), K, C * R * S, tflops, units, e.id
+                key.split("|")[0],
+                pclass(p),
+                (e.tflops(p) or 1.0) * _clock(e, power),
+                int(N * pq),
+                K,
+                C * R * S,
+                tflops,
+                units,
+                e.id,
             )
-            model_eff = gemm["eff"][key] * shape_factor(o, gemm["k0"], gemm["align_penalty"])
+            model_eff = (gf or gemm["eff"][key]) * shape_factor(o, gemm["k0"], gemm["align_penalty"])
             ratios.append(tflops / o.peak / model_eff)
     logs = sorted(math.log(x) for x in ratios)
     med = math.exp(statistics.median(logs))

@@ -1,0 +1,112 @@
+"""Per-GPU physics of the step-time model (issue 12, GPUs it has never seen): sustained clocks
+under the board's power limit, GeForce tensor paths, per-card memory efficiency, and the
+throughput-ratio measurement (fit/ratios.py)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from gpuselect.catalog import load_catalog
+from gpuselect.estimate import roofline as R
+from gpuselect.estimate.fit import ratios as Q
+
+
+@pytest.fixture(scope="module")
+def catalog():  # type: ignore[no-untyped-def]
+    return load_catalog()
+
+
+def test_power_starved_boards_run_below_boost_and_others_do_not(catalog) -> None:  # type: ignore[no-untyped-def]
+    c = {
+        i: R.clock_factor(catalog.get(i))
+        for i in ("nvidia-t4", "nvidia-l4", "nvidia-v100-sxm2-16gb", "nvidia-rtx-3070", "nvidia-h100-sxm5-80gb")
+    }
+    assert c["nvidia-t4"] < 0.8 and c["nvidia-l4"] < 0.8  # 70-72 W for 2,560-7,424 cores
+    assert c["nvidia-v100-sxm2-16gb"] == 1.0 and c["nvidia-rtx-3070"] > 0.97
+    assert c["nvidia-h100-sxm5-80gb"] == 1.0  # no desktop GeForce Hopper: no reference, no factor
+
+
+def test_clock_factor_follows_the_power_budget(catalog) -> None:  # type: ignore[no-untyped-def]
+    t4 = catalog.get("nvidia-t4")
+    lower = [R.clock_factor(replace(t4, tdp_w=w)) for w in (35.0, 70.0, 140.0, 400.0)]
+    assert lower == sorted(lower) and lower[-1] == 1.0 and lower[0] < lower[1]
+    # At the exponent n, halving the power budget of a starved board costs 2^(-1/n) of its clock.
+    n = R.params()["power"]["exponent"]
+    assert math.isclose(lower[0] / lower[1], 0.5 ** (1 / n), rel_tol=1e-9)
+    d = R.catalog_device(t4)
+    assert math.isclose(d.peak_tflops["fp32"], t4.fp32_tflops * R.clock_factor(t4), rel_tol=1e-9)
+    assert any("power-limited" in note for note in d.notes)
+
+
+def test_geforce_tensor_paths_use_their_own_efficiency(catalog) -> None:  # type: ignore[no-untyped-def]
+    gf = R.catalog_device(catalog.get("nvidia-rtx-3090"))
+    pro = R.catalog_device(catalog.get("nvidia-rtx-a6000"))
+    g = R.params()["gemm"]
+    assert gf.gemm_eff["16"] == g["geforce_tensor_eff"] and gf.gemm_eff["tf32"] == g["geforce_tensor_eff"]
+    assert pro.gemm_eff["16"] == g["eff"]["NVIDIA/Ampere"]["16"]
+    assert gf.gemm_eff["fp32"] == pro.gemm_eff["fp32"]  # the vector path is the architecture's
+    # Ada was measured on a GeForce card only: its pro parts get a derived E below the GeForce one.
+    ada = R.catalog_device(catalog.get("nvidia-rtx-6000-ada"))
+    assert ada.gemm_eff["16"] == g["eff"]["NVIDIA/Ada Lovelace"]["16"] < g["geforce_tensor_eff"]
+
+
+def test_memory_efficiency_is_the_cards_own_where_measured(catalog) -> None:  # type: ignore[no-untyped-def]
+    mem = R.params()["memory"]
+    a100 = R.catalog_device(catalog.get("nvidia-a100-sxm4-80gb"))
+    assert a100.mem_eff == mem["by_gpu"]["nvidia-a100-sxm4-80gb"]
+    unmeasured = next(
+        e
+        for e in catalog.entries
+        if e.vendor == "NVIDIA" and e.id not in mem["by_gpu"] and f"NVIDIA/{e.architecture}" in mem["eff"]
+    )
+    assert R.catalog_device(unmeasured).mem_eff == mem["eff"][f"NVIDIA/{unmeasured.architecture}"]
+
+
+def _row(group: str, gpu: str, measured: float, predicted: float, peak: float, bw: float) -> Q.Row:
+    return Q.Row("src", group, "fam", True, gpu, measured, predicted, peak, bw)
+
+
+def test_ratio_errors_and_reference_gpu() -> None:
+    rows = [
+        _row("g", "nvidia-a100-sxm4-80gb", 100.0, 100.0, 100.0, 2000.0),
+        _row("g", "x", 50.0, 60.0, 40.0, 900.0),
+        _row("g", "y", 20.0, 10.0, 10.0, 300.0),
+    ]
+    ref, pairs = Q.ratios(rows)
+    got = {r.gpu: r for r in ref}
+    assert set(got) == {"x", "y"} and all(r.other == "nvidia-a100-sxm4-80gb" for r in ref)
+    assert math.isclose(got["x"].err, 0.6 / 0.5 - 1) and math.isclose(got["y"].err, 0.1 / 0.2 - 1)
+    assert len(pairs) == 3 and all(p.measured >= 1.0 for p in pairs)  # oriented faster / slower
+    xy = next(p for p in pairs if {p.gpu, p.other} == {"x", "y"})
+    assert math.isclose(xy.err, (60 / 10) / (50 / 20) - 1)
+    assert all(r.baseline is None for r in ref)  # three GPUs: nothing left to fit the power law on
+
+
+def test_power_law_baseline_recovers_its_exponents_leaving_the_gpu_out() -> None:
+    rows = []
+    for i, (peak, bw) in enumerate([(10, 300), (20, 900), (40, 700), (80, 2000), (160, 1500), (30, 450)]):
+        for grp, a in (("g1", 1.0), ("g2", 3.0)):
+            thr = a * peak**0.6 * bw**0.3
+            rows.append(_row(grp, f"gpu{i}", thr, thr, float(peak), float(bw)))
+    bc = Q.powerlaw(rows, {"gpu0", "gpu3"})
+    assert bc is not None and math.isclose(bc[0], 0.6, abs_tol=1e-9) and math.isclose(bc[1], 0.3, abs_tol=1e-9)
+    ref, _pairs = Q.ratios(rows)
+    assert all(r.baseline is not None and abs(r.base_err) < 1e-9 for r in ref)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("gpu", ["nvidia-rtx-3090", "nvidia-t4", "nvidia-v100-sxm2-16gb"])
+def test_ratio_script_predicts_what_estimate_answers_for_tf32(catalog, gpu: str) -> None:  # type: ignore[no-untyped-def]
+    """The ratio measurement must test the app's own answer to `--precision tf32` (with fallback)."""
+    from gpuselect.estimate import api as A
+    from gpuselect.estimate.fit import throughput as T
+    from gpuselect.workloads.presets import PRESETS
+
+    w = PRESETS["bert_base_squad"]
+    thr, _bound, used = T.predict(w, catalog.get(gpu), 32, "tf32")
+    res = A.estimate(w, A.Assumptions(precision="tf32", batch_size=32, counts=(1,)), catalog, gpu_ids=[gpu])
+    row = next(r for r in res.rows if r.count == 1)
+    assert row.precision_used == used == R.resolve_precision(catalog.get(gpu), "tf32")
+    assert math.isclose(row.throughput_samples_per_s, thr, rel_tol=1e-6)
