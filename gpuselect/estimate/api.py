@@ -652,8 +652,19 @@ def local_gpu_estimate(
             thr = hit[0]
             hours = (a.dataset_size or w.default_dataset_size) * (a.epochs or w.default_epochs) / thr / 3600
             basis = f"measured: this card trained {w.name} at batch {hit[1]} in its benchmark"
-            return LocalEstimate(device, name or e.name, thr, hours, basis, regime_band("overhead", e.vendor), r.fits)
-    return LocalEstimate(device, name or e.name, thr, hours, basis, r.error_band, r.fits)
+            return _with_memory(
+                LocalEstimate(device, name or e.name, thr, hours, basis, regime_band("overhead", e.vendor), r.fits), r
+            )
+    return _with_memory(LocalEstimate(device, name or e.name, thr, hours, basis, r.error_band, r.fits), r)
+
+
+def _with_memory(loc: LocalEstimate, r: EstimateRow) -> LocalEstimate:
+    """A local GPU carries its row's "needs X of your Y GB" and breakdown (the faces show them)."""
+    loc.peak_memory_gb = r.peak_memory_gb
+    loc.memory_breakdown_gb = dict(r.memory_breakdown_gb)
+    loc.vram_gb = r.vram_gb
+    loc.max_batch = r.max_batch
+    return loc
 
 
 def option_counts(a: Assumptions) -> list[int]:

@@ -305,7 +305,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
             points.append((r.total_time_h, money.value(r.buy_cost_usd), f"{r.count}x {r.name}", "buy"))
         if r.cloud_cost_usd is not None:
             points.append((r.total_time_h, money.value(r.cloud_cost_usd), f"{r.count}x {r.name}", "rent"))
-    local = [(loc.total_time_h, loc.device) for loc in result.local if loc.total_time_h and loc.device not in left_out]
+    local = local_marks(result.local, left_out)
     s.chart = {
         "kind": "estimate",
         "per_stage": per_stage,
@@ -321,6 +321,28 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
 
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
+
+
+def short_gpu_name(name: str) -> str:
+    """A GPU's name without the vendor word ("NVIDIA H100 80GB HBM3" -> "H100 80GB HBM3")."""
+    return re.sub(r"^(NVIDIA|AMD)\s+", "", name.strip()) or name
+
+
+def local_marks(local: Any, left_out: set[str] | frozenset[str] = frozenset()) -> list[tuple[float, str]]:
+    """This machine's devices as chart marks, (hours, label after "your "): identical GPUs (same
+    name, same estimate) share one mark ("8× H100 80GB HBM3"), so eight H100s draw one label,
+    not eight stacked ones. Devices without a time or left out (critical finding) are skipped."""
+    groups: dict[tuple[str, float], list[Any]] = {}
+    for loc in local:
+        if not loc.total_time_h or loc.device in left_out:
+            continue
+        key = ("cpu" if loc.device == "cpu" else loc.name, round(float(loc.total_time_h), 9))
+        groups.setdefault(key, []).append(loc)
+    marks = []
+    for (_, hours), locs in groups.items():
+        label = locs[0].device if len(locs) == 1 else f"{len(locs)}\u00d7 {short_gpu_name(locs[0].name)}"
+        marks.append((hours, label))
+    return marks
 
 
 def _memory_section(result: Any, top: int) -> Section | None:

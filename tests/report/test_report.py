@@ -149,3 +149,16 @@ def test_paper_size_follows_the_locale(env: dict, paper: str, monkeypatch: pytes
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     assert default_paper() == paper
+
+
+def test_identical_local_gpus_are_one_chart_mark() -> None:
+    from types import SimpleNamespace as Ns
+
+    from gpuselect.report.model import local_marks
+
+    same = [Ns(device=f"gpu{i}", name="NVIDIA H100 80GB HBM3", total_time_h=2.5) for i in range(8)]
+    other = Ns(device="gpu8", name="NVIDIA GeForce RTX 4090", total_time_h=7.0)
+    cpu = Ns(device="cpu", name="this CPU", total_time_h=900.0)
+    gone = Ns(device="gpu9", name="NVIDIA GeForce RTX 4090", total_time_h=7.0)
+    marks = local_marks([*same, other, cpu, gone], {"gpu9"})
+    assert marks == [(2.5, "8\u00d7 H100 80GB HBM3"), (7.0, "gpu8"), (900.0, "cpu")]

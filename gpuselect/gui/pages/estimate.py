@@ -40,6 +40,7 @@ from gpuselect.estimate.recommend import STAGE_SHORT, explain, fmt_hours, option
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
 from gpuselect.gui.plots import themed_plot
 from gpuselect.gui.workers import CLOSING_PROPERTY, GeneratorWorker, call_in_generator
+from gpuselect.report.model import local_marks
 
 SOURCES = ("Preset", "config.json", "Model file (.py)", "Parameters and FLOPs")
 BUY_COLOUR, RENT_COLOUR, CHOSEN, OTHER = (43, 108, 176), (221, 107, 32), (43, 108, 176), (160, 174, 192)
@@ -791,13 +792,14 @@ class EstimatePage(QWidget):
             )
         )
         left_out = {x.split(" ", 1)[0] for x in result.recommendation.excluded}
-        for i, loc in enumerate(x for x in result.local if x.total_time_h and x.device not in left_out):
+        # identical local GPUs share one mark ("your 8× H100 80GB HBM3"), not eight stacked labels
+        for i, (hours, who) in enumerate(local_marks(result.local, left_out)):
             p.addItem(
                 pg.InfiniteLine(
-                    pos=math.log10(loc.total_time_h),
+                    pos=math.log10(hours),
                     angle=90,
                     pen=pg.mkPen((47, 133, 90), style=Qt.PenStyle.DashLine),
-                    label=f"your {loc.device}",
+                    label=f"your {who}",
                     labelOpts={"position": 0.08 + 0.07 * (i % 4), "color": (47, 133, 90)},
                 )
             )
