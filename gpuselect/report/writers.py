@@ -421,7 +421,7 @@ def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     anchors = [(ax.pos(front[0][0]), ay.pos(front[0][1]), f"fastest: {front[0][2]} ({front[0][3]})")]
     if len(front) > 1:
         anchors.append((ax.pos(front[-1][0]), ay.pos(front[-1][1]), f"cheapest: {front[-1][2]} ({front[-1][3]})"))
-    anchors += [(ax.pos(t), py0 + 4, f"your {dev}") for t, dev in chart["local"] if 10**ax.lo <= t <= 10**ax.hi]
+    anchors += [(ax.pos(t), py0 + 4, f"your {who}") for t, who in chart["local"] if 10**ax.lo <= t <= 10**ax.hi]
     for x, y, text in place_labels(anchors, font, 6.5, (px0 + 1, py0 + 1, px0 + pw - 1, py0 + ph - 1), taken):
         d.add(
             String(
@@ -450,6 +450,81 @@ def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     d.add(String(lx + 127, ly, "your machine", fontName=font, fontSize=7))
     d._axes = (ax, ay)  # for tests
     return d
+
+
+MEMORY_COLOURS = {
+    "weights": "#2b6cb0",
+    "gradients": "#805ad5",
+    "optimizer": "#d69e2e",
+    "activations": "#38a169",
+    "logits": "#dd6b20",
+    "overhead": "#718096",
+}  # the GUI's memory bar uses the same colours
+
+
+def _memory_charts(chart: dict[str, Any], width: float, font: str, per_drawing: int = 24) -> list[Any]:
+    """'Needs X of Y GB' as one stacked bar per GPU: the parts of the peak side by side on a
+    common GB scale, the card's memory as a black tick, the figures at the end of the bar; a
+    drawing per ``per_drawing`` bars so that none outgrows a page."""
+    from reportlab.graphics.shapes import Drawing, Line, Rect, String
+    from reportlab.lib import colors
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    bars = chart.get("bars") or []
+    parts = chart.get("parts") or list(MEMORY_COLOURS)
+    if not bars:
+        return []
+    top = max(max(b["peak_gb"], b["vram_gb"]) for b in bars) or 1.0
+    label_w = min(0.34 * width, max(stringWidth(b["label"], font, 6.5) for b in bars) + 6)
+    x0, right = label_w, 78.0
+    scale = (width - x0 - right) / top
+    step, bar_h = 13.0, 8.0
+    drawings = []
+    for start in range(0, len(bars), per_drawing):
+        chunk = bars[start : start + per_drawing]
+        height = 26 + step * len(chunk)
+        d = Drawing(width, height)
+        d._bars = []  # for tests: per bar, its label, its segments (part, x, width), the peak's width
+        if start == 0:  # the legend
+            lx = 0.0
+            for name in parts:
+                d.add(Rect(lx, height - 9, 7, 7, fillColor=colors.HexColor(MEMORY_COLOURS[name]), strokeColor=None))
+                d.add(String(lx + 9, height - 8, name, fontName=font, fontSize=7))
+                lx += 14 + stringWidth(name, font, 7)
+            d.add(Line(lx + 4, height - 10, lx + 4, height - 1, strokeColor=colors.black, strokeWidth=1.2))
+            d.add(String(lx + 8, height - 8, "the card's memory (GB)", fontName=font, fontSize=7))
+        for i, b in enumerate(chunk):
+            y = height - 24 - step * i
+            text = b["label"]
+            while stringWidth(text, font, 6.5) > label_w - 4 and len(text) > 4:
+                text = text[:-2] + "\u2026"
+            d.add(String(0, y + 1.5, text, fontName=font, fontSize=6.5))
+            track = max(b["vram_gb"], b["peak_gb"]) * scale  # the card's memory, as a pale track behind the bar
+            d.add(Rect(x0, y, b["vram_gb"] * scale, bar_h, fillColor=colors.HexColor("#edf2f7"), strokeColor=None))
+            x = x0
+            segs = []
+            for name in parts:
+                w = b["parts_gb"].get(name, 0.0) * scale
+                if w > 0:
+                    d.add(Rect(x, y, w, bar_h, fillColor=colors.HexColor(MEMORY_COLOURS[name]), strokeColor=None))
+                    segs.append((name, x, w))
+                    x += w
+            xv = x0 + b["vram_gb"] * scale
+            d.add(Line(xv, y - 2, xv, y + bar_h + 2, strokeColor=colors.black, strokeWidth=1.2))
+            figures = f"{b['peak_gb']:,.1f} of {b['vram_gb']:,.0f} GB" + ("" if b["fits"] else "  too big")
+            d.add(
+                String(
+                    x0 + track + 4,
+                    y + 1.5,
+                    figures,
+                    fontName=font,
+                    fontSize=6.5,
+                    fillColor=colors.black if b["fits"] else colors.HexColor(RED),
+                )
+            )
+            d._bars.append((b["label"], segs, b["peak_gb"] * scale))
+        drawings.append(d)
+    return drawings
 
 
 def _estimate_charts(chart: dict[str, Any], width: float, font: str) -> list[Any]:
@@ -506,6 +581,10 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
         for line in s.lines:
             story.append(Paragraph(escape(line), body))
             story.append(Spacer(1, 3))
+        if s.chart and s.chart.get("kind") == "memory":  # the bars before the table of their figures
+            for drawing in _memory_charts(s.chart, width, font):
+                story.append(drawing)
+                story.append(Spacer(1, 6))
         if s.table:
             ncol = len(s.table[0])
             data = [[Paragraph(escape(c), small) for c in row] for row in s.table]
