@@ -288,6 +288,8 @@ def _apply(tip: str, w: Workload, o: MemoryOptions, batch: int, shape: Transform
 
     if tip.startswith("a smaller batch"):
         return w, o, int(re.search(r"at most (\d+)", tip).group(1))  # type: ignore[union-attr]
+    if tip.startswith("selective activation checkpointing"):
+        return w, replace(o, checkpointing="selective"), batch
     if tip.startswith("activation checkpointing"):
         m = re.search(r"at most (\d+)", tip)
         return w, replace(o, checkpointing=True), int(m.group(1)) if m else batch
@@ -472,3 +474,73 @@ def test_fits_can_be_read_off_every_row(wid: str) -> None:
         ), r
         checked += 1
     assert checked > 100
+
+
+# --- selective activation checkpointing ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["full", "lora", "qlora"])
+def test_selective_checkpointing_sits_between_none_and_full(mode: str) -> None:
+    from gpuselect.workloads.traces import selective_kept_elems_per_token
+
+    w = _w(LLAMA31_8B, mode)
+    act = {
+        c: M.activation_bytes_per_sample(w, MemoryOptions(checkpointing=c), LLAMA31_8B)
+        for c in ("none", "selective", "full")
+    }
+    assert act["full"] < act["selective"] < act["none"]
+    # the trace's kept tensors (block input and linear outputs, 16-bit) per layer, plus one layer rebuilt
+    kept = selective_kept_elems_per_token(LLAMA31_8B, mode)
+    assert kept == 4096 + 4096 + 2 * 1024 + 4096 + 2 * 14_336 + 4096
+    one_layer = act["full"] / LLAMA31_8B.seq_len - 32 * 4096 * 2
+    assert act["selective"] == pytest.approx(LLAMA31_8B.seq_len * (32 * kept * 2 + one_layer))
+    for c in ("none", "selective", "full"):  # the peak follows
+        assert MemoryOptions(checkpointing=c).recompute == c
+    peaks = [
+        fit_with(w, 80, MemoryOptions(checkpointing=c), batch_size=2, shape=LLAMA31_8B).peak_gb
+        for c in ("full", "selective", "none")
+    ]
+    assert peaks == sorted(peaks)
+
+
+def test_checkpointing_choices_are_stored_as_flags_and_bad_ones_are_one_sentence() -> None:
+    from gpuselect.errors import UsageError
+
+    assert MemoryOptions(checkpointing="full").checkpointing is True
+    assert MemoryOptions(checkpointing="none").checkpointing is False
+    assert MemoryOptions(checkpointing="selective").checkpointing == "selective"
+    assert MemoryOptions(checkpointing="full") == MemoryOptions(checkpointing=True)  # one cache entry
+    with pytest.raises(UsageError, match="none, selective, full"):
+        MemoryOptions(checkpointing="some")
+
+
+def test_selective_checkpointing_of_other_workloads_is_full() -> None:
+    w = PRESETS["resnet50"]
+    assert M.activation_bytes_per_sample(w, MemoryOptions(checkpointing="selective")) == M.activation_bytes_per_sample(
+        w, MemoryOptions(checkpointing="full")
+    )
+
+
+def test_cli_checkpointing_modes(capsys: pytest.CaptureFixture[str]) -> None:
+    def rows(*flags: str) -> list[dict]:  # type: ignore[type-arg]
+        args = ["estimate", "--workload", "llama-8b-full", "--batch-size", "2", "--gpus", "nvidia-b200"]
+        assert main([*args, "--max-gpus", "1", "--format", "json", *flags]) == 0
+        return [r for r in json.loads(capsys.readouterr().out)["rows"] if r["count"] == 1]
+
+    full, sel, none = rows("--checkpointing"), rows("--checkpointing", "selective"), rows("--no-checkpointing")
+    assert rows("--checkpointing", "none") == none and rows("--checkpointing", "full") == full
+    assert (full[0]["checkpointing"], sel[0]["checkpointing"], none[0]["checkpointing"]) == (
+        "full",
+        "selective",
+        "none",
+    )
+    assert "selective activation checkpointing" in sel[0]["note"]
+    assert full[0]["peak_memory_gb"] < sel[0]["peak_memory_gb"] < none[0]["peak_memory_gb"]
+    # the step-time trace recomputes far less under selective than under full checkpointing
+    assert (
+        none[0]["throughput_samples_per_s"] > sel[0]["throughput_samples_per_s"] > full[0]["throughput_samples_per_s"]
+    )
+    args = ["estimate", "--workload", "resnet50", "--gpus", "nvidia-b200", "--max-gpus", "1", "--format", "json"]
+    assert main([*args, "--checkpointing", "selective"]) == 0
+    r = json.loads(capsys.readouterr().out)["rows"][0]
+    assert r["checkpointing"] == "full" and "selective is offered for transformers only" in r["note"]

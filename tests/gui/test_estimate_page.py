@@ -283,3 +283,28 @@ def test_identical_local_gpus_share_one_mark_in_the_time_vs_cost_chart(qtbot) ->
     assert len(gpu_labels) == 1, labels
     assert gpu_labels[0].startswith("your 8\u00d7 ") and "H100" in gpu_labels[0]
     page.shutdown()
+
+
+def test_checkpointing_choice_reaches_the_estimate_and_local_gpus_show_their_memory(qtbot) -> None:
+    page = _page(qtbot, "h100x8", "llama-8b-lora")
+    assert [page.checkpointing.itemText(i) for i in range(page.checkpointing.count())] == [
+        "auto",
+        "none",
+        "selective",
+        "full",
+    ]
+    page.show()
+    page.checkpointing.setCurrentText("selective")
+    _run(qtbot, page)
+    assert page.result.assumptions.checkpointing == "selective"
+    fitting = [r for r in page.result.rows if r.fits]
+    assert fitting and all(r.checkpointing == "selective" for r in fitting)
+    assert page.local_memory_bar.isVisible()
+    text = page.local_memory_text.text()
+    assert text.startswith("your 8\u00d7 H100") and "of your 80 GB" in text
+    sel = next(loc for loc in page.result.local if loc.device == "gpu0").peak_memory_gb
+    page.checkpointing.setCurrentText("full")
+    _run(qtbot, page)
+    full = next(loc for loc in page.result.local if loc.device == "gpu0").peak_memory_gb
+    assert full < sel  # full checkpointing keeps less than selective
+    page.shutdown()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 from pathlib import Path
@@ -197,8 +198,10 @@ def test_memory_section_draws_a_stacked_bar_per_gpu_that_adds_up_to_the_peak(
     for (_, segs, peak_w), b in zip(drawn, bars, strict=True):
         assert {name for name, *_ in segs} <= set(mem["chart"]["parts"]) and len(segs) >= 3
         assert sum(w for *_, w in segs) == pytest.approx(peak_w, rel=1e-3)  # the segments add up to the peak
-        for (_, x, w), (_, x2, _) in zip(segs, segs[1:], strict=False):
+        for (_, x, w), (_, x2, _) in itertools.pairwise(segs):
             assert x2 == pytest.approx(x + w)  # stacked, side by side
+        for name, _, w in segs:  # each segment in proportion to its part of the peak
+            assert w / peak_w == pytest.approx(b["parts_gb"][name] / b["peak_gb"], abs=2e-3)
     pdf = tmp_path / "r.pdf"
     assert main(["report", "-o", str(pdf), "--workload", "llama-8b-lora", "--batch-size", "4"]) == 0
     text, _ = _text(pdf)

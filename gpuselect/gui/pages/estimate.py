@@ -230,6 +230,15 @@ class EstimatePage(QWidget):
         self.max_gpus.addItems(["1", "2", "4", "8", "16", "32", "64"])
         self.max_gpus.setCurrentText("8")
         self.max_gpus.setToolTip("More than 8 GPUs means several machines: stage 4, a cluster")
+        from gpuselect.estimate.memory import CHECKPOINTINGS
+
+        self.checkpointing = QComboBox()
+        self.checkpointing.addItems(["auto", *CHECKPOINTINGS])  # auto: full only where the model does not fit otherwise
+        self.checkpointing.setToolTip(
+            "Activation checkpointing: auto = full only where the model does not fit otherwise;\n"
+            "selective keeps the linear layers' outputs and recomputes attention and elementwise ops (transformers;\n"
+            "other models checkpoint fully); full keeps each block's input (~4/3 the compute)"
+        )
         form = QFormLayout()
         widget: QWidget
         for label, widget in (
@@ -241,6 +250,7 @@ class EstimatePage(QWidget):
             ("B&udget:", self.budget),
             ("&Electricity:", self.electricity),
             ("&Max GPUs:", self.max_gpus),
+            ("Chec&kpointing:", self.checkpointing),
         ):
             lab = QLabel(label)
             lab.setBuddy(widget)
@@ -269,11 +279,22 @@ class EstimatePage(QWidget):
         self.memory_text = QLabel("")
         self.memory_text.setAccessibleName("Memory needed")
         self.memory_bar = MemoryBar()
+        # this machine's GPUs (identical cards once): "needs X of your Y GB"
+        self.local_memory_text = QLabel("")
+        self.local_memory_text.setAccessibleName("Memory needed on your GPU")
+        self.local_memory_bar = MemoryBar()
+        self.local_memory_bar.setAccessibleName("Memory needed against your GPU's VRAM")
         self.memory_legend = QLabel(
             " ".join(f"<span style='color:{c}'>■</span> {n}" for n, c in zip(MEMORY_PARTS, MEMORY_COLOURS, strict=True))
         )
         self.memory_legend.setTextFormat(Qt.TextFormat.RichText)
-        for part in (self.memory_text, self.memory_bar, self.memory_legend):
+        for part in (
+            self.memory_text,
+            self.memory_bar,
+            self.memory_legend,
+            self.local_memory_text,
+            self.local_memory_bar,
+        ):
             part.setVisible(False)
         self.family = QComboBox()
         self.family.addItems(["all families", "geforce", "workstation", "datacenter", "radeon", "instinct"])
@@ -397,6 +418,10 @@ class EstimatePage(QWidget):
         right = QVBoxLayout()
         right.addWidget(self.recommendation)
         right.addWidget(self.error)
+        mem_local = QHBoxLayout()
+        mem_local.addWidget(self.local_memory_text)
+        mem_local.addWidget(self.local_memory_bar, 1)
+        right.addLayout(mem_local)
         mem = QHBoxLayout()
         mem.addWidget(self.memory_text)
         mem.addWidget(self.memory_bar, 1)
@@ -432,6 +457,7 @@ class EstimatePage(QWidget):
             self.budget.valueChanged,
             self.electricity.valueChanged,
             self.max_gpus.currentIndexChanged,
+            self.checkpointing.currentIndexChanged,
         ):
             sig.connect(self._schedule)
         self.source.currentIndexChanged.connect(self.source_stack.setCurrentIndex)
@@ -561,6 +587,7 @@ class EstimatePage(QWidget):
             electricity_usd_per_kwh=self.electricity_usd(),
             max_gpus=int(self.max_gpus.currentText()),
             grid_kg_co2_per_kwh=self.grid,
+            checkpointing=None if self.checkpointing.currentText() == "auto" else self.checkpointing.currentText(),
         )
 
     # --- the estimate, in a worker -------------------------------------------------------------------
@@ -638,6 +665,7 @@ class EstimatePage(QWidget):
         self._plot_stages(result)
         self._plot_scatter(result)
         self._show_memory(self._chosen_row(result))
+        self._show_local_memory(result)
 
     def _chosen_row(self, result: Any) -> Any:
         o = result.recommendation.option or result.recommendation.own
@@ -649,6 +677,35 @@ class EstimatePage(QWidget):
     def _on_row_selected(self, current: Any, _previous: Any) -> None:
         if current.isValid():
             self._show_memory(self.model.rows[self.proxy.mapToSource(current).row()])
+
+    def _show_local_memory(self, result: Any) -> None:
+        """This machine's GPU(s): one bar, identical cards counted once (the peak is per GPU); where
+        the cards differ, the first one's, the others in the tooltip."""
+        from gpuselect.report.model import short_gpu_name
+
+        gpus = [loc for loc in result.local if loc.device != "cpu" and memory_breakdown(loc) is not None]
+        for w in (self.local_memory_text, self.local_memory_bar):
+            w.setVisible(bool(gpus))
+        if not gpus:
+            return
+        first = gpus[0]
+        same = [g for g in gpus if g.name == first.name and g.peak_memory_gb == first.peak_memory_gb]
+        who = first.device if len(same) == 1 else f"{len(same)}\u00d7"
+        need, vram = float(first.peak_memory_gb or 0), float(first.vram_gb or 0)
+        self.local_memory_text.setText(
+            f"your {who} {short_gpu_name(first.name)}: needs {need:,.1f} of your {vram:,.0f} GB"
+            + ("" if first.fits else " (does not fit)")
+        )
+        self.local_memory_bar.set_parts(memory_breakdown(first) or {}, vram)
+        others = [g for g in gpus if g not in same]
+        if others:
+            self.local_memory_text.setToolTip(
+                "\n".join(
+                    f"your {g.device} {short_gpu_name(g.name)}: needs {float(g.peak_memory_gb or 0):,.1f} of your "
+                    f"{float(g.vram_gb or 0):,.0f} GB"
+                    for g in others
+                )
+            )
 
     def _show_memory(self, row: Any) -> None:
         parts = memory_breakdown(row) if row is not None else None
