@@ -222,7 +222,7 @@ def layer_saved_elems_per_token(shape: TransformerShape, mode: str, o: MemoryOpt
     side's gradient needs it: a frozen linear keeps no input; tests/estimate/test_memory.py checks
     the rules on CPU):
 
-    - each norm keeps its input, and its normalised output when its weight trains;
+    - each norm keeps its input, and (RMSNorm) its normalised output when its weight trains;
     - trainable linears keep their inputs (the attention output is the output projection's input,
       already kept by the kernel); bitsandbytes' 4-bit matmul keeps them too, even when frozen;
     - fused attention keeps q, k, v and its output (plus a log-sum-exp per head and token);
@@ -233,7 +233,9 @@ def layer_saved_elems_per_token(shape: TransformerShape, mode: str, o: MemoryOpt
     kv = h * (shape.kv_heads or shape.heads) // shape.heads
     trains_base = mode == "full"
     keeps_inputs = trains_base or mode == "qlora"
-    total: float = norms * (h + (h if trains_base else 0))
+    # LayerNorm's fused kernel keeps its input and two statistics (its weight's gradient comes from
+    # them); an eager RMSNorm's ``weight * normed`` also keeps the normed tensor for the weight.
+    total: float = norms * (h + (h if trains_base and shape.norm == "rmsnorm" else 0))
     if keeps_inputs:
         total += h + h + f  # qkv input, MLP input, down-projection input
     total += h + 2 * kv + h  # q, k, v, attention output

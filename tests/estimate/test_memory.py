@@ -21,9 +21,9 @@ from gpuselect.workloads.presets import PRESETS
 from gpuselect.workloads.transformer import TransformerShape, transformer_workload
 
 # Public config.json shapes, as a user's --config would give them.
-LLAMA31_8B = TransformerShape(32, 4096, 32, 128256, 2048, 14336, 8, True, False)
-LLAMA2_7B = TransformerShape(32, 4096, 32, 32000, 2048, 11008, 32, True, False)
-LLAMA2_70B = TransformerShape(80, 8192, 64, 32000, 2048, 28672, 8, True, False)
+LLAMA31_8B = TransformerShape(32, 4096, 32, 128256, 2048, 14336, 8, True, False, norm="rmsnorm")
+LLAMA2_7B = TransformerShape(32, 4096, 32, 32000, 2048, 11008, 32, True, False, norm="rmsnorm")
+LLAMA2_70B = TransformerShape(80, 8192, 64, 32000, 2048, 28672, 8, True, False, norm="rmsnorm")
 
 
 def _w(shape: TransformerShape, mode: str, rank: int = 16) -> Workload:
@@ -544,3 +544,33 @@ def test_cli_checkpointing_modes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*args, "--checkpointing", "selective"]) == 0
     r = json.loads(capsys.readouterr().out)["rows"][0]
     assert r["checkpointing"] == "full" and "selective is offered for transformers only" in r["note"]
+
+
+@pytest.mark.parametrize("ckpt", ["none", "selective", "full"])
+def test_what_the_forward_keeps_matches_torchs_allocations(ckpt: str) -> None:
+    """The operator trace's kept bytes (traces.kept_between_passes) against torch's own CPU
+    allocations, with torch.utils.checkpoint doing none / selective / full checkpointing
+    (the script behind docs/validation/memory-2026-11-24/cpu-activations.txt, on a smaller model)."""
+    import importlib.util
+    from pathlib import Path
+
+    torch = pytest.importorskip("torch")
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "memory_cpu_activations.py"
+    spec = importlib.util.spec_from_file_location("memory_cpu_activations", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    from gpuselect.workloads.traces import kept_between_passes
+
+    for shape, cls in (
+        (replace(bench.GPT2, layers=2, seq_len=64), bench.TinyGPT2),
+        (replace(bench.DECODER, layers=2, seq_len=64), bench.TinyDecoder),
+    ):
+        torch.manual_seed(0)
+        model = cls(shape)
+        model.ckpt = ckpt
+        ids = torch.randint(0, shape.vocab, (2, shape.seq_len))
+        kept, peak = bench.live_bytes(model, lambda m=model, ids=ids, v=shape.vocab: bench._lm_loss(m, ids, v))
+        pred = 2 * kept_between_passes(shape, mode="full", checkpointing=ckpt, elem=4)
+        assert pred == pytest.approx(kept, rel=0.02), (cls.__name__, ckpt)
+        assert peak > kept
