@@ -407,7 +407,11 @@ def main() -> int:
     kept_errors: list[float] = []
     peak_errors: list[float] = []
     batch = 4
-    for name, cls, shp in (("tiny decoder", TinyDecoder, DECODER), ("tiny GPT-2", TinyGPT2, GPT2)):
+    for name, cls, shp in (
+        ("tiny decoder", TinyDecoder, DECODER),
+        ("tiny GPT-2", TinyGPT2, GPT2),
+        ("tiny decoder, 32k vocabulary", TinyDecoder, replace(DECODER, vocab=32_000)),  # logits-dominated
+    ):
         w = transformer_workload(
             "t", name, shp, description="", dataset_size=1, epochs=1, batch_size=batch, source="this script"
         )

@@ -260,16 +260,21 @@ def activation_bytes_per_sample(w: Workload, o: MemoryOptions, shape: Transforme
     if shape is not None:
         tokens = shape.seq_len
         layer = layer_saved_elems_per_token(shape, w.mode, o) * e * ACTIVATION_FACTOR
-        if o.recompute == "full":
-            # Block inputs of every layer, and one layer recomputed at a time during backward.
-            return tokens * (shape.layers * shape.hidden * e + layer)
-        if o.recompute == "selective":
-            # Block inputs and linear outputs of every layer (the operator trace's count: exact
-            # tensors, no eager copies), and one layer rebuilt at a time during backward.
-            from gpuselect.workloads.traces import selective_kept_elems_per_token
+        if o.recompute in ("full", "selective"):
+            # Kept through the step: block inputs (full), or block inputs and linear outputs
+            # (selective: the operator trace's count, exact tensors, no eager copies). Transient:
+            # one layer rebuilt at a time in the backward. It comes after the loss's backward has
+            # freed the logits' gradients, so the step peaks at the larger of the two, not their sum
+            # (torch's allocations on CPU: benchmarks/memory_cpu_activations.py, part 3); the logits
+            # term counts its own buffers, this one only what the rebuilt layer needs beyond them.
+            if o.recompute == "full":
+                kept = float(shape.hidden)
+            else:
+                from gpuselect.workloads.traces import selective_kept_elems_per_token
 
-            kept = selective_kept_elems_per_token(shape, w.mode)
-            return tokens * (shape.layers * kept * e + layer)
+                kept = selective_kept_elems_per_token(shape, w.mode)
+            rebuilt = tokens * layer - logits_bytes_per_sample(w, o, shape)
+            return tokens * shape.layers * kept * e + max(0.0, rebuilt)
         return tokens * (shape.layers * layer + 2 * shape.hidden * e)
     traced = _trace_saved_bytes(w, bool(o.checkpointing), e)
     if traced is not None:
