@@ -35,9 +35,11 @@ from gpuselect.workloads.model import Workload
 from gpuselect.workloads.transformer import TransformerShape as S
 
 # ../shared/data beside the checkout (or beside the folder of worktrees)
-DATA = next(
-    (p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()), ROOT.parent / "shared"
-) / "data" / "llm_memory_litgpt.csv"
+DATA = (
+    next((p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()), ROOT.parent / "shared")
+    / "data"
+    / "llm_memory_litgpt.csv"
+)
 OUT = ROOT / "docs" / "validation" / "memory-2026-11-24" / "litgpt.txt"
 FIT = ROOT / "gpuselect" / "estimate" / "fit" / "memory_constants.json"
 
