@@ -428,7 +428,7 @@ def _memory_section(result: Any, top: int) -> Section | None:
         [
             "What training needs on each GPU against its memory, in GB (what the caching allocator "
             "reserves, as nvidia-smi shows it), and what it is made of: " + sep.join(MEMORY_PARTS) + ". "
-            "The bars stack the parts to the peak; the black tick is the card's memory.",
+            "The bars stack the parts to the peak; the black tick is the card's memory; a bar ending in a zigzag is shortened to fit (not to scale).",
             *lines,
         ],
     )

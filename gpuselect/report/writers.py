@@ -462,11 +462,18 @@ MEMORY_COLOURS = {
 }  # the GUI's memory bar uses the same colours
 
 
+def _memory_figures(b: dict[str, Any]) -> str:
+    return f"{b['peak_gb']:,.1f} of {b['vram_gb']:,.0f} GB" + ("" if b["fits"] else " \u2014 too big")
+
+
 def _memory_charts(chart: dict[str, Any], width: float, font: str, per_drawing: int = 24) -> list[Any]:
     """'Needs X of Y GB' as one stacked bar per GPU: the parts of the peak side by side on a
-    common GB scale, the card's memory as a black tick, the figures at the end of the bar; a
-    drawing per ``per_drawing`` bars so that none outgrows a page."""
-    from reportlab.graphics.shapes import Drawing, Line, Rect, String
+    common GB scale, the card's memory as a pale track ending in a black tick, the figures after
+    the bar; a drawing per ``per_drawing`` bars so that none outgrows a page. The scale ends at
+    1.5x the largest card: a peak beyond it (a model far too big) is drawn shortened to the scale,
+    its parts in proportion, with a zigzag (not to scale), so that one huge bar does not flatten
+    the others; its figures say the whole."""
+    from reportlab.graphics.shapes import Drawing, Line, PolyLine, Rect, String
     from reportlab.lib import colors
     from reportlab.pdfbase.pdfmetrics import stringWidth
 
@@ -474,17 +481,23 @@ def _memory_charts(chart: dict[str, Any], width: float, font: str, per_drawing: 
     parts = chart.get("parts") or list(MEMORY_COLOURS)
     if not bars:
         return []
-    top = max(max(b["peak_gb"], b["vram_gb"]) for b in bars) or 1.0
+    vram_top = max(b["vram_gb"] for b in bars)
+    peak_top = max(b["peak_gb"] for b in bars)
+    top = max(vram_top, min(peak_top, 1.5 * vram_top) if vram_top > 0 else peak_top) or 1.0
     label_w = min(0.34 * width, max(stringWidth(b["label"], font, 6.5) for b in bars) + 6)
-    x0, right = label_w, 78.0
-    scale = (width - x0 - right) / top
+    x0 = label_w
+    right = max(stringWidth(_memory_figures(b), font, 6.5) for b in bars) + 8
+    axis = width - x0 - right  # points for ``top`` GB
+    scale = axis / top
     step, bar_h = 13.0, 8.0
     drawings = []
     for start in range(0, len(bars), per_drawing):
         chunk = bars[start : start + per_drawing]
         height = 26 + step * len(chunk)
         d = Drawing(width, height)
-        d._bars = []  # for tests: per bar, its label, its segments (part, x, width), the peak's width
+        # for tests: the axis length, and per bar its label, segments (part, x, width), the peak's width
+        d._axis = axis
+        d._bars = []
         if start == 0:  # the legend
             lx = 0.0
             for name in parts:
@@ -499,24 +512,33 @@ def _memory_charts(chart: dict[str, Any], width: float, font: str, per_drawing: 
             while stringWidth(text, font, 6.5) > label_w - 4 and len(text) > 4:
                 text = text[:-2] + "\u2026"
             d.add(String(0, y + 1.5, text, fontName=font, fontSize=6.5))
-            track = max(b["vram_gb"], b["peak_gb"]) * scale  # the card's memory, as a pale track behind the bar
             d.add(Rect(x0, y, b["vram_gb"] * scale, bar_h, fillColor=colors.HexColor("#edf2f7"), strokeColor=None))
             x = x0
             segs = []
+            # a peak beyond the scale is drawn shortened to it, its parts in proportion (zigzag: not to scale)
+            shrink = min(1.0, axis / (b["peak_gb"] * scale)) if b["peak_gb"] > 0 else 1.0
             for name in parts:
-                w = b["parts_gb"].get(name, 0.0) * scale
+                w = b["parts_gb"].get(name, 0.0) * scale * shrink
                 if w > 0:
                     d.add(Rect(x, y, w, bar_h, fillColor=colors.HexColor(MEMORY_COLOURS[name]), strokeColor=None))
                     segs.append((name, x, w))
                     x += w
+            if b["peak_gb"] * scale > axis + 0.5:  # cut: a white zigzag across the bar's end
+                zx = x0 + axis - 4
+                d.add(
+                    PolyLine(
+                        [zx, y - 1, zx + 2, y + 2, zx - 1, y + 4, zx + 2, y + 6, zx, y + bar_h + 1],
+                        strokeColor=colors.white,
+                        strokeWidth=1.5,
+                    )
+                )
             xv = x0 + b["vram_gb"] * scale
             d.add(Line(xv, y - 2, xv, y + bar_h + 2, strokeColor=colors.black, strokeWidth=1.2))
-            figures = f"{b['peak_gb']:,.1f} of {b['vram_gb']:,.0f} GB" + ("" if b["fits"] else "  too big")
             d.add(
                 String(
-                    x0 + track + 4,
+                    max(x, xv) + 4,
                     y + 1.5,
-                    figures,
+                    _memory_figures(b),
                     fontName=font,
                     fontSize=6.5,
                     fillColor=colors.black if b["fits"] else colors.HexColor(RED),

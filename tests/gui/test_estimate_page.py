@@ -282,6 +282,8 @@ def test_identical_local_gpus_share_one_mark_in_the_time_vs_cost_chart(qtbot) ->
     gpu_labels = [t for t in labels if t != "your cpu"]
     assert len(gpu_labels) == 1, labels
     assert gpu_labels[0].startswith("your 8\u00d7 ") and "H100" in gpu_labels[0]
+    text = page.recommendation.text()  # the words say it once too
+    assert "your 8\u00d7 H100" in text and "your gpu0" not in text and "your gpu7" not in text
     page.shutdown()
 
 

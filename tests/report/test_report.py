@@ -196,6 +196,7 @@ def test_memory_section_draws_a_stacked_bar_per_gpu_that_adds_up_to_the_peak(
     drawn = [bar for d in drawings for bar in d._bars]
     assert [label for label, *_ in drawn] == labels
     for (_, segs, peak_w), b in zip(drawn, bars, strict=True):
+        assert peak_w <= drawings[0]._axis  # nothing here is cut (see the next test)
         assert {name for name, *_ in segs} <= set(mem["chart"]["parts"]) and len(segs) >= 3
         assert sum(w for *_, w in segs) == pytest.approx(peak_w, rel=1e-3)  # the segments add up to the peak
         for (_, x, w), (_, x2, _) in itertools.pairwise(segs):
@@ -206,3 +207,26 @@ def test_memory_section_draws_a_stacked_bar_per_gpu_that_adds_up_to_the_peak(
     assert main(["report", "-o", str(pdf), "--workload", "llama-8b-lora", "--batch-size", "4"]) == 0
     text, _ = _text(pdf)
     assert "Memory per GPU" in text and "the card's memory (GB)" in text and "of 80 GB" in text
+
+
+def test_a_far_too_big_peak_is_cut_at_the_end_of_the_memory_scale() -> None:
+    from gpuselect.report.writers import _fonts, _memory_charts
+
+    parts = ["weights", "gradients", "optimizer", "activations", "logits", "overhead"]
+
+    def bar(label: str, peak: float, vram: float) -> dict:  # type: ignore[type-arg]
+        shares = dict(zip(parts, (0.1, 0.2, 0.6, 0.05, 0.02, 0.03), strict=True))
+        return {
+            "label": label,
+            "peak_gb": peak,
+            "vram_gb": vram,
+            "fits": peak <= vram,
+            "parts_gb": {p: peak * f for p, f in shares.items()},
+        }
+
+    chart = {"parts": parts, "bars": [bar("your gpu0 RTX 3090", 1247.5, 24), bar("64x L40S", 44.5, 48)]}
+    (d,) = _memory_charts(chart, 480.0, _fonts()[0])
+    (_, big, big_w), (_, small, small_w) = d._bars
+    assert big_w > d._axis and sum(w for *_, w in big) == pytest.approx(d._axis)  # shortened to the scale
+    assert [w / d._axis for *_, w in big] == pytest.approx([0.1, 0.2, 0.6, 0.05, 0.02, 0.03])  # in proportion
+    assert sum(w for *_, w in small) == pytest.approx(small_w) and small_w > 0.4 * d._axis  # not flattened

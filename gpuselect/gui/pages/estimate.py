@@ -652,11 +652,15 @@ class EstimatePage(QWidget):
         rec = result.recommendation
         choice, why = explain(rec, self.money)
         left_out = {x.split(" ", 1)[0] for x in rec.excluded}
-        local = "; ".join(
+        # identical GPUs once ("your 8× H100 80GB HBM3: 2.2 h"), as in the time-vs-cost chart
+        parts = [f"your {who}: {fmt_hours(hours)}" for hours, who in local_marks(result.local, left_out)]
+        parts += [
             f"your {loc.device}: "
             + ("left out (critical finding)" if loc.device in left_out else fmt_hours(loc.total_time_h))
             for loc in result.local
-        )
+            if loc.device in left_out or not loc.total_time_h
+        ]
+        local = "; ".join(parts)
         self.recommendation.setText(
             f"<b>Stage {rec.stage} — {escape(STAGE_SHORT[rec.stage])}: {escape(choice)}</b><br>{escape(why)}"
             + (f"<br><i>{escape(local)}</i>" if local else "")
