@@ -19,6 +19,7 @@ from gpuselect.estimate.memory import (
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.presets import PRESETS
 from gpuselect.workloads.transformer import TransformerShape, transformer_workload
+from tests.fakes import fake_nvml as F  # imported before the fixture hides pynvml
 
 # Public config.json shapes, as a user's --config would give them.
 LLAMA31_8B = TransformerShape(32, 4096, 32, 128256, 2048, 14336, 8, True, False, norm="rmsnorm")
@@ -578,3 +579,17 @@ def test_what_the_forward_keeps_matches_torchs_allocations(ckpt: str) -> None:
         pred = 2 * kept_between_passes(shape, mode="full", checkpointing=ckpt, elem=4)
         assert pred == pytest.approx(kept, rel=0.02), (cls.__name__, ckpt)
         assert peak > kept
+
+
+def test_cli_says_what_your_gpu_needs(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    fake = F.rtx3090()
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: fake)
+    assert main(["estimate", "--workload", "llama-8b-full", "--batch-size", "2", "--max-gpus", "1", "--top", "1"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("Your machine, gpu0"))
+    m = re.search(r"needs ([\d.]+) of your 24 GB, does not fit$", line)
+    assert m and float(m.group(1)) > 100, line
+    assert main(["estimate", "--workload", "llama-8b-lora", "--batch-size", "2", "--max-gpus", "1", "--top", "1"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("Your machine, gpu0"))
+    assert re.search(r"needs (1\d|2[0-3])\.\d of your 24 GB$", line), line
