@@ -553,11 +553,11 @@ def _suggestions(
         )
     if o.recompute != "full":
         if ok(checkpointing=True):
-            tips.append("activation checkpointing (about a third more compute)")
+            tips.append("full activation checkpointing (about a third more compute)")
         elif batch_size is not None and batch_size > 1:
             mb = max_batch_size(w, vram_gb, replace(o, checkpointing=True), shape)
             if mb >= 1:
-                tips.append(f"activation checkpointing and a batch of at most {mb} per GPU (accumulate gradients)")
+                tips.append(f"full activation checkpointing and a batch of at most {mb} per GPU (accumulate gradients)")
     if o.precision in ("fp32", "tf32") and ok(precision="bf16"):
         tips.append("mixed precision (bf16, or fp16 on cards without bf16)")
     if o.optimizer in ("adam", "adamw") and ok(optimizer="adam8bit"):

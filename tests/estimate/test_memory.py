@@ -295,7 +295,7 @@ def _apply(tip: str, w: Workload, o: MemoryOptions, batch: int, shape: Transform
         return w, o, int(re.search(r"at most (\d+)", tip).group(1))  # type: ignore[union-attr]
     if tip.startswith("selective activation checkpointing"):
         return w, replace(o, checkpointing="selective"), batch
-    if tip.startswith("activation checkpointing"):
+    if tip.startswith("full activation checkpointing"):
         m = re.search(r"at most (\d+)", tip)
         return w, replace(o, checkpointing=True), int(m.group(1)) if m else batch
     if tip.startswith("mixed precision"):
