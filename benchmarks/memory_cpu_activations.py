@@ -164,11 +164,19 @@ class TinyDecoder(nn.Module):
 _MM = {torch.ops.aten.mm.default, torch.ops.aten.addmm.default}
 
 
-def _save_linear_outputs(_ctx, op, *_args, **_kwargs):  # type: ignore[no-untyped-def]
-    """Selective checkpointing: keep what the linear layers' matmuls return, recompute the rest."""
+LORA_RANK = 8  # the LoRA adapters' rank above
+
+
+def _save_linear_outputs(_ctx, op, *args, **_kwargs):  # type: ignore[no-untyped-def]
+    """Selective checkpointing: keep what the (base) linear layers' matmuls return, recompute the
+    rest — the LoRA adapters' rank-8 products too (an input or weight of rank width)."""
     from torch.utils.checkpoint import CheckpointPolicy
 
-    return CheckpointPolicy.MUST_SAVE if op in _MM else CheckpointPolicy.PREFER_RECOMPUTE
+    if op in _MM:
+        a, b = args[-2], args[-1]  # addmm(bias, x, w) / mm(x, w)
+        if LORA_RANK not in (a.shape[-1], b.shape[-1]):
+            return CheckpointPolicy.MUST_SAVE
+    return CheckpointPolicy.PREFER_RECOMPUTE
 
 
 def run_block(blk: nn.Module, x: torch.Tensor, ckpt: str) -> torch.Tensor:
@@ -411,19 +419,35 @@ def main() -> int:
         ("tiny decoder", TinyDecoder, DECODER),
         ("tiny GPT-2", TinyGPT2, GPT2),
         ("tiny decoder, 32k vocabulary", TinyDecoder, replace(DECODER, vocab=32_000)),  # logits-dominated
+        ("tiny decoder, LoRA q/v", TinyDecoder, DECODER),
     ):
+        lora = "LoRA" in name
         w = transformer_workload(
-            "t", name, shp, description="", dataset_size=1, epochs=1, batch_size=batch, source="this script"
+            "t",
+            name,
+            shp,
+            description="",
+            mode="lora" if lora else "full",
+            lora_rank=LORA_RANK,
+            dataset_size=1,
+            epochs=1,
+            batch_size=batch,
+            source="this script",
         )
-        for ckpt in ("none", "selective", "full"):
+        # LoRA: adapters on q and v only here, on every linear in the trace — what selective and full
+        # checkpointing keep does not depend on the adapters (they are recomputed); without
+        # checkpointing it does, so that row is part 1's (saved-tensor hooks, the q/v count)
+        for ckpt in ("selective", "full") if lora else ("none", "selective", "full"):
             torch.manual_seed(0)
             model = cls(shp)
+            if lora:
+                model.to_lora()  # type: ignore[operator]
             model.ckpt = ckpt
             model.train()
             ids = torch.randint(0, shp.vocab, (batch, shp.seq_len))
             kept, peak = live_bytes(model, lambda m=model, ids=ids, v=shp.vocab: _lm_loss(m, ids, v))
-            pred = batch * kept_between_passes(shp, mode="full", checkpointing=ckpt, elem=4)
-            o = M.MemoryOptions(precision="fp32", checkpointing=ckpt)
+            pred = batch * kept_between_passes(shp, mode=w.mode, lora_rank=LORA_RANK, checkpointing=ckpt, elem=4)
+            o = M.MemoryOptions(precision="fp32", checkpointing=ckpt, lora_targets="qv" if lora else "all")
             pred_peak = batch * (M.activation_bytes_per_sample(w, o, shp) + M.logits_bytes_per_sample(w, o, shp))
             kept_errors.append(pred / kept - 1)
             peak_errors.append(pred_peak / peak - 1)
