@@ -179,6 +179,7 @@ class LocalEstimate:
     memory_breakdown_gb: dict[str, float] = field(default_factory=dict)
     vram_gb: float | None = None
     max_batch: int | None = None
+    checkpointing: str | None = None  # none, selective, full: what the memory figure assumed
 
 
 @dataclass
@@ -684,6 +685,7 @@ def _with_memory(loc: LocalEstimate, r: EstimateRow) -> LocalEstimate:
     loc.memory_breakdown_gb = dict(r.memory_breakdown_gb)
     loc.vram_gb = r.vram_gb
     loc.max_batch = r.max_batch
+    loc.checkpointing = r.checkpointing
     return loc
 
 

@@ -359,13 +359,26 @@ def _memory_section(result: Any, top: int) -> Section | None:
     machine's GPUs first (identical cards once), then every option the estimate table shows, or,
     when no option fits, the cards that come closest (the peak is per GPU)."""
     sep = " \u00b7 "
-    head = ["Option", "Needs (GB per GPU)", "VRAM (GB)", "Fits", *(p.capitalize() for p in MEMORY_PARTS)]
+    head = [
+        "Option",
+        "Needs (GB per GPU)",
+        "VRAM (GB)",
+        "Fits",
+        *(p.capitalize() for p in MEMORY_PARTS),
+        "Checkpointing",
+    ]
     rows = [head]
     bars: list[dict[str, Any]] = []
     lines: list[str] = []
 
     def add(
-        label: str, peak: float | None, vram: float | None, fits: bool, parts: dict[str, float], yours: bool
+        label: str,
+        peak: float | None,
+        vram: float | None,
+        fits: bool,
+        parts: dict[str, float],
+        yours: bool,
+        ckpt: str | None,
     ) -> None:
         if peak is None or not parts:
             return
@@ -377,6 +390,7 @@ def _memory_section(result: Any, top: int) -> Section | None:
                 _fmt(vram, digits=0),
                 "yes" if fits else "no",
                 *(_fmt(parts.get(p), digits=2) for p in MEMORY_PARTS),
+                ckpt or "",
             ]
         )
         if yours:  # the question "will it fit my card?" in words; the table and bars carry every option
@@ -410,6 +424,7 @@ def _memory_section(result: Any, top: int) -> Section | None:
             loc.fits,
             loc.memory_breakdown_gb,
             True,
+            getattr(loc, "checkpointing", None),
         )
     singles, multis = shown_options(result, top)
     shown = singles + multis
@@ -420,7 +435,7 @@ def _memory_section(result: Any, top: int) -> Section | None:
                 best[r.gpu_id] = r
         shown = sorted(best.values(), key=lambda r: (r.peak_memory_gb or 0) - (r.vram_gb or 0))[:top]
     for r in shown:
-        add(f"{r.count}x {r.name}", r.peak_memory_gb, r.vram_gb, r.fits, r.memory_breakdown_gb, False)
+        add(f"{r.count}x {r.name}", r.peak_memory_gb, r.vram_gb, r.fits, r.memory_breakdown_gb, False, r.checkpointing)
     if len(rows) == 1:
         return None
     s = Section(

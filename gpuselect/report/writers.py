@@ -553,6 +553,25 @@ def _estimate_charts(chart: dict[str, Any], width: float, font: str) -> list[Any
     return [_stage_chart(chart, width, font), _scatter_chart(chart, width, font)]
 
 
+def _word_widths(table: list[list[str]], width: float, font: str, size: float = 7.0, pad: float = 14.0) -> list[float]:
+    """Column widths that fit each column's longest word (so a header wraps between words, never
+    inside one; ``pad``: the table's 6 pt padding each side and a little), the rest of the width
+    shared in proportion to what each column's longest cell needs beyond that."""
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    ncol = len(table[0])
+    least = [
+        max(stringWidth(w, font, size) for row in table for w in (row[i].split() or [""])) + pad for i in range(ncol)
+    ]
+    want = [max(stringWidth(row[i], font, size) for row in table) + pad for i in range(ncol)]
+    spare = width - sum(least)
+    if spare <= 0:
+        return [width * v / sum(least) for v in least]
+    extra = [max(0.0, w - v) for w, v in zip(want, least, strict=True)]
+    total = sum(extra) or 1.0
+    return [v + spare * e / total for v, e in zip(least, extra, strict=True)]
+
+
 def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) -> bytes:
     from xml.sax.saxutils import escape
 
@@ -612,12 +631,10 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
             data = [[Paragraph(escape(c), small) for c in row] for row in s.table]
             # The options table's first column names the option (and marks the recommended one): give it room.
             first = min(0.3, 2.0 / (ncol + 1)) * width if s.title == "Estimates" else width / ncol
-            t = Table(
-                data,
-                repeatRows=1,
-                colWidths=[first] + [(width - first) / (ncol - 1)] * (ncol - 1) if ncol > 1 else [width],
-                splitByRow=1,
-            )
+            widths = [first] + [(width - first) / (ncol - 1)] * (ncol - 1) if ncol > 1 else [width]
+            if s.chart and s.chart.get("kind") == "memory":
+                widths = _word_widths(s.table, width, font)  # eleven columns: no header split mid-word
+            t = Table(data, repeatRows=1, colWidths=widths, splitByRow=1)
             t.setStyle(
                 TableStyle(
                     [
