@@ -34,8 +34,13 @@ from gpuselect.estimate import memory as M
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.transformer import TransformerShape as S
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "llm_memory_litgpt.csv"
-OUT = ROOT / "docs" / "validation" / "memory-2026-11-23" / "litgpt.txt"
+# ../shared/data beside the checkout (or beside the folder of worktrees)
+DATA = (
+    next((p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()), ROOT.parent / "shared")
+    / "data"
+    / "llm_memory_litgpt.csv"
+)
+OUT = ROOT / "docs" / "validation" / "memory-2026-11-24" / "litgpt.txt"
 FIT = ROOT / "gpuselect" / "estimate" / "fit" / "memory_constants.json"
 
 # Public config.json shapes (layers, hidden, heads, vocab as LitGPT pads it, FFN, KV heads, gated, tied).
@@ -57,6 +62,9 @@ SHAPES: dict[str, S] = {
     "phi-3-mini-4k-instruct": S(32, 3072, 32, 32064, 0, 8192, 32, True, False),
     "tiny-llama": S(22, 2048, 32, 32000, 0, 5632, 4, True, False),
 }
+# The gated-MLP models here (Llama, Mistral, Gemma, Phi-3, TinyLlama) use RMSNorm, the others
+# (Phi-1.5/2, StableLM-alpha, Falcon) LayerNorm, as their configs say (norm_class_name).
+SHAPES = {k: replace(v, norm="rmsnorm") if v.gated_ffn else v for k, v in SHAPES.items()}
 # Which linears carry adapters and their rank, from the config files the config-hub table names
 # (config_hub/finetune/<model>/lora.yaml and qlora.yaml): "all" = query, key, value, projection,
 # MLP and head; "qv" = query and value. Models whose file was not read are marked (assumed).

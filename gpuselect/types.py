@@ -122,6 +122,15 @@ class Mode(StrEnum):
     QLORA = "qlora"
 
 
+class Checkpointing(StrEnum):
+    """Activation checkpointing: none, selective (recompute the attention core and cheap ops, keep
+    the linear layers' outputs; transformers only) or full (recompute each layer)."""
+
+    NONE = "none"
+    SELECTIVE = "selective"
+    FULL = "full"
+
+
 class Stage(IntEnum):
     """The four recommendation stages."""
 

@@ -91,6 +91,10 @@ def run(args: argparse.Namespace) -> int:
             if loc.device in left_out
             else f"{fmt_hours(loc.total_time_h)} (±{100 * loc.error_band:.0f} %; {loc.basis})"
         )
+        if loc.peak_memory_gb is not None and loc.vram_gb:  # "will it fit my card?"
+            state += f"; needs {loc.peak_memory_gb:.1f} of your {loc.vram_gb:g} GB" + (
+                "" if loc.fits else ", does not fit"
+            )
         print(f"Your machine, {loc.device} ({loc.name}): {state}")
     if rec.own and int(rec.own["count"]) > 1:
         print(

@@ -127,9 +127,21 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
     )
     parser.add_argument(
         "--checkpointing",
-        action=argparse.BooleanOptionalAction,
+        nargs="?",
+        const="full",
+        choices=("full", "selective", "none"),
         default=None,
-        help="gradient checkpointing (less memory, ~4/3 the compute); default: only where the model does not fit otherwise",
+        metavar="{full,selective,none}",
+        help="activation checkpointing: full (alone: keeps each block's input, ~4/3 the compute), selective "
+        "(transformers: keeps the linear layers' outputs, recomputes attention and elementwise ops) or none; "
+        "default: full only where the model does not fit otherwise",
+    )
+    parser.add_argument(
+        "--no-checkpointing",
+        dest="checkpointing",
+        action="store_const",
+        const="none",
+        help="same as --checkpointing none",
     )
     parser.add_argument(
         "--sharding",

@@ -15,8 +15,10 @@ from gpuselect.catalog.schema import GpuEntry
 from gpuselect.errors import UsageError
 from gpuselect.estimate import parallel
 from gpuselect.estimate.memory import (
+    CHECKPOINTINGS,
     Fit,
     MemoryOptions,
+    as_checkpointing,
     plan,
     suggestions,
 )
@@ -67,7 +69,9 @@ class Assumptions:
     grid_kg_co2_per_kwh: float = 0.45  # IEA: world average carbon intensity of electricity, ~0.45 kg/kWh (2023)
     utilisation: float = 0.85  # fraction of TDP drawn while training
     optimizer: Optimizer = Optimizer.ADAMW
-    checkpointing: bool | None = None  # None: only where the model does not fit otherwise (common practice)
+    # none, selective, full (or a flag); None: full only where the model does not fit otherwise (common
+    # practice). Selective keeps the linear layers' outputs: transformers only, full elsewhere.
+    checkpointing: bool | str | None = None
     sharding: Sharding | None = None  # None: FSDP only where several GPUs need it to fit
     offload: Offload = Offload.NONE  # optimizer, or also params, in CPU memory
     max_gpus: int = 8  # the largest single box considered first
@@ -99,8 +103,13 @@ class Assumptions:
         for n in self.counts or ():
             if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 4096:
                 raise UsageError(f"a GPU count must be a whole number in 1..4096, not {n!r}")
-        if self.checkpointing is not None and not isinstance(self.checkpointing, bool):
-            raise UsageError(f"checkpointing must be true, false or None (automatic), not {self.checkpointing!r}")
+        if self.checkpointing is not None and not (
+            isinstance(self.checkpointing, bool) or self.checkpointing in CHECKPOINTINGS
+        ):
+            raise UsageError(
+                f"checkpointing must be one of {', '.join(CHECKPOINTINGS)} (or unset: automatic), "
+                f"not {self.checkpointing!r}"
+            )
         # (label, value, lo, hi, whole number, may be None)
         checks: list[tuple[str, object, float, float, bool, bool]] = [
             ("batch size", self.batch_size, 1, 1_000_000, True, True),
@@ -152,6 +161,7 @@ class EstimateRow:
     error_band: float  # ± fraction, from the validated accuracy
     vram_gb: float | None = None  # per GPU
     sharded: bool = False
+    checkpointing: str = "none"  # activation checkpointing used: none, selective or full
     meets_deadline: bool = False
     break_even_hours: float | None = None  # buying beats renting after this much use
     price_note: str | None = None
@@ -183,6 +193,7 @@ class LocalEstimate:
     memory_breakdown_gb: dict[str, float] = field(default_factory=dict)
     vram_gb: float | None = None
     max_batch: int | None = None
+    checkpointing: str | None = None  # none, selective, full: what the memory figure assumed
 
 
 @dataclass
@@ -302,10 +313,10 @@ def device_for(e: GpuEntry) -> DeviceModel:
     return hit[1]
 
 
-_TRACES: dict[tuple[int, bool], object] = {}
+_TRACES: dict[tuple[int, bool | str], object] = {}
 
 
-def trace_cached(w: Workload, checkpointing: bool) -> object:
+def trace_cached(w: Workload, checkpointing: bool | str) -> object:
     key = (id(w), checkpointing)
     t = _TRACES.get(key)
     if t is None or len(_TRACES) > 256:
@@ -323,7 +334,7 @@ def predict_step(
     precision: str,
     *,
     count: int = 1,
-    checkpointing: bool = False,
+    checkpointing: bool | str = False,
     sharding: str = "none",
     optimizer: str = "adamw",
     offload: str = "none",
@@ -462,6 +473,9 @@ def _row(
     else:
         fit = plan(w, e.vram_gb, mo, checkpointing=a.checkpointing, sharding=a.sharding, batch_size=a.batch_size)
     ckpt = fit.options.checkpointing
+    if ckpt == "selective" and w.shape is None:
+        ckpt = True  # selective is a transformer's; other workloads checkpoint fully (docs/memory.md)
+    base.checkpointing = "full" if ckpt is True else fit.options.recompute
     sharded = fit.options.sharding != "none" and count > 1
     base.batch_size = fit.batch_size
     base.sharded = sharded
@@ -511,8 +525,13 @@ def _row(
     if band is None:
         traced = is_traced(trace_cached(w, ckpt))
         base.error_band = regime_band(regime(w, count, st.bound, traced=traced), e.vendor)
-    if ckpt:
-        notes.append("with activation checkpointing")
+    if ckpt == "selective":
+        notes.append("with selective activation checkpointing")
+    elif ckpt:
+        notes.append(
+            "with activation checkpointing"
+            + (" (full: selective is offered for transformers only)" if a.checkpointing == "selective" else "")
+        )
     if sharded:
         notes.append(f"model state sharded ({fit.options.sharding})")
     base.note = "; ".join(notes) or None
@@ -615,7 +634,9 @@ def local_cpu_estimate(
             if a.precision == Precision.AUTO
             else ("fp32" if d.peak_tflops.get(fastest, 0) <= d.peak_tflops["fp32"] else fastest)
         )
-    st, _ = predict_step(w, d, None, batch, prec, optimizer=a.optimizer, checkpointing=bool(a.checkpointing), a=a)
+    st, _ = predict_step(
+        w, d, None, batch, prec, optimizer=a.optimizer, checkpointing=as_checkpointing(a.checkpointing), a=a
+    )
     thr = batch / st.seconds
     measured = bool((rec.get("matmul_tflops") or {}).get("fp32"))
     basis = (
@@ -666,8 +687,20 @@ def local_gpu_estimate(
             thr = hit[0]
             hours = (a.dataset_size or w.default_dataset_size) * (a.epochs or w.default_epochs) / thr / 3600
             basis = f"measured: this card trained {w.name} at batch {hit[1]} in its benchmark"
-            return LocalEstimate(device, name or e.name, thr, hours, basis, regime_band("overhead", e.vendor), r.fits)
-    return LocalEstimate(device, name or e.name, thr, hours, basis, r.error_band, r.fits)
+            return _with_memory(
+                LocalEstimate(device, name or e.name, thr, hours, basis, regime_band("overhead", e.vendor), r.fits), r
+            )
+    return _with_memory(LocalEstimate(device, name or e.name, thr, hours, basis, r.error_band, r.fits), r)
+
+
+def _with_memory(loc: LocalEstimate, r: EstimateRow) -> LocalEstimate:
+    """A local GPU carries its row's "needs X of your Y GB" and breakdown (the faces show them)."""
+    loc.peak_memory_gb = r.peak_memory_gb
+    loc.memory_breakdown_gb = dict(r.memory_breakdown_gb)
+    loc.vram_gb = r.vram_gb
+    loc.max_batch = r.max_batch
+    loc.checkpointing = r.checkpointing
+    return loc
 
 
 def option_counts(a: Assumptions) -> list[int]:

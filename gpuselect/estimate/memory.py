@@ -12,7 +12,8 @@ The peak is the sum of what lives through the step plus what the backward pass k
   per parameter with AdamW; ZeRO's 16 has 16-bit gradients). Pure 16-bit training
   (``bf16-true``) keeps neither master weights nor fp32 states: 8 bytes with AdamW;
 - activations: what autograd keeps between forward and backward (fused attention keeps no score
-  matrix), times the batch; with full checkpointing only the block inputs plus one block;
+  matrix), times the batch; with full checkpointing only the block inputs plus one block; with
+  selective checkpointing (transformers) the block inputs and linear layers' outputs plus one block;
 - logits and loss buffers of language models: vocabulary x tokens, with the fp32 log-probabilities
   the loss keeps and the logits' gradient when backward starts;
 - overhead: the CUDA context and libraries' workspaces, what the driver holds of the card, plus the
@@ -36,7 +37,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpuselect.errors import GpuselectError
+from gpuselect.errors import GpuselectError, UsageError
+from gpuselect.estimate.trace import CHECKPOINTING_MODES, checkpointing_mode
 from gpuselect.types import MIXED_PRECISIONS, Mode, Offload, Optimizer, Sharding
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.transformer import TransformerShape
@@ -49,6 +51,18 @@ OPTIMIZERS: tuple[Optimizer, ...] = tuple(Optimizer)
 SHARDINGS: tuple[Sharding, ...] = tuple(Sharding)
 OFFLOADS: tuple[Offload, ...] = tuple(Offload)
 QUANTS = ("nf4", "nf4-dq", "int8")
+CHECKPOINTINGS = CHECKPOINTING_MODES  # none, selective, full
+
+
+def as_checkpointing(value: object) -> bool | str:
+    """The stored form of a checkpointing choice: False (none), True (full) or "selective" — so a
+    plain truth test still says whether anything is recomputed. A bad value is a UsageError."""
+    try:
+        mode = checkpointing_mode(value)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return {"none": False, "full": True}.get(mode, mode)
+
 
 #: Bytes per base weight when the frozen base is quantised (QLoRA). NF4: 4 bits plus one fp32
 #: absmax per block of 64 (bitsandbytes' default); with double quantisation the absmax values are
@@ -100,13 +114,21 @@ def activation_elem_bytes(precision: str) -> int:
 class MemoryOptions:
     precision: str = "bf16"
     optimizer: str = "adamw"
-    checkpointing: bool = False
+    checkpointing: bool | str = False  # False/"none", True/"full", "selective" (stored as False/True/"selective")
     sharding: str = "none"  # over ``gpus`` data-parallel ranks
     offload: str = "none"
     gpus: int = 1
     quant: str = "nf4"  # base weights of QLoRA
     lora_targets: str = "all"  # "all" linear layers (the presets' adapters) or "qv" (query and value only)
     lora_dropout: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "checkpointing", as_checkpointing(self.checkpointing))
+
+    @property
+    def recompute(self) -> str:
+        """none, selective or full."""
+        return checkpointing_mode(self.checkpointing)
 
     def shards(self) -> int:
         return self.gpus if self.sharding != "none" else 1
@@ -201,7 +223,7 @@ def layer_saved_elems_per_token(shape: TransformerShape, mode: str, o: MemoryOpt
     side's gradient needs it: a frozen linear keeps no input; tests/estimate/test_memory.py checks
     the rules on CPU):
 
-    - each norm keeps its input, and its normalised output when its weight trains;
+    - each norm keeps its input, and (RMSNorm) its normalised output when its weight trains;
     - trainable linears keep their inputs (the attention output is the output projection's input,
       already kept by the kernel); bitsandbytes' 4-bit matmul keeps them too, even when frozen;
     - fused attention keeps q, k, v and its output (plus a log-sum-exp per head and token);
@@ -212,7 +234,9 @@ def layer_saved_elems_per_token(shape: TransformerShape, mode: str, o: MemoryOpt
     kv = h * (shape.kv_heads or shape.heads) // shape.heads
     trains_base = mode == "full"
     keeps_inputs = trains_base or mode == "qlora"
-    total: float = norms * (h + (h if trains_base else 0))
+    # LayerNorm's fused kernel keeps its input and two statistics (its weight's gradient comes from
+    # them); an eager RMSNorm's ``weight * normed`` also keeps the normed tensor for the weight.
+    total: float = norms * (h + (h if trains_base and shape.norm == "rmsnorm" else 0))
     if keeps_inputs:
         total += h + h + f  # qkv input, MLP input, down-projection input
     total += h + 2 * kv + h  # q, k, v, attention output
@@ -229,21 +253,35 @@ def layer_saved_elems_per_token(shape: TransformerShape, mode: str, o: MemoryOpt
 
 
 def activation_bytes_per_sample(w: Workload, o: MemoryOptions, shape: TransformerShape | None = None) -> float:
-    """What the backward pass needs kept per sample (one sequence, one image), checkpointing included."""
+    """What the backward pass needs kept per sample (one sequence, one image), checkpointing included.
+    Selective checkpointing is a transformer's (its linear layers' outputs are kept); other
+    workloads take full checkpointing for it (docs/memory.md)."""
     e = activation_elem_bytes(o.precision)
     shape = shape or shape_of(w)
     if shape is not None:
         tokens = shape.seq_len
         layer = layer_saved_elems_per_token(shape, w.mode, o) * e * ACTIVATION_FACTOR
-        if o.checkpointing:
-            # Block inputs of every layer, and one layer recomputed at a time during backward.
-            return tokens * (shape.layers * shape.hidden * e + layer)
+        if o.recompute in ("full", "selective"):
+            # Kept through the step: block inputs (full), or block inputs and linear outputs
+            # (selective: the operator trace's count, exact tensors, no eager copies). Transient:
+            # one layer rebuilt at a time in the backward. It comes after the loss's backward has
+            # freed the logits' gradients, so the step peaks at the larger of the two, not their sum
+            # (torch's allocations on CPU: benchmarks/memory_cpu_activations.py, part 3); the logits
+            # term counts its own buffers, this one only what the rebuilt layer needs beyond them.
+            if o.recompute == "full":
+                kept = float(shape.hidden)
+            else:
+                from gpuselect.workloads.traces import selective_kept_elems_per_token
+
+                kept = selective_kept_elems_per_token(shape, w.mode)
+            rebuilt = tokens * layer - logits_bytes_per_sample(w, o, shape)
+            return tokens * shape.layers * kept * e + max(0.0, rebuilt)
         return tokens * (shape.layers * layer + 2 * shape.hidden * e)
-    traced = _trace_saved_bytes(w, o.checkpointing, e)
+    traced = _trace_saved_bytes(w, bool(o.checkpointing), e)
     if traced is not None:
         return traced
     per = w.activation_bytes_per_sample * e / 2  # the workload's figure is for 16-bit activations
-    if o.checkpointing:
+    if o.checkpointing:  # selective is full here: no linear/elementwise split in the workload's figure
         # Block inputs (~6 % of a block's activations, Korthikanti et al. 2022) and one block at a time.
         per *= 0.06 + 1.0 / max(1, w.layers)
     return per
@@ -423,7 +461,7 @@ def fit_on_gpu(
     precision: str,
     *,
     optimizer: str = "adamw",
-    checkpointing: bool = False,
+    checkpointing: bool | str = False,
     batch_size: int | None = None,
     shards: int = 1,
     sharding: str | None = None,
@@ -447,15 +485,16 @@ def plan(
     vram_gb: float,
     o: MemoryOptions,
     *,
-    checkpointing: bool | None,
+    checkpointing: bool | str | None,
     sharding: str | None,
     batch_size: int | None,
     shape: TransformerShape | None = None,
 ) -> Fit:
-    """The fit an estimate row shows: ``checkpointing`` None turns it on only where the model does not
-    fit otherwise; ``sharding`` None shards (FSDP) only where several GPUs need it to fit. Cached:
+    """The fit an estimate row shows: ``checkpointing`` None turns (full) checkpointing on only where
+    the model does not fit otherwise, a mode (none, selective, full or a flag) is used as given; ``sharding`` None shards (FSDP) only where several GPUs need it to fit. Cached:
     many catalog cards share a memory size (treat the result as read-only)."""
-    return _plan(w, vram_gb, o, checkpointing, sharding, batch_size, shape)
+    ckpt = None if checkpointing is None else as_checkpointing(checkpointing)
+    return _plan(w, vram_gb, o, ckpt, sharding, batch_size, shape)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -463,18 +502,18 @@ def _plan(
     w: Workload,
     vram_gb: float,
     o: MemoryOptions,
-    checkpointing: bool | None,
+    checkpointing: bool | str | None,
     sharding: str | None,
     batch_size: int | None,
     shape: TransformerShape | None,
 ) -> Fit:
-    o = replace(o, checkpointing=bool(checkpointing), sharding=sharding or "none")
+    o = replace(o, checkpointing=checkpointing or False, sharding=sharding or "none")
     fit = fit_with(w, vram_gb, o, batch_size=batch_size, shape=shape)
     if not fit.fits and checkpointing is None:
         o = replace(o, checkpointing=True)
         fit = fit_with(w, vram_gb, o, batch_size=batch_size, shape=shape)
     if not fit.fits and sharding is None and o.gpus > 1:
-        o2 = replace(o, sharding="fsdp", checkpointing=bool(checkpointing) if checkpointing is not None else False)
+        o2 = replace(o, sharding="fsdp", checkpointing=checkpointing or False)
         fit2 = fit_with(w, vram_gb, o2, batch_size=batch_size, shape=shape)
         if not fit2.fits and checkpointing is None:
             fit2 = fit_with(w, vram_gb, replace(o2, checkpointing=True), batch_size=batch_size, shape=shape)
@@ -508,13 +547,18 @@ def _suggestions(
         mb = max_batch_size(w, vram_gb, o, shape)
         if mb >= 1:
             tips.append(f"a smaller batch (at most {mb} per GPU; accumulate gradients to keep the effective batch)")
-    if not o.checkpointing:
+    if not o.checkpointing and shape is not None and ok(checkpointing="selective"):
+        tips.append(
+            "selective activation checkpointing (keeps the linear layers' outputs; recomputes only the "
+            "attention core and elementwise ops)"
+        )
+    if o.recompute != "full":
         if ok(checkpointing=True):
-            tips.append("activation checkpointing (about a third more compute)")
+            tips.append("full activation checkpointing (about a third more compute)")
         elif batch_size is not None and batch_size > 1:
             mb = max_batch_size(w, vram_gb, replace(o, checkpointing=True), shape)
             if mb >= 1:
-                tips.append(f"activation checkpointing and a batch of at most {mb} per GPU (accumulate gradients)")
+                tips.append(f"full activation checkpointing and a batch of at most {mb} per GPU (accumulate gradients)")
     if o.precision in ("fp32", "tf32") and ok(precision="bf16"):
         tips.append("mixed precision (bf16, or fp16 on cards without bf16)")
     if o.optimizer in ("adam", "adamw") and ok(optimizer="adam8bit"):

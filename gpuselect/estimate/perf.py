@@ -280,13 +280,14 @@ def simple_cnn_trace() -> Any:
 HAND_TRACES = {"simple-cnn": simple_cnn_trace}
 
 
-def workload_trace(w: Workload, *, checkpointing: bool) -> Any:
+def workload_trace(w: Workload, *, checkpointing: bool | str) -> Any:
     """The workload's operator trace (the trace builders' ``trace_for``); a coarse synthetic one
-    (``fallback_trace``) where that module is not available."""
+    (``fallback_trace``) where that module is not available. ``checkpointing``: a flag, or none /
+    selective / full."""
     try:
         from gpuselect.workloads.traces import trace_for
     except ImportError:
-        t = fallback_trace(w, checkpointing=checkpointing)
+        t = fallback_trace(w, checkpointing=bool(checkpointing) and checkpointing != "none")
     else:
         t = trace_for(w, checkpointing=checkpointing)
     if t.source.startswith("APPROXIMATION") and w.id in HAND_TRACES and not checkpointing and w.mode == "full":

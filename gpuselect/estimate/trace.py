@@ -31,6 +31,10 @@ Conventions (kept by every builder; the readers rely on them):
   vocabulary, norm statistics, RMSNorm's fp32 copy, attention's logsumexp) are counted apart in
   ``saved_fp32_elems_per_sample[_ckpt]`` (4 bytes each), and byte-sized ones (dropout masks,
   int64 token ids) in ``saved_bytes_per_sample[_ckpt]``; neither is in ``saved_elems_*``.
+- ``saved_*_sel``: the same under *selective* activation checkpointing (transformers only; 0 where
+  not offered): each block keeps its input and the outputs of its linear layers, and recomputes
+  the attention core and the elementwise ops (norms, rotary, activation functions, dropout, the
+  adapters' low-rank products) in the backward; plus one block's full saved set while it runs.
 - ``logits_elems_per_sample``: vocabulary x tokens of the output layer (0 where there is none),
   for the memory model's logits/loss buffers (the log-probabilities are also in saved_fp32).
 """
@@ -39,6 +43,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+from gpuselect.types import Checkpointing, values
+
+#: Activation checkpointing: none; selective (keep the linear layers' outputs, recompute the
+#: attention core and the elementwise ops; transformers); full (keep each block's input only).
+CHECKPOINTING_MODES: tuple[str, ...] = tuple(values(Checkpointing))  # none, selective, full
+
+
+def checkpointing_mode(value: object) -> str:
+    """``none``, ``selective`` or ``full`` from a mode name or a flag (False/None: none, True: full)."""
+    if value is None or value is False or value == "none":
+        return "none"
+    if value is True or value == "full":
+        return "full"
+    if value == "selective":
+        return "selective"
+    raise ValueError(f"checkpointing must be one of {', '.join(CHECKPOINTING_MODES)}, not {value!r}")
 
 
 class OpKind(StrEnum):
@@ -88,6 +109,9 @@ class StepTrace:
     saved_bytes_per_sample: float = 0.0  # dropout masks (1 byte), token ids (8 bytes)
     saved_bytes_per_sample_ckpt: float = 0.0
     logits_elems_per_sample: float = 0.0
+    saved_elems_per_sample_sel: float = 0.0  # under selective checkpointing (see the docstring)
+    saved_fp32_elems_per_sample_sel: float = 0.0
+    saved_bytes_per_sample_sel: float = 0.0
     source: str = ""  # how it was built (meta-device trace of ..., analytic from config ...)
     notes: tuple[str, ...] = field(default_factory=tuple)
 

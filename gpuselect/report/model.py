@@ -230,6 +230,20 @@ def _option_row(
     ]
 
 
+def shown_options(result: Any, top: int) -> tuple[list[Any], list[Any]]:
+    """The options the estimate table shows, fastest first: (one GPU, several GPUs); the
+    recommended option is always among them."""
+    ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)
+    singles = [r for r in ok if r.count == 1][:top]
+    multis = [r for r in ok if r.count > 1][: max(3, top // 3)]
+    opt = result.recommendation.option or {}
+    if opt.get("gpu_id") and opt.get("kind") != "have":
+        chosen = next((r for r in ok if r.gpu_id == opt["gpu_id"] and r.count == opt.get("count")), None)
+        if chosen is not None and chosen not in singles + multis:
+            (singles if chosen.count == 1 else multis).append(chosen)
+    return singles, multis
+
+
 def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
     rec = result.recommendation
     s = Section("Estimates")
@@ -240,13 +254,8 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
             f"Your machine, {loc.device} ({loc.name}): {fmt_hours(loc.total_time_h)} (+/- {100 * loc.error_band:.0f} %; {loc.basis})."
         )
     ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)
-    singles = [r for r in ok if r.count == 1][:top]
-    multis = [r for r in ok if r.count > 1][: max(3, top // 3)]
+    singles, multis = shown_options(result, top)
     opt = rec.option or {}
-    if opt.get("gpu_id") and opt.get("kind") != "have":  # the recommended option is always in the table
-        chosen = next((r for r in ok if r.gpu_id == opt["gpu_id"] and r.count == opt.get("count")), None)
-        if chosen is not None and chosen not in singles + multis:
-            (singles if chosen.count == 1 else multis).append(chosen)
     sym = money.symbol
     rows = [["Option", "Fits", "Batch", "Time", f"Buy ({sym})", f"Cloud ({sym})", "Energy (kWh)", "Error band"]]
     left_out = {x.split(" ", 1)[0] for x in rec.excluded}
@@ -305,7 +314,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
             points.append((r.total_time_h, money.value(r.buy_cost_usd), f"{r.count}x {r.name}", "buy"))
         if r.cloud_cost_usd is not None:
             points.append((r.total_time_h, money.value(r.cloud_cost_usd), f"{r.count}x {r.name}", "rent"))
-    local = [(loc.total_time_h, loc.device) for loc in result.local if loc.total_time_h and loc.device not in left_out]
+    local = local_marks(result.local, left_out)
     s.chart = {
         "kind": "estimate",
         "per_stage": per_stage,
@@ -323,37 +332,123 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
 
 
-def _memory_section(result: Any, top: int) -> Section | None:
-    """'Needs X of Y GB' per GPU with its breakdown: this machine's GPUs first, then the options of
-    the estimate table (one row per card; the peak is per GPU)."""
-    rows = [["Option", "Needs (GB per GPU)", "VRAM (GB)", "Fits", *(p.capitalize() for p in MEMORY_PARTS)]]
+def short_gpu_name(name: str) -> str:
+    """A GPU's name without the vendor word ("NVIDIA H100 80GB HBM3" -> "H100 80GB HBM3")."""
+    return re.sub(r"^(NVIDIA|AMD)\s+", "", name.strip()) or name
 
-    def add(label: str, peak: float | None, vram: float | None, fits: bool, parts: dict[str, float]) -> None:
-        if peak is None:
+
+def local_marks(local: Any, left_out: set[str] | frozenset[str] = frozenset()) -> list[tuple[float, str]]:
+    """This machine's devices as chart marks, (hours, label after "your "): identical GPUs (same
+    name, same estimate) share one mark ("8× H100 80GB HBM3"), so eight H100s draw one label,
+    not eight stacked ones. Devices without a time or left out (critical finding) are skipped."""
+    groups: dict[tuple[str, float], list[Any]] = {}
+    for loc in local:
+        if not loc.total_time_h or loc.device in left_out:
+            continue
+        key = ("cpu" if loc.device == "cpu" else loc.name, round(float(loc.total_time_h), 9))
+        groups.setdefault(key, []).append(loc)
+    marks = []
+    for (_, hours), locs in groups.items():
+        label = locs[0].device if len(locs) == 1 else f"{len(locs)}\u00d7 {short_gpu_name(locs[0].name)}"
+        marks.append((hours, label))
+    return marks
+
+
+def _memory_section(result: Any, top: int) -> Section | None:
+    """'Needs X of your Y GB' per GPU with its breakdown, as a table and a stacked bar each: this
+    machine's GPUs first (identical cards once), then every option the estimate table shows, or,
+    when no option fits, the cards that come closest (the peak is per GPU)."""
+    sep = " \u00b7 "
+    head = [
+        "Option",
+        "Needs (GB per GPU)",
+        "VRAM (GB)",
+        "Fits",
+        *(p.capitalize() for p in MEMORY_PARTS),
+        "Checkpointing",
+    ]
+    rows = [head]
+    bars: list[dict[str, Any]] = []
+    lines: list[str] = []
+
+    def add(
+        label: str,
+        peak: float | None,
+        vram: float | None,
+        fits: bool,
+        parts: dict[str, float],
+        yours: bool,
+        ckpt: str | None,
+    ) -> None:
+        if peak is None or not parts:
             return
+        of = f"{_fmt(peak)} of {'your ' if yours else ''}{_fmt(vram, digits=0)} GB"
         rows.append(
-            [label, _fmt(peak), _fmt(vram), "yes" if fits else "no", *(_fmt(parts.get(p)) for p in MEMORY_PARTS)]
+            [
+                label,
+                _fmt(peak, digits=2),
+                _fmt(vram, digits=0),
+                "yes" if fits else "no",
+                *(_fmt(parts.get(p), digits=2) for p in MEMORY_PARTS),
+                ckpt or "",
+            ]
+        )
+        if yours:  # the question "will it fit my card?" in words; the table and bars carry every option
+            lines.append(
+                f"{label}: needs {of}"
+                + ("" if fits else " (does not fit)")
+                + " = "
+                + " + ".join(f"{p} {parts.get(p, 0.0):,.1f}" for p in MEMORY_PARTS)
+            )
+        bars.append(
+            {
+                "label": label,
+                "peak_gb": float(peak),
+                "vram_gb": float(vram or 0.0),
+                "fits": bool(fits),
+                "parts_gb": {p: float(parts.get(p, 0.0)) for p in MEMORY_PARTS},
+            }
         )
 
+    groups: dict[tuple[str, float | None], list[Any]] = {}
     for loc in result.local:
-        add(f"your {loc.device} ({loc.name})", loc.peak_memory_gb, loc.vram_gb, loc.fits, loc.memory_breakdown_gb)
-    seen: set[str] = set()
-    # One GPU of each card (the question is "will it fit my card?"), fitting and fastest first.
-    for r in sorted(result.rows, key=lambda r: (r.count != 1, not r.fits, r.total_time_h or float("inf"))):
-        if r.gpu_id in seen or len(seen) >= top:
-            continue
-        seen.add(r.gpu_id)
-        add(f"{r.count}x {r.name}", r.peak_memory_gb, r.vram_gb, r.fits, r.memory_breakdown_gb)
+        if loc.device != "cpu":
+            groups.setdefault((loc.name, loc.peak_memory_gb), []).append(loc)
+    for (name, _), locs in groups.items():
+        who = locs[0].device if len(locs) == 1 else f"{len(locs)}\u00d7"
+        loc = locs[0]
+        add(
+            f"your {who} {short_gpu_name(name)}",
+            loc.peak_memory_gb,
+            loc.vram_gb,
+            loc.fits,
+            loc.memory_breakdown_gb,
+            True,
+            getattr(loc, "checkpointing", None),
+        )
+    singles, multis = shown_options(result, top)
+    shown = singles + multis
+    if not shown:  # nothing fits: the cards that come closest, so the reader sees how far off
+        best: dict[str, Any] = {}
+        for r in result.rows:
+            if r.count == 1 and r.peak_memory_gb is not None and r.gpu_id not in best:
+                best[r.gpu_id] = r
+        shown = sorted(best.values(), key=lambda r: (r.peak_memory_gb or 0) - (r.vram_gb or 0))[:top]
+    for r in shown:
+        add(f"{r.count}x {r.name}", r.peak_memory_gb, r.vram_gb, r.fits, r.memory_breakdown_gb, False, r.checkpointing)
     if len(rows) == 1:
         return None
     s = Section(
         "Memory per GPU",
         [
-            "What training needs on each GPU against its memory, in GB (what the "
-            "caching allocator reserves, as nvidia-smi shows it), and what it is made of."
+            "What training needs on each GPU against its memory, in GB (what the caching allocator "
+            "reserves, as nvidia-smi shows it), and what it is made of: " + sep.join(MEMORY_PARTS) + ". "
+            "The bars stack the parts to the peak; the black tick is the card's memory; a bar ending in a zigzag is shortened to fit (not to scale).",
+            *lines,
         ],
     )
     s.table = rows
+    s.chart = {"kind": "memory", "parts": list(MEMORY_PARTS), "bars": bars}
     return s
 
 

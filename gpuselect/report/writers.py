@@ -417,7 +417,7 @@ def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     anchors = [(ax.pos(front[0][0]), ay.pos(front[0][1]), f"fastest: {front[0][2]} ({front[0][3]})")]
     if len(front) > 1:
         anchors.append((ax.pos(front[-1][0]), ay.pos(front[-1][1]), f"cheapest: {front[-1][2]} ({front[-1][3]})"))
-    anchors += [(ax.pos(t), py0 + 4, f"your {dev}") for t, dev in chart["local"] if 10**ax.lo <= t <= 10**ax.hi]
+    anchors += [(ax.pos(t), py0 + 4, f"your {who}") for t, who in chart["local"] if 10**ax.lo <= t <= 10**ax.hi]
     for x, y, text in place_labels(anchors, font, 6.5, (px0 + 1, py0 + 1, px0 + pw - 1, py0 + ph - 1), taken):
         d.add(
             String(
@@ -448,8 +448,124 @@ def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     return d
 
 
+MEMORY_COLOURS = {
+    "weights": "#2b6cb0",
+    "gradients": "#805ad5",
+    "optimizer": "#d69e2e",
+    "activations": "#38a169",
+    "logits": "#dd6b20",
+    "overhead": "#718096",
+}  # the GUI's memory bar uses the same colours
+
+
+def _memory_figures(b: dict[str, Any]) -> str:
+    return f"{b['peak_gb']:,.1f} of {b['vram_gb']:,.0f} GB" + ("" if b["fits"] else " \u2014 too big")
+
+
+def _memory_charts(chart: dict[str, Any], width: float, font: str, per_drawing: int = 24) -> list[Any]:
+    """'Needs X of Y GB' as one stacked bar per GPU: the parts of the peak side by side on a
+    common GB scale, the card's memory as a pale track ending in a black tick, the figures after
+    the bar; a drawing per ``per_drawing`` bars so that none outgrows a page. The scale ends at
+    1.5x the largest card: a peak beyond it (a model far too big) is drawn shortened to the scale,
+    its parts in proportion, with a zigzag (not to scale), so that one huge bar does not flatten
+    the others; its figures say the whole."""
+    from reportlab.graphics.shapes import Drawing, Line, PolyLine, Rect, String
+    from reportlab.lib import colors
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    bars = chart.get("bars") or []
+    parts = chart.get("parts") or list(MEMORY_COLOURS)
+    if not bars:
+        return []
+    vram_top = max(b["vram_gb"] for b in bars)
+    peak_top = max(b["peak_gb"] for b in bars)
+    top = max(vram_top, min(peak_top, 1.5 * vram_top) if vram_top > 0 else peak_top) or 1.0
+    label_w = min(0.34 * width, max(stringWidth(b["label"], font, 6.5) for b in bars) + 6)
+    x0 = label_w
+    right = max(stringWidth(_memory_figures(b), font, 6.5) for b in bars) + 8
+    axis = width - x0 - right  # points for ``top`` GB
+    scale = axis / top
+    step, bar_h = 13.0, 8.0
+    drawings = []
+    for start in range(0, len(bars), per_drawing):
+        chunk = bars[start : start + per_drawing]
+        height = 26 + step * len(chunk)
+        d = Drawing(width, height)
+        # for tests: the axis length, and per bar its label, segments (part, x, width), the peak's width
+        d._axis = axis
+        d._bars = []
+        if start == 0:  # the legend
+            lx = 0.0
+            for name in parts:
+                d.add(Rect(lx, height - 9, 7, 7, fillColor=colors.HexColor(MEMORY_COLOURS[name]), strokeColor=None))
+                d.add(String(lx + 9, height - 8, name, fontName=font, fontSize=7))
+                lx += 14 + stringWidth(name, font, 7)
+            d.add(Line(lx + 4, height - 10, lx + 4, height - 1, strokeColor=colors.black, strokeWidth=1.2))
+            d.add(String(lx + 8, height - 8, "the card's memory (GB)", fontName=font, fontSize=7))
+        for i, b in enumerate(chunk):
+            y = height - 24 - step * i
+            text = b["label"]
+            while stringWidth(text, font, 6.5) > label_w - 4 and len(text) > 4:
+                text = text[:-2] + "\u2026"
+            d.add(String(0, y + 1.5, text, fontName=font, fontSize=6.5))
+            d.add(Rect(x0, y, b["vram_gb"] * scale, bar_h, fillColor=colors.HexColor("#edf2f7"), strokeColor=None))
+            x = x0
+            segs = []
+            # a peak beyond the scale is drawn shortened to it, its parts in proportion (zigzag: not to scale)
+            shrink = min(1.0, axis / (b["peak_gb"] * scale)) if b["peak_gb"] > 0 else 1.0
+            for name in parts:
+                w = b["parts_gb"].get(name, 0.0) * scale * shrink
+                if w > 0:
+                    d.add(Rect(x, y, w, bar_h, fillColor=colors.HexColor(MEMORY_COLOURS[name]), strokeColor=None))
+                    segs.append((name, x, w))
+                    x += w
+            if b["peak_gb"] * scale > axis + 0.5:  # cut: a white zigzag across the bar's end
+                zx = x0 + axis - 4
+                d.add(
+                    PolyLine(
+                        [zx, y - 1, zx + 2, y + 2, zx - 1, y + 4, zx + 2, y + 6, zx, y + bar_h + 1],
+                        strokeColor=colors.white,
+                        strokeWidth=1.5,
+                    )
+                )
+            xv = x0 + b["vram_gb"] * scale
+            d.add(Line(xv, y - 2, xv, y + bar_h + 2, strokeColor=colors.black, strokeWidth=1.2))
+            d.add(
+                String(
+                    max(x, xv) + 4,
+                    y + 1.5,
+                    _memory_figures(b),
+                    fontName=font,
+                    fontSize=6.5,
+                    fillColor=colors.black if b["fits"] else colors.HexColor(RED),
+                )
+            )
+            d._bars.append((b["label"], segs, b["peak_gb"] * scale))
+        drawings.append(d)
+    return drawings
+
+
 def _estimate_charts(chart: dict[str, Any], width: float, font: str) -> list[Any]:
     return [_stage_chart(chart, width, font), _scatter_chart(chart, width, font)]
+
+
+def _word_widths(table: list[list[str]], width: float, font: str, size: float = 7.0, pad: float = 14.0) -> list[float]:
+    """Column widths that fit each column's longest word (so a header wraps between words, never
+    inside one; ``pad``: the table's 6 pt padding each side and a little), the rest of the width
+    shared in proportion to what each column's longest cell needs beyond that."""
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    ncol = len(table[0])
+    least = [
+        max(stringWidth(w, font, size) for row in table for w in (row[i].split() or [""])) + pad for i in range(ncol)
+    ]
+    want = [max(stringWidth(row[i], font, size) for row in table) + pad for i in range(ncol)]
+    spare = width - sum(least)
+    if spare <= 0:
+        return [width * v / sum(least) for v in least]
+    extra = [max(0.0, w - v) for w, v in zip(want, least, strict=True)]
+    total = sum(extra) or 1.0
+    return [v + spare * e / total for v, e in zip(least, extra, strict=True)]
 
 
 def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) -> bytes:
@@ -502,17 +618,19 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
         for line in s.lines:
             story.append(Paragraph(escape(line), body))
             story.append(Spacer(1, 3))
+        if s.chart and s.chart.get("kind") == "memory":  # the bars before the table of their figures
+            for drawing in _memory_charts(s.chart, width, font):
+                story.append(drawing)
+                story.append(Spacer(1, 6))
         if s.table:
             ncol = len(s.table[0])
             data = [[Paragraph(escape(c), small) for c in row] for row in s.table]
             # The options table's first column names the option (and marks the recommended one): give it room.
             first = min(0.3, 2.0 / (ncol + 1)) * width if s.title == "Estimates" else width / ncol
-            t = Table(
-                data,
-                repeatRows=1,
-                colWidths=[first] + [(width - first) / (ncol - 1)] * (ncol - 1) if ncol > 1 else [width],
-                splitByRow=1,
-            )
+            widths = [first] + [(width - first) / (ncol - 1)] * (ncol - 1) if ncol > 1 else [width]
+            if s.chart and s.chart.get("kind") == "memory":
+                widths = _word_widths(s.table, width, font)  # eleven columns: no header split mid-word
+            t = Table(data, repeatRows=1, colWidths=widths, splitByRow=1)
             t.setStyle(
                 TableStyle(
                     [

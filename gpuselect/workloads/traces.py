@@ -24,7 +24,7 @@ from importlib import resources
 from typing import Any
 
 from gpuselect.errors import DataError, UsageError
-from gpuselect.estimate.trace import Op, OpKind, Phase, StepTrace
+from gpuselect.estimate.trace import Op, OpKind, Phase, StepTrace, checkpointing_mode
 from gpuselect.types import Mode, parse
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.transformer import LORA_TARGETS, TransformerShape, lora_params
@@ -49,6 +49,8 @@ class _Section:
     saved: dict[str, float] = field(default_factory=dict)  # elements at the training precision
     saved_fp32: dict[str, float] = field(default_factory=dict)  # elements kept in fp32 whatever the precision
     saved_bytes: dict[str, float] = field(default_factory=dict)  # bytes: dropout masks, token ids
+    # what selective checkpointing keeps of a layer: its input and its linear layers' outputs
+    kept_sel: dict[str, float] = field(default_factory=dict)
 
     def op(
         self,
@@ -267,10 +269,12 @@ def _layer(shape: TransformerShape, mode: str, rank: int) -> _Section:
 
     def linear(name: str, x: str, n_in: int, n_out: int, adapters: tuple[tuple[str, int], ...] | None = None) -> None:
         sec.gemm(name, s, n_in, n_out, x=x, trainable=full, quant=quant, bias=shape.has_bias)
+        sec.kept_sel[name] = s * n_out  # selective checkpointing keeps the (base) linear's output
         if lora:
             for sub, out in adapters if adapters is not None else ((name, n_out),):
                 sec.adapter(sub, s, n_in, out, x=x, rank=rank)
 
+    sec.kept_sel["x_in"] = s * h  # the checkpointed block's input
     _norm(sec, shape, "layers.norm1", s, x="x_in", trainable=full)
     if shape.fused_qkv:
         linear(
@@ -484,11 +488,19 @@ def _family(shape: TransformerShape) -> str:
 
 
 def transformer_trace(
-    shape: TransformerShape, *, mode: str = "full", lora_rank: int = 16, checkpointing: bool = False
+    shape: TransformerShape, *, mode: str = "full", lora_rank: int = 16, checkpointing: bool | str = False
 ) -> StepTrace:
-    """The analytic trace of one training step of a transformer (per sequence of ``seq_len``)."""
+    """The analytic trace of one training step of a transformer (per sequence of ``seq_len``).
+    ``checkpointing``: False/"none", True/"full" (every layer's forward again in the backward) or
+    "selective" (the layers' attention core, elementwise ops and adapters again; their base
+    linear layers' outputs are kept)."""
     if mode not in MODES:
         raise UsageError(f"the mode must be one of {', '.join(MODES)}, not {mode!r}")
+    try:
+        recompute = checkpointing_mode(checkpointing)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    checkpointing = recompute != "none"
     L, s = shape.layers, float(shape.seq_len)  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
     emb, layer, head = _embedding(shape, mode), _layer(shape, mode, lora_rank), _head(shape, mode)
     ops = emb.fwd + _times(layer.fwd, L) + head.fwd
@@ -501,8 +513,11 @@ def transformer_trace(
         layer_bwd = [replace(o, count=o.count - 1) if (o.name, o.kind) in first else o for o in layer_bwd]
         layer_bwd = [o for o in layer_bwd if o.count > 0]
     ops += list(reversed(head.bwd)) + layer_bwd + list(reversed(emb.bwd))
-    if checkpointing:  # every layer's forward once more, in the backward (Hugging Face / LitGPT per-block)
+    if recompute == "full":  # every layer's forward once more, in the backward (Hugging Face / LitGPT per-block)
         ops += _times(layer.fwd, L, Phase.RECOMPUTE)
+    elif recompute == "selective":  # all but the base linear layers (and their dequantisation): outputs kept
+        again = [o for o in layer.fwd if o.name.removesuffix(".dequant") not in layer.kept_sel]
+        ops += _times(again, L, Phase.RECOMPUTE)
 
     def total(key: str, layers: float) -> float:
         result: float = sum(
@@ -526,6 +541,9 @@ def transformer_trace(
         + layer_saved
         - layer.saved.get("x_in", 0.0)
     )
+    # Selective: each layer keeps its input and linear outputs; the layer being differentiated
+    # rebuilds its saved set (counted whole, as for full checkpointing).
+    saved16_sel = saved16_ckpt - L * block_input + L * sum(layer.kept_sel.values())
     fp32_ckpt = sum(emb.saved_fp32.values()) + sum(head.saved_fp32.values()) + sum(layer.saved_fp32.values())
     bytes_ckpt = sum(emb.saved_bytes.values()) + sum(head.saved_bytes.values()) + sum(layer.saved_bytes.values())
     params = shape.params()
@@ -552,6 +570,9 @@ def transformer_trace(
         saved_fp32_elems_per_sample_ckpt=fp32_ckpt,
         saved_bytes_per_sample=total("saved_bytes", L),
         saved_bytes_per_sample_ckpt=bytes_ckpt,
+        saved_elems_per_sample_sel=saved16_sel,
+        saved_fp32_elems_per_sample_sel=fp32_ckpt,
+        saved_bytes_per_sample_sel=bytes_ckpt,
         logits_elems_per_sample=(
             shape.vocab if shape.patch else s * shape.vocab if shape.lm_head else s * shape.head_outputs
         ),
@@ -561,6 +582,12 @@ def transformer_trace(
             f"{shape.vocab}, {shape.seq_len} tokens per sample; fused attention (no score matrix; "
             f"{'causal FLOPs counted half; ' if shape.is_causal else ''}backward {ATTENTION_BACKWARD_FACTOR}x forward); "
             f"{what}"
+            + {
+                "none": "",
+                "full": "; full activation checkpointing (each layer's forward again in the backward)",
+                "selective": "; selective activation checkpointing (attention core, elementwise ops and adapters "
+                "again in the backward; the linear layers' outputs kept)",
+            }[recompute]
         ),
         notes=("autocast weight casts and the optimizer step are not in the trace (precision and optimizer options)",),
     )
@@ -572,7 +599,11 @@ def transformer_trace(
 
 
 def trace_to_dict(t: StepTrace) -> dict[str, Any]:
-    d: dict[str, Any] = {k: getattr(t, k) for k in StepTrace.__dataclass_fields__ if k != "ops"}
+    d: dict[str, Any] = {
+        k: getattr(t, k)
+        for k in StepTrace.__dataclass_fields__
+        if k != "ops" and not (k.endswith("_sel") and not getattr(t, k))  # selective: transformers only
+    }
     d["notes"] = list(t.notes)
     d["ops"] = [
         {k: (getattr(o, k).value if k in ("kind", "phase") else getattr(o, k)) for k in Op.__dataclass_fields__}
@@ -719,10 +750,52 @@ def with_mode(w: Workload, mode: Mode | str, lora_rank: int | None = None) -> Wo
     )
 
 
+def selective_kept_elems_per_token(shape: TransformerShape, mode: str = "full") -> float:
+    """Elements per token one layer keeps under selective checkpointing: its input and the outputs
+    of its (base) linear layers (the same for every rank: the adapters are recomputed)."""
+    return sum(_layer(shape, mode, 1).kept_sel.values()) / shape.seq_len
+
+
+def kept_between_passes(
+    shape: TransformerShape,
+    *,
+    mode: str = "full",
+    lora_rank: int = 16,
+    checkpointing: bool | str = False,
+    elem: int = 2,
+) -> float:
+    """Bytes per sample the forward leaves for the backward, before any layer is rebuilt: the
+    saved tensors outside the layers (embedding, final norm, head, loss) plus per layer its saved
+    set (no checkpointing), its input and linear outputs (selective) or its input (full).
+    Training-precision elements at ``elem`` bytes, fp32 ones at 4, byte-sized ones at 1
+    (benchmarks/memory_cpu_activations.py measures it)."""
+    mode_c = checkpointing_mode(checkpointing)
+    emb, layer, head = _embedding(shape, mode), _layer(shape, mode, lora_rank), _head(shape, mode)
+
+    def size(sec: _Section) -> float:
+        return sum(sec.saved.values()) * elem + sum(sec.saved_fp32.values()) * 4 + sum(sec.saved_bytes.values())
+
+    per_layer = {
+        "none": size(layer),
+        "selective": sum(layer.kept_sel.values()) * elem,
+        "full": layer.kept_sel["x_in"] * elem,
+    }[mode_c]
+    return size(emb) + size(head) + shape.layers * per_layer
+
+
 @functools.lru_cache(maxsize=1024)
-def trace_for(w: Workload, *, checkpointing: bool) -> StepTrace:
+def trace_for(w: Workload, *, checkpointing: bool | str) -> StepTrace:
     """The operator trace of one training step of ``w`` (see the module docstring for the order
-    of sources). Cached per (workload, checkpointing)."""
+    of sources). Cached per (workload, checkpointing). ``checkpointing``: False/"none",
+    True/"full", or "selective" — offered for transformers (a shape); other workloads have no
+    linear-output/elementwise split in their traces and take full checkpointing instead."""
+    try:
+        mode = checkpointing_mode(checkpointing)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if mode == "selective" and w.shape is not None and w.trace is None:
+        return transformer_trace(w.shape, mode=w.mode, lora_rank=w.lora_rank, checkpointing="selective")
+    checkpointing = mode != "none"
     if w.trace is not None:
         if checkpointing:
             return w.trace_ckpt if w.trace_ckpt is not None else with_checkpointing(w.trace, w.layers)

@@ -19,11 +19,12 @@ from gpuselect.estimate.memory import (
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.presets import PRESETS
 from gpuselect.workloads.transformer import TransformerShape, transformer_workload
+from tests.fakes import fake_nvml as F  # imported before the fixture hides pynvml
 
 # Public config.json shapes, as a user's --config would give them.
-LLAMA31_8B = TransformerShape(32, 4096, 32, 128256, 2048, 14336, 8, True, False)
-LLAMA2_7B = TransformerShape(32, 4096, 32, 32000, 2048, 11008, 32, True, False)
-LLAMA2_70B = TransformerShape(80, 8192, 64, 32000, 2048, 28672, 8, True, False)
+LLAMA31_8B = TransformerShape(32, 4096, 32, 128256, 2048, 14336, 8, True, False, norm="rmsnorm")
+LLAMA2_7B = TransformerShape(32, 4096, 32, 32000, 2048, 11008, 32, True, False, norm="rmsnorm")
+LLAMA2_70B = TransformerShape(80, 8192, 64, 32000, 2048, 28672, 8, True, False, norm="rmsnorm")
 
 
 def _w(shape: TransformerShape, mode: str, rank: int = 16) -> Workload:
@@ -187,13 +188,17 @@ def test_fused_attention_memory_is_linear_in_sequence_length() -> None:
     assert a4 == pytest.approx(4 * a1, rel=1e-6)  # no s^2 score matrix
 
 
-def test_checkpointing_keeps_block_inputs_plus_one_layer() -> None:
-    s = LLAMA31_8B
-    w = _w(s, "full")
-    full = M.activation_bytes_per_sample(w, MemoryOptions(), s)
-    ck = M.activation_bytes_per_sample(w, MemoryOptions(checkpointing=True), s)
-    assert ck == pytest.approx(s.seq_len * (s.layers * s.hidden * 2 + (full / s.seq_len - 2 * s.hidden * 2) / s.layers))
-    assert ck < full / 8
+def test_checkpointing_keeps_block_inputs_plus_one_layer_beyond_the_logits_buffers() -> None:
+    for s in (LLAMA31_8B, replace(LLAMA31_8B, vocab=2000)):  # logits larger / smaller than one layer
+        w = _w(s, "full")
+        full = M.activation_bytes_per_sample(w, MemoryOptions(), s)
+        ck = M.activation_bytes_per_sample(w, MemoryOptions(checkpointing=True), s)
+        one_layer = (full / s.seq_len - 2 * s.hidden * 2) / s.layers * s.seq_len
+        logits = M.logits_bytes_per_sample(w, MemoryOptions(), s)
+        # the rebuilt layer comes after the loss's backward freed the logits' gradients: the larger of the two
+        assert ck == pytest.approx(s.seq_len * s.layers * s.hidden * 2 + max(0.0, one_layer - logits))
+        assert ck < full / 8
+    assert logits < one_layer  # the second shape had a layer larger than its logits
 
 
 def test_logits_dominate_for_a_128k_vocabulary_at_short_context() -> None:
@@ -288,7 +293,9 @@ def _apply(tip: str, w: Workload, o: MemoryOptions, batch: int, shape: Transform
 
     if tip.startswith("a smaller batch"):
         return w, o, int(re.search(r"at most (\d+)", tip).group(1))  # type: ignore[union-attr]
-    if tip.startswith("activation checkpointing"):
+    if tip.startswith("selective activation checkpointing"):
+        return w, replace(o, checkpointing="selective"), batch
+    if tip.startswith("full activation checkpointing"):
         m = re.search(r"at most (\d+)", tip)
         return w, replace(o, checkpointing=True), int(m.group(1)) if m else batch
     if tip.startswith("mixed precision"):
@@ -472,3 +479,117 @@ def test_fits_can_be_read_off_every_row(wid: str) -> None:
         ), r
         checked += 1
     assert checked > 100
+
+
+# --- selective activation checkpointing ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["full", "lora", "qlora"])
+def test_selective_checkpointing_sits_between_none_and_full(mode: str) -> None:
+    from gpuselect.workloads.traces import selective_kept_elems_per_token
+
+    w = _w(LLAMA31_8B, mode)
+    act = {
+        c: M.activation_bytes_per_sample(w, MemoryOptions(checkpointing=c), LLAMA31_8B)
+        for c in ("none", "selective", "full")
+    }
+    assert act["full"] < act["selective"] < act["none"]
+    # the trace's kept tensors (block input and linear outputs, 16-bit) per layer, plus one layer rebuilt
+    kept = selective_kept_elems_per_token(LLAMA31_8B, mode)
+    assert kept == 4096 + 4096 + 2 * 1024 + 4096 + 2 * 14_336 + 4096
+    # both keep the same transient on top: one layer rebuilt, beyond the logits' buffers
+    assert act["selective"] - act["full"] == pytest.approx(LLAMA31_8B.seq_len * 32 * (kept - 4096) * 2)
+    for c in ("none", "selective", "full"):  # the peak follows
+        assert MemoryOptions(checkpointing=c).recompute == c
+    peaks = [
+        fit_with(w, 80, MemoryOptions(checkpointing=c), batch_size=2, shape=LLAMA31_8B).peak_gb
+        for c in ("full", "selective", "none")
+    ]
+    assert peaks == sorted(peaks)
+
+
+def test_checkpointing_choices_are_stored_as_flags_and_bad_ones_are_one_sentence() -> None:
+    from gpuselect.errors import UsageError
+
+    assert MemoryOptions(checkpointing="full").checkpointing is True
+    assert MemoryOptions(checkpointing="none").checkpointing is False
+    assert MemoryOptions(checkpointing="selective").checkpointing == "selective"
+    assert MemoryOptions(checkpointing="full") == MemoryOptions(checkpointing=True)  # one cache entry
+    with pytest.raises(UsageError, match="none, selective, full"):
+        MemoryOptions(checkpointing="some")
+
+
+def test_selective_checkpointing_of_other_workloads_is_full() -> None:
+    w = PRESETS["resnet50"]
+    assert M.activation_bytes_per_sample(w, MemoryOptions(checkpointing="selective")) == M.activation_bytes_per_sample(
+        w, MemoryOptions(checkpointing="full")
+    )
+
+
+def test_cli_checkpointing_modes(capsys: pytest.CaptureFixture[str]) -> None:
+    def rows(*flags: str) -> list[dict]:  # type: ignore[type-arg]
+        args = ["estimate", "--workload", "llama-8b-full", "--batch-size", "2", "--gpus", "nvidia-b200"]
+        assert main([*args, "--max-gpus", "1", "--format", "json", *flags]) == 0
+        return [r for r in json.loads(capsys.readouterr().out)["rows"] if r["count"] == 1]
+
+    full, sel, none = rows("--checkpointing"), rows("--checkpointing", "selective"), rows("--no-checkpointing")
+    assert rows("--checkpointing", "none") == none and rows("--checkpointing", "full") == full
+    assert (full[0]["checkpointing"], sel[0]["checkpointing"], none[0]["checkpointing"]) == (
+        "full",
+        "selective",
+        "none",
+    )
+    assert "selective activation checkpointing" in sel[0]["note"]
+    assert full[0]["peak_memory_gb"] < sel[0]["peak_memory_gb"] < none[0]["peak_memory_gb"]
+    # the step-time trace recomputes far less under selective than under full checkpointing
+    assert (
+        none[0]["throughput_samples_per_s"] > sel[0]["throughput_samples_per_s"] > full[0]["throughput_samples_per_s"]
+    )
+    args = ["estimate", "--workload", "resnet50", "--gpus", "nvidia-b200", "--max-gpus", "1", "--format", "json"]
+    assert main([*args, "--checkpointing", "selective"]) == 0
+    r = json.loads(capsys.readouterr().out)["rows"][0]
+    assert r["checkpointing"] == "full" and "selective is offered for transformers only" in r["note"]
+
+
+@pytest.mark.parametrize("ckpt", ["none", "selective", "full"])
+def test_what_the_forward_keeps_matches_torchs_allocations(ckpt: str) -> None:
+    """The operator trace's kept bytes (traces.kept_between_passes) against torch's own CPU
+    allocations, with torch.utils.checkpoint doing none / selective / full checkpointing
+    (the script behind docs/validation/memory-2026-11-24/cpu-activations.txt, on a smaller model)."""
+    import importlib.util
+    from pathlib import Path
+
+    torch = pytest.importorskip("torch")
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "memory_cpu_activations.py"
+    spec = importlib.util.spec_from_file_location("memory_cpu_activations", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    from gpuselect.workloads.traces import kept_between_passes
+
+    for shape, cls in (
+        (replace(bench.GPT2, layers=2, seq_len=64), bench.TinyGPT2),
+        (replace(bench.DECODER, layers=2, seq_len=64), bench.TinyDecoder),
+    ):
+        torch.manual_seed(0)
+        model = cls(shape)
+        model.ckpt = ckpt
+        ids = torch.randint(0, shape.vocab, (2, shape.seq_len))
+        kept, peak = bench.live_bytes(model, lambda m=model, ids=ids, v=shape.vocab: bench._lm_loss(m, ids, v))
+        pred = 2 * kept_between_passes(shape, mode="full", checkpointing=ckpt, elem=4)
+        assert pred == pytest.approx(kept, rel=0.02), (cls.__name__, ckpt)
+        assert peak > kept
+
+
+def test_cli_says_what_your_gpu_needs(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    fake = F.rtx3090()
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: fake)
+    assert main(["estimate", "--workload", "llama-8b-full", "--batch-size", "2", "--max-gpus", "1", "--top", "1"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("Your machine, gpu0"))
+    m = re.search(r"needs ([\d.]+) of your 24 GB, does not fit$", line)
+    assert m and float(m.group(1)) > 100, line
+    assert main(["estimate", "--workload", "llama-8b-lora", "--batch-size", "2", "--max-gpus", "1", "--top", "1"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("Your machine, gpu0"))
+    assert re.search(r"needs (1\d|2[0-3])\.\d of your 24 GB$", line), line

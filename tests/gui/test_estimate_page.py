@@ -267,3 +267,46 @@ def test_settings_page_takes_prices_in_the_currency(qtbot) -> None:
     assert s.electricity_usd_per_kwh == pytest.approx(0.4) and s.default_budget_usd == pytest.approx(2000)
     page._show(s)
     assert page.electricity.value() == pytest.approx(0.2) and page.budget.value() == pytest.approx(1000)
+
+
+def test_identical_local_gpus_share_one_mark_in_the_time_vs_cost_chart(qtbot) -> None:
+    page = _page(qtbot, "h100x8")
+    _run(qtbot, page)
+    gpus = [loc for loc in page.result.local if loc.device != "cpu"]
+    assert len(gpus) == 8 and len({loc.name for loc in gpus}) == 1
+    labels = [
+        i.label.toPlainText()
+        for i in page.scatter_plot.getPlotItem().items
+        if getattr(i, "label", None) is not None and i.label.toPlainText().startswith("your ")
+    ]
+    gpu_labels = [t for t in labels if t != "your cpu"]
+    assert len(gpu_labels) == 1, labels
+    assert gpu_labels[0].startswith("your 8\u00d7 ") and "H100" in gpu_labels[0]
+    text = page.recommendation.text()  # the words say it once too
+    assert "your 8\u00d7 H100" in text and "your gpu0" not in text and "your gpu7" not in text
+    page.shutdown()
+
+
+def test_checkpointing_choice_reaches_the_estimate_and_local_gpus_show_their_memory(qtbot) -> None:
+    page = _page(qtbot, "h100x8", "llama-8b-lora")
+    assert [page.checkpointing.itemText(i) for i in range(page.checkpointing.count())] == [
+        "auto",
+        "none",
+        "selective",
+        "full",
+    ]
+    page.show()
+    page.checkpointing.setCurrentText("selective")
+    _run(qtbot, page)
+    assert page.result.assumptions.checkpointing == "selective"
+    fitting = [r for r in page.result.rows if r.fits]
+    assert fitting and all(r.checkpointing == "selective" for r in fitting)
+    assert page.local_memory_bar.isVisible()
+    text = page.local_memory_text.text()
+    assert text.startswith("your 8\u00d7 H100") and "of your 80 GB" in text
+    sel = next(loc for loc in page.result.local if loc.device == "gpu0").peak_memory_gb
+    page.checkpointing.setCurrentText("full")
+    _run(qtbot, page)
+    full = next(loc for loc in page.result.local if loc.device == "gpu0").peak_memory_gb
+    assert full < sel  # full checkpointing keeps less than selective
+    page.shutdown()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 from pathlib import Path
@@ -149,3 +150,83 @@ def test_paper_size_follows_the_locale(env: dict, paper: str, monkeypatch: pytes
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     assert default_paper() == paper
+
+
+def test_identical_local_gpus_are_one_chart_mark() -> None:
+    from types import SimpleNamespace as Ns
+
+    from gpuselect.report.model import local_marks
+
+    same = [Ns(device=f"gpu{i}", name="NVIDIA H100 80GB HBM3", total_time_h=2.5) for i in range(8)]
+    other = Ns(device="gpu8", name="NVIDIA GeForce RTX 4090", total_time_h=7.0)
+    cpu = Ns(device="cpu", name="this CPU", total_time_h=900.0)
+    gone = Ns(device="gpu9", name="NVIDIA GeForce RTX 4090", total_time_h=7.0)
+    marks = local_marks([*same, other, cpu, gone], {"gpu9"})
+    assert marks == [(2.5, "8\u00d7 H100 80GB HBM3"), (7.0, "gpu8"), (900.0, "cpu")]
+
+
+def test_memory_section_draws_a_stacked_bar_per_gpu_that_adds_up_to_the_peak(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #13: 'needs X of your Y GB' with the breakdown as a stacked bar, for this machine's GPUs
+    (eight identical H100s: one bar) and every option the estimate table shows."""
+    from gpuselect.report.writers import _fonts, _memory_charts
+
+    fake = F.h100x8()
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: fake)
+    out = tmp_path / "r.json"
+    assert main(["report", "-o", str(out), "--workload", "llama-8b-lora", "--batch-size", "4"]) == 0
+    doc = json.loads(out.read_text())["report"]
+    mem = next(s for s in doc["sections"] if s["title"] == "Memory per GPU")
+    est = next(s for s in doc["sections"] if s["title"] == "Estimates")
+    bars = mem["chart"]["bars"]
+    labels = [b["label"] for b in bars]
+    assert labels[0].startswith("your 8\u00d7 ") and "H100" in labels[0]
+    assert sum(label.startswith("your ") for label in labels) == 1  # identical cards: one bar
+    options = [r[0].replace("  (recommended)", "") for r in est["table"][1:] if r[0][0].isdigit()]
+    assert options and all(o in labels for o in options)  # every option shown has its bar
+    assert mem["lines"][1].startswith(labels[0] + ": needs ")
+    assert any("of your 80 GB" in ln for ln in mem["lines"])
+    assert len(mem["table"]) == len(bars) + 1  # Markdown/JSON table: the same numbers
+    for b, row in zip(bars, mem["table"][1:], strict=True):
+        assert abs(sum(b["parts_gb"].values()) - b["peak_gb"]) <= 0.02
+        assert float(row[1]) == pytest.approx(b["peak_gb"], abs=0.006)
+    font, _ = _fonts()
+    drawings = _memory_charts(mem["chart"], 480.0, font, per_drawing=10)
+    drawn = [bar for d in drawings for bar in d._bars]
+    assert [label for label, *_ in drawn] == labels
+    for (_, segs, peak_w), b in zip(drawn, bars, strict=True):
+        assert peak_w <= drawings[0]._axis  # nothing here is cut (see the next test)
+        assert {name for name, *_ in segs} <= set(mem["chart"]["parts"]) and len(segs) >= 3
+        assert sum(w for *_, w in segs) == pytest.approx(peak_w, rel=1e-3)  # the segments add up to the peak
+        for (_, x, w), (_, x2, _) in itertools.pairwise(segs):
+            assert x2 == pytest.approx(x + w)  # stacked, side by side
+        for name, _, w in segs:  # each segment in proportion to its part of the peak
+            assert w / peak_w == pytest.approx(b["parts_gb"][name] / b["peak_gb"], abs=2e-3)
+    pdf = tmp_path / "r.pdf"
+    assert main(["report", "-o", str(pdf), "--workload", "llama-8b-lora", "--batch-size", "4"]) == 0
+    text, _ = _text(pdf)
+    assert "Memory per GPU" in text and "the card's memory (GB)" in text and "of 80 GB" in text
+
+
+def test_a_far_too_big_peak_is_cut_at_the_end_of_the_memory_scale() -> None:
+    from gpuselect.report.writers import _fonts, _memory_charts
+
+    parts = ["weights", "gradients", "optimizer", "activations", "logits", "overhead"]
+
+    def bar(label: str, peak: float, vram: float) -> dict:  # type: ignore[type-arg]
+        shares = dict(zip(parts, (0.1, 0.2, 0.6, 0.05, 0.02, 0.03), strict=True))
+        return {
+            "label": label,
+            "peak_gb": peak,
+            "vram_gb": vram,
+            "fits": peak <= vram,
+            "parts_gb": {p: peak * f for p, f in shares.items()},
+        }
+
+    chart = {"parts": parts, "bars": [bar("your gpu0 RTX 3090", 1247.5, 24), bar("64x L40S", 44.5, 48)]}
+    (d,) = _memory_charts(chart, 480.0, _fonts()[0])
+    (_, big, big_w), (_, small, small_w) = d._bars
+    assert big_w > d._axis and sum(w for *_, w in big) == pytest.approx(d._axis)  # shortened to the scale
+    assert [w / d._axis for *_, w in big] == pytest.approx([0.1, 0.2, 0.6, 0.05, 0.02, 0.03])  # in proportion
+    assert sum(w for *_, w in small) == pytest.approx(small_w) and small_w > 0.4 * d._axis  # not flattened

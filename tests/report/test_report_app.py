@@ -224,6 +224,7 @@ def test_report_says_what_memory_each_gpu_needs(tmp_path: Path) -> None:
     memory = body[body.index("## Memory per GPU") :]
     row = next(line for line in memory.splitlines() if line.startswith("| 1x GeForce RTX 4090"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    peak, vram, fits, parts = float(cells[1]), float(cells[2]), cells[3], [float(c) for c in cells[4:]]
+    peak, vram, fits, parts = float(cells[1]), float(cells[2]), cells[3], [float(c) for c in cells[4:10]]
+    assert cells[10] in ("none", "selective", "full")  # what the figure assumed
     assert vram == 24.0 and peak > 0 and fits in ("yes", "no")
     assert abs(sum(parts) - peak) <= 0.1 * len(parts)  # the breakdown adds up to the peak (each part rounded)

@@ -264,3 +264,33 @@ def test_llama_parameter_counts_are_exact() -> None:
     assert PRESETS["llama-1b-full"].params == 1_235_814_400
     assert PRESETS["llama-8b-full"].params == 8_030_261_248
     assert PRESETS["llama-70b-full"].params == 70_553_706_496
+
+
+@pytest.mark.parametrize("mode", ["full", "lora", "qlora"])
+def test_selective_checkpointing_recomputes_attention_and_elementwise_but_not_the_linears(mode: str) -> None:
+    plain = transformer_trace(LLAMA_8B, mode=mode)
+    sel = transformer_trace(LLAMA_8B, mode=mode, checkpointing="selective")
+    full = transformer_trace(LLAMA_8B, mode=mode, checkpointing="full")
+    assert sel.checkpointing and "selective activation checkpointing" in sel.source
+    again = [o for o in sel.ops if o.phase is Phase.RECOMPUTE]
+    names = {o.name for o in again}
+    assert "layers.attn.sdpa" in names and "layers.mlp.silu" in names  # the attention core and elementwise ops
+    base = {"layers.attn.q", "layers.attn.k", "layers.attn.v", "layers.attn.o", "layers.mlp.gate", "layers.mlp.up"}
+    assert not names & (base | {n + ".dequant" for n in base} | {"layers.mlp.down"})  # linear outputs are kept
+    if mode != "full":
+        assert any(".lora_A" in n for n in names)  # the low-rank adapters are cheap: recomputed
+    extra = sel.flops_per_sample() - plain.flops_per_sample()
+    assert 0 < extra < 0.1 * (full.flops_per_sample() - plain.flops_per_sample())
+    # keeps less than no checkpointing, more than full: each layer's input and its linear outputs
+    s, h, kv, f, L = 2048, 4096, 1024, 14_336, 32
+    kept = s * (h + h + 2 * kv + h + 2 * f + h)
+    assert sel.saved_elems_per_sample_sel == pytest.approx(full.saved_elems_per_sample_ckpt - L * s * h + L * kept)
+    assert full.saved_elems_per_sample_ckpt < sel.saved_elems_per_sample_sel < plain.saved_elems_per_sample
+    assert plain.saved_elems_per_sample_sel == sel.saved_elems_per_sample_sel  # every trace states it
+
+
+def test_selective_checkpointing_of_a_workload_without_a_shape_is_full() -> None:
+    w = PRESETS["resnet50"]
+    assert trace_for(w, checkpointing="selective").ops == trace_for(w, checkpointing=True).ops
+    with pytest.raises(UsageError):
+        trace_for(w, checkpointing="sometimes")

@@ -40,6 +40,7 @@ from gpuselect.estimate.recommend import STAGE_SHORT, explain, fmt_hours, option
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
 from gpuselect.gui.plots import themed_plot
 from gpuselect.gui.workers import CLOSING_PROPERTY, GeneratorWorker, call_in_generator
+from gpuselect.report.model import local_marks
 from gpuselect.types import TRAINING_PRECISIONS, Family, Mode, Precision, Stage, values
 
 SOURCES = ("Preset", "config.json", "Model file (.py)", "Parameters and FLOPs")
@@ -228,6 +229,15 @@ class EstimatePage(QWidget):
         self.max_gpus.addItems(["1", "2", "4", "8", "16", "32", "64"])
         self.max_gpus.setCurrentText("8")
         self.max_gpus.setToolTip("More than 8 GPUs means several machines: stage 4, a cluster")
+        from gpuselect.estimate.memory import CHECKPOINTINGS
+
+        self.checkpointing = QComboBox()
+        self.checkpointing.addItems(["auto", *CHECKPOINTINGS])  # auto: full only where the model does not fit otherwise
+        self.checkpointing.setToolTip(
+            "Activation checkpointing: auto = full only where the model does not fit otherwise;\n"
+            "selective keeps the linear layers' outputs and recomputes attention and elementwise ops (transformers;\n"
+            "other models checkpoint fully); full keeps each block's input (~4/3 the compute)"
+        )
         form = QFormLayout()
         widget: QWidget
         for label, widget in (
@@ -239,6 +249,7 @@ class EstimatePage(QWidget):
             ("B&udget:", self.budget),
             ("&Electricity:", self.electricity),
             ("&Max GPUs:", self.max_gpus),
+            ("Chec&kpointing:", self.checkpointing),
         ):
             lab = QLabel(label)
             lab.setBuddy(widget)
@@ -267,11 +278,22 @@ class EstimatePage(QWidget):
         self.memory_text = QLabel("")
         self.memory_text.setAccessibleName("Memory needed")
         self.memory_bar = MemoryBar()
+        # this machine's GPUs (identical cards once): "needs X of your Y GB"
+        self.local_memory_text = QLabel("")
+        self.local_memory_text.setAccessibleName("Memory needed on your GPU")
+        self.local_memory_bar = MemoryBar()
+        self.local_memory_bar.setAccessibleName("Memory needed against your GPU's VRAM")
         self.memory_legend = QLabel(
             " ".join(f"<span style='color:{c}'>■</span> {n}" for n, c in zip(MEMORY_PARTS, MEMORY_COLOURS, strict=True))
         )
         self.memory_legend.setTextFormat(Qt.TextFormat.RichText)
-        for part in (self.memory_text, self.memory_bar, self.memory_legend):
+        for part in (
+            self.memory_text,
+            self.memory_bar,
+            self.memory_legend,
+            self.local_memory_text,
+            self.local_memory_bar,
+        ):
             part.setVisible(False)
         self.family = QComboBox()
         self.family.addItems(["all families", *values(Family)])
@@ -395,6 +417,10 @@ class EstimatePage(QWidget):
         right = QVBoxLayout()
         right.addWidget(self.recommendation)
         right.addWidget(self.error)
+        mem_local = QHBoxLayout()
+        mem_local.addWidget(self.local_memory_text)
+        mem_local.addWidget(self.local_memory_bar, 1)
+        right.addLayout(mem_local)
         mem = QHBoxLayout()
         mem.addWidget(self.memory_text)
         mem.addWidget(self.memory_bar, 1)
@@ -430,6 +456,7 @@ class EstimatePage(QWidget):
             self.budget.valueChanged,
             self.electricity.valueChanged,
             self.max_gpus.currentIndexChanged,
+            self.checkpointing.currentIndexChanged,
         ):
             sig.connect(self._schedule)
         self.source.currentIndexChanged.connect(self.source_stack.setCurrentIndex)
@@ -559,6 +586,7 @@ class EstimatePage(QWidget):
             electricity_usd_per_kwh=self.electricity_usd(),
             max_gpus=int(self.max_gpus.currentText()),
             grid_kg_co2_per_kwh=self.grid,
+            checkpointing=None if self.checkpointing.currentText() == "auto" else self.checkpointing.currentText(),
         )
 
     # --- the estimate, in a worker -------------------------------------------------------------------
@@ -623,11 +651,15 @@ class EstimatePage(QWidget):
         rec = result.recommendation
         choice, why = explain(rec, self.money)
         left_out = {x.split(" ", 1)[0] for x in rec.excluded}
-        local = "; ".join(
+        # identical GPUs once ("your 8× H100 80GB HBM3: 2.2 h"), as in the time-vs-cost chart
+        parts = [f"your {who}: {fmt_hours(hours)}" for hours, who in local_marks(result.local, left_out)]
+        parts += [
             f"your {loc.device}: "
             + ("left out (critical finding)" if loc.device in left_out else fmt_hours(loc.total_time_h))
             for loc in result.local
-        )
+            if loc.device in left_out or not loc.total_time_h
+        ]
+        local = "; ".join(parts)
         self.recommendation.setText(
             f"<b>Stage {rec.stage} — {escape(STAGE_SHORT[rec.stage])}: {escape(choice)}</b><br>{escape(why)}"
             + (f"<br><i>{escape(local)}</i>" if local else "")
@@ -636,6 +668,7 @@ class EstimatePage(QWidget):
         self._plot_stages(result)
         self._plot_scatter(result)
         self._show_memory(self._chosen_row(result))
+        self._show_local_memory(result)
 
     def _chosen_row(self, result: Any) -> Any:
         o = result.recommendation.option or result.recommendation.own
@@ -647,6 +680,35 @@ class EstimatePage(QWidget):
     def _on_row_selected(self, current: Any, _previous: Any) -> None:
         if current.isValid():
             self._show_memory(self.model.rows[self.proxy.mapToSource(current).row()])
+
+    def _show_local_memory(self, result: Any) -> None:
+        """This machine's GPU(s): one bar, identical cards counted once (the peak is per GPU); where
+        the cards differ, the first one's, the others in the tooltip."""
+        from gpuselect.report.model import short_gpu_name
+
+        gpus = [loc for loc in result.local if loc.device != "cpu" and memory_breakdown(loc) is not None]
+        for w in (self.local_memory_text, self.local_memory_bar):
+            w.setVisible(bool(gpus))
+        if not gpus:
+            return
+        first = gpus[0]
+        same = [g for g in gpus if g.name == first.name and g.peak_memory_gb == first.peak_memory_gb]
+        who = first.device if len(same) == 1 else f"{len(same)}\u00d7"
+        need, vram = float(first.peak_memory_gb or 0), float(first.vram_gb or 0)
+        self.local_memory_text.setText(
+            f"your {who} {short_gpu_name(first.name)}: needs {need:,.1f} of your {vram:,.0f} GB"
+            + ("" if first.fits else " (does not fit)")
+        )
+        self.local_memory_bar.set_parts(memory_breakdown(first) or {}, vram)
+        others = [g for g in gpus if g not in same]
+        if others:
+            self.local_memory_text.setToolTip(
+                "\n".join(
+                    f"your {g.device} {short_gpu_name(g.name)}: needs {float(g.peak_memory_gb or 0):,.1f} of your "
+                    f"{float(g.vram_gb or 0):,.0f} GB"
+                    for g in others
+                )
+            )
 
     def _show_memory(self, row: Any) -> None:
         parts = memory_breakdown(row) if row is not None else None
@@ -790,13 +852,14 @@ class EstimatePage(QWidget):
             )
         )
         left_out = {x.split(" ", 1)[0] for x in result.recommendation.excluded}
-        for i, loc in enumerate(x for x in result.local if x.total_time_h and x.device not in left_out):
+        # identical local GPUs share one mark ("your 8× H100 80GB HBM3"), not eight stacked labels
+        for i, (hours, who) in enumerate(local_marks(result.local, left_out)):
             p.addItem(
                 pg.InfiniteLine(
-                    pos=math.log10(loc.total_time_h),
+                    pos=math.log10(hours),
                     angle=90,
                     pen=pg.mkPen((47, 133, 90), style=Qt.PenStyle.DashLine),
-                    label=f"your {loc.device}",
+                    label=f"your {who}",
                     labelOpts={"position": 0.08 + 0.07 * (i % 4), "color": (47, 133, 90)},
                 )
             )
