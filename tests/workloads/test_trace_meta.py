@@ -11,6 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 # ruff: noqa: E402 - the imports below need torch, skipped above when missing
+from torch import nn
+
 from gpuselect.estimate.trace import OpKind, Phase, StepTrace
 from gpuselect.workloads.presets import PRESETS
 from gpuselect.workloads.reference_models import TinyTransformer
@@ -164,3 +166,41 @@ def test_analytic_llama_matches_the_meta_tracer(rank: int, kv_heads: int) -> Non
     assert ana_ck.saved_elems_per_sample_ckpt + ana_ck.saved_fp32_elems_per_sample_ckpt == pytest.approx(
         meta_ck.saved_elems_per_sample_ckpt, rel=0.10
     )
+
+
+class _SdpaBlock(nn.Module):
+    """A user's attention written with F.scaled_dot_product_attention (what --model files do)."""
+
+    def __init__(self, d: int = 64, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.out = nn.Linear(d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return x + self.out(y.transpose(1, 2).reshape(b, t, d))
+
+
+@pytest.mark.parametrize("kind", ["functional", "multihead"])
+def test_user_sdpa_is_traced_as_the_fused_kernel_without_a_score_matrix(kind: str) -> None:
+    # On the meta device torch would take SDPA's math path and keep t x t scores per head; a GPU
+    # runs the fused kernel, which keeps none. 512 tokens x 4 heads: the scores alone would be
+    # 1 M elements per layer per sample, far above the layer's own activations.
+    tokens, d = 512, 64
+
+    def factory() -> nn.Module:
+        if kind == "functional":
+            return nn.Sequential(_SdpaBlock(d), _SdpaBlock(d))
+        layer = nn.TransformerEncoderLayer(d, 4, 128, batch_first=True, dropout=0.0)
+        return nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+    plain, _ = trace_module(factory, (tokens, d))
+    kinds = [o.kind for o in plain.ops]
+    assert OpKind.ATTENTION in kinds
+    # the two layers' scores would be 2 x 4 x t^2 = 2 M elements; allow half that for everything
+    assert plain.saved_elems_per_sample < 4 * tokens * tokens
+    # and SDPA is itself again once tracing is over
+    assert torch.nn.functional.scaled_dot_product_attention.__name__ == "scaled_dot_product_attention"

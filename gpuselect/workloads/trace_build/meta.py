@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import flop_registry
@@ -88,6 +90,79 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal
         out: torch.Tensor = aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal)[0]
         return out
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def _fused_sdpa(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> torch.Tensor:
+    """``F.scaled_dot_product_attention`` as a GPU runs it: the flash kernel (or the
+    memory-efficient one where a mask is given), which keep no score matrix for the backward."""
+    if enable_gqa and k.shape[-3] != q.shape[-3]:
+        rep = q.shape[-3] // k.shape[-3]
+        k, v = k.repeat_interleave(rep, dim=-3), v.repeat_interleave(rep, dim=-3)
+    if attn_mask is None:
+        out: torch.Tensor = aten._scaled_dot_product_flash_attention(q, k, v, dropout_p, is_causal, scale=scale)[0]
+        return out
+    if attn_mask.dtype == torch.bool:  # the efficient kernel takes an additive bias
+        attn_mask = torch.zeros(attn_mask.shape, dtype=q.dtype, device=q.device)
+    bias = attn_mask.expand(q.shape[0], q.shape[-3], q.shape[-2], k.shape[-2])
+    eff: torch.Tensor = aten._scaled_dot_product_efficient_attention(
+        q, k, v, bias, True, dropout_p, is_causal, scale=scale
+    )[0]
+    return eff
+
+
+_SDPA = torch.nn.functional.scaled_dot_product_attention
+
+
+def _sdpa_fused_on_meta(*args: Any, **kwargs: Any) -> Any:
+    """``F.scaled_dot_product_attention`` with 4-D meta inputs sent to the fused kernels."""
+    q = args[0] if args else kwargs.get("query")
+    if not (isinstance(q, torch.Tensor) and q.device.type == "meta" and q.dim() == 4):
+        return _SDPA(*args, **kwargs)
+    names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal")
+    call = dict(zip(names, args, strict=False))
+    call.update(kwargs)
+    return _fused_sdpa(
+        call["query"],
+        call["key"],
+        call["value"],
+        call.get("attn_mask"),
+        float(call.get("dropout_p", 0.0)),
+        bool(call.get("is_causal", False)),
+        call.get("scale"),
+        bool(call.get("enable_gqa", False)),
+    )
+
+
+class _FusedAttention(TorchFunctionMode):
+    """On the meta device torch's dispatcher picks SDPA's unfused math path (softmax of a stored
+    score matrix): a user's ``--model`` would be traced with memory and kernels no GPU run has.
+    This mode catches a model's own SDPA calls (also a name imported before tracing); calls made
+    inside another torch function (nn.MultiheadAttention's) see the mode popped, so the module
+    attribute is patched too while tracing (see ``_fused_attention``)."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if func is _SDPA:
+            return _sdpa_fused_on_meta(*args, **(kwargs or {}))
+        return func(*args, **(kwargs or {}))
+
+
+@contextmanager
+def _fused_attention() -> Iterator[None]:
+    torch.nn.functional.scaled_dot_product_attention = _sdpa_fused_on_meta
+    try:
+        with _FusedAttention():
+            yield
+    finally:
+        torch.nn.functional.scaled_dot_product_attention = _SDPA
 
 
 @dataclass
@@ -347,7 +422,7 @@ def _step(
         handles.append(mod.register_forward_pre_hook(pre))
         handles.append(mod.register_forward_hook(post))
     try:
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), rec:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _fused_attention(), rec:
             out = model(x)
             if isinstance(out, (tuple, list)):
                 out = out[0]
