@@ -347,7 +347,10 @@ def predict_step(
                     grad_bytes, backward_s, e, count, a.gpus_per_node, a.network_gbs, cp, measured=measured
                 )
 
-    st = step_time(trace, d, batch, precision, optimizer=opt, full_params=w.mode == "full", comm=comm)
+    shards = count if count > 1 and sharding in ("zero1", "zero2", "fsdp") else 1
+    st = step_time(
+        trace, d, batch, precision, optimizer=opt, full_params=w.mode == "full", comm=comm, optimizer_shards=shards
+    )
     legacy = _per_model_seconds(w, trace, d, e, batch, precision) if e is not None and calibrated else None
     if legacy is not None:
         # A reference model whose operators are not traced (a synthetic trace from its totals is
