@@ -27,7 +27,7 @@ import statistics
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gpuselect.catalog import Catalog, load_catalog
 from gpuselect.catalog.schema import GpuEntry
@@ -218,6 +218,8 @@ def lambda_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
     return out
 
 
+W = TypeVar("W", Workload, Workload | None)
+
 #: Whether the validation runs the older sources' transformers with eager attention as their code
 #: did (benchmarks/llm_breakdown.py switches it off to show what it changes).
 EAGER_OLD_SOFTWARE = True
@@ -227,7 +229,7 @@ def _attention() -> str:
     return "eager" if EAGER_OLD_SOFTWARE else "fused"
 
 
-def _as_run(w: Workload | None) -> Workload | None:
+def _as_run(w: W) -> W:
     """A transformer preset as the benchmark's code ran it: DeepLearningExamples' BERT (Lambda's
     and the DLE README's runs) materialises the attention scores (matmul, softmax, dropout,
     matmul) instead of calling a fused kernel."""
