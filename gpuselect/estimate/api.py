@@ -372,7 +372,10 @@ def predict_step(
                     grad_bytes, backward_s, e, count, a.gpus_per_node, a.network_gbs, cp, measured=measured
                 )
 
-    st = step_time(trace, d, batch, precision, optimizer=opt, full_params=w.mode == "full", comm=comm)
+    shards = count if count > 1 and sharding in ("zero1", "zero2", "fsdp") else 1
+    st = step_time(
+        trace, d, batch, precision, optimizer=opt, full_params=w.mode == "full", comm=comm, optimizer_shards=shards
+    )
     legacy = _per_model_seconds(w, trace, d, e, batch, precision) if e is not None and calibrated else None
     if legacy is not None:
         # A reference model whose operators are not traced (a synthetic trace from its totals is
@@ -391,14 +394,58 @@ def predict_step(
         )
         st = StepTime(seconds, bd, bound, legacy, st.host_s, st.launches)
     if offload != "none" and d.h2d_gbs:
-        # The optimizer runs on the host: gradients down and weights up over PCIe each step, and the
-        # CPU's update (~20 GB/s of state traffic on a server CPU) instead of the GPU's.
-        moved = w.trainable_params * (2.0 + 2.0) + (w.params * 2.0 if offload == "params" else 0.0)
-        extra = moved / (d.h2d_gbs * 1e9 * 2.5) + w.trainable_params * 16.0 / 20e9 - st.breakdown["optimizer"]
-        bd = dict(st.breakdown)
-        bd["offload"] = max(0.0, extra)
-        st = StepTime(st.seconds + max(0.0, extra), bd, st.bound, st.device_s, st.host_s, st.launches)
+        # ZeRO-Offload partitions the offloaded state over the data-parallel ranks whatever the sharding.
+        st = _with_offload(st, w, d, offload, opt, shards=count, count=count, a=a)
     return st, par
+
+
+#: Pinned host<->device copies reach about half the link's rate; DeepSpeed-style offload pins its buffers.
+PINNED_OVER_PAGEABLE = 2.5
+#: The host's streaming rate for the CPU optimizer step: a vectorised Adam over fp32 state is
+#: bound by the host's memory; 80 GB/s is about half of an 8-channel DDR4-3200 socket's 205 GB/s
+#: (an assumption: no CPU optimizer step was measured here; a desktop's two channels give far less).
+HOST_OPTIMIZER_GBS = 80.0
+
+
+def offload_seconds(
+    w: Workload, d: DeviceModel, offload: str, optimizer: str, *, shards: int = 1, gpus_on_host: int = 1
+) -> tuple[float, float]:
+    """(PCIe seconds, CPU optimizer seconds) one step adds per GPU when state lives in host memory.
+
+    ``optimizer``: 16-bit gradients down and 16-bit weights back up, for this GPU's shard;
+    ``params``: also the 16-bit weights up for the forward and again for the backward. The CPU
+    updates every trainable parameter of the GPUs it hosts (one node's share), streaming the fp32
+    state the optimizer needs plus the 16-bit copy it writes back."""
+    from gpuselect.estimate.perf import OPTIMIZER_BYTES
+
+    n = max(1, shards)
+    moved = w.trainable_params * (2.0 + 2.0) / n
+    if offload == "params":
+        moved += 2 * w.params * 2.0 / n
+    link = (d.h2d_gbs or 1.0) * 1e9 * PINNED_OVER_PAGEABLE
+    cpu = (
+        w.trainable_params
+        / n
+        * gpus_on_host
+        * (OPTIMIZER_BYTES.get(optimizer, 28.0) + 2.0)
+        / (HOST_OPTIMIZER_GBS * 1e9)
+    )
+    return moved / link, cpu
+
+
+def _with_offload(
+    st: StepTime, w: Workload, d: DeviceModel, offload: str, optimizer: str, *, shards: int, count: int, a: Assumptions
+) -> StepTime:
+    """The step with offload: the PCIe traffic and the CPU's optimizer step replace the GPU's update
+    (not overlapped with compute: the update waits for the last gradient, the next forward for the weights)."""
+    gpus_on_host = min(max(1, count), a.gpus_per_node)
+    pcie, cpu = offload_seconds(w, d, offload, optimizer, shards=shards, gpus_on_host=gpus_on_host)
+    extra = pcie + cpu - st.breakdown.get("optimizer", 0.0)
+    bd = dict(st.breakdown)
+    bd["offload"] = max(0.0, extra)
+    seconds = st.seconds + max(0.0, extra)
+    bound = st.bound if pcie + cpu <= 0.5 * seconds else ("communication" if pcie >= cpu else "overhead")
+    return StepTime(seconds, bd, bound, st.device_s, st.host_s, st.launches)
 
 
 def default_model_ids() -> set[str]:

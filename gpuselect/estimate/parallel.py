@@ -25,6 +25,10 @@ class CommParams:
     efficiency: float = 0.8  # achieved share of the link's bandwidth (NCCL bus bandwidth on large messages)
     pcie_p2p_efficiency: float = 0.7  # PCIe protocol and peer-to-peer through the host bridge
     latency_s: float = 10e-6  # per ring step
+    # Without peer-to-peer (GeForce cards since Ampere: the driver turns PCIe P2P off) NCCL stages
+    # every chunk through pinned host memory: device -> host, then host -> device, one more copy and
+    # the CPU's memory in the path. Assumed half the peer-to-peer rate (no measurement here).
+    host_staged_factor: float = 0.5
     fsdp_overlap: float = 0.9  # share of FSDP's traffic that prefetching can hide behind compute
 
 
@@ -34,6 +38,16 @@ class CommTime:
     exposed_s: float  # what the step waits for
     link: str  # "NVLink 900 GB/s", "PCIe 4.0", "network 25 GB/s per node"
     bandwidth_gbs: float  # per GPU per direction, after efficiency
+
+
+#: GeForce generations whose driver disables PCIe peer-to-peer between cards (NCCL falls back to
+#: copies through host memory); NVLink-bridged pairs are unaffected.
+NO_P2P_GEFORCE_ARCHS = frozenset({"Ampere", "Ada Lovelace", "Blackwell"})
+
+
+def peer_to_peer(e: GpuEntry) -> bool:
+    """Whether two such cards exchange data directly over PCIe."""
+    return not (e.vendor == "NVIDIA" and e.family == "geforce" and e.architecture in NO_P2P_GEFORCE_ARCHS)
 
 
 def link_bandwidth(
@@ -55,6 +69,9 @@ def link_bandwidth(
         gen = e.pcie_gen or 3
         intra = PCIE_PER_DIRECTION_GBS.get(gen, 16.0) * p.pcie_p2p_efficiency * p.efficiency
         name = f"PCIe {gen}.0"
+        if not peer_to_peer(e):
+            intra *= p.host_staged_factor
+            name += " through host memory (no peer-to-peer)"
     if count > gpus_per_node:
         inter = network_gbs * p.efficiency
         if inter < intra:

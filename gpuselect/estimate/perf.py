@@ -367,10 +367,12 @@ def step_time(
     optimizer: str = "adamw",
     full_params: bool = True,
     comm: Any = None,
+    optimizer_shards: int = 1,
 ) -> StepTime:
     """Seconds of one training step of ``trace`` at per-device ``batch`` on device model ``d``
     (``roofline.DeviceModel``). ``comm``: a callable (compute seconds, backward seconds) ->
-    ``parallel.CommTime`` for multi-GPU steps."""
+    ``parallel.CommTime`` for multi-GPU steps. ``optimizer_shards``: the GPUs the optimizer state
+    is sharded over (ZeRO-1/2/3, FSDP): each updates only its shard."""
     from gpuselect.estimate.roofline import compile_ops, device_time, params
 
     p = params()
@@ -398,6 +400,7 @@ def step_time(
         opt_bytes += trainable * 6.0
     if precision == "bf16-true":
         opt_bytes /= 2.0  # states and weights kept in bf16
+    opt_bytes /= max(1, optimizer_shards)
     opt_launches = OPTIMIZER_LAUNCHES[optimizer]
     t_opt = opt_bytes / (d.bandwidth_gbs * 1e9 * d.mem_eff) + opt_launches * d.kernel_floor_s if trainable else 0.0
     bd["optimizer"] = t_opt

@@ -326,6 +326,9 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
         m = op.m_per_sample * batch
         if op.kind is OpKind.ATTENTION:
             att = p["attention"]
+            if precision == "fp8":  # fp8 training quantises the linear layers; attention stays bf16
+                pc = "16"
+                peak = d.peak_tflops.get("bf16", d.peak_tflops["fp32"]) * 1e12 * step.get("gemm_factor", 1.0)
             e = d.gemm_eff.get(pc, d.gemm_eff["fp32"]) * att.get("factor_by_arch", {}).get(
                 f"{d.vendor}/{d.arch}", att["factor"]
             )
@@ -345,7 +348,24 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
         else 0.0
     )
     one = max(t_c, t_m, d.kernel_floor_s)
+    cast = fp8_cast_bytes(op, batch, precision)
+    if cast:  # its own kernel before the GEMM: additive
+        one += max(cast / (d.bandwidth_gbs * 1e9 * d.mem_eff), d.kernel_floor_s)
     return one * op.count, t_c * op.count, t_m * op.count
+
+
+#: fp8 training (Transformer Engine): before each fp8 GEMM its 16-bit operands are quantised by a
+#: cast(+transpose) kernel: read 2 bytes, write 1 byte and a 1-byte transposed copy for the backward.
+FP8_CAST_BYTES_PER_ELEM = 4.0
+
+
+def fp8_cast_bytes(op: Op, batch: float, precision: str) -> float:
+    """Bytes the fp8 quantisation of this GEMM's operands moves (0 unless an fp8 GEMM). The forward
+    casts its input and its weight, the input-gradient GEMM the output gradient and the weight's
+    transpose; the weight-gradient GEMM reuses both (``.dW``)."""
+    if precision != "fp8" or op.kind is not OpKind.GEMM or op.fp32_only or op.name.endswith(".dW") or op.k <= 0:
+        return 0.0
+    return FP8_CAST_BYTES_PER_ELEM * (op.m_per_sample * batch * op.k + op.n * op.k)
 
 
 # Compiled form of op_time for the estimate loop (134 GPUs x several counts x ~100 ops must take
@@ -380,6 +400,16 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
     conv = p["cpu"]["conv_factor"] if d.kind == "cpu" else p["conv"]["factor"]
     att = p["attention"]
     att_f = att.get("factor_by_arch", {}).get(f"{d.vendor}/{d.arch}", att["factor"])
+    # fp8 training quantises the linear layers only: attention runs its bf16 kernel.
+    att_peak, att_e = (
+        (
+            d.peak_tflops.get("bf16", d.peak_tflops["fp32"]) * 1e12 * step.get("gemm_factor", 1.0),
+            d.gemm_eff.get("16", e_pc),
+        )
+        if precision == "fp8"
+        else (peak, e_pc)
+    )
+    cast_bw = d.bandwidth_gbs * 1e9 * d.mem_eff
     elem16 = element_bytes(precision)
     out: list[tuple[float, ...]] = []
     for op in ops:
@@ -391,7 +421,7 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
         backward = 1.0 if op.phase.value == "backward" else 0.0
         if op.kind in (OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION) and not op.fp32_only:
             if op.kind is OpKind.ATTENTION:
-                e = e_pc * att_f * op.n / (op.n + att["s0"])
+                e = att_e * att_f * op.n / (op.n + att["s0"])
                 # kind 2: attention; m saturation at units x rows_per_unit
                 out.append(
                     (
@@ -402,7 +432,7 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
                         b_fix,
                         op.m_per_sample,
                         d.units * att["rows_per_unit"],
-                        peak * e,
+                        att_peak * e,
                         bw_stream,
                         backward,
                     )
@@ -414,6 +444,23 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
                 if op.kind is OpKind.CONV:
                     e *= conv
                 ntiles = math.ceil(op.n / tile) if op.n > 0 else 0
+                if precision == "fp8" and fp8_cast_bytes(op, 1, precision):
+                    cast_ps = FP8_CAST_BYTES_PER_ELEM * op.m_per_sample * op.k
+                    cast_fix = FP8_CAST_BYTES_PER_ELEM * op.n * op.k
+                    out.append(
+                        (
+                            0.0,
+                            op.count,
+                            0.0,
+                            cast_ps,
+                            cast_fix,
+                            0.0,
+                            0.0,
+                            vec,
+                            cast_bw,
+                            1.0 if op.phase.value == "backward" else 0.0,
+                        )
+                    )
                 out.append(
                     (
                         1.0,

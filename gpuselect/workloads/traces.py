@@ -261,6 +261,70 @@ def _dropout(sec: _Section, name: str, elems: float) -> None:
     sec.saved_bytes[name + ".mask"] = elems
 
 
+def _eager_attention(sec: _Section, shape: TransformerShape, s: float, h: int, kv: int, heads: int, d: int) -> None:
+    """Attention with the score matrix materialised (heads x s x s per sample): two batched GEMMs
+    with a reduction of only the head dimension (or s), and four memory-bound passes over the
+    scores each way. Causal masking saves no FLOPs here (the full matrix is computed, then masked)."""
+    a = heads * s * s  # score elements per sample
+    f = 2.0 * s * s * h  # one batched GEMM's FLOPs (both are s x s x d per head)
+    sec.op(
+        OpKind.GEMM, Phase.FORWARD, "layers.attn.scores", flops=f, elems=s * h + s * kv + a, m=s * heads, n=int(s), k=d
+    )
+    sec.ew("layers.attn.scale", 2 * a, bwd=2 * a)
+    sec.ew("layers.attn.mask", 2 * a, bwd=0.0)  # the mask's add (or where) passes its gradient through
+    sec.ew("layers.attn.softmax", 2 * a, bwd=3 * a)
+    if shape.dropout:
+        _dropout(sec, "layers.attn.probs_dropout", a)
+    sec.op(
+        OpKind.GEMM, Phase.FORWARD, "layers.attn.context", flops=f, elems=a + s * kv + s * h, m=s * heads, n=d, k=int(s)
+    )
+    sec.ew("layers.attn.merge_heads", 2 * s * h, bwd=2 * s * h)  # permute + contiguous copy
+    # backward: d(probs) = dC V^T, dV = P^T dC, dQ = dS K, dK = dS^T Q
+    sec.op(
+        OpKind.GEMM,
+        Phase.BACKWARD,
+        "layers.attn.context.dP",
+        flops=f,
+        elems=s * h + s * kv + a,
+        m=s * heads,
+        n=int(s),
+        k=d,
+    )
+    sec.op(
+        OpKind.GEMM,
+        Phase.BACKWARD,
+        "layers.attn.context.dV",
+        flops=f,
+        elems=a + s * h + s * kv,
+        m=s * heads,
+        n=d,
+        k=int(s),
+    )
+    sec.op(
+        OpKind.GEMM,
+        Phase.BACKWARD,
+        "layers.attn.scores.dQ",
+        flops=f,
+        elems=a + s * kv + s * h,
+        m=s * heads,
+        n=d,
+        k=int(s),
+    )
+    sec.op(
+        OpKind.GEMM,
+        Phase.BACKWARD,
+        "layers.attn.scores.dK",
+        flops=f,
+        elems=a + s * h + s * kv,
+        m=s * heads,
+        n=d,
+        k=int(s),
+    )
+    sec.saved.update({"q": s * h, "k": s * kv, "v": s * kv, "probs": a, "attn_out": s * h})
+    if shape.dropout:
+        sec.saved["probs_dropped"] = a
+
+
 def _layer(shape: TransformerShape, mode: str, rank: int) -> _Section:
     sec = _Section()
     s, h, kv, f = float(shape.seq_len), shape.hidden, shape.kv_dim, shape.ffn
@@ -302,29 +366,32 @@ def _layer(shape: TransformerShape, mode: str, rank: int) -> _Section:
         # the backward sums the heads' gradients back into each group.
         sec.ew("layers.attn.repeat_kv", 2 * (s * kv + s * h), bwd=2 * (s * h + s * kv), kernels=2)
         kv_att = h
-    io = s * h + 2 * s * kv_att  # q, k, v as the kernel reads them
-    sec.op(
-        OpKind.ATTENTION,
-        Phase.FORWARD,
-        "layers.attn.sdpa",
-        flops=att_flops,
-        elems=io + s * h + heads * s,
-        m=s * heads,
-        n=int(s),
-        k=d,
-    )
-    sec.op(
-        OpKind.ATTENTION,
-        Phase.BACKWARD,
-        "layers.attn.sdpa.backward",
-        flops=ATTENTION_BACKWARD_FACTOR * att_flops,
-        elems=2 * io + 2 * s * h + 2 * heads * s,
-        m=s * heads,
-        n=int(s),
-        k=d,
-    )
-    sec.saved.update({"q": s * h, "k": s * kv_att, "v": s * kv_att, "attn_out": s * h})
-    sec.saved_fp32["attn.logsumexp"] = heads * s
+    if shape.attention == "eager":
+        _eager_attention(sec, shape, s, h, kv_att, heads, d)
+    else:
+        io = s * h + 2 * s * kv_att  # q, k, v as the kernel reads them
+        sec.op(
+            OpKind.ATTENTION,
+            Phase.FORWARD,
+            "layers.attn.sdpa",
+            flops=att_flops,
+            elems=io + s * h + heads * s,
+            m=s * heads,
+            n=int(s),
+            k=d,
+        )
+        sec.op(
+            OpKind.ATTENTION,
+            Phase.BACKWARD,
+            "layers.attn.sdpa.backward",
+            flops=ATTENTION_BACKWARD_FACTOR * att_flops,
+            elems=2 * io + 2 * s * h + 2 * heads * s,
+            m=s * heads,
+            n=int(s),
+            k=d,
+        )
+        sec.saved.update({"q": s * h, "k": s * kv_att, "v": s * kv_att, "attn_out": s * h})
+        sec.saved_fp32["attn.logsumexp"] = heads * s
     linear("layers.attn.o", "attn_out", h, h)
     if shape.dropout:
         _dropout(sec, "layers.attn.dropout", s * h)
@@ -579,9 +646,16 @@ def transformer_trace(
         source=(
             f"analytic transformer trace (gpuselect/workloads/traces.py): {_family(shape)}, {L} layers, hidden "
             f"{shape.hidden}, {shape.heads} heads ({shape.kv_heads or shape.heads} KV), FFN {shape.ffn}, vocabulary "
-            f"{shape.vocab}, {shape.seq_len} tokens per sample; fused attention (no score matrix; "
-            f"{'causal FLOPs counted half; ' if shape.is_causal else ''}backward {ATTENTION_BACKWARD_FACTOR}x forward); "
-            f"{what}"
+            f"{shape.vocab}, {shape.seq_len} tokens per sample; "
+            + (
+                "eager attention (score matrix materialised: batched GEMMs, scale, mask, softmax"
+                + (", dropout" if shape.dropout else "")
+                + "); "
+                if shape.attention == "eager"
+                else f"fused attention (no score matrix; {'causal FLOPs counted half; ' if shape.is_causal else ''}"
+                f"backward {ATTENTION_BACKWARD_FACTOR}x forward); "
+            )
+            + what
             + {
                 "none": "",
                 "full": "; full activation checkpointing (each layer's forward again in the backward)",

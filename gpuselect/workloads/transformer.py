@@ -43,6 +43,10 @@ class TransformerShape:
     # ``seq_len`` = patches + 1 (class token) and ``vocab`` = classes of the head on the class token.
     patch: int = 0
     channels: int = 3
+    # "fused": FlashAttention/SDPA (no score matrix; what frameworks run today); "eager": the
+    # score matrix materialised (matmul, scale, mask, softmax, dropout, matmul), as BERT in
+    # NVIDIA's DeepLearningExamples and Hugging Face's "eager" implementation run it.
+    attention: str = "fused"
 
     @property
     def has_bias(self) -> bool:

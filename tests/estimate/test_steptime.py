@@ -193,7 +193,8 @@ def test_ddp_scales_below_linear_and_pcie_scales_worse_than_nvlink(catalog) -> N
         return one / eight.seconds  # per-GPU efficiency
 
     nvlink, pcie = scaling("nvidia-a100-sxm4-80gb"), scaling("nvidia-a100-pcie-80gb")
-    assert 0.3 < pcie < nvlink <= 1.0
+    # PCIe 4.0: 2 x 7/8 x 5 GB of gradients at ~18 GB/s is ~0.5 s against a ~0.16 s step: ~0.3.
+    assert 0.2 < pcie < nvlink <= 1.0
 
 
 def test_rows_carry_the_new_fields(catalog) -> None:  # type: ignore[no-untyped-def]

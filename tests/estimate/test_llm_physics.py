@@ -1,0 +1,143 @@
+"""LLM-specific step physics (issue 12): eager vs fused attention, fp8 training, the sharded
+optimizer step, PCIe without peer-to-peer, offload, and where llama-70b-full lands."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from gpuselect.catalog import load_catalog
+from gpuselect.estimate import api as A
+from gpuselect.estimate import parallel as P
+from gpuselect.estimate import roofline as R
+from gpuselect.estimate.memory import GB
+from gpuselect.estimate.trace import OpKind, Phase
+from gpuselect.workloads.presets import PRESETS
+from gpuselect.workloads.traces import transformer_trace
+
+
+@pytest.fixture(scope="module")
+def catalog():  # type: ignore[no-untyped-def]
+    return load_catalog()
+
+
+def test_compiled_loop_agrees_with_op_time_for_fp8_and_eager_attention(catalog) -> None:  # type: ignore[no-untyped-def]
+    d = R.catalog_device(catalog.get("nvidia-h100-sxm5-80gb"))
+    bert = PRESETS["bert_large_squad"].shape
+    assert bert is not None
+    for shape in (bert, replace(bert, attention="eager")):
+        ops = transformer_trace(shape).ops
+        for prec in ("bf16", "fp8"):
+            for b in (1, 6):
+                slow = sum(R.op_time(d, op, b, prec)[0] for op in ops)
+                fast = R.device_time(d, R.compile_ops(d, ops, prec), b)[0]
+                assert fast == pytest.approx(slow, rel=1e-9)
+
+
+def test_eager_attention_materialises_the_score_matrix() -> None:
+    shape = PRESETS["bert_large_squad"].shape
+    assert shape is not None
+    fused, eager = transformer_trace(shape), transformer_trace(replace(shape, attention="eager"))
+    assert not any(o.kind is OpKind.ATTENTION for o in eager.ops)
+    assert any(o.kind is OpKind.ATTENTION for o in fused.ops)
+    s, heads, layers = shape.seq_len, shape.heads, shape.layers
+    scores = [o for o in eager.ops if o.name == "layers.attn.scores"]
+    assert scores and scores[0].count == layers and scores[0].k == shape.hidden // heads
+    softmax = next(o for o in eager.ops if o.name == "layers.attn.softmax" and o.phase is Phase.FORWARD)
+    assert softmax.elems_per_sample * softmax.count == pytest.approx(2 * heads * s * s * layers)
+    # The probabilities (and their dropout) are kept for the backward: more saved than fused.
+    assert eager.saved_elems_per_sample >= fused.saved_elems_per_sample + 2 * heads * s * s * layers
+    assert "eager attention" in eager.source and "fused attention" in fused.source
+
+
+def test_eager_attention_is_slower_than_fused(catalog) -> None:  # type: ignore[no-untyped-def]
+    e = catalog.get("nvidia-a100-sxm4-80gb")
+    d = A.device_for(e)
+    w = PRESETS["bert_large_squad"]
+    assert w.shape is not None
+    eager = replace(w, shape=replace(w.shape, attention="eager"))
+    t_f = A.predict_step(w, d, e, 8, "fp16")[0].seconds
+    t_e = A.predict_step(eager, d, e, 8, "fp16")[0].seconds
+    assert 1.05 * t_f < t_e < 2.0 * t_f
+
+
+def test_fp8_runs_attention_in_bf16_and_pays_the_casts(catalog) -> None:  # type: ignore[no-untyped-def]
+    d = R.catalog_device(catalog.get("nvidia-h100-sxm5-80gb"))
+    shape = PRESETS["llama-8b-full"].shape
+    assert shape is not None
+    ops = transformer_trace(shape).ops
+    att = next(o for o in ops if o.kind is OpKind.ATTENTION)
+    assert R.op_time(d, att, 2, "fp8")[0] == pytest.approx(R.op_time(d, att, 2, "bf16")[0])
+    up = next(o for o in ops if o.name == "layers.mlp.up" and o.phase is Phase.FORWARD)
+    dw = next(o for o in ops if o.name == "layers.mlp.up.dW")
+    assert R.fp8_cast_bytes(up, 2, "fp8") > 0 and R.fp8_cast_bytes(up, 2, "bf16") == 0
+    assert R.fp8_cast_bytes(dw, 2, "fp8") == 0  # reuses the forward's fp8 copies
+    t8, t16 = R.op_time(d, up, 2, "fp8")[0], R.op_time(d, up, 2, "bf16")[0]
+    assert 0.5 * t16 < t8 < t16  # twice the peak, less the quantisation kernel
+
+
+def test_fsdp_shards_the_optimizer_step(catalog) -> None:  # type: ignore[no-untyped-def]
+    e = catalog.get("nvidia-h100-sxm5-80gb")
+    d = A.device_for(e)
+    w = PRESETS["llama-8b-full"]
+    one = A.predict_step(w, d, e, 1, "bf16")[0].breakdown["optimizer"]
+    eight = A.predict_step(w, d, e, 1, "bf16", count=8, sharding="fsdp")[0].breakdown["optimizer"]
+    ddp = A.predict_step(w, d, e, 1, "bf16", count=8)[0].breakdown["optimizer"]
+    assert ddp == pytest.approx(one)
+    assert eight == pytest.approx(one / 8, rel=0.05)  # the launches' floors are not sharded
+
+
+def test_geforce_without_peer_to_peer_goes_through_host_memory(catalog) -> None:  # type: ignore[no-untyped-def]
+    cp = P.CommParams()
+    gf, ws = catalog.get("nvidia-rtx-4090"), catalog.get("nvidia-rtx-6000-ada")  # both Ada, PCIe 4.0
+    assert not P.peer_to_peer(gf) and P.peer_to_peer(ws)
+    bw_gf, name_gf = P.link_bandwidth(gf, 4, 8, 25.0, cp)
+    bw_ws, name_ws = P.link_bandwidth(ws, 4, 8, 25.0, cp)
+    assert bw_gf == pytest.approx(cp.host_staged_factor * bw_ws)
+    assert "host memory" in name_gf and "host memory" not in name_ws
+    # ... and it costs step time: full fine-tuning's FSDP traffic over 4 GeForce cards.
+    w = PRESETS["llama-1b-full"]
+    steps = {}
+    for g in (gf, ws):
+        st, par = A.predict_step(w, A.device_for(g), g, 1, "bf16", count=4, sharding="fsdp")
+        assert par == "fsdp"
+        steps[g.id] = st.breakdown["communication"]
+    assert steps["nvidia-rtx-4090"] > 1.5 * steps["nvidia-rtx-6000-ada"]
+
+
+def test_offload_is_in_the_step_time(catalog) -> None:  # type: ignore[no-untyped-def]
+    e = catalog.get("nvidia-rtx-4090")
+    d = A.device_for(e)
+    w = PRESETS["llama-1b-full"]
+    base = A.predict_step(w, d, e, 1, "bf16")[0]
+    opt = A.predict_step(w, d, e, 1, "bf16", offload="optimizer")[0]
+    par = A.predict_step(w, d, e, 1, "bf16", offload="params")[0]
+    assert base.seconds < opt.seconds < par.seconds
+    pcie, cpu = A.offload_seconds(w, d, "optimizer", "adamw")
+    assert opt.breakdown["offload"] == pytest.approx(pcie + cpu - base.breakdown["optimizer"])
+    # Over 4 GPUs each moves its quarter; the one host still updates every parameter once.
+    pcie4, cpu4 = A.offload_seconds(w, d, "optimizer", "adamw", shards=4, gpus_on_host=4)
+    assert pcie4 == pytest.approx(pcie / 4) and cpu4 == pytest.approx(cpu)
+
+
+def test_llama_70b_full_stage_follows_memory_and_deadline(catalog) -> None:  # type: ignore[no-untyped-def]
+    """8 GPUs of >= 180 GB hold 70B full fine-tuning (AdamW, mixed precision, FSDP): the state alone
+    is >= 16 bytes/parameter / 8 = 131 GiB per GPU; so with the default 72 h the answer is one box
+    (stage 3). Only a deadline no box of 8 meets sends it to a cluster (stage 4)."""
+    w = PRESETS["llama-70b-full"]
+    res = A.estimate(w, A.Assumptions(), catalog, local=[])
+    rec = res.recommendation
+    assert rec.stage == 3 and rec.option is not None and rec.option["count"] == 8
+    chosen = next(r for r in res.rows if r.gpu_id == rec.option["gpu_id"] and r.count == 8)
+    assert chosen.fits and chosen.parallelism == "fsdp" and chosen.vram_gb is not None
+    assert chosen.peak_memory_gb is not None and chosen.peak_memory_gb <= chosen.vram_gb
+    state = sum(chosen.memory_breakdown_gb[k] for k in ("weights", "gradients", "optimizer"))
+    assert state * GB >= 16 * w.params / 8
+    # No 80 GB card holds it in one box; a 192 GB one does.
+    by = {(r.gpu_id, r.count): r for r in res.rows}
+    assert not by[("nvidia-h100-sxm5-80gb", 8)].fits and by[("amd-mi300x", 8)].fits
+    best_box = min(r.total_time_h for r in res.rows if r.fits and r.count <= 8 and r.total_time_h)
+    tight = A.estimate(w, A.Assumptions(deadline_hours=0.5 * best_box), catalog, local=[])
+    assert tight.recommendation.stage == 4 and tight.recommendation.deadline_met
+    assert tight.recommendation.option is not None and tight.recommendation.option["count"] > 8
