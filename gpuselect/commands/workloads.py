@@ -6,6 +6,10 @@ import argparse
 
 from gpuselect.commands import add_format_option
 
+ACTIVATION_BASIS = (
+    "kept for the backward pass per sample in bf16 without checkpointing, as the memory model counts it "
+    "(the operator trace's saved tensors, fused attention)"
+)
 HELP = "list the preset training workloads with parameters, FLOPs and activation memory per sample"
 
 
@@ -14,23 +18,34 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpuselect.output import json_document
+    from gpuselect.estimate.memory import MemoryOptions, activation_bytes_per_sample
+    from gpuselect.output import json_document, to_jsonable
     from gpuselect.workloads.presets import PRESETS
 
+    # Activations as the memory model counts them (bf16, no checkpointing: the operator trace's
+    # saved tensors, fused attention), not the preset's older stored figure (which, for the LLM
+    # presets, assumed a stored attention score matrix).
+    acts = {k: activation_bytes_per_sample(w, MemoryOptions()) for k, w in PRESETS.items()}
     # Both forms show each preset's public id (the one --workload takes; JSON writes
     # Workload.public_id in the id field), never the calibration data's internal key.
     if args.format == "json":
-        print(json_document({"count": len(PRESETS), "workloads": list(PRESETS.values())}, kind="workloads"))
+        entries = []
+        for k, w in PRESETS.items():
+            entry = to_jsonable(w)
+            entry["activation_bytes_per_sample"] = acts[k]
+            entries.append(entry)
+        doc = {"count": len(PRESETS), "activation_basis": ACTIVATION_BASIS, "workloads": entries}
+        print(json_document(doc, kind="workloads"))
         return 0
     print(f"{'id':20s} {'params':>9s} {'trainable':>10s} {'fwd GFLOP':>11s} {'act. MB':>9s}  sample / name")
-    for w in PRESETS.values():
+    for k, w in PRESETS.items():
         mark = "" if w.profiler_checked else " (approx.)"
         print(
             f"{w.public_id:20s} {w.params / 1e6:8.1f}M {w.trainable_params / 1e6:9.2f}M {w.forward_flops_per_sample / 1e9:11.3f} "
-            f"{w.activation_bytes_per_sample / 1e6:9.1f}  {w.sample_unit}: {w.name}{mark}"
+            f"{acts[k] / 1e6:9.1f}  {w.sample_unit}: {w.name}{mark}"
         )
     print(
-        "FLOPs: one forward pass of one sample (training costs about 3x). Activation memory: 16-bit, kept for the "
-        "backward pass, per sample. '(approx.)': derived from papers, not measured with torch's FLOP counter."
+        f"FLOPs: one forward pass of one sample (training costs about 3x). Activation memory: {ACTIVATION_BASIS}. "
+        "'(approx.)': derived from papers, not measured with torch's FLOP counter."
     )
     return 0

@@ -164,3 +164,22 @@ def test_workloads_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["kind"] == "workloads" and {w["id"] for w in doc["workloads"]} >= {public_id(i) for i in REQUIRED_IDS}
     assert main(["workloads"]) == 0
     assert "llama-70b-qlora" in capsys.readouterr().out
+
+
+def test_workloads_show_the_memory_models_activations(capsys: pytest.CaptureFixture[str]) -> None:
+    # The listing's activation figure is the one the fit decision uses (fused attention, no score
+    # matrix): the Llama 3.1 8B preset's stored 30.6 GB per 2,048-token sample assumed the s x s
+    # scores were kept; the trace's saved tensors come to about half of that.
+    from gpuselect.estimate.memory import MemoryOptions, activation_bytes_per_sample
+
+    assert main(["workloads", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    by_id = {w["id"]: w for w in doc["workloads"]}
+    w = get_preset("llama-8b-full")
+    assert by_id["llama-8b-full"]["activation_bytes_per_sample"] == pytest.approx(
+        activation_bytes_per_sample(w, MemoryOptions())
+    )
+    assert by_id["llama-8b-full"]["activation_bytes_per_sample"] < 0.7 * w.activation_bytes_per_sample
+    assert main(["workloads"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("llama-8b-full "))
+    assert f"{by_id['llama-8b-full']['activation_bytes_per_sample'] / 1e6:.1f}" in line
