@@ -176,6 +176,9 @@ class DeviceModel:
     h2d_gbs: float | None  # batch copy host -> device (None: the CPU itself, no copy)
     h2d_latency_s: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    conv_factor: float | None = (
+        None  # convolutions' rate against GEMMs where a benchmark fitted it (else the global one)
+    )
 
     def gemm_efficiency(self, pc: str, m: float, n: int, k: int) -> float:
         p = params()["gemm"]
@@ -186,13 +189,17 @@ class DeviceModel:
         tiles = math.ceil(m / tile) * math.ceil(n / tile)
         waves = math.ceil(tiles / self.units)
         fill = tiles / (waves * self.units)
-        eff = (
-            e * fill * k / (k + (0.0 if self.kind == "cpu" else p["k0"]))
-        )  # CPU GEMMs have no tile prologue worth modelling
+        eff = e * fill * k / (k + _k0(self, p))
         if pc != "fp32" and (k % 64 or n % 8):
             eff *= p["align_penalty"]
         result: float = max(eff, 1e-4)
         return result
+
+
+def _k0(d: DeviceModel, g: dict[str, Any]) -> float:
+    """A GPU GEMM's per-tile prologue/epilogue in units of the reduction length; CPU GEMMs have
+    none worth modelling (their rate is the benchmark's matmul at its size, x the fitted factor)."""
+    return 0.0 if d.kind == "cpu" else float(g["k0"])
 
 
 def _nearest(vendor: str, arch: str, available: dict[str, Any]) -> tuple[str | None, int]:
@@ -271,6 +278,13 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
     )
 
 
+def _conv_factor(d: DeviceModel) -> float:
+    if d.conv_factor is not None:
+        return d.conv_factor
+    p = params()
+    return float(p["cpu"]["conv_factor"] if d.kind == "cpu" else p["conv"]["factor"])
+
+
 def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, float, float]:
     """(seconds for all ``op.count`` instances at this batch, compute part, memory part)."""
     p = params()
@@ -289,7 +303,7 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
             * (step.get("gemm_factor", 1.0) if pc != "fp32" or d.kind == "cpu" else 1.0)
         )
         m = op.m_per_sample * batch
-        if op.kind is OpKind.ATTENTION:
+        if op.kind is OpKind.ATTENTION and d.kind != "cpu":
             att = p["attention"]
             e = d.gemm_eff.get(pc, d.gemm_eff["fp32"]) * att.get("factor_by_arch", {}).get(
                 f"{d.vendor}/{d.arch}", att["factor"]
@@ -299,7 +313,7 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
         else:
             e = d.gemm_efficiency(pc, m, op.n, op.k)
             if op.kind is OpKind.CONV:
-                e *= p["cpu"]["conv_factor"] if d.kind == "cpu" else p["conv"]["factor"]
+                e *= _conv_factor(d)
         t_c = flops / (peak * e) if flops else 0.0
     else:
         t_c = flops / (d.vector_tflops * 1e12 * p["device"]["vector_eff"]) if flops else 0.0
@@ -328,7 +342,6 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
     pc = precision_class(precision)
     g = p["gemm"]
     tile = g["tile_cpu"] if d.kind == "cpu" else g["tile"]
-    k0 = 0.0 if d.kind == "cpu" else g["k0"]
     # In a training step kernels reach less than in isolation (sustained clocks, caches shared
     # with the step's other kernels): the step factors, fitted on measured training throughput.
     step = p.doc.get("step", {}) if d.kind != "cpu" else {"gemm_factor": p.doc.get("cpu", {}).get("gemm_factor", 1.0)}
@@ -336,13 +349,14 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
     bw = bw_stream * step.get("mem_factor", 1.0)  # eager elementwise/norm/embedding kernels reach less
     vec = d.vector_tflops * 1e12 * p["device"]["vector_eff"]
     e_pc = d.gemm_eff.get(pc, d.gemm_eff.get("fp32", 0.5))
+    k0 = _k0(d, g)
     # Tensor-core GEMMs run at the power limit in a long step (clocks drop); vector FP32 does not.
     peak = (
         d.peak_tflops.get(precision, d.peak_tflops["fp32"])
         * 1e12
         * (step.get("gemm_factor", 1.0) if pc != "fp32" or d.kind == "cpu" else 1.0)
     )
-    conv = p["cpu"]["conv_factor"] if d.kind == "cpu" else p["conv"]["factor"]
+    conv = _conv_factor(d)
     att = p["attention"]
     att_f = att.get("factor_by_arch", {}).get(f"{d.vendor}/{d.arch}", att["factor"])
     elem16 = element_bytes(precision)
@@ -355,7 +369,9 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
             b_ps, b_fix = op.elems_per_sample * elem, op.elems_fixed * elem
         backward = 1.0 if op.phase.value == "backward" else 0.0
         if op.kind in (OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION) and not op.fp32_only:
-            if op.kind is OpKind.ATTENTION:
+            # A CPU runs attention as batched GEMMs (SDPA's math path): the GEMM model below; the
+            # GPU's fused-kernel saturation (fitted on FlashAttention) does not apply.
+            if op.kind is OpKind.ATTENTION and d.kind != "cpu":
                 e = e_pc * att_f * op.n / (op.n + att["s0"])
                 # kind 2: attention; m saturation at units x rows_per_unit
                 out.append(

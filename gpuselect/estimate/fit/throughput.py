@@ -34,7 +34,15 @@ from gpuselect.catalog.schema import GpuEntry
 from gpuselect.estimate import api as A  # noqa: N812 - short module alias, used as a namespace as in the formulas
 from gpuselect.estimate import roofline as R  # noqa: N812 - short module alias, used as a namespace as in the formulas
 from gpuselect.estimate.fit import shared_data
-from gpuselect.estimate.perf import cpu_device, step_time
+from gpuselect.estimate.perf import (
+    apply_bench_fit,
+    bench_step_list,
+    bench_trace,
+    benchmarked_gpu_device,
+    cpu_device,
+    fit_bench_steps,
+    step_time,
+)
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.presets import PRESETS
 from gpuselect.workloads.transformer import TransformerShape, transformer_workload
@@ -417,32 +425,55 @@ def small_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
                 "out-of-sample",
             )
         )
+    # The H100 record given as --bench: the device fitted on its own steps of the other bench
+    # model (leave one model out), the way the app fits a record.
+    rec = S.h100_record()
+    out += _lomo_cases(
+        "h100-bench-lomo", benchmarked_gpu_device(e, rec, fit_steps=False), rec, e.id, "NVIDIA", S.h100_h2d_gbs()
+    )
     for which in ("fit", "validate"):
         for rec, cores, label in S.cpu_records(which):
-            dcpu = cpu_device(rec, cores=cores)
-            for s in rec["train_steps"] if isinstance(rec["train_steps"], list) else []:
-                if s["model"] not in ("simple_cnn", "transformer"):
-                    continue
-                st = step_time(
-                    trace if s["model"] == "simple_cnn" else tt, dcpu, s["batch_size"], "fp32", optimizer="sgd-momentum"
+            src = "cpu-fit" if which == "fit" else "cpu-vm"
+            out += _lomo_cases(src, cpu_device(rec, cores=cores, fit_steps=False), rec, label, "cpu", None)
+    return out
+
+
+def _lomo_cases(source: str, d0: Any, rec: dict[str, Any], label: str, vendor: str, h2d: float | None) -> list[Case]:
+    """Each bench model's steps predicted by the device fitted on the record's other model's steps
+    (``perf.fit_bench_steps``); a record with one model only: the unfitted device."""
+    out = []
+    steps = bench_step_list(rec)
+    for m in sorted({s[0] for s in steps}):
+        f = fit_bench_steps(d0, [s for s in steps if s[0] != m], h2d_gbs=h2d)
+        d = apply_bench_fit(d0, f) if f is not None else d0
+        if h2d:
+            d = replace(d, h2d_gbs=h2d)
+        for model, b, t in steps:
+            if model != m:
+                continue
+            st = step_time(bench_trace(model), d, b, "fp32", optimizer="sgd-momentum")
+            out.append(
+                Case(
+                    source,
+                    model.replace("_", "-"),
+                    label,
+                    vendor,
+                    1,
+                    "fp32",
+                    b,
+                    b / t,
+                    b / st.seconds,
+                    "cpu"
+                    if d0.kind == "cpu"
+                    else "overhead"
+                    if st.bound == "overhead"
+                    else "transformer"
+                    if model == "transformer"
+                    else "cnn",
+                    st.bound,
+                    "leave-one-model-out fit" if f is not None else "unfitted (one model in the record)",
                 )
-                insample = which == "fit"
-                out.append(
-                    Case(
-                        "cpu-fit" if insample else "cpu-vm" if which == "validate" else "cpu-h100-host",
-                        s["model"].replace("_", "-"),
-                        label,
-                        "cpu",
-                        1,
-                        "fp32",
-                        s["batch_size"],
-                        s["samples_per_s"],
-                        s["batch_size"] / st.seconds,
-                        "cpu",
-                        st.bound,
-                        "in-sample" if insample else "out-of-sample",
-                    )
-                )
+            )
     return out
 
 
@@ -698,7 +729,7 @@ def main() -> int:
     small = [
         c
         for c in cases
-        if c.source in ("h100-simple-cnn", "h100-bench-transformer", "cpu-vm", "cpu-fit", "cpu-h100-host")
+        if c.source in ("h100-simple-cnn", "h100-bench-transformer", "h100-bench-lomo", "cpu-vm", "cpu-fit")
     ]
     lines.append("\n## Small-model curves (the bench's simple CNN and transformer)")
     for c in small:
