@@ -333,34 +333,26 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
 _COMPILED: dict[tuple[int, int, int, str], tuple[object, object, object, list[tuple[float, ...]]]] = {}
 
 
-def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tuple[float, ...]]:
+_TEMPLATES: dict[tuple[int, int, str, bool], tuple[object, object, list[tuple[Any, ...]]]] = {}
+
+
+def _template(ops: tuple[Op, ...], precision: str, cpu: bool) -> list[tuple[Any, ...]]:
+    """The device-independent part of ``compile_ops`` per (trace, precision, CPU or GPU), built
+    once: per op (class 0 memory-bound / 1 GEMM / 2 attention / 3 convolution, count, FLOPs and
+    bytes per sample, bytes per step, rows per sample, output tiles across n, the shape's share of
+    the class's rate, backward?, streaming?)."""
     p = params()
-    key = (id(ops), id(d), id(p), precision)
-    hit = _COMPILED.get(key)
-    if hit is not None and hit[0] is ops and hit[1] is d and hit[2] is p:  # ids of dead objects can be reused
-        return hit[3]
+    key = (id(ops), id(p), precision, cpu)
+    hit = _TEMPLATES.get(key)
+    if hit is not None and hit[0] is ops and hit[1] is p:
+        return hit[2]
     pc = precision_class(precision)
     g = p["gemm"]
-    tile = g["tile_cpu"] if d.kind == "cpu" else g["tile"]
-    # In a training step kernels reach less than in isolation (sustained clocks, caches shared
-    # with the step's other kernels): the step factors, fitted on measured training throughput.
-    step = p.doc.get("step", {}) if d.kind != "cpu" else {"gemm_factor": p.doc.get("cpu", {}).get("gemm_factor", 1.0)}
-    bw_stream = d.bandwidth_gbs * 1e9 * d.mem_eff  # GEMM/conv/attention/dequant operands: streaming kernels
-    bw = bw_stream * step.get("mem_factor", 1.0)  # eager elementwise/norm/embedding kernels reach less
-    vec = d.vector_tflops * 1e12 * p["device"]["vector_eff"]
-    e_pc = d.gemm_eff.get(pc, d.gemm_eff.get("fp32", 0.5))
-    k0 = _k0(d, g)
-    # Tensor-core GEMMs run at the power limit in a long step (clocks drop); vector FP32 does not.
-    peak = (
-        d.peak_tflops.get(precision, d.peak_tflops["fp32"])
-        * 1e12
-        * (step.get("gemm_factor", 1.0) if pc != "fp32" or d.kind == "cpu" else 1.0)
-    )
-    conv = _conv_factor(d)
-    att = p["attention"]
-    att_f = att.get("factor_by_arch", {}).get(f"{d.vendor}/{d.arch}", att["factor"])
+    tile = g["tile_cpu"] if cpu else g["tile"]
+    k0 = 0.0 if cpu else float(g["k0"])
+    s0 = p["attention"]["s0"]
     elem16 = element_bytes(precision)
-    out: list[tuple[float, ...]] = []
+    out: list[tuple[Any, ...]] = []
     for op in ops:
         elem = 4.0 if op.fp32_only else elem16
         if op.kind is OpKind.DEQUANT:
@@ -371,54 +363,74 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
         if op.kind in (OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION) and not op.fp32_only:
             # A CPU runs attention as batched GEMMs (SDPA's math path): the GEMM model below; the
             # GPU's fused-kernel saturation (fitted on FlashAttention) does not apply.
-            if op.kind is OpKind.ATTENTION and d.kind != "cpu":
-                e = e_pc * att_f * op.n / (op.n + att["s0"])
-                # kind 2: attention; m saturation at units x rows_per_unit
+            if op.kind is OpKind.ATTENTION and not cpu:
                 out.append(
                     (
-                        2.0,
+                        2,
                         op.count,
                         op.flops_per_sample,
                         b_ps,
                         b_fix,
                         op.m_per_sample,
-                        d.units * att["rows_per_unit"],
-                        peak * e,
-                        bw_stream,
+                        0.0,
+                        op.n / (op.n + s0),
                         backward,
+                        True,
                     )
                 )
-            else:
-                e = e_pc * (op.k / (op.k + k0) if op.k > 0 else 1.0)
-                if pc != "fp32" and (op.k % 64 or op.n % 8):
-                    e *= g["align_penalty"]
-                if op.kind is OpKind.CONV:
-                    e *= conv
-                ntiles = math.ceil(op.n / tile) if op.n > 0 else 0
-                out.append(
-                    (
-                        1.0,
-                        op.count,
-                        op.flops_per_sample,
-                        b_ps,
-                        b_fix,
-                        op.m_per_sample,
-                        float(ntiles),
-                        peak * e,
-                        bw_stream,
-                        backward,
-                    )
-                )
+                continue
+            e = op.k / (op.k + k0) if op.k > 0 else 1.0
+            if pc != "fp32" and (op.k % 64 or op.n % 8):
+                e *= g["align_penalty"]
+            ntiles = float(math.ceil(op.n / tile)) if op.n > 0 else 0.0
+            cls = 3 if op.kind is OpKind.CONV else 1
+            out.append((cls, op.count, op.flops_per_sample, b_ps, b_fix, op.m_per_sample, ntiles, e, backward, True))
         else:
-            stream = op.kind in (
-                OpKind.DEQUANT,
-                OpKind.GEMM,
-                OpKind.CONV,
-                OpKind.ATTENTION,
-            )  # fp32-only GEMMs stay streaming
-            out.append(
-                (0.0, op.count, op.flops_per_sample, b_ps, b_fix, 0.0, 0.0, vec, bw_stream if stream else bw, backward)
-            )
+            # fp32-only GEMMs stay streaming
+            stream = op.kind in (OpKind.DEQUANT, OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION)
+            out.append((0, op.count, op.flops_per_sample, b_ps, b_fix, 0.0, 0.0, 1.0, backward, stream))
+    if len(_TEMPLATES) > 1024:
+        _TEMPLATES.clear()
+    _TEMPLATES[key] = (ops, p, out)
+    return out
+
+
+def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tuple[float, ...]]:
+    p = params()
+    key = (id(ops), id(d), id(p), precision)
+    hit = _COMPILED.get(key)
+    if hit is not None and hit[0] is ops and hit[1] is d and hit[2] is p:  # ids of dead objects can be reused
+        return hit[3]
+    pc = precision_class(precision)
+    # In a training step kernels reach less than in isolation (sustained clocks, caches shared
+    # with the step's other kernels): the step factors, fitted on measured training throughput.
+    step = p.doc.get("step", {}) if d.kind != "cpu" else {"gemm_factor": p.doc.get("cpu", {}).get("gemm_factor", 1.0)}
+    bw_stream = d.bandwidth_gbs * 1e9 * d.mem_eff  # GEMM/conv/attention/dequant operands: streaming kernels
+    bw = bw_stream * step.get("mem_factor", 1.0)  # eager elementwise/norm/embedding kernels reach less
+    vec = d.vector_tflops * 1e12 * p["device"]["vector_eff"]
+    e_pc = d.gemm_eff.get(pc, d.gemm_eff.get("fp32", 0.5))
+    # Tensor-core GEMMs run at the power limit in a long step (clocks drop); vector FP32 does not.
+    peak = (
+        d.peak_tflops.get(precision, d.peak_tflops["fp32"])
+        * 1e12
+        * (step.get("gemm_factor", 1.0) if pc != "fp32" or d.kind == "cpu" else 1.0)
+    )
+    conv = _conv_factor(d)
+    att = p["attention"]
+    att_f = att.get("factor_by_arch", {}).get(f"{d.vendor}/{d.arch}", att["factor"])
+    rate = peak * e_pc
+    rates = (0.0, rate, rate * att_f, rate * conv)  # per template class: -, GEMM, attention, conv
+    aux_att = float(d.units * att["rows_per_unit"])
+    out: list[tuple[float, ...]] = []
+    for cls, count, f_ps, b_ps, b_fix, m_ps, ntiles, g_op, backward, stream in _template(
+        ops, precision, d.kind == "cpu"
+    ):
+        if cls == 0:
+            out.append((0.0, count, f_ps, b_ps, b_fix, 0.0, 0.0, vec, bw_stream if stream else bw, backward))
+        elif cls == 2:  # kind 2: attention; m saturation at units x rows_per_unit
+            out.append((2.0, count, f_ps, b_ps, b_fix, m_ps, aux_att, rates[2] * g_op, bw_stream, backward))
+        else:
+            out.append((1.0, count, f_ps, b_ps, b_fix, m_ps, ntiles, rates[cls] * g_op, bw_stream, backward))
     if len(_COMPILED) > 4096:
         _COMPILED.clear()
     _COMPILED[key] = (ops, d, p, out)
