@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 # ruff: noqa: E402 - a standalone script: the imports below need the repository root on sys.path, set above
 from gpuselect.catalog import load_catalog
+from gpuselect.estimate.fit import steps as S
 from gpuselect.estimate.perf import (
     apply_bench_fit,
     bench_step_list,
@@ -42,16 +43,17 @@ VAL = ROOT / "docs" / "validation"
 H100_CORES = 16  # docs/validation/h100-2026-11-22/detect.json: 16-core Xeon
 
 
-def records() -> list[tuple[str, dict[str, Any], str]]:
-    """(label, device record, load note)."""
-    out: list[tuple[str, dict[str, Any], str]] = []
+def records() -> list[tuple[str, dict[str, Any], str, str]]:
+    """(label, device record, load note, group: gpu / cpu quiet / cpu loaded)."""
+    out: list[tuple[str, dict[str, Any], str, str]] = []
     h = VAL / "h100-2026-11-22"
     for name in ("bench-full.json", "bench-quick.json"):
         for d in json.loads((h / name).read_text())["devices"]:
-            out.append((f"h100-2026-11-22/{name}:{d['device']}", d, "H100 machine (16-core Xeon)"))
+            group = "cpu quiet" if d["device"] == "cpu" else "gpu"
+            out.append((f"h100-2026-11-22/{name}:{d['device']}", d, "H100 machine (16-core Xeon)", group))
     for path in sorted((VAL / "cpu-vm-2026-11-23").glob("bench-cpu-steptime-*.json")):
         for d in json.loads(path.read_text())["devices"]:
-            out.append((f"cpu-vm-2026-11-23/{path.name}", d, "2-core VM, load 2.3-8.9 (README)"))
+            out.append((f"cpu-vm-2026-11-23/{path.name}", d, "2-core VM, load 2.3-8.9 (README)", "cpu loaded"))
     for path in sorted((VAL / "cpu-vm-2026-11-24").glob("bench-cpu-*.json")):
         load = path.with_suffix(".load.txt")
         note = " / ".join(
@@ -59,8 +61,9 @@ def records() -> list[tuple[str, dict[str, Any], str]]:
             for line in (load.read_text().splitlines() if load.exists() else [])
             if "load average:" in line
         )
+        group = "cpu quiet" if S.quiet(path) else "cpu loaded"
         for d in json.loads(path.read_text())["devices"]:
-            out.append((f"cpu-vm-2026-11-24/{path.name}", d, f"2-core VM, load average before / after: {note}"))
+            out.append((f"cpu-vm-2026-11-24/{path.name}", d, f"2-core VM, load average before / after: {note}", group))
     return out
 
 
@@ -89,20 +92,20 @@ def main() -> int:
     catalog = load_catalog(use_overlay=False)
     lines = ["# Local device estimate against its own benchmark (benchmarks/bench_fit_validation.py)", ""]
     lines.append("err = predicted / measured samples/s - 1. LOMO = fitted on the other bench model's steps only.")
-    lomo: dict[str, list[float]] = {"cpu": [], "gpu": []}
-    insample: dict[str, list[float]] = {"cpu": [], "gpu": []}
-    unfitted: dict[str, list[float]] = {"cpu": [], "gpu": []}
-    for label, rec, note in records():
+    groups = ("cpu quiet", "cpu loaded", "gpu")
+    lomo: dict[str, list[float]] = {g: [] for g in groups}
+    insample: dict[str, list[float]] = {g: [] for g in groups}
+    unfitted: dict[str, list[float]] = {g: [] for g in groups}
+    for label, rec, note, kind in records():
         steps = bench_step_list(rec)
         if not steps:
             continue
-        kind = "cpu" if rec["device"] == "cpu" else "gpu"
         d0, h2d = base_device(rec, catalog)
         fits = {"all": fit_bench_steps(d0, steps, h2d_gbs=h2d)}
         for m in ("simple_cnn", "transformer"):
             other = [s for s in steps if s[0] != m]
             fits[f"without {m}"] = fit_bench_steps(d0, other, h2d_gbs=h2d) if other else None
-        lines.append(f"\n## {label} ({note})")
+        lines.append(f"\n## {label} ({note}; {kind})")
         mm = (rec.get("matmul_tflops") or {}).get("fp32")
         lines.append(
             f"measured: fp32 matmul {mm} TFLOP/s, copy {rec.get('memory_bandwidth_gbs')} GB/s, "
@@ -130,7 +133,7 @@ def main() -> int:
                 f"{'' if f_out is None else f'{100 * eout:+7.0f}%':>8s} {100 * ein:+8.0f}%"
             )
     lines.append("\n## Summary (|err|: median / p90 / max; band = +-band covering 80 % on the log scale)")
-    for kind in ("cpu", "gpu"):
+    for kind in groups:
         for name, errs in (("unfitted", unfitted[kind]), ("LOMO", lomo[kind]), ("in-sample", insample[kind])):
             if not errs:
                 continue
@@ -140,7 +143,7 @@ def main() -> int:
             band = math.exp(logs[min(len(logs) - 1, math.ceil(0.8 * len(logs)) - 1)]) - 1
             within = sum(1 for x in errs if abs(x) <= 0.35)
             lines.append(
-                f"{kind} {name:9s}: n {len(a):3d}  median {100 * statistics.median(a):6.1f} %  p90 {100 * p90:6.1f} %  "
+                f"{kind:10s} {name:9s}: n {len(a):3d}  median {100 * statistics.median(a):6.1f} %  p90 {100 * p90:6.1f} %  "
                 f"max {100 * a[-1]:7.1f} %  80% band +-{100 * band:.0f} %  within 35 %: {within}/{len(a)}"
             )
     text = "\n".join(lines) + "\n"

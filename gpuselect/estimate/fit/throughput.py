@@ -521,34 +521,41 @@ def fit_step(doc: dict, train: list[Case], rounds: int = 2) -> dict:  # type: ig
 
 
 def crossover(catalog) -> list[str]:  # type: ignore[no-untyped-def]
-    """Where a GPU starts to beat the CPU on the simple CNN: measured (the H100 machine's GPU and
-    CPU records) and predicted (the H100 catalog row against each CPU record's device)."""
+    """Where a GPU starts to beat the CPU on the simple CNN: measured (the H100 record against each
+    CPU record) and predicted, as the app does it: each CPU record's device fitted on its own
+    steps, against the H100 fitted on its own record (``--bench``) and against the H100's catalog
+    row (no benchmark: the typical host)."""
     from gpuselect.estimate.fit import steps as S  # noqa: N812 - short module alias, used as a namespace as in the formulas
 
-    out = ["\n## GPU/CPU crossover (simple CNN, samples/s)"]
+    out = ["\n## GPU/CPU crossover (simple CNN, samples/s; the first batch of 1, 2, 4 ... 512 where the GPU is faster)"]
     e = catalog.get("nvidia-h100-sxm5-80gb")
-    trace = S.simple_cnn_trace()
-    gpu = replace(A.device_for(e), h2d_gbs=S.h100_h2d_gbs(), dispatch_s=R.params()["host"]["dispatch_us"] * 1e-6)
+    trace = bench_trace("simple_cnn")
+    rec = S.h100_record()
+    gpus = {
+        "H100 record (--bench)": replace(benchmarked_gpu_device(e, rec), h2d_gbs=S.h100_h2d_gbs()),
+        "H100 catalog row": A.device_for(e),
+    }
     gpu_meas = {b: b / t for b, t in S.h100_steps()}
+    batches = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+    def thr(d: Any, b: int) -> float:
+        return b / step_time(trace, d, b, "fp32", optimizer="sgd-momentum").seconds
+
     for which in ("fit", "validate"):
-        for rec, cores, label in S.cpu_records(which):
-            cpu = cpu_device(rec, cores=cores)
-            meas = {s["batch_size"]: s["samples_per_s"] for s in rec["train_steps"] if s["model"] == "simple_cnn"}
-            pred_cross = next(
-                (
-                    b
-                    for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-                    if b / step_time(trace, gpu, b, "fp32", optimizer="sgd-momentum").seconds
-                    > b / step_time(trace, cpu, b, "fp32", optimizer="sgd-momentum").seconds
-                ),
-                None,
-            )
+        for crec, cores, label in S.cpu_records(which):
+            cpu = cpu_device(crec, cores=cores)
+            meas = {s["batch_size"]: s["samples_per_s"] for s in crec["train_steps"] if s["model"] == "simple_cnn"}
             both = sorted(set(meas) & set(gpu_meas))
             meas_cross = next((b for b in both if gpu_meas[b] > meas[b]), None)
+            preds = "; ".join(
+                f"{name}: batch {next((b for b in batches if thr(g, b) > thr(cpu, b)), None)} "
+                f"(batch 1: GPU {thr(g, 1):.0f}, CPU {thr(cpu, 1):.0f})"
+                for name, g in gpus.items()
+            )
             out.append(
-                f"{label} ({cores} cores) vs H100: predicted, the GPU is faster from batch {pred_cross}; measured at "
-                f"batches {both}: the GPU is faster from batch {meas_cross} "
-                f"(batch 1: GPU {gpu_meas.get(1, float('nan')):.0f}, CPU {meas.get(1, float('nan')):.0f})"
+                f"{label} ({cores} cores, {'quiet' if which == 'fit' else 'loaded'}): measured at batches {both}: "
+                f"the GPU is faster from batch {meas_cross} (batch 1: GPU {gpu_meas.get(1, float('nan')):.0f}, "
+                f"CPU {meas.get(1, float('nan')):.0f}); predicted: {preds}"
             )
     return out
 
