@@ -445,31 +445,37 @@ def device_time(
     units = d.units
     tile = params()["gemm"]["tile_cpu" if d.kind == "cpu" else "tile"]
     tot = comp = mem = flo = bwd = 0.0
+    ceil = math.ceil  # local names and plain comparisons: this loop runs ops x GPUs on a first call
     for kind, count, f_ps, b_ps, b_fix, m_ps, aux, rate, bw, backward in compiled:
         flops = f_ps * batch
-        if kind == 1.0 and aux > 0 and m_ps > 0:
-            tiles = math.ceil(m_ps * batch / tile) * aux
-            waves = math.ceil(tiles / units)
-            t_c = flops / (rate * max(tiles / (waves * units), 1e-4)) if flops else 0.0
+        if not flops:
+            t_c = 0.0
+        elif kind == 1.0 and aux > 0 and m_ps > 0:
+            tiles = ceil(m_ps * batch / tile) * aux
+            waves = ceil(tiles / units)
+            fill = tiles / (waves * units)
+            t_c = flops / (rate * (fill if fill > 1e-4 else 1e-4))
         elif kind == 2.0:
-            t_c = flops / (rate * min(1.0, m_ps * batch / aux)) if flops else 0.0
+            sat = m_ps * batch / aux
+            t_c = flops / (rate * (sat if sat < 1.0 else 1.0))
         else:
-            t_c = flops / rate if flops else 0.0
+            t_c = flops / rate
         nbytes = b_ps * batch + b_fix
         t_m = nbytes / bw if nbytes else 0.0
         if t_c >= t_m:
-            one = max(t_c, floor)
             if t_c >= floor:
-                comp += one * count
+                one = t_c * count
+                comp += one
             else:
-                flo += one * count
+                one = floor * count
+                flo += one
+        elif t_m >= floor:
+            one = t_m * count
+            mem += one
         else:
-            one = max(t_m, floor)
-            if t_m >= floor:
-                mem += one * count
-            else:
-                flo += one * count
-        tot += one * count
+            one = floor * count
+            flo += one
+        tot += one
         if backward:
-            bwd += one * count
+            bwd += one
     return tot, comp, mem, flo, bwd
