@@ -425,6 +425,28 @@ def small_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
                 "out-of-sample",
             )
         )
+    # The same H100 as a catalog row (what `gpuselect estimate --workload simple-cnn --precision
+    # fp32 --batch-size B --gpus nvidia-h100-sxm5-80gb` shows: the typical host, default optimizer).
+    w = PRESETS["simple-cnn"]
+    for b, t in S.h100_steps():
+        thr, bound, _used = predict(w, e, b, "fp32")
+        out.append(
+            Case(
+                "h100-catalog-row",
+                "simple-cnn",
+                e.id,
+                "NVIDIA",
+                1,
+                "fp32",
+                b,
+                b / t,
+                thr,
+                A.regime(w, 1, bound),
+                bound,
+                "host: this record's per-op cost x step.dispatch_factor (fitted on the tables)",
+                spec=(w, e, b, "fp32", {}, 1.0),
+            )
+        )
     # The H100 record given as --bench: the device fitted on its own steps of the other bench
     # model (leave one model out), the way the app fits a record.
     rec = S.h100_record()
@@ -643,7 +665,10 @@ def main() -> int:
         print("\n".join(fit_lines))
     # Out-of-sample view: the LOSO predictions where they exist, the rest as they are.
     oos = [c for c in cases if "(LOSO)" in c.source] or [c for c in cases if c.spec is not None]
-    oos = [replace(c, source=c.source.replace(" (LOSO)", "")) for c in oos] + [c for c in cases if c.spec is None]
+    # The catalog-row cases belong to no throughput source: the factors fitted on all of them.
+    oos = [replace(c, source=c.source.replace(" (LOSO)", "")) for c in oos] + [
+        c for c in cases if c.spec is None or c.source == "h100-catalog-row"
+    ]
     # Lambda rows of reference models without a traced step are predicted by the per-model
     # calibration fitted on Lambda itself: in-sample, so not in the out-of-sample view.
     oos = [c for c in oos if not (c.source == "lambda" and c.regime == "reference")]
@@ -736,7 +761,8 @@ def main() -> int:
     small = [
         c
         for c in cases
-        if c.source in ("h100-simple-cnn", "h100-bench-transformer", "h100-bench-lomo", "cpu-vm", "cpu-fit")
+        if c.source
+        in ("h100-simple-cnn", "h100-catalog-row", "h100-bench-transformer", "h100-bench-lomo", "cpu-vm", "cpu-fit")
     ]
     lines.append("\n## Small-model curves (the bench's simple CNN and transformer)")
     for c in small:
