@@ -191,4 +191,6 @@ def test_rnn_cells_are_traced_as_the_fused_kernels_a_gpu_launches() -> None:
     assert bwd == 3
     assert not any("sigmoid" in o.name for o in plain.ops)
     # The cell's GEMMs stay as they are: two per step forward.
-    assert sum(o.count for o in plain.ops if o.kind is OpKind.GEMM and o.phase is Phase.FORWARD and "cell" in o.name) == 6
+    assert (
+        sum(o.count for o in plain.ops if o.kind is OpKind.GEMM and o.phase is Phase.FORWARD and "cell" in o.name) == 6
+    )
