@@ -559,11 +559,14 @@ def _fit_cpu(comps: list[tuple[float, float, float, float, float, float]]) -> tu
     sol = _solve([[r[0], r[1] + r[2]] for r in rows], ones)
     if sol is not None and min(sol) > 0:
         candidates.append((sol[0], sol[1], 1.0))
-    for i in (0, 1):  # one term alone (all host, or all device)
-        v = sum(r[i] if i == 0 else r[1] + r[2] for r in rows) / sum(
-            (r[i] if i == 0 else r[1] + r[2]) ** 2 for r in rows
-        )
-        candidates.append((v, 1e-9, 1.0) if i == 0 else (1e-9, v, 1.0))
+    # The device at its measured rates (factor 1) with only the host cost fitted; all device.
+    c1 = sum(r[0] * (1.0 - r[1] - r[2]) for r in rows) / sum(r[0] ** 2 for r in rows)
+    candidates.append((max(c1, _DISPATCH_RANGE[0]), 1.0, 1.0))
+    dev = [r[1] + r[2] for r in rows]
+    candidates.append((_DISPATCH_RANGE[0], sum(dev) / sum(v * v for v in dev), 1.0))
+    # A record no per-op cost and rates explain (a busy machine) must not leave absurd rates.
+    lo, hi = _SCALE_RANGE
+    candidates = [c for c in candidates if lo <= c[1] <= hi and lo <= c[2] <= hi]
 
     def loss(c: tuple[float, float, float]) -> float:
         return sum(math.log(_bench_predict(x, c[0], c[1], c[2], True) / x[0]) ** 2 for x in comps)
