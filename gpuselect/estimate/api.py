@@ -604,9 +604,14 @@ def local_cpu_estimate(
     st, _ = predict_step(w, d, None, batch, prec, optimizer=a.optimizer, checkpointing=bool(a.checkpointing), a=a)
     thr = batch / st.seconds
     measured = bool((rec.get("matmul_tflops") or {}).get("fp32"))
+    fitted = [n for n in d.notes if n.startswith("fitted on its")]
     basis = (
-        f"step-time model with this CPU's measured matmul ({d.peak_tflops['fp32'] * 1e3:.0f} GFLOP/s fp32), bandwidth "
-        f"and per-op cost, {prec}, batch {batch}"
+        (
+            f"step-time model with this CPU's benchmark, {fitted[0]}, {prec}, batch {batch}"
+            if fitted
+            else f"step-time model with this CPU's measured matmul ({d.peak_tflops['fp32'] * 1e3:.0f} GFLOP/s fp32), "
+            f"bandwidth and per-op cost, {prec}, batch {batch}"
+        )
         if measured
         else "unmeasured: " + "; ".join(d.notes) + " (run `gpuselect bench` for a measured figure)"
     )
@@ -640,8 +645,13 @@ def local_gpu_estimate(
     e = match.entry
     d = benchmarked_gpu_device(e, bench) if bench else None
     r = _row(w, e, 1, a, perf, None, device=d)
+    fitted = [n for n in (d.notes if d is not None else ()) if n.startswith("fitted on its")]
     basis = f"catalog entry {e.id}; " + (
-        "step-time model with this card's benchmark (matmul, bandwidth, launch overhead)"
+        (
+            f"step-time model with this card's benchmark, {fitted[0]}"
+            if fitted
+            else "step-time model with this card's benchmark (matmul, bandwidth, launch overhead)"
+        )
         if bench
         else "unmeasured (`gpuselect bench` measures it)"
     )
