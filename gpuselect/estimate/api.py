@@ -615,7 +615,11 @@ def local_cpu_estimate(
         if measured
         else "unmeasured: " + "; ".join(d.notes) + " (run `gpuselect bench` for a measured figure)"
     )
-    band = regime_band("cpu", "NVIDIA") if measured else 1.0
+    from gpuselect.estimate.perf import UNSTEADY_NOTE
+
+    # A benchmark whose steps its own fit misses (a busy machine) takes that validation's band.
+    unsteady = any(UNSTEADY_NOTE in n for n in d.notes)
+    band = regime_band("cpu_unsteady" if unsteady else "cpu", "NVIDIA") if measured else 1.0
     return LocalEstimate("cpu", name, thr, samples / thr / 3600, basis, band)
 
 

@@ -484,8 +484,10 @@ class BenchFit:
 #: The GPU fit's search box: per-op host cost 0.2 µs .. 20 ms, device factor 0.02 .. 50.
 _DISPATCH_RANGE = (2e-7, 2e-2)
 _SCALE_RANGE = (0.02, 50.0)
-#: An in-sample rms log error above this is stated in the device's notes (e^0.35: 42 %).
-_FIT_TRUST = 0.35
+#: An in-sample rms log error above this is stated in the device's notes (e^0.35: 42 %), and the
+#: device's rows take the band of such records ("cpu_unsteady").
+FIT_TRUST = 0.35
+UNSTEADY_NOTE = "its steps disagree with the model"
 #: Weight of the prior log(device factor)^2: as much as one step 22 % off.
 _SCALE_PRIOR = 0.04
 
@@ -655,9 +657,9 @@ def apply_bench_fit(d: Any, f: BenchFit) -> Any:
             f"{f.dispatch_s * 1e6:.1f} us per op, kernels at {1 / s:.2f}x the measured rates"
             + (f", convolutions at {1 / f.conv_scale:.2f}x that again" if f.conv_scale != 1.0 else "")
             + (
-                f"; its steps disagree with the model by {100 * (math.exp(f.rms_log_err) - 1):.0f} % rms "
+                f"; {UNSTEADY_NOTE} by {100 * (math.exp(f.rms_log_err) - 1):.0f} % rms "
                 "(a busy machine, or work the model misjudges on this device)"
-                if f.rms_log_err > _FIT_TRUST
+                if f.rms_log_err > FIT_TRUST
                 else ""
             ),
         ),
