@@ -617,8 +617,9 @@ def local_cpu_estimate(
     )
     from gpuselect.estimate.perf import UNSTEADY_NOTE
 
-    # A benchmark whose steps its own fit misses (a busy machine) takes that validation's band.
-    unsteady = any(UNSTEADY_NOTE in n for n in d.notes)
+    # Only a device fitted on steps it explains takes the cpu band; one whose steps its fit misses
+    # (a busy machine), or that has too few to fit, takes the band of such records.
+    unsteady = not fitted or any(UNSTEADY_NOTE in n for n in d.notes)
     band = regime_band("cpu_unsteady" if unsteady else "cpu", "NVIDIA") if measured else 1.0
     return LocalEstimate("cpu", name, thr, samples / thr / 3600, basis, band)
 

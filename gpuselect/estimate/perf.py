@@ -480,6 +480,13 @@ class BenchFit:
     models: tuple[str, ...]
     rms_log_err: float  # in-sample
 
+    @property
+    def unsteady(self) -> bool:
+        """The record's steps disagree with the fit (a busy machine), or are too few to tell: no
+        more than the parameters fitted to them."""
+        fitted = 3 if self.conv_scale != 1.0 else 2
+        return self.rms_log_err > FIT_TRUST or self.steps <= fitted
+
 
 #: The GPU fit's search box: per-op host cost 0.2 µs .. 20 ms, device factor 0.02 .. 50.
 _DISPATCH_RANGE = (2e-7, 2e-2)
@@ -660,6 +667,8 @@ def apply_bench_fit(d: Any, f: BenchFit) -> Any:
                 f"; {UNSTEADY_NOTE} by {100 * (math.exp(f.rms_log_err) - 1):.0f} % rms "
                 "(a busy machine, or work the model misjudges on this device)"
                 if f.rms_log_err > FIT_TRUST
+                else f"; {UNSTEADY_NOTE} or not: too few steps to tell"
+                if f.unsteady
                 else ""
             ),
         ),

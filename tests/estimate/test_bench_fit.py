@@ -100,3 +100,18 @@ def test_a_fit_that_disagrees_with_its_steps_says_so() -> None:
     f = fit_bench_steps(base, bench_step_list(rec))
     assert f is not None and f.rms_log_err > 0.35
     assert any("disagree" in n for n in apply_bench_fit(base, f).notes)
+
+
+def test_the_local_cpu_band_follows_the_record_s_own_consistency() -> None:
+    from gpuselect.estimate.api import Assumptions, local_cpu_estimate, regime_band
+    from gpuselect.workloads.presets import PRESETS
+
+    def band(name: str) -> float:
+        rec = json.loads((VAL / "cpu-vm-2026-11-24" / name).read_text())["devices"][0]
+        est = local_cpu_estimate(PRESETS["gpt2-124m"], Assumptions(), cores=2, mhz=None, features=[], bench=rec)
+        assert est.throughput_samples_per_s
+        return est.error_band
+
+    assert band("bench-cpu-1.json") == regime_band("cpu", "NVIDIA")  # quiet: its fit explains its steps
+    assert band("bench-cpu-2.json") == regime_band("cpu_unsteady", "NVIDIA")  # a burst hit it
+    assert regime_band("cpu", "NVIDIA") < regime_band("cpu_unsteady", "NVIDIA")

@@ -35,7 +35,6 @@ from gpuselect.estimate import api as A  # noqa: N812 - short module alias, used
 from gpuselect.estimate import roofline as R  # noqa: N812 - short module alias, used as a namespace as in the formulas
 from gpuselect.estimate.fit import shared_data
 from gpuselect.estimate.perf import (
-    FIT_TRUST,
     apply_bench_fit,
     bench_step_list,
     bench_trace,
@@ -468,7 +467,7 @@ def _lomo_cases(source: str, d0: Any, rec: dict[str, Any], label: str, vendor: s
     steps = bench_step_list(rec)
     # A CPU record whose own fit misses its steps (a busy machine) has its own band, as in the app.
     whole = fit_bench_steps(d0, steps, h2d_gbs=h2d)
-    cpu_regime = "cpu_unsteady" if whole is not None and whole.rms_log_err > FIT_TRUST else "cpu"
+    cpu_regime = "cpu_unsteady" if whole is None or whole.unsteady else "cpu"
     for m in sorted({s[0] for s in steps}):
         f = fit_bench_steps(d0, [s for s in steps if s[0] != m], h2d_gbs=h2d)
         d = apply_bench_fit(d0, f) if f is not None else d0
