@@ -431,6 +431,270 @@ def step_time(
     return StepTime(step, dict(bd.items()), bound, device, host, launches)
 
 
+def bench_transformer_trace() -> Any:
+    """gpuselect bench's "transformer" model: one nn.TransformerEncoderLayer(256, 4 heads, FFN 1024,
+    dropout) on 64 random 256-wide vectors per sample, mean-pooled into Linear(256, 10), from the
+    analytic transformer builder (no embedding lookup in the bench: the input is a float tensor)."""
+    from dataclasses import replace
+
+    from gpuselect.workloads.traces import transformer_trace
+    from gpuselect.workloads.transformer import TransformerShape
+
+    shape = TransformerShape(
+        layers=1, hidden=256, heads=4, vocab=10, seq_len=64, ffn=1024, lm_head=False, dropout=True, head_outputs=10
+    )
+    return replace(transformer_trace(shape, mode="full"), input_bytes_per_sample=64 * 256 * 4 + 8)
+
+
+def bench_simple_cnn_trace() -> Any:
+    """gpuselect bench's simple CNN: the shipped meta-device trace, else the hand-written one."""
+    try:
+        from gpuselect.workloads.traces import shipped_trace
+
+        t = shipped_trace("simple-cnn")
+    except ImportError:
+        t = None
+    return t if t is not None else simple_cnn_trace()
+
+
+#: gpuselect bench's training models (``train_steps``) the step-time model has traces for.
+BENCH_TRACES = {"simple_cnn": bench_simple_cnn_trace, "transformer": bench_transformer_trace}
+_BENCH_TRACE_CACHE: dict[str, Any] = {}
+
+
+def bench_trace(model: str) -> Any:
+    if model not in _BENCH_TRACE_CACHE:
+        _BENCH_TRACE_CACHE[model] = BENCH_TRACES[model]()
+    return _BENCH_TRACE_CACHE[model]
+
+
+@dataclass(frozen=True)
+class BenchFit:
+    """A benchmarked device's effective parameters, fitted on its own measured training steps:
+    the host's cost per eager op, the factor by which a training step's kernels take longer than
+    the roofline at the benchmark's measured matmul rate and bandwidth (caches shared with the
+    step's other kernels, small GEMMs on many threads, clocks, a busy machine), and on a CPU whose
+    record holds both a CNN and a GEMM-bound model, the convolutions' own factor (oneDNN's direct
+    convolutions against its GEMMs differ from CPU to CPU)."""
+
+    dispatch_s: float
+    device_scale: float
+    conv_scale: float  # convolutions take this much longer again (1: as the global conv factor says)
+    steps: int  # measured steps fitted
+    models: tuple[str, ...]
+    rms_log_err: float  # in-sample
+
+    @property
+    def unsteady(self) -> bool:
+        """The record's steps disagree with the fit (a busy machine), or are too few to tell: no
+        more than the parameters fitted to them."""
+        fitted = 3 if self.conv_scale != 1.0 else 2
+        return self.rms_log_err > FIT_TRUST or self.steps <= fitted
+
+
+#: The GPU fit's search box: per-op host cost 0.2 µs .. 20 ms, device factor 0.02 .. 50.
+_DISPATCH_RANGE = (2e-7, 2e-2)
+_SCALE_RANGE = (0.02, 50.0)
+#: An in-sample rms log error above this is stated in the device's notes (e^0.35: 42 %), and the
+#: device's rows take the band of such records ("cpu_unsteady").
+FIT_TRUST = 0.35
+UNSTEADY_NOTE = "its steps disagree with the model"
+#: Weight of the prior log(device factor)^2: as much as one step 22 % off.
+_SCALE_PRIOR = 0.04
+
+
+def _bench_components(
+    d: Any, steps: list[tuple[str, int, float]], h2d_gbs: float | None
+) -> list[tuple[float, float, float, float, float, float]]:
+    """Per measured step: (seconds measured, launches, device seconds the scale applies to, of
+    them in convolutions, device seconds it does not (kernel floors), copy seconds), with the
+    device's host cost at 0."""
+    from dataclasses import replace
+
+    from gpuselect.estimate.roofline import op_time
+    from gpuselect.estimate.trace import OpKind
+
+    d0 = replace(d, dispatch_s=0.0, h2d_gbs=h2d_gbs or d.h2d_gbs)
+    out = []
+    for model, batch, seconds in steps:
+        trace = bench_trace(model)
+        st = step_time(trace, d0, batch, "fp32", optimizer="sgd-momentum")
+        floor = st.breakdown["kernel_floor"]
+        conv = sum(op_time(d0, op, batch, "fp32")[0] for op in trace.ops if op.kind is OpKind.CONV)
+        dev = max(0.0, st.device_s - floor)
+        out.append((seconds, float(st.launches), dev, min(conv, dev), floor, st.breakdown["copy"]))
+    return out
+
+
+def _bench_predict(
+    comp: tuple[float, float, float, float, float, float], dispatch_s: float, scale: float, conv: float, cpu: bool
+) -> float:
+    from gpuselect.estimate.roofline import params
+
+    _t, launches, dev, dconv, floor, copy = comp
+    host = launches * dispatch_s + float(params()["host"]["step_fixed_us"]) * 1e-6
+    device = scale * (dev - dconv + conv * dconv) + floor
+    # The CPU runs each op on the thread that dispatched it; a GPU overlaps the host with the device.
+    return host + device if cpu else max(host, device) + copy
+
+
+def _solve(a: list[list[float]], y: list[float]) -> list[float] | None:
+    """Least squares a x = y (normal equations, Gaussian elimination; a few unknowns)."""
+    n = len(a[0])
+    m = [
+        [sum(r[i] * r[j] for r in a) for j in range(n)] + [sum(r[i] * v for r, v in zip(a, y, strict=True))]
+        for i in range(n)
+    ]
+    for i in range(n):
+        piv = max(range(i, n), key=lambda k: abs(m[k][i]))
+        if abs(m[piv][i]) < 1e-30:
+            return None
+        m[i], m[piv] = m[piv], m[i]
+        for k in range(n):
+            if k != i:
+                f = m[k][i] / m[i][i]
+                m[k] = [u - f * v for u, v in zip(m[k], m[i], strict=True)]
+    return [m[i][n] / m[i][i] for i in range(n)]
+
+
+def _fit_cpu(comps: list[tuple[float, float, float, float, float, float]]) -> tuple[float, float, float] | None:
+    """CPU steps are additive (step = launches x c + a x other device time + b x convolution
+    time): least squares on the relative error, linear in (c, a, b). Both kinds of work must be
+    in the record to separate a and b, else b = a (the global conv factor stands)."""
+    rows = [[x[1] / x[0], (x[2] - x[3]) / x[0], x[3] / x[0]] for x in comps]
+    ones = [1.0] * len(rows)
+    conv_heavy = [x[3] > 0.5 * x[2] for x in comps]
+    candidates: list[tuple[float, float, float]] = []
+    if any(conv_heavy) and not all(conv_heavy):
+        sol = _solve(rows, ones)
+        if sol is not None and min(sol) > 0:
+            candidates.append((sol[0], sol[1], sol[2] / sol[1]))
+    sol = _solve([[r[0], r[1] + r[2]] for r in rows], ones)
+    if sol is not None and min(sol) > 0:
+        candidates.append((sol[0], sol[1], 1.0))
+    # The device at its measured rates (factor 1) with only the host cost fitted; all device.
+    c1 = sum(r[0] * (1.0 - r[1] - r[2]) for r in rows) / sum(r[0] ** 2 for r in rows)
+    candidates.append((max(c1, _DISPATCH_RANGE[0]), 1.0, 1.0))
+    dev = [r[1] + r[2] for r in rows]
+    candidates.append((_DISPATCH_RANGE[0], sum(dev) / sum(v * v for v in dev), 1.0))
+    # A record no per-op cost and rates explain (a busy machine) must not leave absurd rates.
+    lo, hi = _SCALE_RANGE
+    candidates = [c for c in candidates if lo <= c[1] <= hi and lo <= c[2] <= hi]
+
+    def loss(c: tuple[float, float, float]) -> float:
+        return sum(math.log(_bench_predict(x, c[0], c[1], c[2], True) / x[0]) ** 2 for x in comps)
+
+    return min(candidates, key=loss) if candidates else None
+
+
+def fit_bench_steps(d: Any, steps: list[tuple[str, int, float]], *, h2d_gbs: float | None = None) -> BenchFit | None:
+    """Fit the device's effective parameters (``BenchFit``) to measured steps [(bench model,
+    batch, seconds)]: a CPU by linear least squares (``_fit_cpu``), a GPU, whose host overlaps
+    the device (a max, not a sum), on a coarse log grid of (per-op cost, device factor) refined
+    twice around its best. None without at least two usable steps."""
+    steps = [s for s in steps if s[0] in BENCH_TRACES and s[1] > 0 and s[2] > 0]
+    if len(steps) < 2:
+        return None
+    comps = _bench_components(d, steps, h2d_gbs)
+    models = tuple(sorted({s[0] for s in steps}))
+    if d.kind == "cpu":
+        got = _fit_cpu(comps)
+        if got is None:
+            return None
+        c, s, r = got
+        err = sum(math.log(_bench_predict(x, c, s, r, True) / x[0]) ** 2 for x in comps)
+        return BenchFit(c, s, r, len(steps), models, math.sqrt(err / len(steps)))
+
+    def loss(c: float, s: float) -> float:
+        # A weak prior at the measured rates (s = 1): steps that are all host-bound leave s free.
+        prior = _SCALE_PRIOR * math.log(s) ** 2
+        return prior + sum(math.log(_bench_predict(x, c, s, 1.0, False) / x[0]) ** 2 for x in comps)
+
+    lc0, lc1 = (math.log(v) for v in _DISPATCH_RANGE)
+    ls0, ls1 = (math.log(v) for v in _SCALE_RANGE)
+    best = (math.inf, 0.0, 0.0)
+    n = 24
+    for i in range(n + 1):
+        lc = lc0 + (lc1 - lc0) * i / n
+        for j in range(n + 1):
+            ls = ls0 + (ls1 - ls0) * j / n
+            v = loss(math.exp(lc), math.exp(ls))
+            if v < best[0]:
+                best = (v, lc, ls)
+    # Two refinements: +-1 coarse cell in tenths, then +-1 tenth in hundredths.
+    for div in (10, 100):
+        _v, bc, bs = best
+        dc, ds = (lc1 - lc0) / n / div, (ls1 - ls0) / n / div
+        for i in range(-10, 11):
+            lc = min(lc1, max(lc0, bc + dc * i))
+            for j in range(-10, 11):
+                ls = min(ls1, max(ls0, bs + ds * j))
+                v = loss(math.exp(lc), math.exp(ls))
+                if v < best[0]:
+                    best = (v, lc, ls)
+    _v, lc, ls = best
+    err = sum(math.log(_bench_predict(x, math.exp(lc), math.exp(ls), 1.0, False) / x[0]) ** 2 for x in comps)
+    return BenchFit(math.exp(lc), math.exp(ls), 1.0, len(steps), models, math.sqrt(err / len(steps)))
+
+
+def bench_step_list(rec: dict[str, Any], models: tuple[str, ...] | None = None) -> list[tuple[str, int, float]]:
+    """The record's measured training steps the step-time model has traces for:
+    [(bench model, batch, seconds per step)] (``models``: only these)."""
+    out = []
+    for s in _bench_steps(rec):
+        m, b, ms = s.get("model"), s.get("batch_size"), s.get("step_ms")
+        if m in BENCH_TRACES and (models is None or m in models) and b and ms and ms > 0:
+            out.append((str(m), int(b), float(ms) / 1e3))
+    return out
+
+
+def apply_bench_fit(d: Any, f: BenchFit) -> Any:
+    """The device with the fitted host cost per op, and every rate divided by the device factor."""
+    from dataclasses import replace
+
+    from gpuselect.estimate.roofline import _conv_factor
+
+    s = f.device_scale
+    return replace(
+        d,
+        peak_tflops={k: v / s for k, v in d.peak_tflops.items()},
+        vector_tflops=d.vector_tflops / s,
+        bandwidth_gbs=d.bandwidth_gbs / s,
+        dispatch_s=f.dispatch_s,
+        conv_factor=_conv_factor(d) / f.conv_scale if f.conv_scale != 1.0 else d.conv_factor,
+        notes=(
+            *d.notes,
+            f"fitted on its {f.steps} measured training steps ({', '.join(f.models)}): "
+            f"{f.dispatch_s * 1e6:.1f} us per op, kernels at {1 / s:.2f}x the measured rates"
+            + (f", convolutions at {1 / f.conv_scale:.2f}x that again" if f.conv_scale != 1.0 else "")
+            + (
+                f"; {UNSTEADY_NOTE} by {100 * (math.exp(f.rms_log_err) - 1):.0f} % rms "
+                "(a busy machine, or work the model misjudges on this device)"
+                if f.rms_log_err > FIT_TRUST
+                else f"; {UNSTEADY_NOTE} or not: too few steps to tell"
+                if f.unsteady
+                else ""
+            ),
+        ),
+    )
+
+
+_BENCH_FITS: dict[tuple[Any, ...], BenchFit | None] = {}
+
+
+def _fitted(d: Any, rec: dict[str, Any], h2d_gbs: float | None) -> Any:
+    """``d`` fitted on the record's own training steps where it has at least two usable ones."""
+    steps = bench_step_list(rec)
+    rates = (d.kind, d.name, tuple(sorted(d.peak_tflops.items())), d.vector_tflops, d.bandwidth_gbs, d.units)
+    key = (rates, d.dispatch_s, tuple(steps), h2d_gbs)
+    if key not in _BENCH_FITS:
+        if len(_BENCH_FITS) > 64:
+            _BENCH_FITS.clear()
+        _BENCH_FITS[key] = fit_bench_steps(d, steps, h2d_gbs=h2d_gbs)
+    f = _BENCH_FITS[key]
+    return d if f is None else apply_bench_fit(d, f)
+
+
 def _bench_steps(rec: dict[str, Any]) -> list[dict[str, Any]]:
     steps = rec.get("train_steps") or []
     if isinstance(steps, str):  # early records stored the list as its repr
@@ -450,10 +714,13 @@ def cpu_device(
     name: str = "this CPU",
     mhz: float | None = None,
     features: list[str] | tuple[str, ...] = (),
+    fit_steps: bool = True,
 ) -> Any:
     """A CPU as a device: its peak is its measured matmul rate, its bandwidth the measured copy
-    rate, its per-op cost its measured launch overhead x the fitted ratio. Without a benchmark:
-    cores x clock x FLOP/cycle at 25 % (stated in the basis), 10 GB/s, 20 µs per op."""
+    rate, its per-op cost its measured launch overhead x the fitted ratio. Where the record holds
+    measured training steps of the bench's models (``fit_steps``), the per-op cost and a factor on
+    all rates are fitted on them (``fit_bench_steps``). Without a benchmark: cores x clock x
+    FLOP/cycle at 25 % (stated in the basis), 10 GB/s, 20 µs per op."""
     from gpuselect.estimate.roofline import DeviceModel, params
 
     p = params()
@@ -470,9 +737,9 @@ def cpu_device(
         if mm.get(prec):
             peaks[prec] = float(mm[prec])
             if prec == "bf16":
-                peaks["bf16-true"] = float(mm[prec])
+                peaks["bf16-true"] = peaks[prec]
     launch = rec.get("launch_overhead_us") or 5.0
-    return DeviceModel(
+    d = DeviceModel(
         name=name,
         kind="cpu",
         vendor="cpu",
@@ -488,12 +755,15 @@ def cpu_device(
         h2d_gbs=None,
         notes=tuple(notes),
     )
+    return _fitted(d, rec, None) if fit_steps else d
 
 
-def benchmarked_gpu_device(e: GpuEntry, rec: dict[str, Any]) -> Any:
+def benchmarked_gpu_device(e: GpuEntry, rec: dict[str, Any], *, fit_steps: bool = True) -> Any:
     """A catalog GPU whose own benchmark replaces the defaults: measured large-GEMM rates per
     precision (efficiency 1 against them), measured copy bandwidth, dispatch from its launch
-    overhead, its pageable host-to-device rate."""
+    overhead, its pageable host-to-device rate. Where the record holds measured training steps
+    (``fit_steps``), the per-op host cost and a factor on the rates are fitted on them (at the
+    pinned copy rate the bench's steps used)."""
     from dataclasses import replace
 
     from gpuselect.estimate.roofline import catalog_device, params
@@ -519,7 +789,7 @@ def benchmarked_gpu_device(e: GpuEntry, rec: dict[str, Any]) -> Any:
 
         m = re.search(r"'host_to_device_pageable': \{'value': ([0-9.]+)", detail)
         h2d = float(m.group(1)) if m else None
-    return replace(
+    d = replace(
         d,
         peak_tflops=peaks,
         gemm_eff=eff,
@@ -529,3 +799,7 @@ def benchmarked_gpu_device(e: GpuEntry, rec: dict[str, Any]) -> Any:
         h2d_gbs=float(h2d) if h2d else d.h2d_gbs,
         notes=(*d.notes, "measured by gpuselect bench"),
     )
+    if not fit_steps:
+        return d
+    pinned = rec.get("host_to_device_gbs")
+    return _fitted(d, rec, float(pinned) if pinned else None)

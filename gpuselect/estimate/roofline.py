@@ -178,6 +178,9 @@ class DeviceModel:
     h2d_gbs: float | None  # batch copy host -> device (None: the CPU itself, no copy)
     h2d_latency_s: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    conv_factor: float | None = (
+        None  # convolutions' rate against GEMMs where a benchmark fitted it (else the global one)
+    )
 
     def gemm_efficiency(self, pc: str, m: float, n: int, k: int) -> float:
         p = params()["gemm"]
@@ -188,9 +191,7 @@ class DeviceModel:
         tiles = math.ceil(m / tile) * math.ceil(n / tile)
         waves = math.ceil(tiles / self.units)
         fill = tiles / (waves * self.units)
-        eff = (
-            e * fill * k / (k + (0.0 if self.kind == "cpu" else p["k0"]))
-        )  # CPU GEMMs have no tile prologue worth modelling
+        eff = e * fill * k / (k + _k0(self, p))
         if pc != "fp32" and (k % 64 or n % 8):
             eff *= p["align_penalty"]
         result: float = max(eff, 1e-4)
@@ -217,6 +218,12 @@ def clock_factor(e: GpuEntry, p: Params | None = None) -> float:
     n = float(pw["exponent"])
     need = e.shader_cores * k * (e.boost_clock_mhz / 1000.0) ** n
     return float(min(1.0, e.tdp_w / need) ** (1.0 / n))
+
+
+def _k0(d: DeviceModel, g: dict[str, Any]) -> float:
+    """A GPU GEMM's per-tile prologue/epilogue in units of the reduction length; CPU GEMMs have
+    none worth modelling (their rate is the benchmark's matmul at its size, x the fitted factor)."""
+    return 0.0 if d.kind == "cpu" else float(g["k0"])
 
 
 def _nearest(vendor: str, arch: str, available: dict[str, Any]) -> tuple[str | None, int]:
@@ -306,6 +313,13 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
     )
 
 
+def _conv_factor(d: DeviceModel) -> float:
+    if d.conv_factor is not None:
+        return d.conv_factor
+    p = params()
+    return float(p["cpu"]["conv_factor"] if d.kind == "cpu" else p["conv"]["factor"])
+
+
 def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, float, float]:
     """(seconds for all ``op.count`` instances at this batch, compute part, memory part)."""
     p = params()
@@ -324,7 +338,7 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
             * (step.get("gemm_factor", 1.0) if pc != "fp32" or d.kind == "cpu" else 1.0)
         )
         m = op.m_per_sample * batch
-        if op.kind is OpKind.ATTENTION:
+        if op.kind is OpKind.ATTENTION and d.kind != "cpu":
             att = p["attention"]
             if precision == "fp8":  # fp8 training quantises the linear layers; attention stays bf16
                 pc = "16"
@@ -337,7 +351,7 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
         else:
             e = d.gemm_efficiency(pc, m, op.n, op.k)
             if op.kind is OpKind.CONV:
-                e *= p["cpu"]["conv_factor"] if d.kind == "cpu" else p["conv"]["factor"]
+                e *= _conv_factor(d)
         t_c = flops / (peak * e) if flops else 0.0
     else:
         t_c = flops / (d.vector_tflops * 1e12 * p["device"]["vector_eff"]) if flops else 0.0
@@ -374,6 +388,72 @@ def fp8_cast_bytes(op: Op, batch: float, precision: str) -> float:
 _COMPILED: dict[tuple[int, int, int, str], tuple[object, object, object, list[tuple[float, ...]]]] = {}
 
 
+_TEMPLATES: dict[tuple[int, int, str, bool], tuple[object, object, list[tuple[Any, ...]]]] = {}
+
+
+def _template(ops: tuple[Op, ...], precision: str, cpu: bool) -> list[tuple[Any, ...]]:
+    """The device-independent part of ``compile_ops`` per (trace, precision, CPU or GPU), built
+    once: per op (class 0 memory-bound / 1 GEMM / 2 attention / 3 convolution, count, FLOPs and
+    bytes per sample, bytes per step, rows per sample, output tiles across n, the shape's share of
+    the class's rate, backward?, streaming?)."""
+    p = params()
+    key = (id(ops), id(p), precision, cpu)
+    hit = _TEMPLATES.get(key)
+    if hit is not None and hit[0] is ops and hit[1] is p:
+        return hit[2]
+    pc = precision_class(precision)
+    g = p["gemm"]
+    tile = g["tile_cpu"] if cpu else g["tile"]
+    k0 = 0.0 if cpu else float(g["k0"])
+    s0 = p["attention"]["s0"]
+    elem16 = element_bytes(precision)
+    out: list[tuple[Any, ...]] = []
+    for op in ops:
+        elem = 4.0 if op.fp32_only else elem16
+        if op.kind is OpKind.DEQUANT:
+            b_ps, b_fix = op.elems_per_sample * 2.5, op.elems_fixed * 2.5
+        else:
+            b_ps, b_fix = op.elems_per_sample * elem, op.elems_fixed * elem
+        backward = 1.0 if op.phase.value == "backward" else 0.0
+        if op.kind in (OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION) and not op.fp32_only:
+            # A CPU runs attention as batched GEMMs (SDPA's math path): the GEMM model below; the
+            # GPU's fused-kernel saturation (fitted on FlashAttention) does not apply.
+            if op.kind is OpKind.ATTENTION and not cpu:
+                out.append(
+                    (
+                        2,
+                        op.count,
+                        op.flops_per_sample,
+                        b_ps,
+                        b_fix,
+                        op.m_per_sample,
+                        0.0,
+                        op.n / (op.n + s0),
+                        backward,
+                        True,
+                    )
+                )
+                continue
+            e = op.k / (op.k + k0) if op.k > 0 else 1.0
+            if pc != "fp32" and (op.k % 64 or op.n % 8):
+                e *= g["align_penalty"]
+            ntiles = float(math.ceil(op.n / tile)) if op.n > 0 else 0.0
+            cls = 3 if op.kind is OpKind.CONV else 1
+            if fp8_cast_bytes(op, 1, precision):  # the operands' fp8 quantisation: a memory-bound kernel first
+                cast_ps = FP8_CAST_BYTES_PER_ELEM * op.m_per_sample * op.k
+                cast_fix = FP8_CAST_BYTES_PER_ELEM * op.n * op.k
+                out.append((0, op.count, 0.0, cast_ps, cast_fix, 0.0, 0.0, 1.0, backward, True))
+            out.append((cls, op.count, op.flops_per_sample, b_ps, b_fix, op.m_per_sample, ntiles, e, backward, True))
+        else:
+            # fp32-only GEMMs stay streaming
+            stream = op.kind in (OpKind.DEQUANT, OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION)
+            out.append((0, op.count, op.flops_per_sample, b_ps, b_fix, 0.0, 0.0, 1.0, backward, stream))
+    if len(_TEMPLATES) > 1024:
+        _TEMPLATES.clear()
+    _TEMPLATES[key] = (ops, p, out)
+    return out
+
+
 def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tuple[float, ...]]:
     p = params()
     key = (id(ops), id(d), id(p), precision)
@@ -381,9 +461,6 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
     if hit is not None and hit[0] is ops and hit[1] is d and hit[2] is p:  # ids of dead objects can be reused
         return hit[3]
     pc = precision_class(precision)
-    g = p["gemm"]
-    tile = g["tile_cpu"] if d.kind == "cpu" else g["tile"]
-    k0 = 0.0 if d.kind == "cpu" else g["k0"]
     # In a training step kernels reach less than in isolation (sustained clocks, caches shared
     # with the step's other kernels): the step factors, fitted on measured training throughput.
     step = p.doc.get("step", {}) if d.kind != "cpu" else {"gemm_factor": p.doc.get("cpu", {}).get("gemm_factor", 1.0)}
@@ -397,94 +474,31 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
         * 1e12
         * (step.get("gemm_factor", 1.0) if pc != "fp32" or d.kind == "cpu" else 1.0)
     )
-    conv = p["cpu"]["conv_factor"] if d.kind == "cpu" else p["conv"]["factor"]
+    conv = _conv_factor(d)
     att = p["attention"]
     att_f = att.get("factor_by_arch", {}).get(f"{d.vendor}/{d.arch}", att["factor"])
-    # fp8 training quantises the linear layers only: attention runs its bf16 kernel.
-    att_peak, att_e = (
-        (
-            d.peak_tflops.get("bf16", d.peak_tflops["fp32"]) * 1e12 * step.get("gemm_factor", 1.0),
-            d.gemm_eff.get("16", e_pc),
+    rate = peak * e_pc
+    att_rate = rate * att_f
+    if precision == "fp8":  # fp8 training quantises the linear layers only: attention runs its bf16 kernel
+        att_rate = (
+            d.peak_tflops.get("bf16", d.peak_tflops["fp32"])
+            * 1e12
+            * step.get("gemm_factor", 1.0)
+            * d.gemm_eff.get("16", e_pc)
+            * att_f
         )
-        if precision == "fp8"
-        else (peak, e_pc)
-    )
-    cast_bw = d.bandwidth_gbs * 1e9 * d.mem_eff
-    elem16 = element_bytes(precision)
+    rates = (0.0, rate, att_rate, rate * conv)  # per template class: -, GEMM, attention, conv
+    aux_att = float(d.units * att["rows_per_unit"])
     out: list[tuple[float, ...]] = []
-    for op in ops:
-        elem = 4.0 if op.fp32_only else elem16
-        if op.kind is OpKind.DEQUANT:
-            b_ps, b_fix = op.elems_per_sample * 2.5, op.elems_fixed * 2.5
+    for cls, count, f_ps, b_ps, b_fix, m_ps, ntiles, g_op, backward, stream in _template(
+        ops, precision, d.kind == "cpu"
+    ):
+        if cls == 0:
+            out.append((0.0, count, f_ps, b_ps, b_fix, 0.0, 0.0, vec, bw_stream if stream else bw, backward))
+        elif cls == 2:  # kind 2: attention; m saturation at units x rows_per_unit
+            out.append((2.0, count, f_ps, b_ps, b_fix, m_ps, aux_att, rates[2] * g_op, bw_stream, backward))
         else:
-            b_ps, b_fix = op.elems_per_sample * elem, op.elems_fixed * elem
-        backward = 1.0 if op.phase.value == "backward" else 0.0
-        if op.kind in (OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION) and not op.fp32_only:
-            if op.kind is OpKind.ATTENTION:
-                e = att_e * att_f * op.n / (op.n + att["s0"])
-                # kind 2: attention; m saturation at units x rows_per_unit
-                out.append(
-                    (
-                        2.0,
-                        op.count,
-                        op.flops_per_sample,
-                        b_ps,
-                        b_fix,
-                        op.m_per_sample,
-                        d.units * att["rows_per_unit"],
-                        att_peak * e,
-                        bw_stream,
-                        backward,
-                    )
-                )
-            else:
-                e = e_pc * (op.k / (op.k + k0) if op.k > 0 else 1.0)
-                if pc != "fp32" and (op.k % 64 or op.n % 8):
-                    e *= g["align_penalty"]
-                if op.kind is OpKind.CONV:
-                    e *= conv
-                ntiles = math.ceil(op.n / tile) if op.n > 0 else 0
-                if precision == "fp8" and fp8_cast_bytes(op, 1, precision):
-                    cast_ps = FP8_CAST_BYTES_PER_ELEM * op.m_per_sample * op.k
-                    cast_fix = FP8_CAST_BYTES_PER_ELEM * op.n * op.k
-                    out.append(
-                        (
-                            0.0,
-                            op.count,
-                            0.0,
-                            cast_ps,
-                            cast_fix,
-                            0.0,
-                            0.0,
-                            vec,
-                            cast_bw,
-                            1.0 if op.phase.value == "backward" else 0.0,
-                        )
-                    )
-                out.append(
-                    (
-                        1.0,
-                        op.count,
-                        op.flops_per_sample,
-                        b_ps,
-                        b_fix,
-                        op.m_per_sample,
-                        float(ntiles),
-                        peak * e,
-                        bw_stream,
-                        backward,
-                    )
-                )
-        else:
-            stream = op.kind in (
-                OpKind.DEQUANT,
-                OpKind.GEMM,
-                OpKind.CONV,
-                OpKind.ATTENTION,
-            )  # fp32-only GEMMs stay streaming
-            out.append(
-                (0.0, op.count, op.flops_per_sample, b_ps, b_fix, 0.0, 0.0, vec, bw_stream if stream else bw, backward)
-            )
+            out.append((1.0, count, f_ps, b_ps, b_fix, m_ps, ntiles, rates[cls] * g_op, bw_stream, backward))
     if len(_COMPILED) > 4096:
         _COMPILED.clear()
     _COMPILED[key] = (ops, d, p, out)
@@ -499,31 +513,37 @@ def device_time(
     units = d.units
     tile = params()["gemm"]["tile_cpu" if d.kind == "cpu" else "tile"]
     tot = comp = mem = flo = bwd = 0.0
+    ceil = math.ceil  # local names and plain comparisons: this loop runs ops x GPUs on a first call
     for kind, count, f_ps, b_ps, b_fix, m_ps, aux, rate, bw, backward in compiled:
         flops = f_ps * batch
-        if kind == 1.0 and aux > 0 and m_ps > 0:
-            tiles = math.ceil(m_ps * batch / tile) * aux
-            waves = math.ceil(tiles / units)
-            t_c = flops / (rate * max(tiles / (waves * units), 1e-4)) if flops else 0.0
+        if not flops:
+            t_c = 0.0
+        elif kind == 1.0 and aux > 0 and m_ps > 0:
+            tiles = ceil(m_ps * batch / tile) * aux
+            waves = ceil(tiles / units)
+            fill = tiles / (waves * units)
+            t_c = flops / (rate * (fill if fill > 1e-4 else 1e-4))
         elif kind == 2.0:
-            t_c = flops / (rate * min(1.0, m_ps * batch / aux)) if flops else 0.0
+            sat = m_ps * batch / aux
+            t_c = flops / (rate * (sat if sat < 1.0 else 1.0))
         else:
-            t_c = flops / rate if flops else 0.0
+            t_c = flops / rate
         nbytes = b_ps * batch + b_fix
         t_m = nbytes / bw if nbytes else 0.0
         if t_c >= t_m:
-            one = max(t_c, floor)
             if t_c >= floor:
-                comp += one * count
+                one = t_c * count
+                comp += one
             else:
-                flo += one * count
+                one = floor * count
+                flo += one
+        elif t_m >= floor:
+            one = t_m * count
+            mem += one
         else:
-            one = max(t_m, floor)
-            if t_m >= floor:
-                mem += one * count
-            else:
-                flo += one * count
-        tot += one * count
+            one = floor * count
+            flo += one
+        tot += one
         if backward:
-            bwd += one * count
+            bwd += one
     return tot, comp, mem, flo, bwd

@@ -267,14 +267,16 @@ def test_local_gpu_from_its_benchmark_record(catalog, perf) -> None:
         (Path(__file__).resolve().parents[2] / "docs/validation/h100-2026-11-22/bench-full.json").read_text()
     )["devices"][0]
     plain = local_gpu_estimate(w, a, catalog, perf, **args)
-    measured = local_gpu_estimate(w, a, catalog, perf, bench=rec, **args)
+    # Without training steps the measured rates carry the estimate: a quarter of them, slower.
+    rates = {k: v for k, v in rec.items() if k != "train_steps"}
+    measured = local_gpu_estimate(w, a, catalog, perf, bench=rates, **args)
     slow = local_gpu_estimate(
         w,
         a,
         catalog,
         perf,
         bench={
-            **rec,
+            **rates,
             "matmul_tflops": {k: v / 4 for k, v in rec["matmul_tflops"].items()},
             "memory_bandwidth_gbs": rec["memory_bandwidth_gbs"] / 4,
         },
@@ -282,6 +284,23 @@ def test_local_gpu_from_its_benchmark_record(catalog, perf) -> None:
     )
     assert "benchmark" in measured.basis and plain.total_time_h and measured.total_time_h
     assert slow.total_time_h > 1.5 * measured.total_time_h
+    # With its training steps the device is fitted on them: steps four times as long (the same
+    # rates) make a workload the bench did not run slower too.
+    steps = ast.literal_eval(rec["train_steps"]) if isinstance(rec["train_steps"], str) else rec["train_steps"]
+    fitted = local_gpu_estimate(w, a, catalog, perf, bench=rec, **args)
+    slow_steps = local_gpu_estimate(
+        w,
+        a,
+        catalog,
+        perf,
+        bench={
+            **rec,
+            "train_steps": [{**s, "step_ms": 4 * s["step_ms"], "samples_per_s": s["samples_per_s"] / 4} for s in steps],
+        },
+        **args,
+    )
+    assert fitted.total_time_h and slow_steps.total_time_h
+    assert slow_steps.total_time_h > 1.5 * fitted.total_time_h
     assert (
         local_gpu_estimate(
             w, a, catalog, perf, name="Mystery GPU", memory_bytes=None, device="gpu1"

@@ -204,3 +204,33 @@ def test_user_sdpa_is_traced_as_the_fused_kernel_without_a_score_matrix(kind: st
     assert plain.saved_elems_per_sample < 4 * tokens * tokens
     # and SDPA is itself again once tracing is over
     assert torch.nn.functional.scaled_dot_product_attention.__name__ == "scaled_dot_product_attention"
+
+
+class _Cells(torch.nn.Module):
+    """Three steps of an LSTMCell on a 16-wide input, then a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cell = torch.nn.LSTMCell(16, 32)
+        self.head = torch.nn.Linear(32, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = c = None
+        for t in range(3):
+            h, c = self.cell(x[:, t], None if h is None else (h, c))
+        return self.head(h)
+
+
+def test_rnn_cells_are_traced_as_the_fused_kernels_a_gpu_launches() -> None:
+    """The meta device decomposes an LSTM cell into ~10 pointwise ops forward and ~14 backward;
+    a GPU runs one fused kernel each way (_thnn_fused_lstm_cell): one op per cell step each way."""
+    plain, _ = trace_module(_Cells, (3, 16), torch.float32, loss="ce")
+    fwd = sum(o.count for o in plain.ops if o.name.endswith("fused_rnn_cell"))
+    bwd = sum(o.count for o in plain.ops if o.name.endswith("fused_rnn_cell_backward"))
+    assert fwd == 3
+    assert bwd == 3
+    assert not any("sigmoid" in o.name for o in plain.ops)
+    # The cell's GEMMs stay as they are: two per step forward.
+    assert (
+        sum(o.count for o in plain.ops if o.kind is OpKind.GEMM and o.phase is Phase.FORWARD and "cell" in o.name) == 6
+    )

@@ -34,7 +34,15 @@ from gpuselect.catalog.schema import GpuEntry
 from gpuselect.estimate import api as A  # noqa: N812 - short module alias, used as a namespace as in the formulas
 from gpuselect.estimate import roofline as R  # noqa: N812 - short module alias, used as a namespace as in the formulas
 from gpuselect.estimate.fit import shared_data
-from gpuselect.estimate.perf import cpu_device, step_time
+from gpuselect.estimate.perf import (
+    apply_bench_fit,
+    bench_step_list,
+    bench_trace,
+    benchmarked_gpu_device,
+    cpu_device,
+    fit_bench_steps,
+    step_time,
+)
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.presets import PRESETS
 from gpuselect.workloads.transformer import TransformerShape, transformer_workload
@@ -446,32 +454,80 @@ def small_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
                 "out-of-sample",
             )
         )
+    # The same H100 as a catalog row (what `gpuselect estimate --workload simple-cnn --precision
+    # fp32 --batch-size B --gpus nvidia-h100-sxm5-80gb` shows: the typical host, default optimizer).
+    w = PRESETS["simple-cnn"]
+    for b, t in S.h100_steps():
+        thr, bound, _used = predict(w, e, b, "fp32")
+        out.append(
+            Case(
+                "h100-catalog-row",
+                "simple-cnn",
+                e.id,
+                "NVIDIA",
+                1,
+                "fp32",
+                b,
+                b / t,
+                thr,
+                A.regime(w, 1, bound),
+                bound,
+                "host: this record's per-op cost x step.dispatch_factor (fitted on the tables)",
+                spec=(w, e, b, "fp32", {}, 1.0),
+            )
+        )
+    # The H100 record given as --bench: the device fitted on its own steps of the other bench
+    # model (leave one model out), the way the app fits a record.
+    rec = S.h100_record()
+    out += _lomo_cases(
+        "h100-bench-lomo", benchmarked_gpu_device(e, rec, fit_steps=False), rec, e.id, "NVIDIA", S.h100_h2d_gbs()
+    )
     for which in ("fit", "validate"):
         for rec, cores, label in S.cpu_records(which):
-            dcpu = cpu_device(rec, cores=cores)
-            for s in rec["train_steps"] if isinstance(rec["train_steps"], list) else []:
-                if s["model"] not in ("simple_cnn", "transformer"):
-                    continue
-                st = step_time(
-                    trace if s["model"] == "simple_cnn" else tt, dcpu, s["batch_size"], "fp32", optimizer="sgd-momentum"
+            src = "cpu-fit" if which == "fit" else "cpu-vm"
+            out += _lomo_cases(src, cpu_device(rec, cores=cores, fit_steps=False), rec, label, "cpu", None)
+    return out
+
+
+def _lomo_cases(source: str, d0: Any, rec: dict[str, Any], label: str, vendor: str, h2d: float | None) -> list[Case]:
+    """Each bench model's steps predicted by the device fitted on the record's other model's steps
+    (``perf.fit_bench_steps``); a record with one model only: the unfitted device."""
+    out = []
+    steps = bench_step_list(rec)
+    # A CPU record whose own fit misses its steps (a busy machine) has its own band, as in the app.
+    whole = fit_bench_steps(d0, steps, h2d_gbs=h2d)
+    cpu_regime = "cpu_unsteady" if whole is None or whole.unsteady else "cpu"
+    for m in sorted({s[0] for s in steps}):
+        f = fit_bench_steps(d0, [s for s in steps if s[0] != m], h2d_gbs=h2d)
+        d = apply_bench_fit(d0, f) if f is not None else d0
+        if h2d:
+            d = replace(d, h2d_gbs=h2d)
+        for model, b, t in steps:
+            if model != m:
+                continue
+            st = step_time(bench_trace(model), d, b, "fp32", optimizer="sgd-momentum")
+            out.append(
+                Case(
+                    source,
+                    model.replace("_", "-"),
+                    label,
+                    vendor,
+                    1,
+                    "fp32",
+                    b,
+                    b / t,
+                    b / st.seconds,
+                    cpu_regime
+                    if d0.kind == "cpu"
+                    else "overhead"
+                    if st.bound == "overhead"
+                    else "transformer"
+                    if model == "transformer"
+                    else "cnn",
+                    st.bound,
+                    "leave-one-model-out fit" if f is not None else "unfitted (one model in the record)",
                 )
-                insample = which == "fit"
-                out.append(
-                    Case(
-                        "cpu-fit" if insample else "cpu-vm" if which == "validate" else "cpu-h100-host",
-                        s["model"].replace("_", "-"),
-                        label,
-                        "cpu",
-                        1,
-                        "fp32",
-                        s["batch_size"],
-                        s["samples_per_s"],
-                        s["batch_size"] / st.seconds,
-                        "cpu",
-                        st.bound,
-                        "in-sample" if insample else "out-of-sample",
-                    )
-                )
+            )
     return out
 
 
@@ -541,34 +597,41 @@ def fit_step(doc: dict, train: list[Case], rounds: int = 2) -> dict:  # type: ig
 
 
 def crossover(catalog) -> list[str]:  # type: ignore[no-untyped-def]
-    """Where a GPU starts to beat the CPU on the simple CNN: measured (the H100 machine's GPU and
-    CPU records) and predicted (the H100 catalog row against each CPU record's device)."""
+    """Where a GPU starts to beat the CPU on the simple CNN: measured (the H100 record against each
+    CPU record) and predicted, as the app does it: each CPU record's device fitted on its own
+    steps, against the H100 fitted on its own record (``--bench``) and against the H100's catalog
+    row (no benchmark: the typical host)."""
     from gpuselect.estimate.fit import steps as S  # noqa: N812 - short module alias, used as a namespace as in the formulas
 
-    out = ["\n## GPU/CPU crossover (simple CNN, samples/s)"]
+    out = ["\n## GPU/CPU crossover (simple CNN, samples/s; the first batch of 1, 2, 4 ... 512 where the GPU is faster)"]
     e = catalog.get("nvidia-h100-sxm5-80gb")
-    trace = S.simple_cnn_trace()
-    gpu = replace(A.device_for(e), h2d_gbs=S.h100_h2d_gbs(), dispatch_s=R.params()["host"]["dispatch_us"] * 1e-6)
+    trace = bench_trace("simple_cnn")
+    rec = S.h100_record()
+    gpus = {
+        "H100 record (--bench)": replace(benchmarked_gpu_device(e, rec), h2d_gbs=S.h100_h2d_gbs()),
+        "H100 catalog row": A.device_for(e),
+    }
     gpu_meas = {b: b / t for b, t in S.h100_steps()}
+    batches = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+    def thr(d: Any, b: int) -> float:
+        return b / step_time(trace, d, b, "fp32", optimizer="sgd-momentum").seconds
+
     for which in ("fit", "validate"):
-        for rec, cores, label in S.cpu_records(which):
-            cpu = cpu_device(rec, cores=cores)
-            meas = {s["batch_size"]: s["samples_per_s"] for s in rec["train_steps"] if s["model"] == "simple_cnn"}
-            pred_cross = next(
-                (
-                    b
-                    for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-                    if b / step_time(trace, gpu, b, "fp32", optimizer="sgd-momentum").seconds
-                    > b / step_time(trace, cpu, b, "fp32", optimizer="sgd-momentum").seconds
-                ),
-                None,
-            )
+        for crec, cores, label in S.cpu_records(which):
+            cpu = cpu_device(crec, cores=cores)
+            meas = {s["batch_size"]: s["samples_per_s"] for s in crec["train_steps"] if s["model"] == "simple_cnn"}
             both = sorted(set(meas) & set(gpu_meas))
             meas_cross = next((b for b in both if gpu_meas[b] > meas[b]), None)
+            preds = "; ".join(
+                f"{name}: batch {next((b for b in batches if thr(g, b) > thr(cpu, b)), None)} "
+                f"(batch 1: GPU {thr(g, 1):.0f}, CPU {thr(cpu, 1):.0f})"
+                for name, g in gpus.items()
+            )
             out.append(
-                f"{label} ({cores} cores) vs H100: predicted, the GPU is faster from batch {pred_cross}; measured at "
-                f"batches {both}: the GPU is faster from batch {meas_cross} "
-                f"(batch 1: GPU {gpu_meas.get(1, float('nan')):.0f}, CPU {meas.get(1, float('nan')):.0f})"
+                f"{label} ({cores} cores, {'quiet' if which == 'fit' else 'loaded'}): measured at batches {both}: "
+                f"the GPU is faster from batch {meas_cross} (batch 1: GPU {gpu_meas.get(1, float('nan')):.0f}, "
+                f"CPU {meas.get(1, float('nan')):.0f}); predicted: {preds}"
             )
     return out
 
@@ -656,7 +719,10 @@ def main() -> int:
         print("\n".join(fit_lines))
     # Out-of-sample view: the LOSO predictions where they exist, the rest as they are.
     oos = [c for c in cases if "(LOSO)" in c.source] or [c for c in cases if c.spec is not None]
-    oos = [replace(c, source=c.source.replace(" (LOSO)", "")) for c in oos] + [c for c in cases if c.spec is None]
+    # The catalog-row cases belong to no throughput source: the factors fitted on all of them.
+    oos = [replace(c, source=c.source.replace(" (LOSO)", "")) for c in oos] + [
+        c for c in cases if c.spec is None or c.source == "h100-catalog-row"
+    ]
     # Lambda rows of reference models without a traced step are predicted by the per-model
     # calibration fitted on Lambda itself: in-sample, so not in the out-of-sample view.
     oos = [c for c in oos if not (c.source == "lambda" and c.regime == "reference")]
@@ -749,7 +815,8 @@ def main() -> int:
     small = [
         c
         for c in cases
-        if c.source in ("h100-simple-cnn", "h100-bench-transformer", "cpu-vm", "cpu-fit", "cpu-h100-host")
+        if c.source
+        in ("h100-simple-cnn", "h100-catalog-row", "h100-bench-transformer", "h100-bench-lomo", "cpu-vm", "cpu-fit")
     ]
     lines.append("\n## Small-model curves (the bench's simple CNN and transformer)")
     for c in small:

@@ -1,0 +1,124 @@
+"""A benchmarked device fitted on its own measured training steps (perf.fit_bench_steps)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gpuselect.catalog import load_catalog
+from gpuselect.estimate.perf import (
+    apply_bench_fit,
+    bench_step_list,
+    bench_trace,
+    benchmarked_gpu_device,
+    cpu_device,
+    fit_bench_steps,
+    step_time,
+)
+
+VAL = Path(__file__).resolve().parents[2] / "docs" / "validation"
+
+
+def _cpu_record(fp32: float = 0.1) -> dict:  # type: ignore[type-arg]
+    return {"device": "cpu", "matmul_tflops": {"fp32": fp32}, "memory_bandwidth_gbs": 15.0, "launch_overhead_us": 3.0}
+
+
+@pytest.mark.parametrize(("dispatch_us", "scale"), [(5.0, 1.0), (40.0, 2.5), (200.0, 0.5)])
+def test_cpu_fit_recovers_the_parameters_that_made_the_steps(dispatch_us: float, scale: float) -> None:
+    base = cpu_device(_cpu_record(), cores=2, fit_steps=False)
+    truth = replace(
+        base,
+        dispatch_s=dispatch_us * 1e-6,
+        peak_tflops={k: v / scale for k, v in base.peak_tflops.items()},
+        vector_tflops=base.vector_tflops / scale,
+        bandwidth_gbs=base.bandwidth_gbs / scale,
+    )
+    steps = [
+        (m, b, step_time(bench_trace(m), truth, b, "fp32", optimizer="sgd-momentum").seconds)
+        for m in ("simple_cnn", "transformer")
+        for b in (1, 8, 32, 128)
+    ]
+    f = fit_bench_steps(base, steps)
+    assert f is not None
+    assert f.dispatch_s == pytest.approx(dispatch_us * 1e-6, rel=0.05)
+    assert f.device_scale == pytest.approx(scale, rel=0.05)
+    assert f.conv_scale == pytest.approx(1.0, rel=0.05)
+    assert f.rms_log_err < 0.01
+
+
+def test_gpu_fit_recovers_the_host_cost_of_host_bound_steps() -> None:
+    catalog = load_catalog(use_overlay=False)
+    e = catalog.get("nvidia-h100-sxm5-80gb")
+    assert e is not None
+    base = benchmarked_gpu_device(e, {"matmul_tflops": {"fp32": 50.0}, "memory_bandwidth_gbs": 2900.0}, fit_steps=False)
+    truth = replace(base, dispatch_s=30e-6)
+    steps = [
+        (m, b, step_time(bench_trace(m), truth, b, "fp32", optimizer="sgd-momentum").seconds)
+        for m in ("simple_cnn", "transformer")
+        for b in (1, 8, 32)
+    ]
+    f = fit_bench_steps(base, steps)
+    assert f is not None
+    assert f.dispatch_s == pytest.approx(30e-6, rel=0.05)
+    assert f.rms_log_err < 0.02
+
+
+def test_too_few_steps_leave_the_device_unfitted() -> None:
+    rec = {**_cpu_record(), "train_steps": [{"model": "simple_cnn", "batch_size": 8, "step_ms": 5.0}]}
+    plain = cpu_device(rec, cores=2, fit_steps=False)
+    assert cpu_device(rec, cores=2) == plain
+    assert fit_bench_steps(plain, bench_step_list(rec)) is None
+    # Models without a trace (the bench's LSTM) are ignored, not guessed.
+    assert bench_step_list({"train_steps": [{"model": "lstm", "batch_size": 8, "step_ms": 5.0}]}) == []
+
+
+@pytest.mark.parametrize("name", ["bench-cpu-1.json", "bench-cpu-5.json"])
+def test_the_quiet_vm_records_are_within_35_percent_of_their_own_steps(name: str) -> None:
+    """The issue's target on this VM's quiet runs (docs/validation/cpu-vm-2026-11-24): the CPU
+    fitted on its steps predicts them with a median error within 35 % (and none off by 50 %:
+    the records' own steps scatter, e.g. run 1's batch 128 is slower than its batch 32)."""
+    import statistics
+
+    rec = json.loads((VAL / "cpu-vm-2026-11-24" / name).read_text())["devices"][0]
+    d = cpu_device(rec, cores=2)
+    assert any("fitted on its" in n for n in d.notes)
+    errs = [
+        abs(math.log(step_time(bench_trace(m), d, b, "fp32", optimizer="sgd-momentum").seconds / t))
+        for m, b, t in bench_step_list(rec)
+    ]
+    assert statistics.median(errs) < math.log(1.35)
+    assert max(errs) < math.log(1.5)
+
+
+def test_a_fit_that_disagrees_with_its_steps_says_so() -> None:
+    rec = _cpu_record()
+    # Steps that no per-op cost and rate explain: longer at batch 1 than at batch 128.
+    rec["train_steps"] = [
+        {"model": "simple_cnn", "batch_size": 1, "step_ms": 100.0},
+        {"model": "simple_cnn", "batch_size": 128, "step_ms": 1.0},
+        {"model": "transformer", "batch_size": 1, "step_ms": 200.0},
+        {"model": "transformer", "batch_size": 32, "step_ms": 2.0},
+    ]
+    base = cpu_device(rec, cores=2, fit_steps=False)
+    f = fit_bench_steps(base, bench_step_list(rec))
+    assert f is not None and f.rms_log_err > 0.35
+    assert any("disagree" in n for n in apply_bench_fit(base, f).notes)
+
+
+def test_the_local_cpu_band_follows_the_record_s_own_consistency() -> None:
+    from gpuselect.estimate.api import Assumptions, local_cpu_estimate, regime_band
+    from gpuselect.workloads.presets import PRESETS
+
+    def band(name: str) -> float:
+        rec = json.loads((VAL / "cpu-vm-2026-11-24" / name).read_text())["devices"][0]
+        est = local_cpu_estimate(PRESETS["gpt2-124m"], Assumptions(), cores=2, mhz=None, features=[], bench=rec)
+        assert est.throughput_samples_per_s
+        return est.error_band
+
+    assert band("bench-cpu-1.json") == regime_band("cpu", "NVIDIA")  # quiet: its fit explains its steps
+    assert band("bench-cpu-2.json") == regime_band("cpu_unsteady", "NVIDIA")  # a burst hit it
+    assert regime_band("cpu", "NVIDIA") < regime_band("cpu_unsteady", "NVIDIA")
