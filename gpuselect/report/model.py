@@ -339,8 +339,10 @@ def short_gpu_name(name: str) -> str:
 
 def local_marks(local: Any, left_out: set[str] | frozenset[str] = frozenset()) -> list[tuple[float, str]]:
     """This machine's devices as chart marks, (hours, label after "your "): identical GPUs (same
-    name, same estimate) share one mark ("8× H100 80GB HBM3"), so eight H100s draw one label,
-    not eight stacked ones. Devices without a time or left out (critical finding) are skipped."""
+    name, same estimate) share one mark ("8× H100 80GB HBM3 (each alone)"), so eight H100s draw one
+    label, not eight stacked ones. The time is each device's own (one GPU training alone): the
+    machine's GPUs together are an option of the estimate, with its own time. Devices without a
+    time or left out (critical finding) are skipped."""
     groups: dict[tuple[str, float], list[Any]] = {}
     for loc in local:
         if not loc.total_time_h or loc.device in left_out:
@@ -349,7 +351,7 @@ def local_marks(local: Any, left_out: set[str] | frozenset[str] = frozenset()) -
         groups.setdefault(key, []).append(loc)
     marks = []
     for (_, hours), locs in groups.items():
-        label = locs[0].device if len(locs) == 1 else f"{len(locs)}\u00d7 {short_gpu_name(locs[0].name)}"
+        label = locs[0].device if len(locs) == 1 else f"{len(locs)}\u00d7 {short_gpu_name(locs[0].name)} (each alone)"
         marks.append((hours, label))
     return marks
 

@@ -162,7 +162,7 @@ def test_identical_local_gpus_are_one_chart_mark() -> None:
     cpu = Ns(device="cpu", name="this CPU", total_time_h=900.0)
     gone = Ns(device="gpu9", name="NVIDIA GeForce RTX 4090", total_time_h=7.0)
     marks = local_marks([*same, other, cpu, gone], {"gpu9"})
-    assert marks == [(2.5, "8\u00d7 H100 80GB HBM3"), (7.0, "gpu8"), (900.0, "cpu")]
+    assert marks == [(2.5, "8\u00d7 H100 80GB HBM3 (each alone)"), (7.0, "gpu8"), (900.0, "cpu")]
 
 
 def test_memory_section_draws_a_stacked_bar_per_gpu_that_adds_up_to_the_peak(
