@@ -77,9 +77,9 @@ def bench_fit_lines() -> list[str]:
         )
 
     lines = ["", "## Bench records fitted on their own steps (from cpu-vm-2026-11-24/bench-fit.txt)"]
-    for rec, cols in recs.items():
+    for rec, errs_by in recs.items():
         for k in ("in-sample", "LOMO", "unfitted"):
-            lines.append(f"{rec:48s} {k:9s} {summ(cols[k])}")
+            lines.append(f"{rec:48s} {k:9s} {summ(errs_by[k])}")
     quiet = [r for r in recs if r.endswith(("bench-cpu-1.json", "bench-cpu-5.json"))]
     for k in ("in-sample", "LOMO", "unfitted"):
         errs = [e for r in quiet for e in recs[r][k]]
