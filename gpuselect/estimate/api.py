@@ -143,7 +143,7 @@ class Assumptions:
                 raise UsageError(f"the {label} {value:g} is outside {lo:g}..{hi:g}")
 
 
-@dataclass
+@dataclass(kw_only=True)  # 30-odd fields: built by keyword only
 class EstimateRow:
     gpu_id: str
     name: str

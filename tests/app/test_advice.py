@@ -107,7 +107,21 @@ def _row(
     gpu: str, hours: float, buy: float | None, cloud: float | None, band: float = 0.2, deadline: float = 72
 ) -> EstimateRow:
     return EstimateRow(
-        gpu, gpu, "geforce", 1, True, 8, 1.0, 1.0, hours, buy, cloud, 1.0, 0.5, band, meets_deadline=hours <= deadline
+        gpu_id=gpu,
+        name=gpu,
+        family="geforce",
+        count=1,
+        fits=True,
+        batch_size=8,
+        throughput_samples_per_s=1.0,
+        epoch_time_s=1.0,
+        total_time_h=hours,
+        buy_cost_usd=buy,
+        cloud_cost_usd=cloud,
+        energy_kwh=1.0,
+        co2_kg=0.5,
+        error_band=band,
+        meets_deadline=hours <= deadline,
     )
 
 
