@@ -32,7 +32,10 @@ def main(argv: list[str]) -> int:
     state: dict[str, object] = {}
 
     def close_when_busy() -> None:
+        if "live_at_close" in state:
+            return  # two progress events can queue two calls before the first runs: close once
         state["live_at_close"] = len(workers.live_workers())
+        state["bench_step_at_close"] = w.bench.step.text()  # says why, if the run already ended
         export = w._export_worker
         state["export_running_at_close"] = export is not None and export._thread.isRunning()
         t0 = time.monotonic()
