@@ -686,22 +686,20 @@ def local_cpu_estimate(
     )
     thr = batch / st.seconds
     measured = bool((rec.get("matmul_tflops") or {}).get("fp32"))
-    fitted = [n for n in d.notes if n.startswith("fitted on its")]
+    fit = d.bench_fit
     basis = (
         (
-            f"step-time model with this CPU's benchmark, {fitted[0]}, {prec}, batch {batch}"
-            if fitted
+            f"step-time model with this CPU's benchmark, {fit.describe()}, {prec}, batch {batch}"
+            if fit is not None
             else f"step-time model with this CPU's measured matmul ({d.peak_tflops['fp32'] * 1e3:.0f} GFLOP/s fp32), "
             f"bandwidth and per-op cost, {prec}, batch {batch}"
         )
         if measured
         else "unmeasured: " + "; ".join(d.notes) + " (run `gpuselect bench` for a measured figure)"
     )
-    from gpuselect.estimate.perf import UNSTEADY_NOTE
-
     # Only a device fitted on steps it explains takes the cpu band; one whose steps its fit misses
     # (a busy machine), or that has too few to fit, takes the band of such records.
-    unsteady = not fitted or any(UNSTEADY_NOTE in n for n in d.notes)
+    unsteady = fit is None or fit.unsteady
     band = regime_band("cpu_unsteady" if unsteady else "cpu", "NVIDIA") if measured else 1.0
     return LocalEstimate("cpu", name, thr, samples / thr / 3600, basis, band)
 
@@ -732,11 +730,11 @@ def local_gpu_estimate(
     e = match.entry
     d = benchmarked_gpu_device(e, bench) if bench else None
     r = _row(w, e, 1, a, perf, None, device=d)
-    fitted = [n for n in (d.notes if d is not None else ()) if n.startswith("fitted on its")]
+    fit = d.bench_fit if d is not None else None
     basis = f"catalog entry {e.id}; " + (
         (
-            f"step-time model with this card's benchmark, {fitted[0]}"
-            if fitted
+            f"step-time model with this card's benchmark, {fit.describe()}"
+            if fit is not None
             else "step-time model with this card's benchmark (matmul, bandwidth, launch overhead)"
         )
         if bench

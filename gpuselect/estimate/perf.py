@@ -491,6 +491,23 @@ class BenchFit:
         fitted = 3 if self.conv_scale != 1.0 else 2
         return self.rms_log_err > FIT_TRUST or self.steps <= fitted
 
+    def describe(self) -> str:
+        """The fit in words, for the device's notes and the local estimate's basis."""
+        text = (
+            f"fitted on its {self.steps} measured training steps ({', '.join(self.models)}): "
+            f"{self.dispatch_s * 1e6:.1f} us per op, kernels at {1 / self.device_scale:.2f}x the measured rates"
+        )
+        if self.conv_scale != 1.0:
+            text += f", convolutions at {1 / self.conv_scale:.2f}x that again"
+        if self.rms_log_err > FIT_TRUST:
+            text += (
+                f"; its steps disagree with the model by {100 * (math.exp(self.rms_log_err) - 1):.0f} % rms "
+                "(a busy machine, or work the model misjudges on this device)"
+            )
+        elif self.unsteady:
+            text += "; its steps disagree with the model or not: too few steps to tell"
+        return text
+
 
 #: The GPU fit's search box: per-op host cost 0.2 µs .. 20 ms, device factor 0.02 .. 50.
 _DISPATCH_RANGE = (2e-7, 2e-2)
@@ -498,7 +515,6 @@ _SCALE_RANGE = (0.02, 50.0)
 #: An in-sample rms log error above this is stated in the device's notes (e^0.35: 42 %), and the
 #: device's rows take the band of such records ("cpu_unsteady").
 FIT_TRUST = 0.35
-UNSTEADY_NOTE = "its steps disagree with the model"
 #: Weight of the prior log(device factor)^2: as much as one step 22 % off.
 _SCALE_PRIOR = 0.04
 
@@ -662,20 +678,8 @@ def apply_bench_fit(d: Any, f: BenchFit) -> Any:
         bandwidth_gbs=d.bandwidth_gbs / s,
         dispatch_s=f.dispatch_s,
         conv_factor=_conv_factor(d) / f.conv_scale if f.conv_scale != 1.0 else d.conv_factor,
-        notes=(
-            *d.notes,
-            f"fitted on its {f.steps} measured training steps ({', '.join(f.models)}): "
-            f"{f.dispatch_s * 1e6:.1f} us per op, kernels at {1 / s:.2f}x the measured rates"
-            + (f", convolutions at {1 / f.conv_scale:.2f}x that again" if f.conv_scale != 1.0 else "")
-            + (
-                f"; {UNSTEADY_NOTE} by {100 * (math.exp(f.rms_log_err) - 1):.0f} % rms "
-                "(a busy machine, or work the model misjudges on this device)"
-                if f.rms_log_err > FIT_TRUST
-                else f"; {UNSTEADY_NOTE} or not: too few steps to tell"
-                if f.unsteady
-                else ""
-            ),
-        ),
+        notes=(*d.notes, f.describe()),
+        bench_fit=f,
     )
 
 

@@ -27,11 +27,14 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuselect.catalog.schema import GpuEntry
 from gpuselect.errors import DataError
 from gpuselect.estimate.trace import Op, OpKind
+
+if TYPE_CHECKING:
+    from gpuselect.estimate.perf import BenchFit
 
 PARAMS_FILE = Path(__file__).resolve().parent / "data" / "steptime.json"
 
@@ -181,6 +184,7 @@ class DeviceModel:
     conv_factor: float | None = (
         None  # convolutions' rate against GEMMs where a benchmark fitted it (else the global one)
     )
+    bench_fit: BenchFit | None = None  # the fit on the benchmark's own training steps, where there was one
 
     def gemm_efficiency(self, pc: str, m: float, n: int, k: int) -> float:
         p = params()["gemm"]
