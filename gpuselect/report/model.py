@@ -356,6 +356,20 @@ def local_marks(local: Any, left_out: set[str] | frozenset[str] = frozenset()) -
     return marks
 
 
+def local_gpu_groups(local: Any) -> list[tuple[str, list[Any]]]:
+    """This machine's GPUs for "needs X of your Y GB": identical cards (same name, same peak per GPU)
+    once, as (label after "your ", e.g. "8× H100 80GB HBM3" or "gpu0 RTX 3090", the cards)."""
+    groups: dict[tuple[str, float | None], list[Any]] = {}
+    for loc in local:
+        if loc.device != "cpu":
+            groups.setdefault((loc.name, loc.peak_memory_gb), []).append(loc)
+    out = []
+    for (name, _), locs in groups.items():
+        who = locs[0].device if len(locs) == 1 else f"{len(locs)}\u00d7"
+        out.append((f"{who} {short_gpu_name(name)}", locs))
+    return out
+
+
 def _memory_section(result: Any, top: int) -> Section | None:
     """'Needs X of your Y GB' per GPU with its breakdown, as a table and a stacked bar each: this
     machine's GPUs first (identical cards once), then every option the estimate table shows, or,
@@ -412,15 +426,10 @@ def _memory_section(result: Any, top: int) -> Section | None:
             }
         )
 
-    groups: dict[tuple[str, float | None], list[Any]] = {}
-    for loc in result.local:
-        if loc.device != "cpu":
-            groups.setdefault((loc.name, loc.peak_memory_gb), []).append(loc)
-    for (name, _), locs in groups.items():
-        who = locs[0].device if len(locs) == 1 else f"{len(locs)}\u00d7"
+    for who, locs in local_gpu_groups(result.local):
         loc = locs[0]
         add(
-            f"your {who} {short_gpu_name(name)}",
+            f"your {who}",
             loc.peak_memory_gb,
             loc.vram_gb,
             loc.fits,

@@ -40,7 +40,7 @@ from gpuselect.estimate.recommend import STAGE_SHORT, explain, fmt_hours, option
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
 from gpuselect.gui.plots import themed_plot
 from gpuselect.gui.workers import CLOSING_PROPERTY, GeneratorWorker, call_in_generator
-from gpuselect.report.model import local_marks
+from gpuselect.report.model import local_gpu_groups, local_marks
 from gpuselect.types import TRAINING_PRECISIONS, Family, Mode, Precision, Stage, values
 
 SOURCES = ("Preset", "config.json", "Model file (.py)", "Parameters and FLOPs")
@@ -651,7 +651,7 @@ class EstimatePage(QWidget):
         rec = result.recommendation
         choice, why = explain(rec, self.money)
         left_out = {x.split(" ", 1)[0] for x in rec.excluded}
-        # identical GPUs once ("your 8× H100 80GB HBM3: 2.2 h"), as in the time-vs-cost chart
+        # identical GPUs once ("your 8× H100 80GB HBM3 (each alone): 2.2 h"), as in the time-vs-cost chart
         parts = [f"your {who}: {fmt_hours(hours)}" for hours, who in local_marks(result.local, left_out)]
         parts += [
             f"your {loc.device}: "
@@ -682,33 +682,22 @@ class EstimatePage(QWidget):
             self._show_memory(self.model.rows[self.proxy.mapToSource(current).row()])
 
     def _show_local_memory(self, result: Any) -> None:
-        """This machine's GPU(s): one bar, identical cards counted once (the peak is per GPU); where
-        the cards differ, the first one's, the others in the tooltip."""
-        from gpuselect.report.model import short_gpu_name
-
-        gpus = [loc for loc in result.local if loc.device != "cpu" and memory_breakdown(loc) is not None]
+        """This machine's GPU(s): one bar, identical cards counted once (the peak is per GPU, the
+        grouping the report's); where the cards differ, the first group's, the others in the tooltip."""
+        groups = [(who, locs) for who, locs in local_gpu_groups(result.local) if memory_breakdown(locs[0]) is not None]
         for w in (self.local_memory_text, self.local_memory_bar):
-            w.setVisible(bool(gpus))
-        if not gpus:
+            w.setVisible(bool(groups))
+        if not groups:
             return
-        first = gpus[0]
-        same = [g for g in gpus if g.name == first.name and g.peak_memory_gb == first.peak_memory_gb]
-        who = first.device if len(same) == 1 else f"{len(same)}\u00d7"
-        need, vram = float(first.peak_memory_gb or 0), float(first.vram_gb or 0)
-        self.local_memory_text.setText(
-            f"your {who} {short_gpu_name(first.name)}: needs {need:,.1f} of your {vram:,.0f} GB"
-            + ("" if first.fits else " (does not fit)")
-        )
-        self.local_memory_bar.set_parts(memory_breakdown(first) or {}, vram)
-        others = [g for g in gpus if g not in same]
-        if others:
-            self.local_memory_text.setToolTip(
-                "\n".join(
-                    f"your {g.device} {short_gpu_name(g.name)}: needs {float(g.peak_memory_gb or 0):,.1f} of your "
-                    f"{float(g.vram_gb or 0):,.0f} GB"
-                    for g in others
-                )
-            )
+
+        def needs(who: str, g: Any) -> str:
+            return f"your {who}: needs {float(g.peak_memory_gb or 0):,.1f} of your {float(g.vram_gb or 0):,.0f} GB"
+
+        who, locs = groups[0]
+        first = locs[0]
+        self.local_memory_text.setText(needs(who, first) + ("" if first.fits else " (does not fit)"))
+        self.local_memory_bar.set_parts(memory_breakdown(first) or {}, float(first.vram_gb or 0))
+        self.local_memory_text.setToolTip("\n".join(needs(w, locs[0]) for w, locs in groups[1:]))
 
     def _show_memory(self, row: Any) -> None:
         parts = memory_breakdown(row) if row is not None else None
