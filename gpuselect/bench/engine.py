@@ -427,19 +427,11 @@ def measure_launch(r: _Runner, res: DeviceResult) -> None:
 def _make_model(torch: Any, name: str) -> tuple[Any, Callable[[int], tuple[Any, Any]], Any]:
     nn = torch.nn
     if name == "simple_cnn":
-        # The background material's simple CNN: two conv + pool layers, two linear layers, 28x28x1 input.
-        model = nn.Sequential(
-            nn.Conv2d(1, 32, 3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(2),
-            nn.Conv2d(32, 64, 3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(2),
-            nn.Flatten(),
-            nn.Linear(64 * 7 * 7, 128),
-            nn.ReLU(),
-            nn.Linear(128, 10),
-        )
+        # The background material's simple CNN, the very module the simple-cnn preset's trace was
+        # taken from (the estimator fits a benchmarked device on these steps with that trace).
+        from gpuselect.workloads.reference_models import simple_cnn
+
+        model = simple_cnn()
 
         def batch(bs: int) -> tuple[Any, Any]:
             return torch.randn(bs, 1, 28, 28), torch.randint(0, 10, (bs,))
