@@ -80,7 +80,12 @@ def run(args: argparse.Namespace) -> int:
         + (
             a.interconnect.describe()
             if a.interconnect
-            else "spec link bandwidths (NVLink, PCIe, 25 GB/s between nodes)"
+            else "spec link bandwidths (NVLink, PCIe); between nodes "
+            + (
+                f"{a.network_gbs:g} GB/s per node"
+                if a.network_gbs is not None
+                else "each card's reference node (DGX A100 200, DGX H100/B200 400, PCIe servers 25 GB/s per node)"
+            )
         )
     )
     print(f"\nStage {rec.stage} — {STAGE_SHORT[rec.stage]}: {choice}\n{why}\n")
@@ -105,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
     sym = money.symbol
     for title, rows in (
         ("Single GPUs, fastest first", [r for r in ok if r.count == 1]),
-        ("Several GPUs", [r for r in ok if r.count > 1]),
+        ("Several GPUs", [r for r in ok if 1 < r.count <= a.gpus_per_node]),
+        (f"Clusters (nodes of {a.gpus_per_node})", [r for r in ok if r.count > a.gpus_per_node]),
     ):
         if not rows:
             continue

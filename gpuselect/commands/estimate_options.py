@@ -171,6 +171,14 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
         "--count", type=_counts, metavar="N[,N...]", help="evaluate exactly these GPU counts (e.g. 1,8,64)"
     )
     parser.add_argument(
+        "--network-gbs",
+        type=_number(float, 0.01, 1e5, "--network-gbs"),
+        default=None,
+        metavar="GB/S",
+        help="network bandwidth between nodes, GB/s per node (default: the card's reference node, e.g. "
+        "DGX A100 200, DGX H100/B200 400; PCIe servers 25)",
+    )
+    parser.add_argument(
         "--interconnect",
         metavar="FILE",
         help="a `gpuselect fleet` JSON report: use its measured all-reduce bandwidths for several GPUs instead of spec figures",
@@ -243,6 +251,7 @@ def assumptions(args: argparse.Namespace, settings: Any) -> Any:
         counts=args.count,
         sharding=args.sharding,
         offload=args.offload,
+        network_gbs=getattr(args, "network_gbs", None),
         interconnect=interconnect(args),
     )
 

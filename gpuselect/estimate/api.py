@@ -78,7 +78,7 @@ class Assumptions:
     counts: tuple[int, ...] | None = None  # evaluate exactly these GPU counts (--count)
     cluster_max_gpus: int = 1024  # stage 4: when no box meets the deadline or holds the model, up to this many
     gpus_per_node: int = 8
-    network_gbs: float = 25.0  # between nodes: 200 Gb/s InfiniBand per node
+    network_gbs: float | None = None  # between nodes, GB/s per node; None: the card's reference node (parallel.py)
     comm_overlap: float = 0.5  # unused since the step-time model (parallel.py overlaps per bucket); kept for callers
     amortisation_years: float | None = None  # spread a purchase over its useful life (None: whole price)
     interconnect: MeasuredInterconnect | None = None  # measured by `gpuselect fleet`; replaces spec links
@@ -123,7 +123,7 @@ class Assumptions:
             ("max GPUs", self.max_gpus, 1, 4096, True, False),
             ("cluster size", self.cluster_max_gpus, 1, 4096, True, False),
             ("GPUs per node", self.gpus_per_node, 1, 1024, True, False),
-            ("network bandwidth", self.network_gbs, 0.01, 1e5, False, False),
+            ("network bandwidth", self.network_gbs, 0.01, 1e5, False, True),
             ("communication overlap", self.comm_overlap, 0, 1, False, False),
             ("amortisation period", self.amortisation_years, 0.01, 100, False, True),
         ]
@@ -801,11 +801,14 @@ def estimate(
                 continue  # nobody builds it (an explicit --count is evaluated as asked)
             first = got[0] if got else None
             rows.append(_row(w, e, n, a, perf, None, single_fit=first, fit_out=got if n == 1 else None))
-    if not a.counts and not any(r.fits and r.meets_deadline for r in rows):
-        # Stage 4: no box holds the model in time; datacenter cards over nodes of gpus_per_node.
+    if not a.counts:
+        # Stage 4, per card: a datacenter card no box of which holds the model in time is tried over
+        # nodes of gpus_per_node (16, 32, ...), so "how many H100s?" has an answer even when another
+        # card's single box would do; the recommendation still takes the lowest stage that works.
         bigger = [n for n in CLUSTER_COUNTS if option_counts(a)[-1] < n <= a.cluster_max_gpus]
+        in_time = {r.gpu_id for r in rows if r.fits and r.meets_deadline}
         for e in entries:
-            if e.family not in SERVER_FAMILIES or e.form_factor not in SERVER_FORM_FACTORS:
+            if e.id in in_time or e.family not in SERVER_FAMILIES or e.form_factor not in SERVER_FORM_FACTORS:
                 continue
             for n in bigger:
                 r = _row(w, e, n, a, perf, None)

@@ -4,7 +4,8 @@ all-gathers and reduce-scatter, over NVLink/NVSwitch, PCIe or the network betwee
 Ring algorithms (NCCL/RCCL): an all-reduce of S bytes over N GPUs moves 2(N-1)/N x S per GPU, an
 all-gather or reduce-scatter (N-1)/N x S, at the slowest link's bandwidth per direction.
 Between nodes NCCL runs one ring per NIC (or a tree), so the node's network bandwidth carries the
-whole stream: per-GPU ring bandwidth = min(intra-node link, network_gbs per node).
+whole stream: per-GPU ring bandwidth = min(intra-node link, network_gbs per node); by default the
+network of the card's reference node (``reference_network_gbs``).
 DDP buckets gradients (25 MB) and reduces them while the backward pass runs: only what does not
 fit under the backward, plus the last bucket, is exposed. FSDP prefetches the next layer's
 weights while the current one computes: what exceeds ``fsdp_overlap`` x compute is exposed.
@@ -50,11 +51,39 @@ def peer_to_peer(e: GpuEntry) -> bool:
     return not (e.vendor == "NVIDIA" and e.family == "geforce" and e.architecture in NO_P2P_GEFORCE_ARCHS)
 
 
+#: The compute fabric of each board's reference 8-GPU node, GB/s per node (what rented clusters of
+#: these cards are built like): DGX-1 4x EDR 100 Gb/s; DGX A100 8x HDR 200 Gb/s; DGX H100/H200 and
+#: DGX B200 8x NDR 400 Gb/s; DGX B300 8x ConnectX-8 800 Gb/s; MI300X/MI325X/MI355X platforms 8x
+#: 400 Gb/s; MI250X nodes (HPE Cray EX235a) 4x 200 Gb/s. Sources: the NVIDIA DGX datasheets and user
+#: guides, AMD Instinct platform briefs, HPE EX235a spec (as named; not measured here).
+REFERENCE_NETWORK_GBS = {
+    "Pascal": 50.0,
+    "Volta": 50.0,
+    "Ampere": 200.0,
+    "Hopper": 400.0,
+    "Blackwell": 400.0,
+    "Blackwell Ultra": 800.0,
+    "CDNA 2": 100.0,
+    "CDNA 3": 400.0,
+    "CDNA 4": 400.0,
+}
+#: A PCIe server's network: one 200 Gb/s NIC.
+PCIE_SERVER_NETWORK_GBS = 25.0
+
+
+def reference_network_gbs(e: GpuEntry) -> float:
+    """Between nodes, when the user set no figure: the network of the card's reference node
+    (SXM/OAM boards), else a PCIe server's single 200 Gb/s NIC."""
+    if e.form_factor in ("sxm", "oam"):
+        return REFERENCE_NETWORK_GBS.get(e.architecture, PCIE_SERVER_NETWORK_GBS)
+    return PCIE_SERVER_NETWORK_GBS
+
+
 def link_bandwidth(
     e: GpuEntry,
     count: int,
     gpus_per_node: int,
-    network_gbs: float,
+    network_gbs: float | None,
     p: CommParams,
     measured: tuple[float, str] | None = None,
 ) -> tuple[float, str]:
@@ -73,9 +102,10 @@ def link_bandwidth(
             intra *= p.host_staged_factor
             name += " through host memory (no peer-to-peer)"
     if count > gpus_per_node:
-        inter = network_gbs * p.efficiency
+        net = reference_network_gbs(e) if network_gbs is None else network_gbs
+        inter = net * p.efficiency
         if inter < intra:
-            return inter, f"network {network_gbs:g} GB/s per node"
+            return inter, f"network {net:g} GB/s per node" + (" (the card's reference node)" if network_gbs is None else "")
     return intra, name
 
 
@@ -85,7 +115,7 @@ def ddp_allreduce(
     e: GpuEntry,
     count: int,
     gpus_per_node: int,
-    network_gbs: float,
+    network_gbs: float | None,
     p: CommParams = CommParams(),
     *,
     measured: tuple[float, str] | None = None,
@@ -106,7 +136,7 @@ def fsdp_traffic(
     e: GpuEntry,
     count: int,
     gpus_per_node: int,
-    network_gbs: float,
+    network_gbs: float | None,
     p: CommParams = CommParams(),
     *,
     reshard_after_forward: bool = True,

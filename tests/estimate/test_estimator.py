@@ -244,6 +244,8 @@ def test_estimate_cli_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
         ["--workload", "resnet50", "--gpus", "no-such-gpu"],
         ["--workload", "resnet50", "--deadline-hours", "inf"],
         ["--params", "1e30", "--flops-per-sample", "1e9"],
+        ["--workload", "resnet50", "--network-gbs", "0"],
+        ["--workload", "resnet50", "--network-gbs", "fast"],
     ],
 )
 def test_estimate_cli_rejects_nonsense_with_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -327,6 +329,19 @@ def test_cpu_estimate_from_a_measured_benchmark() -> None:
     assert fast.total_time_h < est.total_time_h
     unmeasured = local_cpu_estimate(w, Assumptions(), cores=2, mhz=2600, features=["avx2"])
     assert unmeasured.basis.startswith("unmeasured") and unmeasured.error_band == 1.0
+
+
+def test_estimate_cli_lists_clusters_apart_and_names_the_network(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "--workload", "llama-70b-full", "--gpus", "nvidia-h100-sxm5-80gb,amd-mi300x"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "each card's reference node" in out
+    box, clusters = out.split("Clusters (nodes of 8):", 1)
+    assert "8x Instinct MI300X" in box and "x H100 SXM5 80GB" in clusters.split("\n\n")[0]
+    assert main([*argv, "--network-gbs", "25", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    big = [r for r in doc["rows"] if r["count"] > 8 and r["fits"]]
+    assert big and all("25 GB/s per node" in r["link_basis"] for r in big)
 
 
 def test_estimate_cli_reads_a_bench_file(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -141,3 +141,39 @@ def test_llama_70b_full_stage_follows_memory_and_deadline(catalog) -> None:  # t
     tight = A.estimate(w, A.Assumptions(deadline_hours=0.5 * best_box), catalog, local=[])
     assert tight.recommendation.stage == 4 and tight.recommendation.deadline_met
     assert tight.recommendation.option is not None and tight.recommendation.option["count"] > 8
+
+
+def test_a_card_no_box_of_which_holds_the_model_is_tried_over_nodes(catalog) -> None:  # type: ignore[no-untyped-def]
+    """'How many H100s for 70B full fine-tuning?' has an answer although 8 MI300X would do: each
+    datacenter card whose boxes fail is tried at 16, 32, ... GPUs, and stops at the first count
+    that holds it in time; a card whose box works is not."""
+    w = PRESETS["llama-70b-full"]
+    res = A.estimate(w, A.Assumptions(), catalog, local=[])
+    h100 = sorted((r for r in res.rows if r.gpu_id == "nvidia-h100-sxm5-80gb"), key=lambda r: r.count)
+    big = [r for r in h100 if r.count > 8]
+    assert big and big[-1].fits and big[-1].meets_deadline
+    assert all(not (r.fits and r.meets_deadline) for r in h100[:-1])
+    assert not any(r.gpu_id == "amd-mi300x" and r.count > 8 for r in res.rows)  # its box of 8 works
+    assert res.recommendation.per_stage["4"] is not None  # the chart's cluster bar
+    # Between nodes: the card's reference node (DGX H100: 8x 400 Gb/s) unless the user names a figure.
+    n = big[-1].count
+    assert big[-1].link_basis is not None and "400 GB/s per node (the card's reference node)" in big[-1].link_basis
+    slow = A.estimate(w, A.Assumptions(network_gbs=25.0, counts=(n,)), catalog, gpu_ids=["nvidia-h100-sxm5-80gb"], local=[])
+    row = slow.rows[0]
+    assert row.link_basis is not None and "25 GB/s per node" in row.link_basis and "reference" not in row.link_basis
+    assert row.total_time_h is not None and big[-1].total_time_h is not None
+    assert row.total_time_h > 1.5 * big[-1].total_time_h
+
+
+def test_reference_node_network(catalog) -> None:  # type: ignore[no-untyped-def]
+    got = {g: P.reference_network_gbs(catalog.get(g)) for g in (
+        "nvidia-a100-sxm4-80gb", "nvidia-h100-sxm5-80gb", "nvidia-b300", "amd-mi300x", "nvidia-l40s", "nvidia-h100-pcie-80gb"
+    )}
+    assert got == {
+        "nvidia-a100-sxm4-80gb": 200.0,
+        "nvidia-h100-sxm5-80gb": 400.0,
+        "nvidia-b300": 800.0,
+        "amd-mi300x": 400.0,
+        "nvidia-l40s": 25.0,
+        "nvidia-h100-pcie-80gb": 25.0,
+    }
