@@ -1,8 +1,10 @@
 """How long does estimating a workload on the whole catalog take?
 
-Rerun:  PYTHONPATH=. python benchmarks/estimate_speed.py
+Rerun:  PYTHONPATH=. python benchmarks/estimate_speed.py > docs/validation/steptime-2026-11-23/speed.txt
+(scripts/refit runs it last)
 1. In process: ``estimate()`` over every catalog GPU at 1, 2, 4 and 8 GPUs (plus the stage-4
-   cluster counts where no box meets the deadline) and the recommendation, for a few presets,
+   cluster counts of each datacenter card none of whose boxes holds the model in time) and the
+   recommendation, for a few presets,
    after the catalog and the step-time parameters are loaded (targets: <= 100 ms).
 2. As a process: ``python -m gpuselect estimate`` for a preset and for a --config file
    (targets: <= 1 s and <= 3 s), wall clock including Python start-up.
