@@ -105,7 +105,9 @@ def link_bandwidth(
         net = reference_network_gbs(e) if network_gbs is None else network_gbs
         inter = net * p.efficiency
         if inter < intra:
-            return inter, f"network {net:g} GB/s per node" + (" (the card's reference node)" if network_gbs is None else "")
+            return inter, f"network {net:g} GB/s per node" + (
+                " (the card's reference node)" if network_gbs is None else ""
+            )
     return intra, name
 
 

@@ -158,7 +158,9 @@ def test_a_card_no_box_of_which_holds_the_model_is_tried_over_nodes(catalog) -> 
     # Between nodes: the card's reference node (DGX H100: 8x 400 Gb/s) unless the user names a figure.
     n = big[-1].count
     assert big[-1].link_basis is not None and "400 GB/s per node (the card's reference node)" in big[-1].link_basis
-    slow = A.estimate(w, A.Assumptions(network_gbs=25.0, counts=(n,)), catalog, gpu_ids=["nvidia-h100-sxm5-80gb"], local=[])
+    slow = A.estimate(
+        w, A.Assumptions(network_gbs=25.0, counts=(n,)), catalog, gpu_ids=["nvidia-h100-sxm5-80gb"], local=[]
+    )
     row = slow.rows[0]
     assert row.link_basis is not None and "25 GB/s per node" in row.link_basis and "reference" not in row.link_basis
     assert row.total_time_h is not None and big[-1].total_time_h is not None
@@ -166,9 +168,17 @@ def test_a_card_no_box_of_which_holds_the_model_is_tried_over_nodes(catalog) -> 
 
 
 def test_reference_node_network(catalog) -> None:  # type: ignore[no-untyped-def]
-    got = {g: P.reference_network_gbs(catalog.get(g)) for g in (
-        "nvidia-a100-sxm4-80gb", "nvidia-h100-sxm5-80gb", "nvidia-b300", "amd-mi300x", "nvidia-l40s", "nvidia-h100-pcie-80gb"
-    )}
+    got = {
+        g: P.reference_network_gbs(catalog.get(g))
+        for g in (
+            "nvidia-a100-sxm4-80gb",
+            "nvidia-h100-sxm5-80gb",
+            "nvidia-b300",
+            "amd-mi300x",
+            "nvidia-l40s",
+            "nvidia-h100-pcie-80gb",
+        )
+    }
     assert got == {
         "nvidia-a100-sxm4-80gb": 200.0,
         "nvidia-h100-sxm5-80gb": 400.0,
