@@ -310,3 +310,21 @@ def test_checkpointing_choice_reaches_the_estimate_and_local_gpus_show_their_mem
     full = next(loc for loc in page.result.local if loc.device == "gpu0").peak_memory_gb
     assert full < sel  # full checkpointing keeps less than selective
     page.shutdown()
+
+
+def test_network_setting_reaches_the_cluster_rows(qtbot) -> None:
+    """The GUI's network field is the CLI's --network-gbs: 0 (the default) means each card's
+    reference node; a figure replaces it on the cluster rows the 70B preset brings."""
+    page = _page(qtbot, "h100x8", "llama-70b-full")
+    assert page.network.value() == 0 and page.network.specialValueText() == "card's reference node"
+    _run(qtbot, page)
+    assert page.result.assumptions.network_gbs is None
+    sxm = "nvidia-h100-sxm5-80gb"  # NVLink in the box: the network is the slower link
+    big = [r for r in page.result.rows if r.gpu_id == sxm and r.count > 8 and r.fits]
+    assert big and all("400 GB/s per node (the card's reference node)" in (r.link_basis or "") for r in big)
+    page.network.setValue(25)
+    _run(qtbot, page)
+    assert page.result.assumptions.network_gbs == 25
+    big = [r for r in page.result.rows if r.gpu_id == sxm and r.count > 8 and r.fits]
+    assert big and all("25 GB/s per node" in (r.link_basis or "") for r in big)
+    page.shutdown()

@@ -229,6 +229,13 @@ class EstimatePage(QWidget):
         self.max_gpus.addItems(["1", "2", "4", "8", "16", "32", "64"])
         self.max_gpus.setCurrentText("8")
         self.max_gpus.setToolTip("More than 8 GPUs means several machines: stage 4, a cluster")
+        self.network = QDoubleSpinBox(minimum=0, maximum=1e5, value=0, decimals=0, suffix=" GB/s per node")
+        self.network.setSpecialValueText("card's reference node")  # 0: the default, as the CLI's --network-gbs
+        self.network.setGroupSeparatorShown(True)
+        self.network.setToolTip(
+            "Network between nodes for clusters (> 8 GPUs). Default: the card's reference node\n"
+            "(DGX A100 200, DGX H100/B200 400 GB/s per node; PCIe servers 25 GB/s)"
+        )
         from gpuselect.estimate.memory import CHECKPOINTINGS
 
         self.checkpointing = QComboBox()
@@ -250,6 +257,7 @@ class EstimatePage(QWidget):
             ("&Electricity:", self.electricity),
             ("&Max GPUs:", self.max_gpus),
             ("Chec&kpointing:", self.checkpointing),
+            ("&Network:", self.network),
         ):
             lab = QLabel(label)
             lab.setBuddy(widget)
@@ -457,6 +465,7 @@ class EstimatePage(QWidget):
             self.electricity.valueChanged,
             self.max_gpus.currentIndexChanged,
             self.checkpointing.currentIndexChanged,
+            self.network.valueChanged,
         ):
             sig.connect(self._schedule)
         self.source.currentIndexChanged.connect(self.source_stack.setCurrentIndex)
@@ -587,6 +596,7 @@ class EstimatePage(QWidget):
             max_gpus=int(self.max_gpus.currentText()),
             grid_kg_co2_per_kwh=self.grid,
             checkpointing=None if self.checkpointing.currentText() == "auto" else self.checkpointing.currentText(),
+            network_gbs=self.network.value() or None,
         )
 
     # --- the estimate, in a worker -------------------------------------------------------------------
