@@ -201,7 +201,12 @@ def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
     s.lines.append(
         f"Precision {a.precision}, optimizer {a.optimizer}, batch {a.batch_size or 'auto'}, {dataset:,} samples x {epochs} epochs, "
         f"deadline {fmt_hours(a.deadline_hours)}, budget {money(a.budget_usd) if a.budget_usd else 'none'}, "
-        f"electricity {money.per_kwh(a.electricity_usd_per_kwh)}, grid {a.grid_kg_co2_per_kwh} kg CO2/kWh, up to {a.max_gpus} GPUs."
+        f"electricity {money.per_kwh(a.electricity_usd_per_kwh)}, grid {a.grid_kg_co2_per_kwh} kg CO2/kWh, up to {a.max_gpus} GPUs in a box; "
+        + (
+            f"clusters over nodes of {a.gpus_per_node} joined by {a.network_gbs:g} GB/s per node."
+            if a.network_gbs is not None
+            else f"clusters over nodes of {a.gpus_per_node} joined by each card's reference node network."
+        )
     )
     s.lines.append(
         "Prices: launch prices from vendors and Epoch AI; cloud prices are the cheapest on-demand offers in SkyPilot's "
