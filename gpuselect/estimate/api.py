@@ -700,7 +700,8 @@ def local_cpu_estimate(
     # Only a device fitted on steps it explains takes the cpu band; one whose steps its fit misses
     # (a busy machine), or that has too few to fit, takes the band of such records.
     unsteady = fit is None or fit.unsteady
-    band = regime_band("cpu_unsteady" if unsteady else "cpu", "NVIDIA") if measured else 1.0
+    # Unmeasured: the band of our CPU records predicted from what detect sees (regime cpu_spec).
+    band = regime_band(("cpu_unsteady" if unsteady else "cpu") if measured else "cpu_spec", "NVIDIA")
     return LocalEstimate("cpu", name, thr, samples / thr / 3600, basis, band)
 
 

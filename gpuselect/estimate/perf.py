@@ -711,6 +711,20 @@ def _bench_steps(rec: dict[str, Any]) -> list[dict[str, Any]]:
     return [s for s in steps if isinstance(s, dict)]
 
 
+def cpu_fma_flops_per_cycle(features: list[str] | tuple[str, ...]) -> int:
+    """fp32 FLOP per cycle and core of the widest FMA the CPU has: two FMA units of 16 (AVX-512),
+    8 (AVX2/FMA) or 4 lanes (AVX without FMA: a multiply and an add port), 2 FLOP each; else SSE's
+    4 lanes x 2. An upper bound: some AVX-512 parts have one 512-bit FMA unit."""
+    f = set(features)
+    if "avx512f" in f:
+        return 64
+    if "fma" in f and "avx2" in f:
+        return 32
+    if "avx" in f:
+        return 16
+    return 8
+
+
 def cpu_device(
     rec: dict[str, Any] | None,
     *,
@@ -723,8 +737,9 @@ def cpu_device(
     """A CPU as a device: its peak is its measured matmul rate, its bandwidth the measured copy
     rate, its per-op cost its measured launch overhead x the fitted ratio. Where the record holds
     measured training steps of the bench's models (``fit_steps``), the per-op cost and a factor on
-    all rates are fitted on them (``fit_bench_steps``). Without a benchmark: cores x clock x
-    FLOP/cycle at 25 % (stated in the basis), 10 GB/s, 20 µs per op."""
+    all rates are fitted on them (``fit_bench_steps``). Without a benchmark: cores x clock x FMA
+    FLOP/cycle x the share fitted on our CPU records (``cpu.spec_gemm_share``, stated in the basis),
+    ``cpu.spec_gbs_per_core`` x cores of bandwidth, a 5 µs launch x the host ratio per op."""
     from gpuselect.estimate.roofline import DeviceModel, params
 
     p = params()
@@ -732,10 +747,11 @@ def cpu_device(
     mm = rec.get("matmul_tflops") or {}
     fp32 = mm.get("fp32")
     notes: list[str] = []
+    spec = p["cpu"]
+    share = float(spec.get("spec_gemm_share", 0.5))
     if not fp32:
-        per_cycle = 32 if "avx512f" in features else 16 if "avx2" in features else 8
-        fp32 = (cores or 2) * (mhz or 2500.0) * 1e6 * per_cycle / 1e12 * 0.25
-        notes.append("unmeasured CPU: cores x clock x FLOP/cycle x 25 %")
+        fp32 = (cores or 2) * (mhz or 2500.0) * 1e6 * cpu_fma_flops_per_cycle(features) / 1e12 * share
+        notes.append(f"its rate taken as cores x clock x FMA FLOP/cycle x {share:.0%}")
     peaks = {"fp32": float(fp32)}
     for prec in ("bf16", "fp16"):
         if mm.get(prec):
@@ -750,7 +766,9 @@ def cpu_device(
         arch="cpu",
         peak_tflops=peaks,
         vector_tflops=float(fp32),
-        bandwidth_gbs=float(rec.get("memory_bandwidth_gbs") or 10.0),
+        bandwidth_gbs=float(
+            rec.get("memory_bandwidth_gbs") or max(1, cores or 2) * float(spec.get("spec_gbs_per_core", 5.0))
+        ),
         units=max(1, cores or 1),
         gemm_eff={"fp32": 1.0, "16": 1.0, "tf32": 1.0, "fp8": 1.0},
         mem_eff=1.0,

@@ -79,6 +79,18 @@ def h100_launch_us() -> float:
 
 H100_HOST_BENCH = ROOT / "docs" / "validation" / "h100-2026-11-22" / "bench-quick.json"
 H100_HOST_CORES = 16  # detect.json: 16-core Xeon with AMX
+#: What `gpuselect detect` saw of each machine's CPU (cores, clock, ISA): what the app's
+#: unmeasured CPU estimate starts from.
+H100_HOST_DETECT = ROOT / "docs" / "validation" / "h100-2026-11-22" / "detect.json"
+VM_DETECT = ROOT / "docs" / "validation" / "cpu-vm-2026-11-24" / "detect-cpu.json"
+
+
+def cpu_facts(label: str) -> tuple[int, float | None, list[str]]:
+    """(cores, MHz, ISA features) of the machine a CPU record (``cpu_records``' label) ran on."""
+    path = H100_HOST_DETECT if label == H100_HOST_BENCH.name else VM_DETECT
+    cpu = json.loads(path.read_text())["cpu"]
+    mhz = cpu.get("max_mhz") or cpu.get("current_mhz")
+    return int(cpu.get("physical_cores") or cpu.get("logical_cores") or 1), mhz, list(cpu.get("features") or [])
 
 
 #: This VM's own runs of `gpuselect bench --device cpu`, each with the load average before and

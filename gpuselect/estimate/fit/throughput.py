@@ -40,6 +40,7 @@ from gpuselect.estimate.perf import (
     bench_trace,
     benchmarked_gpu_device,
     cpu_device,
+    cpu_fma_flops_per_cycle,
     fit_bench_steps,
     step_time,
 )
@@ -486,6 +487,50 @@ def small_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
         for rec, cores, label in S.cpu_records(which):
             src = "cpu-fit" if which == "fit" else "cpu-vm"
             out += _lomo_cases(src, cpu_device(rec, cores=cores, fit_steps=False), rec, label, "cpu", None)
+            if which == "fit":  # quiet records: what the CPU does, not what a busy machine left it
+                out += _spec_cpu_cases(rec, label)
+    return out
+
+
+def _spec_cpu_cases(rec: dict[str, Any], label: str) -> list[Case]:
+    """The same measured steps predicted as the app does with no benchmark: the CPU from what
+    `detect` sees of it (cores x clock x FLOP/cycle at the assumed share, ``perf.cpu_device``);
+    their errors are the band of an unmeasured CPU (regime ``cpu_spec``)."""
+    from gpuselect.estimate.fit import steps as S  # noqa: N812 - as in small_cases
+    from gpuselect.estimate.fit.__main__ import fit_cpu_spec
+
+    cores, mhz, features = S.cpu_facts(label)
+    d = cpu_device(None, cores=cores, mhz=mhz, features=features)
+    # Leave this machine out: its share of the FMA peak and bandwidth per core from the others'.
+    others = [r for r in S.cpu_records("fit") if S.cpu_facts(r[2])[:2] != (cores, mhz)]
+    spec = fit_cpu_spec(others)["params"]
+    if spec:
+        fp32 = cores * (mhz or 2500.0) * 1e6 * cpu_fma_flops_per_cycle(features) / 1e12 * spec["spec_gemm_share"]
+        d = replace(
+            d,
+            peak_tflops={**d.peak_tflops, "fp32": fp32},
+            vector_tflops=fp32,
+            bandwidth_gbs=cores * spec["spec_gbs_per_core"],
+        )
+    out = []
+    for model, b, t in bench_step_list(rec):
+        st = step_time(bench_trace(model), d, b, "fp32", optimizer="sgd-momentum")
+        out.append(
+            Case(
+                "cpu-spec",
+                model.replace("_", "-"),
+                label,
+                "cpu",
+                1,
+                "fp32",
+                b,
+                b / t,
+                b / st.seconds,
+                "cpu_spec",
+                st.bound,
+                f"unmeasured CPU: {cores} cores, {mhz} MHz, from detect; rates fitted on the other machine(s)",
+            )
+        )
     return out
 
 
