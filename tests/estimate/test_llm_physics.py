@@ -141,3 +141,42 @@ def test_llama_70b_full_stage_follows_memory_and_deadline(catalog) -> None:  # t
     tight = A.estimate(w, A.Assumptions(deadline_hours=0.5 * best_box), catalog, local=[])
     assert tight.recommendation.stage == 4 and tight.recommendation.deadline_met
     assert tight.recommendation.option is not None and tight.recommendation.option["count"] > 8
+
+
+def _attention_rate(d: R.DeviceModel, seq: int, head_dim: int, causal: bool) -> float:
+    """TFLOP/s of one fused attention forward at 16k tokens (the FlashAttention-2 charts' setup)."""
+    from gpuselect.estimate.trace import Op
+
+    heads = 2048 // head_dim
+    batch = 16384 // seq
+    op = Op(
+        OpKind.ATTENTION,
+        Phase.FORWARD,
+        "sdpa",
+        flops_per_sample=4.0 * seq * seq * 2048 * (0.5 if causal else 1.0),
+        m_per_sample=seq * heads,
+        n=seq,
+        k=head_dim,
+        causal=causal,
+    )
+    t = R.op_time(d, op, batch, "bf16")[0]
+    return op.flops_per_sample * batch / t / 1e12
+
+
+def test_attention_rate_follows_head_dim_and_causal_blocks(catalog) -> None:  # type: ignore[no-untyped-def]
+    """The FlashAttention-2 charts: head dim 64 runs ~13 % below 128 (per-score-element softmax work
+    against per-element MACs); a causal mask costs most at short sequences (the diagonal blocks run
+    in full while half their FLOPs count), little at 16k."""
+    d = R.catalog_device(catalog.get("nvidia-h100-sxm5-80gb"))
+    for causal in (False, True):
+        ratio = _attention_rate(d, 16384, 64, causal) / _attention_rate(d, 16384, 128, causal)
+        assert 0.8 < ratio < 0.95  # charts: 296/338 = 0.88 (non-causal), 284/328 = 0.87 (causal)
+    short = _attention_rate(d, 512, 128, True) / _attention_rate(d, 512, 128, False)
+    long = _attention_rate(d, 16384, 128, True) / _attention_rate(d, 16384, 128, False)
+    assert 0.5 < short < 0.75  # charts: 163/248 = 0.66
+    assert 0.92 < long <= 1.0  # charts: 328/338 = 0.97
+    # causal attention in a Llama trace is marked so; BERT's is not
+    llama, bert = PRESETS["llama-8b-lora"].shape, PRESETS["bert_large_squad"].shape
+    assert llama is not None and bert is not None
+    assert all(o.causal for o in transformer_trace(llama).ops if o.kind is OpKind.ATTENTION)
+    assert not any(o.causal for o in transformer_trace(bert).ops if o.kind is OpKind.ATTENTION)
