@@ -684,7 +684,11 @@ def trace_to_dict(t: StepTrace) -> dict[str, Any]:
     }
     d["notes"] = list(t.notes)
     d["ops"] = [
-        {k: (getattr(o, k).value if k in ("kind", "phase") else getattr(o, k)) for k in Op.__dataclass_fields__}
+        {
+            k: (getattr(o, k).value if k in ("kind", "phase") else getattr(o, k))
+            for k in Op.__dataclass_fields__
+            if k != "causal" or o.causal  # written only where set: traces shipped before the field read the same
+        }
         for o in t.ops
     ]
     return d

@@ -180,3 +180,45 @@ def test_attention_rate_follows_head_dim_and_causal_blocks(catalog) -> None:  # 
     assert llama is not None and bert is not None
     assert all(o.causal for o in transformer_trace(llama).ops if o.kind is OpKind.ATTENTION)
     assert not any(o.causal for o in transformer_trace(bert).ops if o.kind is OpKind.ATTENTION)
+    from gpuselect.workloads.traces import trace_from_dict, trace_to_dict
+
+    t = transformer_trace(llama)
+    assert trace_from_dict(trace_to_dict(t)).ops == t.ops  # the flag survives a shipped trace's round trip
+
+
+def test_qlora_costs_lora_plus_the_dequantisation_traffic(catalog) -> None:  # type: ignore[no-untyped-def]
+    """bitsandbytes NF4 dequantises every quantised weight to 16 bits once per forward and once per
+    backward (and once more in the recompute): 0.5 byte read + 2 bytes written per weight, a
+    streaming kernel. QLoRA's step is LoRA's plus that traffic at the streaming bandwidth."""
+    for gpu in ("nvidia-h100-sxm5-80gb", "nvidia-rtx-4090"):
+        e = catalog.get(gpu)
+        d = A.device_for(e)
+        for ckpt in (False, True):
+            lora = A.predict_step(PRESETS["llama-8b-lora"], d, e, 2, "bf16", checkpointing=ckpt)[0]
+            qlora = A.predict_step(PRESETS["llama-8b-qlora"], d, e, 2, "bf16", checkpointing=ckpt)[0]
+            trace = A.trace_cached(PRESETS["llama-8b-qlora"], ckpt)
+            weights = sum(o.elems_fixed * o.count for o in trace.ops if o.kind is OpKind.DEQUANT)
+            # forward + backward (+ recompute) passes over the ~7 B quantised linear weights
+            assert weights == pytest.approx((3 if ckpt else 2) * 6.98e9, rel=0.02)
+            expected = weights * 2.5 / (d.bandwidth_gbs * 1e9 * d.mem_eff)
+            assert qlora.seconds - lora.seconds == pytest.approx(expected, rel=0.1)
+
+
+def test_8b_lora_base_gemms_are_compute_bound_and_the_optimizer_sees_adapters_only(catalog) -> None:  # type: ignore[no-untyped-def]
+    """At 2 x 2048 tokens every frozen base-weight GEMM of Llama 3.1 8B has ~4k rows: far more FLOPs
+    per byte than any GPU's ridge point. The optimizer updates the adapters (~42 M parameters),
+    not the 8 B weights, so its step is a few thousandths of full fine-tuning's."""
+    w = PRESETS["llama-8b-lora"]
+    trace = A.trace_cached(w, False)
+    base = [o for o in trace.ops if o.kind is OpKind.GEMM and "lora_" not in o.name and "lm_head" not in o.name]
+    assert base and not any(o.name.endswith(".dW") for o in base)  # frozen: no weight gradients
+    for gpu in ("nvidia-h100-sxm5-80gb", "nvidia-a100-sxm4-80gb", "nvidia-rtx-4090", "nvidia-l40s"):
+        d = A.device_for(catalog.get(gpu))
+        for o in base:
+            _t, t_c, t_m = R.op_time(d, o, 2, "bf16")
+            assert t_c > 2 * t_m, (gpu, o.name)
+        e = catalog.get(gpu)
+        lora = A.predict_step(w, d, e, 1, "bf16")[0].breakdown["optimizer"]
+        full = A.predict_step(PRESETS["llama-8b-full"], d, e, 1, "bf16")[0].breakdown["optimizer"]
+        assert lora < 0.01 * full
+
