@@ -184,6 +184,14 @@ def test_attention_rate_follows_head_dim_and_causal_blocks(catalog) -> None:  # 
 
     t = transformer_trace(llama)
     assert trace_from_dict(trace_to_dict(t)).ops == t.ops  # the flag survives a shipped trace's round trip
+    # the meta tracer marks SDPA called with is_causal (GPT-2's shipped trace), not BERT's
+    from gpuselect.workloads.traces import shipped_trace
+
+    for wid, causal in (("gpt2-124m", True), ("bert_base_squad", False)):
+        shipped = shipped_trace(wid)
+        assert shipped is not None
+        att = [o for o in shipped.ops if o.kind is OpKind.ATTENTION]
+        assert att and all(o.causal is causal for o in att)
 
 
 def test_qlora_costs_lora_plus_the_dequantisation_traffic(catalog) -> None:  # type: ignore[no-untyped-def]
