@@ -53,7 +53,7 @@ def main() -> int:
     for c in T.foundry_cases(catalog):
         if c.spec is None:
             continue
-        w, e, mb, prec, kw, units = c.spec
+        w, e, mb, prec, kw, _units = c.spec
         key = (c.workload, c.gpu, c.count, c.precision, c.batch, c.note)
         if key not in loso:
             continue
@@ -126,9 +126,7 @@ def main() -> int:
             )
     out.append("")
     for lo, hi in ((0, 0.05), (0.05, 0.15), (0.15, 0.3), (0.3, 0.5), (0.5, 1.0)):
-        group(
-            f"attention share {100 * lo:.0f}-{100 * hi:.0f} %", [r for r in rows if lo <= r["att"] < hi]
-        )
+        group(f"attention share {100 * lo:.0f}-{100 * hi:.0f} %", [r for r in rows if lo <= r["att"] < hi])
     out += [
         "",
         "## Rows above 8k tokens: the attention rate the measurement implies",

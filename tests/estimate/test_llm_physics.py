@@ -229,4 +229,3 @@ def test_8b_lora_base_gemms_are_compute_bound_and_the_optimizer_sees_adapters_on
         lora = A.predict_step(w, d, e, 1, "bf16")[0].breakdown["optimizer"]
         full = A.predict_step(PRESETS["llama-8b-full"], d, e, 1, "bf16")[0].breakdown["optimizer"]
         assert lora < 0.01 * full
-
