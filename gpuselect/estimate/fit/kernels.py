@@ -469,6 +469,27 @@ def fit_attention(catalog: Catalog, gemm: dict[str, Any]) -> dict[str, Any]:
     if best is None:
         raise RuntimeError("internal error: best is unset")
     err, f, s0, d0, sc = best
+
+    def errors(f: dict[str, float], s0: float, d0: float, sc: float) -> list[float]:
+        return [abs(math.log(f[a] * shape(s, d, c, s0, d0, sc) / x)) for s, d, c, x, a in rows]
+
+    # For the record: the sequence-fill term alone (one saturation for every head dim and mask)
+    plain = min(
+        (
+            statistics.fmean(errors(g, q, 0.0, 0.0)),
+            q,
+            g,
+        )
+        for q in (0, 64, 128, 256, 384, 512, 768, 1024)
+        for g in [
+            {
+                a: math.exp(
+                    statistics.median(math.log(x / shape(s, d, c, q, 0.0, 0.0)) for s, d, c, x, aa in rows if aa == a)
+                )
+                for a in archs
+            }
+        ]
+    )
     # Per architecture (FlashAttention-2 reaches a larger share of Ampere's peak than of Hopper's);
     # others use the median of those measured.
     return {
@@ -480,4 +501,10 @@ def fit_attention(catalog: Catalog, gemm: dict[str, Any]) -> dict[str, Any]:
         "rows_per_unit": 128,
         "n": len(rows),
         "mean_abs_log_err": round(err, 4),
+        "median_abs_log_err": round(statistics.median(errors(f, s0, d0, sc)), 4),
+        "s0_only": {
+            "s0": plain[1],
+            "mean_abs_log_err": round(plain[0], 4),
+            "median_abs_log_err": round(statistics.median(errors(plain[2], plain[1], 0.0, 0.0)), 4),
+        },
     }
