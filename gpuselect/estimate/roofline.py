@@ -350,7 +350,7 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
             e = d.gemm_eff.get(pc, d.gemm_eff["fp32"]) * att.get("factor_by_arch", {}).get(
                 f"{d.vendor}/{d.arch}", att["factor"]
             )
-            e *= op.n / (op.n + p["attention"]["s0"])  # short sequences do not fill the kernel
+            e *= attention_shape_factor(att, op)
             e *= min(1.0, m / (d.units * p["attention"]["rows_per_unit"]))
         else:
             e = d.gemm_efficiency(pc, m, op.n, op.k)
@@ -375,6 +375,24 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
 #: fp8 training (Transformer Engine): before each fp8 GEMM its 16-bit operands are quantised by a
 #: cast(+transpose) kernel: read 2 bytes, write 1 byte and a 1-byte transposed copy for the backward.
 FP8_CAST_BYTES_PER_ELEM = 4.0
+
+
+def attention_shape_factor(att: dict[str, Any], op: Op) -> float:
+    """How a fused attention kernel's rate depends on its shape (fitted on the FlashAttention-2
+    charts, ``fit/kernels.py``): short sequences do not fill it (``s / (s + s0)``); the softmax's
+    exponentials and the rescaling are per score element, the tile's MACs per head-dimension
+    element, so a small head dimension runs slower (``d / (d + d0)``); a causal mask counts the lower
+    triangle's FLOPs while the kernel computes the diagonal blocks in full and its rows carry
+    unequal work (``s / (s + s_causal)``). Parameters a fit did not write leave their term at 1."""
+    s = float(op.n)
+    f = s / (s + float(att["s0"]))
+    d0 = float(att.get("d0", 0.0))
+    if d0 and op.k > 0:
+        f *= op.k / (op.k + d0)
+    sc = float(att.get("s_causal", 0.0))
+    if op.causal and sc:
+        f *= s / (s + sc)
+    return f
 
 
 def fp8_cast_bytes(op: Op, batch: float, precision: str) -> float:
@@ -409,7 +427,7 @@ def _template(ops: tuple[Op, ...], precision: str, cpu: bool) -> list[tuple[Any,
     g = p["gemm"]
     tile = g["tile_cpu"] if cpu else g["tile"]
     k0 = 0.0 if cpu else float(g["k0"])
-    s0 = p["attention"]["s0"]
+    att = p["attention"]
     elem16 = element_bytes(precision)
     out: list[tuple[Any, ...]] = []
     for op in ops:
@@ -432,7 +450,7 @@ def _template(ops: tuple[Op, ...], precision: str, cpu: bool) -> list[tuple[Any,
                         b_fix,
                         op.m_per_sample,
                         0.0,
-                        op.n / (op.n + s0),
+                        attention_shape_factor(att, op),
                         backward,
                         True,
                     )

@@ -16,7 +16,8 @@ Conventions (kept by every builder; the readers rely on them):
 - CONV: the implicit GEMM of a convolution: m = output pixels per sample, n = output channels,
   k = input channels x filter area.
 - ATTENTION: a fused SDPA / FlashAttention kernel (no score matrix in memory). ``m_per_sample`` =
-  query tokens x heads per sample, ``n`` = key tokens, ``k`` = head dimension.
+  query tokens x heads per sample, ``n`` = key tokens, ``k`` = head dimension; ``causal``: FLOPs
+  counted for the lower triangle only (the kernel still computes the diagonal blocks in full).
 - ELEMENTWISE, EMBEDDING, DEQUANT: memory-bound kernels; FLOPs may be 0.
 - DEQUANT: ``elems_fixed`` counts the weights dequantised; readers charge 0.5 byte read + 2
   bytes written per element whatever the training precision.
@@ -91,6 +92,7 @@ class Op:
     count: int = 1  # identical instances per step (layers); each is one kernel launch
     fp32_only: bool = False  # runs in FP32 whatever the training precision (losses, norms' stats)
     flops_fixed: float = 0.0  # per instance, once a step whatever the batch (rare: position tables)
+    causal: bool = False  # ATTENTION: a causal mask (FLOPs counted for the lower triangle only)
 
 
 @dataclass(frozen=True)

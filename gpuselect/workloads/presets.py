@@ -393,13 +393,30 @@ _PRESETS += [
 ]
 
 _LLAMA = {
-    # Meta Llama 3.2 1B, Llama 3.1 8B and 70B shapes (model cards / config.json), 2048-token fine-tuning sequences.
+    # Meta Llama 3.2 1B and 3B, Llama 3.1 8B and 70B shapes (model cards / config.json), 2048-token
+    # fine-tuning sequences.
     "1b": (
         "Llama 3.2 1B",
         TransformerShape(
             layers=16,
             hidden=2048,
             heads=32,
+            kv_heads=8,
+            vocab=128_256,
+            seq_len=2048,
+            ffn=8192,
+            gated_ffn=True,
+            tied_embeddings=True,
+            norm="rmsnorm",
+            rotary=True,
+        ),
+    ),
+    "3b": (
+        "Llama 3.2 3B",
+        TransformerShape(
+            layers=28,
+            hidden=3072,
+            heads=24,
             kv_heads=8,
             vocab=128_256,
             seq_len=2048,

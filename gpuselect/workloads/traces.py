@@ -66,6 +66,7 @@ class _Section:
         k: int = 0,
         kernels: int = 1,
         fp32: bool = False,
+        causal: bool = False,
     ) -> None:
         # `kernels` identical launches share the traffic (eager code that is several small kernels).
         o = Op(
@@ -80,6 +81,7 @@ class _Section:
             k=k,
             count=kernels,
             fp32_only=fp32,
+            causal=causal,
         )
         (self.fwd if phase is Phase.FORWARD else self.bwd).append(o)
 
@@ -379,6 +381,7 @@ def _layer(shape: TransformerShape, mode: str, rank: int) -> _Section:
             m=s * heads,
             n=int(s),
             k=d,
+            causal=shape.is_causal,
         )
         sec.op(
             OpKind.ATTENTION,
@@ -389,6 +392,7 @@ def _layer(shape: TransformerShape, mode: str, rank: int) -> _Section:
             m=s * heads,
             n=int(s),
             k=d,
+            causal=shape.is_causal,
         )
         sec.saved.update({"q": s * h, "k": s * kv_att, "v": s * kv_att, "attn_out": s * h})
         sec.saved_fp32["attn.logsumexp"] = heads * s
@@ -680,7 +684,11 @@ def trace_to_dict(t: StepTrace) -> dict[str, Any]:
     }
     d["notes"] = list(t.notes)
     d["ops"] = [
-        {k: (getattr(o, k).value if k in ("kind", "phase") else getattr(o, k)) for k in Op.__dataclass_fields__}
+        {
+            k: (getattr(o, k).value if k in ("kind", "phase") else getattr(o, k))
+            for k in Op.__dataclass_fields__
+            if k != "causal" or o.causal  # written only where set: traces shipped before the field read the same
+        }
         for o in t.ops
     ]
     return d

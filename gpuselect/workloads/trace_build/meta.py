@@ -178,6 +178,7 @@ class _Rec:
     k: int = 0
     fp32: bool = False
     in_unit: bool = False
+    causal: bool = False  # attention with a causal mask (its FLOPs counted half)
 
 
 def _numel(xs: Any) -> int:
@@ -311,6 +312,7 @@ class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch le
                     k=int(d),
                     phase=ph,
                     in_unit=iu,
+                    causal=causal,
                 )
             )
         elif packet in _EMBEDDING:
@@ -586,6 +588,7 @@ def _to_op(a: _Rec, b: _Rec) -> Op:
         k=int(k),
         fp32_only=a.fp32,
         flops_fixed=flops_fixed,
+        causal=a.causal,
     )
 
 
