@@ -317,11 +317,38 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
     )
 
 
-def _conv_factor(d: DeviceModel) -> float:
+def _conv_factor(d: DeviceModel, pc: str = "fp32") -> float:
+    """Convolutions' rate against the GEMM model of their implicit-GEMM shape. On a GPU it depends
+    on the path: FP32 on the vector units may run 3x3 filters as Winograd/FFT (fewer FLOPs than the
+    direct convolution counts: above 1), tensor-core paths run implicit GEMMs (below 1); both
+    fitted on DeepBench's conv rows (``fit/kernels.py``)."""
     if d.conv_factor is not None:
         return d.conv_factor
     p = params()
-    return float(p["cpu"]["conv_factor"] if d.kind == "cpu" else p["conv"]["factor"])
+    if d.kind == "cpu":
+        return float(p["cpu"]["conv_factor"])
+    by: dict[str, float] = p["conv"].get("by_class", {})
+    path = "fp32" if pc == "fp32" else "tensor"
+    # The architecture's own (or the nearest measured one's: cuDNN's kernels of its generation).
+    archs = {k.split("|")[0]: v for k, v in by.items() if k.endswith("|" + path)}
+    key, _dist = _nearest(d.vendor, d.arch, archs)
+    if key is not None:
+        return float(archs[key])
+    return float(by.get(path, p["conv"]["factor"]))
+
+
+def _conv_scale(d: DeviceModel, precision: str, peak: float) -> float:
+    """Convolutions' rate against the GEMM model at ``precision`` (``peak``: the GEMM peak used,
+    FLOP/s). Under TF32 the framework's algorithm search (cudnn.benchmark) may also pick FP32
+    kernels on the vector units, Winograd included: where those are faster (GeForce Ampere/Ada,
+    whose TF32 tensor rate equals their FP32 rate) the convolution runs at their rate."""
+    pc = precision_class(precision)
+    conv = _conv_factor(d, pc)
+    if precision != "tf32" or d.kind == "cpu" or d.conv_factor is not None:
+        return conv
+    e_pc = d.gemm_eff.get(pc, d.gemm_eff.get("fp32", 0.5))
+    vector = d.peak_tflops["fp32"] * 1e12 * d.gemm_eff.get("fp32", e_pc) * _conv_factor(d, "fp32")
+    return max(conv, vector / (peak * e_pc))
 
 
 def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, float, float]:
@@ -355,7 +382,7 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
         else:
             e = d.gemm_efficiency(pc, m, op.n, op.k)
             if op.kind is OpKind.CONV:
-                e *= _conv_factor(d)
+                e *= _conv_scale(d, precision, peak)
         t_c = flops / (peak * e) if flops else 0.0
     else:
         t_c = flops / (d.vector_tflops * 1e12 * p["device"]["vector_eff"]) if flops else 0.0
@@ -478,7 +505,7 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
         * 1e12
         * (step.get("gemm_factor", 1.0) if pc != "fp32" or d.kind == "cpu" else 1.0)
     )
-    conv = _conv_factor(d)
+    conv = _conv_scale(d, precision, peak)
     att = p["attention"]
     att_f = att.get("factor_by_arch", {}).get(f"{d.vendor}/{d.arch}", att["factor"])
     rate = peak * e_pc

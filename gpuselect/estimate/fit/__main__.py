@@ -45,13 +45,8 @@ def main() -> int:
         f"floor={g['kernel_floor_us']} us; median |log err| {g['median_abs_log_err']}, p90 {g['p90_abs_log_err']}"
     )
     lines += [f"  skipped: {s}" for s in skipped]
-    eff: dict[str, dict[str, float]] = {}
-    for key, v in g["eff"].items():
-        arch, pc = key.split("|")
-        eff.setdefault(arch, {})[pc] = min(
-            0.95, v
-        )  # GeForce's >1 (reduced-precision reduction) is not carried to pro parts
-        lines.append(f"  E[{arch}, {pc}] = {v}")
+    eff = K.gemm_eff_table(g)
+    lines += [f"  E[{key.replace('|', ', ')}] = {v}" for key, v in g["eff"].items()]
     lines.append(
         f"  GeForce tensor paths (tf32/16/fp8): E = {g['geforce_tensor_eff']} of the catalog's half-rate "
         f"FP32-accumulate peak, any architecture ({g['geforce_rows']} rows)"
@@ -93,9 +88,12 @@ def main() -> int:
     for keep in ("step", "comm"):
         if keep in old:
             doc[keep] = old[keep]
-    conv, n_conv, spread = K.fit_conv(catalog, g, power)
-    doc["conv"] = {"factor": conv, "factor_cpu": conv}
-    lines.append(f"conv: factor {conv} over {n_conv} DeepBench rows (median |log| spread {spread})")
+    conv, n_conv, spread, conv_by = K.fit_conv(catalog, g, power)
+    doc["conv"] = {"factor": conv, "factor_cpu": conv, "by_class": conv_by}
+    lines.append(
+        f"conv: factor {conv} over {n_conv} DeepBench rows (median |log| spread {spread}); by path: "
+        + ", ".join(f"{c} {v}" for c, v in conv_by.items())
+    )
     att = K.fit_attention(catalog, g)
     doc["attention"] = att
     lines.append(f"attention (FlashAttention-2 fwd+bwd): {att}")

@@ -52,11 +52,18 @@ NAME_MAP = {
 }
 
 
+#: Cards whose kernel rows the fit must not see (``held_out``): the ratio script's leave-one-GPU-out
+#: and leave-one-architecture-out views refit without them. Empty for the shipped fit.
+EXCLUDED: set[str] = set()
+
+
 def lookup(catalog: Catalog, label: str) -> GpuEntry | None:
     if label in NAME_MAP:
-        return catalog.get(NAME_MAP[label])
-    m = catalog.match(label) or catalog.match(re.sub(r"\s*\(.*?\)", "", label))
-    return None if m is None else m.entry
+        e = catalog.get(NAME_MAP[label])
+    else:
+        m = catalog.match(label) or catalog.match(re.sub(r"\s*\(.*?\)", "", label))
+        e = None if m is None else m.entry
+    return None if e is None or e.id in EXCLUDED else e
 
 
 def gemm_precision(label: str, e: GpuEntry) -> str | None:
@@ -211,7 +218,7 @@ def own_h100(catalog: Catalog) -> list[GemmObs]:
     import json
 
     e = catalog.get("nvidia-h100-sxm5-80gb")
-    if e is None or not H100_BENCH.exists():
+    if e is None or e.id in EXCLUDED or not H100_BENCH.exists():
         return []
     dev = json.loads(H100_BENCH.read_text())["devices"][0]
     out = []
@@ -369,9 +376,16 @@ def fit_memory(catalog: Catalog) -> tuple[dict[str, float], int, dict[str, float
 _CONV = re.compile(r"N=(\d+) C=(\d+) H=(\d+) W=(\d+) K=(\d+) filter RxS\(h x w\)=(\d+)x(\d+)")
 
 
-def fit_conv(catalog: Catalog, gemm: dict[str, Any], power: dict[str, Any] | None = None) -> tuple[float, int, float]:
-    """Median of achieved conv efficiency / the GEMM model's for the implicit GEMM shape."""
+def fit_conv(
+    catalog: Catalog, gemm: dict[str, Any], power: dict[str, Any] | None = None
+) -> tuple[float, int, float, dict[str, float]]:
+    """Median of achieved conv efficiency / the GEMM model's for the implicit GEMM shape: over all
+    rows, and per path (``fp32``: the vector units, where cuDNN runs 3x3 filters as Winograd or
+    FFT and beats the direct convolution's FLOP count; ``tensor``: tensor-core implicit GEMMs), and
+    per "vendor/architecture|path" where DeepBench measured it."""
     ratios = []
+    by_class: dict[str, list[float]] = defaultdict(list)
+    by_arch: dict[str, list[float]] = defaultdict(list)
     with (KERNELS / "other_kernels.csv").open(newline="", encoding="utf-8") as fh:
         for r in csv.DictReader(fh):
             if not r["kernel"].startswith("conv2d"):
@@ -408,10 +422,17 @@ def fit_conv(catalog: Catalog, gemm: dict[str, Any], power: dict[str, Any] | Non
             )
             model_eff = (gf or gemm["eff"][key]) * shape_factor(o, gemm["k0"], gemm["align_penalty"])
             ratios.append(tflops / o.peak / model_eff)
+            path = "fp32" if p == "fp32" else "tensor"
+            by_class[path].append(ratios[-1])
+            by_arch[f"{e.vendor}/{e.architecture}|{path}"].append(ratios[-1])
     logs = sorted(math.log(x) for x in ratios)
     med = math.exp(statistics.median(logs))
     spread = statistics.median(abs(x - math.log(med)) for x in logs)
-    return round(med, 4), len(ratios), round(spread, 4)
+    per = {c: round(statistics.median(v), 4) for c, v in sorted(by_class.items())}
+    # Per architecture and path: cuDNN's FP32 Winograd kernels beat the GEMM model by ~1.4x on
+    # Volta/Turing (DeepBench's 2019 re-run) but not on Pascal (its 2017 runs, older cuDNN).
+    per.update({k: round(statistics.median(v), 4) for k, v in sorted(by_arch.items())})
+    return round(med, 4), len(ratios), round(spread, 4), per
 
 
 _ATT = re.compile(r"batch=(\d+) seqlen=(\d+) nheads=(\d+) headdim=(\d+)")
@@ -455,3 +476,46 @@ def fit_attention(catalog: Catalog, gemm: dict[str, Any]) -> dict[str, Any]:
         "n": len(rows),
         "median_abs_log_err": round(best[2], 4),
     }
+
+
+def held_out(catalog: Catalog, doc: dict[str, Any], exclude: set[str]) -> dict[str, Any]:
+    """``doc`` (a steptime.json) with its kernel sections (GEMM efficiencies, memory efficiency,
+    convolution and attention factors) refitted without the kernel rows of the cards ``exclude``,
+    as ``__main__`` fits them; the power law's exponent, the host and the step factors are kept
+    (the exponent rests on one T4/V100 pair, which a held-out V100 would leave without data)."""
+    import json
+
+    EXCLUDED.clear()
+    EXCLUDED.update(exclude)
+    try:
+        out: dict[str, Any] = json.loads(json.dumps(doc))
+        power = out["power"]
+        obs, _skipped = read_gemm(catalog, power)
+        g = fit_gemm(obs)
+        out["gemm"].update(
+            {
+                "k0": g["k0"],
+                "align_penalty": g["align_penalty"],
+                "eff": gemm_eff_table(g),
+                "geforce_tensor_eff": g["geforce_tensor_eff"],
+            }
+        )
+        out["device"]["kernel_floor_us"] = g["kernel_floor_us"]
+        mem, _n, mem_gpu = fit_memory(catalog)
+        out["memory"].update({"eff": mem, "by_gpu": mem_gpu})
+        conv, _n, _spread, conv_by = fit_conv(catalog, g, power)
+        out["conv"].update({"factor": conv, "by_class": conv_by})
+        out["attention"] = fit_attention(catalog, g)
+        return out
+    finally:
+        EXCLUDED.clear()
+
+
+def gemm_eff_table(g: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """``fit_gemm``'s E per "vendor/arch|class" as steptime.json's {arch: {class: E}}; GeForce's
+    above-1 figures (clocks above spec boost) are not carried to the pro parts (capped at 0.95)."""
+    eff: dict[str, dict[str, float]] = {}
+    for key, v in g["eff"].items():
+        arch, pc = key.split("|")
+        eff.setdefault(arch, {})[pc] = min(0.95, v)
+    return eff
