@@ -209,14 +209,17 @@ def clock_factor(e: GpuEntry, p: Params | None = None) -> float:
     voltage rising with clock; FP32 cores, not SMs, because SMs differ in width between chips of
     one architecture: GP100/GP102, GA100/GA102): ``k`` per architecture is the median of its desktop GeForce cards,
     which sustain their boost clock (their measured GEMMs reach the spec peak: 3090 Ti, 4090, 2060,
-    1080 Ti); ``n`` is fitted on DeepBench's T4 against its V100 (fit/kernels.py). A board whose
-    TDP is below what its SMs need at boost (T4, L4, RTX 6000 Ada, A100 PCIe 40GB) runs at
-    ``(TDP / need)^(1/n)`` of it. Architectures without GeForce cards (Hopper, CDNA) have no
-    reference: 1."""
+    1080 Ti); ``n`` is fitted on DeepBench's T4 against its V100 (fit/kernels.py). A chip with no
+    desktop GeForce card (GA100, GH100, CDNA 2/3) takes its SXM/OAM module as the reference, keyed
+    by architecture and compute capability. A board whose TDP is below what its SMs need at boost
+    (T4, L4, RTX 6000 Ada, A100 PCIe 40GB, H100 PCIe) runs at ``(TDP / need)^(1/n)`` of it."""
     pw = (p or params()).doc.get("power")
     if not pw or not e.shader_cores or not e.tdp_w or not e.boost_clock_mhz:
         return 1.0
-    k = pw["w_per_core"].get(f"{e.vendor}/{e.architecture}")
+    arch = f"{e.vendor}/{e.architecture}"
+    k = pw["w_per_core"].get(arch + (f"/{e.compute_capability}" if e.compute_capability else "")) or pw[
+        "w_per_core"
+    ].get(arch)
     if not k:
         return 1.0
     n = float(pw["exponent"])

@@ -106,10 +106,32 @@ def power_reference(catalog: Catalog, n: float) -> dict[str, float]:
     """k[arch] of ``roofline.clock_factor``: the median over the architecture's desktop GeForce
     cards of TDP / (FP32 cores x boost GHz^n), the power per core at the boost clock they sustain (W per 1000 cores)."""
     by: dict[str, list[float]] = defaultdict(list)
+    modules: dict[str, list[float]] = defaultdict(list)
+    geforce_chips: set[str] = set()
     for e in catalog.entries:
-        if e.family == "geforce" and e.form_factor == "desktop" and e.shader_cores and e.tdp_w and e.boost_clock_mhz:
-            by[f"{e.vendor}/{e.architecture}"].append(e.tdp_w / (e.shader_cores * (e.boost_clock_mhz / 1000.0) ** n))
-    return {a: round(statistics.median(v), 7) for a, v in sorted(by.items())}
+        if not (e.shader_cores and e.tdp_w and e.boost_clock_mhz):
+            continue
+        k = e.tdp_w / (e.shader_cores * (e.boost_clock_mhz / 1000.0) ** n)
+        if e.family == "geforce" and e.form_factor == "desktop":
+            by[f"{e.vendor}/{e.architecture}"].append(k)
+            geforce_chips.add(chip_key(e))
+        elif e.form_factor in ("sxm", "oam"):
+            modules[chip_key(e)].append(k)
+    out = {a: round(statistics.median(v), 7) for a, v in sorted(by.items())}
+    # A chip sold on no desktop GeForce card (GA100, GH100, GB100, GP100, CDNA): the SXM/OAM module,
+    # built to feed it, as the board that sustains its boost clock; its lowest power per core
+    # (GH200's 1000 W feeds a CPU too). PCIe boards of the chip (H100 PCIe 350 W, A100 PCIe
+    # 250-300 W) then run below it.
+    out.update(
+        {c: round(min(v), 7) for c, v in sorted(modules.items()) if c not in geforce_chips and c not in out}
+    )
+    return out
+
+
+def chip_key(e: GpuEntry) -> str:
+    """The power law's chip: architecture and compute capability (GA100 8.0 vs GA102 8.6);
+    AMD parts by architecture."""
+    return f"{e.vendor}/{e.architecture}" + (f"/{e.compute_capability}" if e.compute_capability else "")
 
 
 def _clock(e: GpuEntry, power: dict[str, Any] | None) -> float:
