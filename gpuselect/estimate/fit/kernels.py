@@ -122,9 +122,7 @@ def power_reference(catalog: Catalog, n: float) -> dict[str, float]:
     # built to feed it, as the board that sustains its boost clock; its lowest power per core
     # (GH200's 1000 W feeds a CPU too). PCIe boards of the chip (H100 PCIe 350 W, A100 PCIe
     # 250-300 W) then run below it.
-    out.update(
-        {c: round(min(v), 7) for c, v in sorted(modules.items()) if c not in geforce_chips and c not in out}
-    )
+    out.update({c: round(min(v), 7) for c, v in sorted(modules.items()) if c not in geforce_chips and c not in out})
     return out
 
 

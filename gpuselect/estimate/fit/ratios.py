@@ -466,10 +466,14 @@ def main() -> int:
     for name, (hr, hp) in held.items():
         lines.append(f"\n# {titles[name]}")
         lines += table(
-            [r for r in hr if r.tf32_view], lambda _r: "tf32 asked (fp32 training)", f"{name}: headline, against the reference GPU"
+            [r for r in hr if r.tf32_view],
+            lambda _r: "tf32 asked (fp32 training)",
+            f"{name}: headline, against the reference GPU",
         )
         lines += table(
-            [r for r in hp if r.tf32_view], lambda _r: "tf32 asked (fp32 training)", f"{name}: headline, every unordered pair"
+            [r for r in hp if r.tf32_view],
+            lambda _r: "tf32 asked (fp32 training)",
+            f"{name}: headline, every unordered pair",
         )
         lines += table(hr, lambda r: r.source, f"{name}: by source, against the reference GPU (all precisions)")
         lines += table(hp, lambda r: r.source, f"{name}: by source, every unordered pair (all precisions)")
