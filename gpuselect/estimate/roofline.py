@@ -216,15 +216,31 @@ def clock_factor(e: GpuEntry, p: Params | None = None) -> float:
     pw = (p or params()).doc.get("power")
     if not pw or not e.shader_cores or not e.tdp_w or not e.boost_clock_mhz:
         return 1.0
-    arch = f"{e.vendor}/{e.architecture}"
-    k = pw["w_per_core"].get(arch + (f"/{e.compute_capability}" if e.compute_capability else "")) or pw[
-        "w_per_core"
-    ].get(arch)
+    k = pw["w_per_core"].get(chip_key(e)) or pw["w_per_core"].get(f"{e.vendor}/{e.architecture}")
     if not k:
         return 1.0
     n = float(pw["exponent"])
     need = e.shader_cores * k * (e.boost_clock_mhz / 1000.0) ** n
     return float(min(1.0, e.tdp_w / need) ** (1.0 / n))
+
+
+def chip_key(e: GpuEntry) -> str:
+    """A chip design: architecture and compute capability (GA100 8.0 vs GA102 8.6); AMD parts by
+    architecture."""
+    return f"{e.vendor}/{e.architecture}" + (f"/{e.compute_capability}" if e.compute_capability else "")
+
+
+def half_rate_tensor(e: GpuEntry, p: Params | None = None) -> bool:
+    """A GeForce card whose tensor cores run FP16 with FP32 accumulate at half rate: its ratio of
+    16-bit tensor to FP32 vector FLOPs is below its chip's full one (``gemm.tensor_ratio``, the
+    highest in the catalog: RTX A6000 4 against the RTX 3090's 2). The Titan V and Titan RTX
+    run at the full rate of the V100 and Quadro RTX 8000, and are power-limited like them."""
+    if e.family != "geforce":
+        return False
+    full = (p or params())["gemm"].get("tensor_ratio", {}).get(chip_key(e))
+    if not full or not e.fp16_tflops or not e.fp32_tflops:
+        return True
+    return e.fp16_tflops / e.fp32_tflops < 0.75 * float(full)
 
 
 def _k0(d: DeviceModel, g: dict[str, Any]) -> float:
@@ -258,7 +274,7 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
     eff_table: dict[str, dict[str, float]] = p["gemm"]["eff"]
     gemm_eff: dict[str, float] = {}
     for pc in ("fp32", "tf32", "16", "fp8"):
-        if pc in TENSOR_CLASSES and e.family == "geforce" and p["gemm"].get("geforce_tensor_eff"):
+        if pc in TENSOR_CLASSES and half_rate_tensor(e, p) and p["gemm"].get("geforce_tensor_eff"):
             # GeForce tensor paths run at the half-rate FP32-accumulate peak the catalog lists, with
             # power headroom and clocks above spec boost: one efficiency for all (fit/kernels.py).
             gemm_eff[pc] = p["gemm"]["geforce_tensor_eff"]

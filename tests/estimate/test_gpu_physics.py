@@ -33,6 +33,8 @@ def test_a_chip_without_geforce_cards_takes_its_sxm_module_as_the_reference(cata
     c = {e.id: R.clock_factor(e) for e in catalog.entries if e.architecture in ("Ampere", "Hopper")}
     assert c["nvidia-h100-sxm5-80gb"] == c["nvidia-h200-sxm-141gb"] == c["nvidia-gh200-96gb"] == 1.0
     assert 0.8 < c["nvidia-h100-pcie-80gb"] < 0.95  # 350 W for 114 SMs at 1.755 GHz
+    # GA100: MAMF measured the A100 PCIe 80GB (300 W) at 0.95 of the SXM (400 W): that pins the chip's need.
+    assert c["nvidia-a100-pcie-80gb"] == pytest.approx(0.95, abs=0.02)
     assert c["nvidia-a100-sxm4-40gb"] == c["nvidia-a100-sxm4-80gb"] == 1.0
     assert c["nvidia-a100-pcie-40gb"] < c["nvidia-a100-pcie-80gb"] < 1.0  # 250 W < 300 W < 400 W
     # GA102 boards keep the GeForce reference of their chip (8.6), not GA100's module.
@@ -70,10 +72,10 @@ def test_convolutions_run_per_path_and_tf32_takes_the_faster(catalog) -> None:  
     ampere = R.catalog_device(catalog.get("nvidia-a100-sxm4-80gb"))
     assert R._conv_factor(ampere, "tf32") == by["NVIDIA/Turing|tensor"]  # the nearest measured architecture
     # A GeForce Ampere card's TF32 tensor rate equals its FP32 rate: the FP32 (Winograd) path wins
-    # and the convolution runs at its rate; on the A100 the tensor path is 8x the FP32 one.
+    # and the convolution runs at its rate; on the A100 the tensor path (8x the FP32 peak) wins.
     gf = R.catalog_device(catalog.get("nvidia-rtx-3090"))
     assert _conv(gf, "tf32") == pytest.approx(_conv(gf, "fp32"), rel=1e-2)
-    assert _conv(ampere, "tf32") < _conv(ampere, "fp32") / 3
+    assert _conv(ampere, "tf32") < _conv(ampere, "fp32") / 2
     s = R.params()["step"]["gemm_factor"]
     assert R._conv_scale(ampere, "tf32", ampere.peak_tflops["tf32"] * 1e12 * s) == R._conv_factor(ampere, "tf32")
 
@@ -173,3 +175,13 @@ def test_ratio_script_predicts_what_estimate_answers_for_tf32(catalog, gpu: str)
     row = next(r for r in res.rows if r.count == 1)
     assert row.precision_used == used == R.resolve_precision(catalog.get(gpu), "tf32")
     assert math.isclose(row.throughput_samples_per_s, thr, rel_tol=1e-6)
+
+
+def test_full_rate_titans_are_not_half_rate_geforce(catalog) -> None:  # type: ignore[no-untyped-def]
+    """The Titan RTX runs FP16 with FP32 accumulate at the Quadro RTX 8000's full rate (8x its FP32
+    rate, the 2080 Ti 4x): it takes its architecture's E and power limit, not the GeForce one."""
+    titan, quadro, gf = (catalog.get(i) for i in ("nvidia-titan-rtx", "nvidia-quadro-rtx-8000", "nvidia-rtx-2080-ti"))
+    assert not R.half_rate_tensor(titan) and R.half_rate_tensor(gf) and not R.half_rate_tensor(quadro)
+    assert R.catalog_device(titan).gemm_eff["16"] == R.catalog_device(quadro).gemm_eff["16"]
+    assert R.catalog_device(gf).gemm_eff["16"] == R.params()["gemm"]["geforce_tensor_eff"]
+    assert all(R.half_rate_tensor(catalog.get(i)) for i in ("nvidia-rtx-4090", "nvidia-rtx-3080", "nvidia-rtx-5090"))

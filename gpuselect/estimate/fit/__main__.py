@@ -70,6 +70,7 @@ def main() -> int:
             "tile_cpu": ASSUMED["tile_cpu"],
             "eff": eff,
             "geforce_tensor_eff": g["geforce_tensor_eff"],
+            "tensor_ratio": K.tensor_ratio(catalog),
             "default_eff": {"fp32": 0.7, "tf32": 0.7, "16": 0.6, "fp8": 0.6},
         },
         "memory": {"eff": mem, "by_gpu": mem_gpu, "default_eff": 0.7},

@@ -95,7 +95,7 @@ class GemmObs:
     tflops: float
     units: int
     gpu: str
-    geforce: bool = False  # a GeForce card (tensor paths: half-rate FP32 accumulate, clocks above spec boost)
+    geforce: bool = False  # a half-rate GeForce card (tensor FP32 accumulate at half rate, clocks above spec boost)
 
 
 def pclass(p: str) -> str:
@@ -127,9 +127,32 @@ def power_reference(catalog: Catalog, n: float) -> dict[str, float]:
 
 
 def chip_key(e: GpuEntry) -> str:
-    """The power law's chip: architecture and compute capability (GA100 8.0 vs GA102 8.6);
-    AMD parts by architecture."""
-    return f"{e.vendor}/{e.architecture}" + (f"/{e.compute_capability}" if e.compute_capability else "")
+    from gpuselect.estimate.roofline import chip_key as ck
+
+    return ck(e)
+
+
+def tensor_ratio(catalog: Catalog) -> dict[str, float]:
+    """Per chip the highest ratio of 16-bit tensor (FP32 accumulate) to FP32 vector FLOPs in the
+    catalog: the full-rate tensor path (``roofline.half_rate_tensor``). Data-sheet figures."""
+    out: dict[str, float] = {}
+    for e in catalog.entries:
+        if e.fp16_tflops and e.fp32_tflops:
+            k = chip_key(e)
+            out[k] = max(out.get(k, 0.0), round(e.fp16_tflops / e.fp32_tflops, 2))
+    return dict(sorted(out.items()))
+
+
+_RATIOS: dict[int, tuple[Catalog, dict[str, float]]] = {}
+
+
+def _half_rate(catalog: Catalog, e: GpuEntry) -> bool:
+    from gpuselect.estimate.roofline import Params, half_rate_tensor
+
+    hit = _RATIOS.get(id(catalog))
+    if hit is None or hit[0] is not catalog:
+        hit = _RATIOS[id(catalog)] = (catalog, tensor_ratio(catalog))
+    return half_rate_tensor(e, Params({"gemm": {"tensor_ratio": hit[1]}}))
 
 
 def _clock(e: GpuEntry, power: dict[str, Any] | None) -> float:
@@ -183,7 +206,55 @@ def fit_power(catalog: Catalog, k0: float = 96.0) -> tuple[dict[str, Any], str]:
         f"{', '.join(f'{x:.3f}' for x in ratios)}) -> exponent n = {best[1]} (T4 clock factor "
         f"{_clock(t4, pw):.3f}, V100 {_clock(v100, pw):.3f})"
     )
+    pairs = chip_pairs(catalog, obs, best[1], k0, align)
+    for chip, (k, low, top, r) in pairs.items():
+        pw["w_per_core"][chip] = k
+        line += (
+            f"\n  {chip}: {low} reaches {r:.3f} of {top}'s GEMM efficiency -> k = {k} "
+            f"({low} {_clock(lookup(catalog, low) or t4, pw):.3f} of boost, {top} "
+            f"{_clock(lookup(catalog, top) or t4, pw):.3f})"
+        )
     return pw, line
+
+
+def chip_pairs(
+    catalog: Catalog, obs: list[GemmObs], n: float, k0: float, align: float
+) -> dict[str, tuple[float, str, str, float]]:
+    """Chips whose reference is their SXM/OAM module (``power_reference``) and whose GEMMs were
+    measured on two boards of different power per core (MAMF: A100 PCIe 80GB at 300 W against the
+    SXM at 400 W): the measured efficiency ratio pins the power the chip needs at boost, so
+    k = TDP / (cores x GHz^n x ratio^n) of the lower-powered board (its clock factor = the ratio)
+    instead of assuming the module is exactly at its limit. {chip: (k, low board, top board, ratio)}."""
+    by: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for o in obs:
+        if o.m and o.n and o.k and 2.0 * o.m * o.n * o.k / (o.tflops * 1e12) >= 15e-6:
+            by[(o.gpu, o.pc)].append(o.tflops / o.peak / shape_factor(o, k0, align))
+    ref = power_reference(catalog, n)
+    boards: dict[str, list[GpuEntry]] = defaultdict(list)
+    for g in {gpu for gpu, _pc in by}:
+        e = catalog.get(g)
+        if e is not None and e.shader_cores and e.tdp_w and e.boost_clock_mhz and chip_key(e) in ref:
+            boards[chip_key(e)].append(e)
+    out: dict[str, tuple[float, str, str, float]] = {}
+    for chip, es in sorted(boards.items()):
+        if len(es) < 2:
+            continue
+
+        def per_core(e: GpuEntry) -> float:
+            return float(e.tdp_w) / (e.shader_cores * (e.boost_clock_mhz / 1000.0) ** n)
+
+        top, low = max(es, key=per_core), min(es, key=per_core)
+        pcs = [pc for pc in ("fp32", "tf32", "16", "fp8") if by.get((top.id, pc)) and by.get((low.id, pc))]
+        if not pcs or per_core(low) >= per_core(top):
+            continue
+        r = math.exp(
+            statistics.fmean(
+                math.log(statistics.median(by[(low.id, pc)]) / statistics.median(by[(top.id, pc)])) for pc in pcs
+            )
+        )
+        r = min(1.0, r)
+        out[chip] = (round(per_core(low) / r**n, 7), low.id, top.id, round(r, 4))
+    return out
 
 
 def read_gemm(catalog: Catalog, power: dict[str, Any] | None = None) -> tuple[list[GemmObs], list[str]]:
@@ -223,7 +294,7 @@ def read_gemm(catalog: Catalog, power: dict[str, Any] | None = None) -> tuple[li
                     t,
                     units,
                     e.id,
-                    e.family == "geforce",
+                    _half_rate(catalog, e),
                 )
             )
     obs += own_h100(catalog)
@@ -418,7 +489,7 @@ def fit_conv(
             if p is None or not e.tflops(p):
                 continue
             key = f"{e.vendor}/{e.architecture}|{pclass(p)}"
-            gf = e.family == "geforce" and pclass(p) in TENSOR_CLASSES and gemm.get("geforce_tensor_eff")
+            gf = _half_rate(catalog, e) and pclass(p) in TENSOR_CLASSES and gemm.get("geforce_tensor_eff")
             if key not in gemm["eff"] and not gf:
                 continue
             N, C, _H, _W, K, R, S = (int(x) for x in mt.groups())  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
