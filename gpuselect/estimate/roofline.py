@@ -339,21 +339,24 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
 def _conv_factor(d: DeviceModel, pc: str = "fp32") -> float:
     """Convolutions' rate against the GEMM model of their implicit-GEMM shape. On a GPU it depends
     on the path: FP32 on the vector units may run 3x3 filters as Winograd/FFT (fewer FLOPs than the
-    direct convolution counts: above 1), tensor-core paths run implicit GEMMs (below 1); both
-    fitted on DeepBench's conv rows (``fit/kernels.py``)."""
+    direct convolution counts: above 1 on Volta/Turing), fitted per architecture on DeepBench's
+    FP32 conv rows (``fit/kernels.py``); tensor-core paths keep the factor over all rows."""
     if d.conv_factor is not None:
         return d.conv_factor
     p = params()
     if d.kind == "cpu":
         return float(p["cpu"]["conv_factor"])
+    if pc != "fp32":
+        # Tensor-core convolutions keep the all-rows factor: DeepBench's fp16 rows (0.65 of the
+        # GEMM model on Volta/Turing) ran NCHW, which cuDNN transposes for its tensor cores, while
+        # mixed-precision training runs channels-last (DLE's ResNet-50 AMP: NHWC).
+        return float(p["conv"]["factor"])
     by: dict[str, float] = p["conv"].get("by_class", {})
-    path = "fp32" if pc == "fp32" else "tensor"
-    # The architecture's own (or the nearest measured one's: cuDNN's kernels of its generation).
-    archs = {k.split("|")[0]: v for k, v in by.items() if k.endswith("|" + path)}
+    # FP32 convolutions: the architecture's own, else the nearest measured one's (Winograd on the
+    # vector units is in every cuDNN since Maxwell; DeepBench: Volta/Turing 1.43, Pascal 0.93).
+    archs = {k.split("|")[0]: v for k, v in by.items() if k.endswith("|fp32")}
     key, _dist = _nearest(d.vendor, d.arch, archs)
-    if key is not None:
-        return float(archs[key])
-    return float(by.get(path, p["conv"]["factor"]))
+    return float(archs[key]) if key is not None else float(by.get("fp32", p["conv"]["factor"]))
 
 
 def _conv_scale(d: DeviceModel, precision: str, peak: float) -> float:

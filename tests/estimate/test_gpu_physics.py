@@ -70,7 +70,10 @@ def test_convolutions_run_per_path_and_tf32_takes_the_faster(catalog) -> None:  
     v100 = R.catalog_device(catalog.get("nvidia-v100-sxm2-16gb"))
     assert R._conv_factor(v100, "fp32") == by["NVIDIA/Volta|fp32"]
     ampere = R.catalog_device(catalog.get("nvidia-a100-sxm4-80gb"))
-    assert R._conv_factor(ampere, "tf32") == by["NVIDIA/Turing|tensor"]  # the nearest measured architecture
+    assert R._conv_factor(ampere, "fp32") == by["NVIDIA/Turing|fp32"]  # the nearest measured architecture
+    # Tensor-core convolutions keep the all-rows factor (DeepBench's NCHW fp16 rows are not what AMP runs).
+    assert R._conv_factor(ampere, "tf32") == R._conv_factor(v100, "fp16") == R.params()["conv"]["factor"]
+    assert R.params()["conv"]["factor"] > by["NVIDIA/Volta|tensor"]
     # A GeForce Ampere card's TF32 tensor rate equals its FP32 rate: the FP32 (Winograd) path wins
     # and the convolution runs at its rate; on the A100 the tensor path (8x the FP32 peak) wins.
     gf = R.catalog_device(catalog.get("nvidia-rtx-3090"))
