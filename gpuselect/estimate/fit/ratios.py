@@ -441,6 +441,14 @@ def main() -> int:
         "Headline: fp32 training asked as --precision tf32, against the reference GPU",
     )
     lines += table(tfp, lambda _r: "tf32 asked (fp32 training)", "Headline: the same, every unordered pair")
+    # Cards below 1.1 TB/s (GDDR GeForce/workstation/laptop parts, V100, T4/L4-class): the kind of
+    # card an unseen-GPU comparison is mostly about, without the HBM flagships.
+    mid = {r.gpu for r in rows if r.bandwidth < 1100}
+    lines += table(
+        [r for r in tfp if r.gpu in mid and r.other in mid],
+        lambda _r: "tf32 asked, both cards < 1.1 TB/s",
+        "The same, every pair of cards below 1.1 TB/s (no HBM flagship)",
+    )
     lines += table(ref_view, lambda r: r.source, "By source, against the reference GPU (all precisions)")
     lines += table(pair_view, lambda r: r.source, "By source, every unordered pair (all precisions)")
     lines += table(
