@@ -207,9 +207,9 @@ def clock_factor(e: GpuEntry, p: Params | None = None) -> float:
 
     The power a chip draws at clock f is modelled as ``cores x k[arch] x f^n`` (dynamic power,
     voltage rising with clock; FP32 cores, not SMs, because SMs differ in width between chips of
-    one architecture: GP100/GP102, GA100/GA102): ``k`` per architecture is the median of its desktop GeForce cards,
-    which sustain their boost clock (their measured GEMMs reach the spec peak: 3090 Ti, 4090, 2060,
-    1080 Ti); ``n`` is fitted on DeepBench's T4 against its V100 (fit/kernels.py). A chip with no
+    one architecture: GP100/GP102, GA100/GA102): ``k`` per architecture is the lowest power per core
+    of its desktop half-rate GeForce cards, which all sustain their boost clock (their measured GEMMs
+    reach the spec peak: 3090 Ti, 4090, 2060, 1080 Ti); ``n`` is fitted on DeepBench's T4 against its V100 (fit/kernels.py). A chip with no
     desktop GeForce card (GA100, GH100, CDNA 2/3) takes its SXM/OAM module as the reference, keyed
     by architecture and compute capability. A board whose TDP is below what its SMs need at boost
     (T4, L4, RTX 6000 Ada, A100 PCIe 40GB, H100 PCIe) runs at ``(TDP / need)^(1/n)`` of it."""

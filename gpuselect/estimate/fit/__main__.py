@@ -35,7 +35,7 @@ def main() -> int:
     power, power_line = K.fit_power(catalog)
     lines.append(power_line)
     lines.append(
-        "  k[arch] (W per FP32 core at 1 GHz^n, desktop GeForce median): "
+        "  k[arch] (W per FP32 core at 1 GHz^n, desktop GeForce lowest; chips without GeForce: their SXM/OAM module): "
         + ", ".join(f"{a} {v}" for a, v in power["w_per_core"].items())
     )
     obs, skipped = K.read_gemm(catalog, power)

@@ -102,9 +102,17 @@ def pclass(p: str) -> str:
     return {"fp16": "16", "bf16": "16"}.get(p, p)
 
 
+def _down(k: float) -> float:
+    """Rounded down to 7 digits: the reference board itself must not come out a hair below boost."""
+    return math.floor(k * 1e7) / 1e7
+
+
 def power_reference(catalog: Catalog, n: float) -> dict[str, float]:
-    """k[arch] of ``roofline.clock_factor``: the median over the architecture's desktop GeForce
-    cards of TDP / (FP32 cores x boost GHz^n), the power per core at the boost clock they sustain (W per 1000 cores)."""
+    """k[arch] of ``roofline.clock_factor``: the lowest over the architecture's desktop half-rate
+    GeForce cards of TDP / (FP32 cores x boost GHz^n). Every such card sustains its boost clock
+    (their measured GEMMs reach the spec peak: 3090 Ti, 4090), so the chip needs at most the
+    leanest card's power per core; a median would put half of them below boost (the RTX 4090 at
+    0.90). Full-rate Titans (Titan V, Titan RTX) are left out: their tensor cores draw more."""
     by: dict[str, list[float]] = defaultdict(list)
     modules: dict[str, list[float]] = defaultdict(list)
     geforce_chips: set[str] = set()
@@ -112,17 +120,17 @@ def power_reference(catalog: Catalog, n: float) -> dict[str, float]:
         if not (e.shader_cores and e.tdp_w and e.boost_clock_mhz):
             continue
         k = e.tdp_w / (e.shader_cores * (e.boost_clock_mhz / 1000.0) ** n)
-        if e.family == "geforce" and e.form_factor == "desktop":
+        if e.family == "geforce" and e.form_factor == "desktop" and _half_rate(catalog, e):
             by[f"{e.vendor}/{e.architecture}"].append(k)
             geforce_chips.add(chip_key(e))
         elif e.form_factor in ("sxm", "oam"):
             modules[chip_key(e)].append(k)
-    out = {a: round(statistics.median(v), 7) for a, v in sorted(by.items())}
+    out = {a: _down(min(v)) for a, v in sorted(by.items())}
     # A chip sold on no desktop GeForce card (GA100, GH100, GB100, GP100, CDNA): the SXM/OAM module,
     # built to feed it, as the board that sustains its boost clock; its lowest power per core
     # (GH200's 1000 W feeds a CPU too). PCIe boards of the chip (H100 PCIe 350 W, A100 PCIe
     # 250-300 W) then run below it.
-    out.update({c: round(min(v), 7) for c, v in sorted(modules.items()) if c not in geforce_chips and c not in out})
+    out.update({c: _down(min(v)) for c, v in sorted(modules.items()) if c not in geforce_chips and c not in out})
     return out
 
 
@@ -211,7 +219,7 @@ def fit_power(catalog: Catalog, k0: float = 96.0) -> tuple[dict[str, Any], str]:
         pw["w_per_core"][chip] = k
         line += (
             f"\n  {chip}: {low} reaches {r:.3f} of {top}'s GEMM efficiency -> k = {k} "
-            f"({low} {_clock(lookup(catalog, low) or t4, pw):.3f} of boost, {top} "
+            f"({low} {_clock(lookup(catalog, low.split('/')[0]) or t4, pw):.3f} of boost, {top} "
             f"{_clock(lookup(catalog, top) or t4, pw):.3f})"
         )
     return pw, line
@@ -243,17 +251,20 @@ def chip_pairs(
         def per_core(e: GpuEntry) -> float:
             return float(e.tdp_w) / (e.shader_cores * (e.boost_clock_mhz / 1000.0) ** n)
 
-        top, low = max(es, key=per_core), min(es, key=per_core)
-        pcs = [pc for pc in ("fp32", "tf32", "16", "fp8") if by.get((top.id, pc)) and by.get((low.id, pc))]
-        if not pcs or per_core(low) >= per_core(top):
+        es = sorted(es, key=lambda e: (per_core(e), e.id))
+        top, low = es[-1], es[0]
+        # Boards at the same power per core (H100 SXM and H200 SXM, both 700 W) count together.
+        lows = [e for e in es if per_core(e) <= per_core(low) * 1.01]
+        logs = [
+            math.log(statistics.median(by[(b.id, pc)]) / statistics.median(by[(top.id, pc)]))
+            for b in lows
+            for pc in ("fp32", "tf32", "16", "fp8")
+            if by.get((top.id, pc)) and by.get((b.id, pc))
+        ]
+        if not logs or per_core(low) >= per_core(top):
             continue
-        r = math.exp(
-            statistics.fmean(
-                math.log(statistics.median(by[(low.id, pc)]) / statistics.median(by[(top.id, pc)])) for pc in pcs
-            )
-        )
-        r = min(1.0, r)
-        out[chip] = (round(per_core(low) / r**n, 7), low.id, top.id, round(r, 4))
+        r = min(1.0, math.exp(statistics.fmean(logs)))
+        out[chip] = (_down(per_core(low) / r**n), "/".join(b.id for b in lows), top.id, round(r, 4))
     return out
 
 
