@@ -208,7 +208,8 @@ def fit_power(catalog: Catalog, k0: float = 96.0) -> tuple[dict[str, Any], str]:
             best = (err, round(n, 2), ref)
     if best is None:
         raise RuntimeError("internal error: best is unset")
-    pw = {"exponent": best[1], "w_per_core": best[2]}
+    refs: dict[str, float] = dict(best[2])
+    pw = {"exponent": best[1], "w_per_core": refs}
     line = (
         f"power: T4/V100 DeepBench GEMM efficiency ratio {target:.3f} (fp32, tensor fp16: "
         f"{', '.join(f'{x:.3f}' for x in ratios)}) -> exponent n = {best[1]} (T4 clock factor "
@@ -216,7 +217,7 @@ def fit_power(catalog: Catalog, k0: float = 96.0) -> tuple[dict[str, Any], str]:
     )
     pairs = chip_pairs(catalog, obs, best[1], k0, align)
     for chip, (k, low, top, r) in pairs.items():
-        pw["w_per_core"][chip] = k
+        refs[chip] = k
         line += (
             f"\n  {chip}: {low} reaches {r:.3f} of {top}'s GEMM efficiency -> k = {k} "
             f"({low} {_clock(lookup(catalog, low.split('/')[0]) or t4, pw):.3f} of boost, {top} "
@@ -249,7 +250,7 @@ def chip_pairs(
             continue
 
         def per_core(e: GpuEntry) -> float:
-            return float(e.tdp_w) / (e.shader_cores * (e.boost_clock_mhz / 1000.0) ** n)
+            return float(e.tdp_w) / float(e.shader_cores * (e.boost_clock_mhz / 1000.0) ** n)
 
         es = sorted(es, key=lambda e: (per_core(e), e.id))
         top, low = es[-1], es[0]
