@@ -188,3 +188,15 @@ def test_full_rate_titans_are_not_half_rate_geforce(catalog) -> None:  # type: i
     assert R.catalog_device(titan).gemm_eff["16"] == R.catalog_device(quadro).gemm_eff["16"]
     assert R.catalog_device(gf).gemm_eff["16"] == R.params()["gemm"]["geforce_tensor_eff"]
     assert all(R.half_rate_tensor(catalog.get(i)) for i in ("nvidia-rtx-4090", "nvidia-rtx-3080", "nvidia-rtx-5090"))
+
+
+def test_leave_one_gpu_out_rows_refit_without_the_card_and_restore_the_shipped_fit(catalog) -> None:  # type: ignore[no-untyped-def]
+    base = R.params()
+    rows = Q.all_rows(catalog, {"nvidia-rtx-3090"})
+    held = Q.held_out_rows(catalog, rows, lambda e: e.id)
+    assert R.params().doc == base.doc  # the shipped parameters are back
+    key = {(r.source, r.group, r.gpu): r for r in rows}
+    assert rows and {(r.source, r.group, r.gpu) for r in held} == set(key)
+    # Its own FluidX3D efficiency (0.89) gives way to Ampere's median: every prediction moves, none is measured anew.
+    assert all(h.measured == key[(h.source, h.group, h.gpu)].measured for h in held)
+    assert sum(h.predicted != key[(h.source, h.group, h.gpu)].predicted for h in held) > len(held) / 2
