@@ -207,21 +207,40 @@ def clock_factor(e: GpuEntry, p: Params | None = None) -> float:
 
     The power a chip draws at clock f is modelled as ``cores x k[arch] x f^n`` (dynamic power,
     voltage rising with clock; FP32 cores, not SMs, because SMs differ in width between chips of
-    one architecture: GP100/GP102, GA100/GA102): ``k`` per architecture is the median of its desktop GeForce cards,
-    which sustain their boost clock (their measured GEMMs reach the spec peak: 3090 Ti, 4090, 2060,
-    1080 Ti); ``n`` is fitted on DeepBench's T4 against its V100 (fit/kernels.py). A board whose
-    TDP is below what its SMs need at boost (T4, L4, RTX 6000 Ada, A100 PCIe 40GB) runs at
-    ``(TDP / need)^(1/n)`` of it. Architectures without GeForce cards (Hopper, CDNA) have no
-    reference: 1."""
+    one architecture: GP100/GP102, GA100/GA102): ``k`` per architecture is the lowest power per core
+    of its desktop half-rate GeForce cards, which all sustain their boost clock (their measured GEMMs
+    reach the spec peak: 3090 Ti, 4090, 2060, 1080 Ti); ``n`` is fitted on DeepBench's T4 against its V100 (fit/kernels.py). A chip with no
+    desktop GeForce card (GA100, GH100, CDNA 2/3) takes its SXM/OAM module as the reference, keyed
+    by architecture and compute capability. A board whose TDP is below what its SMs need at boost
+    (T4, L4, RTX 6000 Ada, A100 PCIe 40GB, H100 PCIe) runs at ``(TDP / need)^(1/n)`` of it."""
     pw = (p or params()).doc.get("power")
     if not pw or not e.shader_cores or not e.tdp_w or not e.boost_clock_mhz:
         return 1.0
-    k = pw["w_per_core"].get(f"{e.vendor}/{e.architecture}")
+    k = pw["w_per_core"].get(chip_key(e)) or pw["w_per_core"].get(f"{e.vendor}/{e.architecture}")
     if not k:
         return 1.0
     n = float(pw["exponent"])
     need = e.shader_cores * k * (e.boost_clock_mhz / 1000.0) ** n
     return float(min(1.0, e.tdp_w / need) ** (1.0 / n))
+
+
+def chip_key(e: GpuEntry) -> str:
+    """A chip design: architecture and compute capability (GA100 8.0 vs GA102 8.6); AMD parts by
+    architecture."""
+    return f"{e.vendor}/{e.architecture}" + (f"/{e.compute_capability}" if e.compute_capability else "")
+
+
+def half_rate_tensor(e: GpuEntry, p: Params | None = None) -> bool:
+    """A GeForce card whose tensor cores run FP16 with FP32 accumulate at half rate: its ratio of
+    16-bit tensor to FP32 vector FLOPs is below its chip's full one (``gemm.tensor_ratio``, the
+    highest in the catalog: RTX A6000 4 against the RTX 3090's 2). The Titan V and Titan RTX
+    run at the full rate of the V100 and Quadro RTX 8000, and are power-limited like them."""
+    if e.family != "geforce":
+        return False
+    full = (p or params())["gemm"].get("tensor_ratio", {}).get(chip_key(e))
+    if not full or not e.fp16_tflops or not e.fp32_tflops:
+        return True
+    return e.fp16_tflops / e.fp32_tflops < 0.75 * float(full)
 
 
 def _k0(d: DeviceModel, g: dict[str, Any]) -> float:
@@ -255,7 +274,7 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
     eff_table: dict[str, dict[str, float]] = p["gemm"]["eff"]
     gemm_eff: dict[str, float] = {}
     for pc in ("fp32", "tf32", "16", "fp8"):
-        if pc in TENSOR_CLASSES and e.family == "geforce" and p["gemm"].get("geforce_tensor_eff"):
+        if pc in TENSOR_CLASSES and half_rate_tensor(e, p) and p["gemm"].get("geforce_tensor_eff"):
             # GeForce tensor paths run at the half-rate FP32-accumulate peak the catalog lists, with
             # power headroom and clocks above spec boost: one efficiency for all (fit/kernels.py).
             gemm_eff[pc] = p["gemm"]["geforce_tensor_eff"]
@@ -317,11 +336,41 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
     )
 
 
-def _conv_factor(d: DeviceModel) -> float:
+def _conv_factor(d: DeviceModel, pc: str = "fp32") -> float:
+    """Convolutions' rate against the GEMM model of their implicit-GEMM shape. On a GPU it depends
+    on the path: FP32 on the vector units may run 3x3 filters as Winograd/FFT (fewer FLOPs than the
+    direct convolution counts: above 1 on Volta/Turing), fitted per architecture on DeepBench's
+    FP32 conv rows (``fit/kernels.py``); tensor-core paths keep the factor over all rows."""
     if d.conv_factor is not None:
         return d.conv_factor
     p = params()
-    return float(p["cpu"]["conv_factor"] if d.kind == "cpu" else p["conv"]["factor"])
+    if d.kind == "cpu":
+        return float(p["cpu"]["conv_factor"])
+    if pc != "fp32":
+        # Tensor-core convolutions keep the all-rows factor: DeepBench's fp16 rows (0.65 of the
+        # GEMM model on Volta/Turing) ran NCHW, which cuDNN transposes for its tensor cores, while
+        # mixed-precision training runs channels-last (DLE's ResNet-50 AMP: NHWC).
+        return float(p["conv"]["factor"])
+    by: dict[str, float] = p["conv"].get("by_class", {})
+    # FP32 convolutions: the architecture's own, else the nearest measured one's (Winograd on the
+    # vector units is in every cuDNN since Maxwell; DeepBench: Volta/Turing 1.43, Pascal 0.93).
+    archs = {k.split("|")[0]: v for k, v in by.items() if k.endswith("|fp32")}
+    key, _dist = _nearest(d.vendor, d.arch, archs)
+    return float(archs[key]) if key is not None else float(by.get("fp32", p["conv"]["factor"]))
+
+
+def _conv_scale(d: DeviceModel, precision: str, peak: float) -> float:
+    """Convolutions' rate against the GEMM model at ``precision`` (``peak``: the GEMM peak used,
+    FLOP/s). Under TF32 the framework's algorithm search (cudnn.benchmark) may also pick FP32
+    kernels on the vector units, Winograd included: where those are faster (GeForce Ampere/Ada,
+    whose TF32 tensor rate equals their FP32 rate) the convolution runs at their rate."""
+    pc = precision_class(precision)
+    conv = _conv_factor(d, pc)
+    if precision != "tf32" or d.kind == "cpu" or d.conv_factor is not None:
+        return conv
+    e_pc = d.gemm_eff.get(pc, d.gemm_eff.get("fp32", 0.5))
+    vector = d.peak_tflops["fp32"] * 1e12 * d.gemm_eff.get("fp32", e_pc) * _conv_factor(d, "fp32")
+    return max(conv, vector / (peak * e_pc))
 
 
 def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, float, float]:
@@ -355,7 +404,7 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
         else:
             e = d.gemm_efficiency(pc, m, op.n, op.k)
             if op.kind is OpKind.CONV:
-                e *= _conv_factor(d)
+                e *= _conv_scale(d, precision, peak)
         t_c = flops / (peak * e) if flops else 0.0
     else:
         t_c = flops / (d.vector_tflops * 1e12 * p["device"]["vector_eff"]) if flops else 0.0
@@ -496,7 +545,7 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
         * 1e12
         * (step.get("gemm_factor", 1.0) if pc != "fp32" or d.kind == "cpu" else 1.0)
     )
-    conv = _conv_factor(d)
+    conv = _conv_scale(d, precision, peak)
     att = p["attention"]
     att_f = att.get("factor_by_arch", {}).get(f"{d.vendor}/{d.arch}", att["factor"])
     rate = peak * e_pc

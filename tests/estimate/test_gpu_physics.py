@@ -26,7 +26,75 @@ def test_power_starved_boards_run_below_boost_and_others_do_not(catalog) -> None
     }
     assert c["nvidia-t4"] < 0.8 and c["nvidia-l4"] < 0.8  # 70-72 W for 2,560-7,424 cores
     assert c["nvidia-v100-sxm2-16gb"] == 1.0 and c["nvidia-rtx-3070"] > 0.97
-    assert c["nvidia-h100-sxm5-80gb"] == 1.0  # no desktop GeForce Hopper: no reference, no factor
+    assert c["nvidia-h100-sxm5-80gb"] == 1.0  # no desktop GeForce Hopper: its SXM module is the reference
+
+
+def test_a_chip_without_geforce_cards_takes_its_sxm_module_as_the_reference(catalog) -> None:  # type: ignore[no-untyped-def]
+    c = {e.id: R.clock_factor(e) for e in catalog.entries if e.architecture in ("Ampere", "Hopper")}
+    assert c["nvidia-h100-sxm5-80gb"] == c["nvidia-h200-sxm-141gb"] == c["nvidia-gh200-96gb"] == 1.0
+    assert 0.8 < c["nvidia-h100-pcie-80gb"] < 0.95  # 350 W for 114 SMs at 1.755 GHz
+    # GA100: MAMF measured the A100 PCIe 80GB (300 W) at 0.95 of the SXM (400 W): that pins the chip's need.
+    assert c["nvidia-a100-pcie-80gb"] == pytest.approx(0.95, abs=0.02)
+    assert c["nvidia-a100-sxm4-40gb"] == c["nvidia-a100-sxm4-80gb"] == 1.0
+    assert c["nvidia-a100-pcie-40gb"] < c["nvidia-a100-pcie-80gb"] < 1.0  # 250 W < 300 W < 400 W
+    # GA102 boards keep the GeForce reference of their chip (8.6), not GA100's module.
+    ga102 = catalog.get("nvidia-a40")
+    n = R.params()["power"]["exponent"]
+    k = R.params()["power"]["w_per_core"]["NVIDIA/Ampere"]
+    need = ga102.shader_cores * k * (ga102.boost_clock_mhz / 1000) ** n
+    assert math.isclose(c["nvidia-a40"], min(1.0, ga102.tdp_w / need) ** (1 / n), rel_tol=1e-9)
+
+
+def _conv(d: R.DeviceModel, prec: str) -> float:
+    from gpuselect.estimate.trace import Op, OpKind, Phase
+
+    op = Op(
+        OpKind.CONV,
+        Phase.FORWARD,
+        "conv3x3",
+        flops_per_sample=2.0 * 56 * 56 * 256 * 2304,
+        elems_per_sample=2 * 56 * 56 * 256,
+        elems_fixed=256 * 2304,
+        m_per_sample=56 * 56,
+        n=256,
+        k=2304,
+    )
+    return R.op_time(d, op, 64, prec)[1]
+
+
+def test_convolutions_run_per_path_and_tf32_takes_the_faster(catalog) -> None:  # type: ignore[no-untyped-def]
+    by = R.params()["conv"]["by_class"]
+    # DeepBench: FP32 convolutions (Winograd on the vector units) beat the GEMM model on Volta/Turing,
+    # tensor-core implicit GEMMs fall below it.
+    assert by["NVIDIA/Volta|fp32"] > 1.0 > by["NVIDIA/Volta|tensor"]
+    v100 = R.catalog_device(catalog.get("nvidia-v100-sxm2-16gb"))
+    assert R._conv_factor(v100, "fp32") == by["NVIDIA/Volta|fp32"]
+    ampere = R.catalog_device(catalog.get("nvidia-a100-sxm4-80gb"))
+    assert R._conv_factor(ampere, "fp32") == by["NVIDIA/Turing|fp32"]  # the nearest measured architecture
+    # Tensor-core convolutions keep the all-rows factor (DeepBench's NCHW fp16 rows are not what AMP runs).
+    assert R._conv_factor(ampere, "tf32") == R._conv_factor(v100, "fp16") == R.params()["conv"]["factor"]
+    assert R.params()["conv"]["factor"] > by["NVIDIA/Volta|tensor"]
+    # A GeForce Ampere card's TF32 tensor rate equals its FP32 rate: the FP32 (Winograd) path wins
+    # and the convolution runs at its rate; on the A100 the tensor path (8x the FP32 peak) wins.
+    gf = R.catalog_device(catalog.get("nvidia-rtx-3090"))
+    assert _conv(gf, "tf32") == pytest.approx(_conv(gf, "fp32"), rel=1e-2)
+    assert _conv(ampere, "tf32") < _conv(ampere, "fp32") / 2
+    s = R.params()["step"]["gemm_factor"]
+    assert R._conv_scale(ampere, "tf32", ampere.peak_tflops["tf32"] * 1e12 * s) == R._conv_factor(ampere, "tf32")
+
+
+def test_held_out_refit_drops_the_cards_kernel_rows(catalog) -> None:  # type: ignore[no-untyped-def]
+    from gpuselect.estimate.fit import kernels as K
+
+    doc = R.params().doc
+    one = K.held_out(catalog, doc, {"nvidia-rtx-3090"})
+    assert "nvidia-rtx-3090" not in one["memory"]["by_gpu"] and "nvidia-rtx-3090" in doc["memory"]["by_gpu"]
+    assert not K.EXCLUDED  # the shipped fit sees every row again
+    volta = {e.id for e in catalog.entries if e.architecture == "Volta"}
+    arch = K.held_out(catalog, doc, volta)
+    assert "NVIDIA/Volta" not in arch["gemm"]["eff"] and "NVIDIA/Volta" not in arch["memory"]["eff"]
+    assert not any(k.startswith("NVIDIA/Volta|") for k in arch["conv"]["by_class"])
+    assert arch["power"] == doc["power"] and arch["step"] == doc["step"]  # kept as shipped
 
 
 def test_clock_factor_follows_the_power_budget(catalog) -> None:  # type: ignore[no-untyped-def]
@@ -110,3 +178,25 @@ def test_ratio_script_predicts_what_estimate_answers_for_tf32(catalog, gpu: str)
     row = next(r for r in res.rows if r.count == 1)
     assert row.precision_used == used == R.resolve_precision(catalog.get(gpu), "tf32")
     assert math.isclose(row.throughput_samples_per_s, thr, rel_tol=1e-6)
+
+
+def test_full_rate_titans_are_not_half_rate_geforce(catalog) -> None:  # type: ignore[no-untyped-def]
+    """The Titan RTX runs FP16 with FP32 accumulate at the Quadro RTX 8000's full rate (8x its FP32
+    rate, the 2080 Ti 4x): it takes its architecture's E and power limit, not the GeForce one."""
+    titan, quadro, gf = (catalog.get(i) for i in ("nvidia-titan-rtx", "nvidia-quadro-rtx-8000", "nvidia-rtx-2080-ti"))
+    assert not R.half_rate_tensor(titan) and R.half_rate_tensor(gf) and not R.half_rate_tensor(quadro)
+    assert R.catalog_device(titan).gemm_eff["16"] == R.catalog_device(quadro).gemm_eff["16"]
+    assert R.catalog_device(gf).gemm_eff["16"] == R.params()["gemm"]["geforce_tensor_eff"]
+    assert all(R.half_rate_tensor(catalog.get(i)) for i in ("nvidia-rtx-4090", "nvidia-rtx-3080", "nvidia-rtx-5090"))
+
+
+def test_leave_one_gpu_out_rows_refit_without_the_card_and_restore_the_shipped_fit(catalog) -> None:  # type: ignore[no-untyped-def]
+    base = R.params()
+    rows = Q.all_rows(catalog, {"nvidia-rtx-3090"})
+    held = Q.held_out_rows(catalog, rows, lambda e: e.id)
+    assert R.params().doc == base.doc  # the shipped parameters are back
+    key = {(r.source, r.group, r.gpu): r for r in rows}
+    assert rows and {(r.source, r.group, r.gpu) for r in held} == set(key)
+    # Its own FluidX3D efficiency (0.89) gives way to Ampere's median: every prediction moves, none is measured anew.
+    assert all(h.measured == key[(h.source, h.group, h.gpu)].measured for h in held)
+    assert sum(h.predicted != key[(h.source, h.group, h.gpu)].predicted for h in held) > len(held) / 2

@@ -35,7 +35,7 @@ def main() -> int:
     power, power_line = K.fit_power(catalog)
     lines.append(power_line)
     lines.append(
-        "  k[arch] (W per FP32 core at 1 GHz^n, desktop GeForce median): "
+        "  k[arch] (W per FP32 core at 1 GHz^n, desktop GeForce lowest; chips without GeForce: their SXM/OAM module): "
         + ", ".join(f"{a} {v}" for a, v in power["w_per_core"].items())
     )
     obs, skipped = K.read_gemm(catalog, power)
@@ -45,13 +45,8 @@ def main() -> int:
         f"floor={g['kernel_floor_us']} us; median |log err| {g['median_abs_log_err']}, p90 {g['p90_abs_log_err']}"
     )
     lines += [f"  skipped: {s}" for s in skipped]
-    eff: dict[str, dict[str, float]] = {}
-    for key, v in g["eff"].items():
-        arch, pc = key.split("|")
-        eff.setdefault(arch, {})[pc] = min(
-            0.95, v
-        )  # GeForce's >1 (reduced-precision reduction) is not carried to pro parts
-        lines.append(f"  E[{arch}, {pc}] = {v}")
+    eff = K.gemm_eff_table(g)
+    lines += [f"  E[{key.replace('|', ', ')}] = {v}" for key, v in g["eff"].items()]
     lines.append(
         f"  GeForce tensor paths (tf32/16/fp8): E = {g['geforce_tensor_eff']} of the catalog's half-rate "
         f"FP32-accumulate peak, any architecture ({g['geforce_rows']} rows)"
@@ -75,6 +70,7 @@ def main() -> int:
             "tile_cpu": ASSUMED["tile_cpu"],
             "eff": eff,
             "geforce_tensor_eff": g["geforce_tensor_eff"],
+            "tensor_ratio": K.tensor_ratio(catalog),
             "default_eff": {"fp32": 0.7, "tf32": 0.7, "16": 0.6, "fp8": 0.6},
         },
         "memory": {"eff": mem, "by_gpu": mem_gpu, "default_eff": 0.7},
@@ -93,9 +89,12 @@ def main() -> int:
     for keep in ("step", "comm"):
         if keep in old:
             doc[keep] = old[keep]
-    conv, n_conv, spread = K.fit_conv(catalog, g, power)
-    doc["conv"] = {"factor": conv, "factor_cpu": conv}
-    lines.append(f"conv: factor {conv} over {n_conv} DeepBench rows (median |log| spread {spread})")
+    conv, n_conv, spread, conv_by = K.fit_conv(catalog, g, power)
+    doc["conv"] = {"factor": conv, "factor_cpu": conv, "by_class": conv_by}
+    lines.append(
+        f"conv: factor {conv} over {n_conv} DeepBench rows (median |log| spread {spread}); by path: "
+        + ", ".join(f"{c} {v}" for c, v in conv_by.items())
+    )
     att = K.fit_attention(catalog, g)
     doc["attention"] = att
     lines.append(f"attention (FlashAttention-2 fwd+bwd): {att}")

@@ -52,11 +52,18 @@ NAME_MAP = {
 }
 
 
+#: Cards whose kernel rows the fit must not see (``held_out``): the ratio script's leave-one-GPU-out
+#: and leave-one-architecture-out views refit without them. Empty for the shipped fit.
+EXCLUDED: set[str] = set()
+
+
 def lookup(catalog: Catalog, label: str) -> GpuEntry | None:
     if label in NAME_MAP:
-        return catalog.get(NAME_MAP[label])
-    m = catalog.match(label) or catalog.match(re.sub(r"\s*\(.*?\)", "", label))
-    return None if m is None else m.entry
+        e = catalog.get(NAME_MAP[label])
+    else:
+        m = catalog.match(label) or catalog.match(re.sub(r"\s*\(.*?\)", "", label))
+        e = None if m is None else m.entry
+    return None if e is None or e.id in EXCLUDED else e
 
 
 def gemm_precision(label: str, e: GpuEntry) -> str | None:
@@ -88,21 +95,72 @@ class GemmObs:
     tflops: float
     units: int
     gpu: str
-    geforce: bool = False  # a GeForce card (tensor paths: half-rate FP32 accumulate, clocks above spec boost)
+    geforce: bool = False  # a half-rate GeForce card (tensor FP32 accumulate at half rate, clocks above spec boost)
 
 
 def pclass(p: str) -> str:
     return {"fp16": "16", "bf16": "16"}.get(p, p)
 
 
+def _down(k: float) -> float:
+    """Rounded down to 7 digits: the reference board itself must not come out a hair below boost."""
+    return math.floor(k * 1e7) / 1e7
+
+
 def power_reference(catalog: Catalog, n: float) -> dict[str, float]:
-    """k[arch] of ``roofline.clock_factor``: the median over the architecture's desktop GeForce
-    cards of TDP / (FP32 cores x boost GHz^n), the power per core at the boost clock they sustain (W per 1000 cores)."""
+    """k[arch] of ``roofline.clock_factor``: the lowest over the architecture's desktop half-rate
+    GeForce cards of TDP / (FP32 cores x boost GHz^n). Every such card sustains its boost clock
+    (their measured GEMMs reach the spec peak: 3090 Ti, 4090), so the chip needs at most the
+    leanest card's power per core; a median would put half of them below boost (the RTX 4090 at
+    0.90). Full-rate Titans (Titan V, Titan RTX) are left out: their tensor cores draw more."""
     by: dict[str, list[float]] = defaultdict(list)
+    modules: dict[str, list[float]] = defaultdict(list)
+    geforce_chips: set[str] = set()
     for e in catalog.entries:
-        if e.family == "geforce" and e.form_factor == "desktop" and e.shader_cores and e.tdp_w and e.boost_clock_mhz:
-            by[f"{e.vendor}/{e.architecture}"].append(e.tdp_w / (e.shader_cores * (e.boost_clock_mhz / 1000.0) ** n))
-    return {a: round(statistics.median(v), 7) for a, v in sorted(by.items())}
+        if not (e.shader_cores and e.tdp_w and e.boost_clock_mhz):
+            continue
+        k = e.tdp_w / (e.shader_cores * (e.boost_clock_mhz / 1000.0) ** n)
+        if e.family == "geforce" and e.form_factor == "desktop" and _half_rate(catalog, e):
+            by[f"{e.vendor}/{e.architecture}"].append(k)
+            geforce_chips.add(chip_key(e))
+        elif e.form_factor in ("sxm", "oam"):
+            modules[chip_key(e)].append(k)
+    out = {a: _down(min(v)) for a, v in sorted(by.items())}
+    # A chip sold on no desktop GeForce card (GA100, GH100, GB100, GP100, CDNA): the SXM/OAM module,
+    # built to feed it, as the board that sustains its boost clock; its lowest power per core
+    # (GH200's 1000 W feeds a CPU too). PCIe boards of the chip (H100 PCIe 350 W, A100 PCIe
+    # 250-300 W) then run below it.
+    out.update({c: _down(min(v)) for c, v in sorted(modules.items()) if c not in geforce_chips and c not in out})
+    return out
+
+
+def chip_key(e: GpuEntry) -> str:
+    from gpuselect.estimate.roofline import chip_key as ck
+
+    return ck(e)
+
+
+def tensor_ratio(catalog: Catalog) -> dict[str, float]:
+    """Per chip the highest ratio of 16-bit tensor (FP32 accumulate) to FP32 vector FLOPs in the
+    catalog: the full-rate tensor path (``roofline.half_rate_tensor``). Data-sheet figures."""
+    out: dict[str, float] = {}
+    for e in catalog.entries:
+        if e.fp16_tflops and e.fp32_tflops:
+            k = chip_key(e)
+            out[k] = max(out.get(k, 0.0), round(e.fp16_tflops / e.fp32_tflops, 2))
+    return dict(sorted(out.items()))
+
+
+_RATIOS: dict[int, tuple[Catalog, dict[str, float]]] = {}
+
+
+def _half_rate(catalog: Catalog, e: GpuEntry) -> bool:
+    from gpuselect.estimate.roofline import Params, half_rate_tensor
+
+    hit = _RATIOS.get(id(catalog))
+    if hit is None or hit[0] is not catalog:
+        hit = _RATIOS[id(catalog)] = (catalog, tensor_ratio(catalog))
+    return half_rate_tensor(e, Params({"gemm": {"tensor_ratio": hit[1]}}))
 
 
 def _clock(e: GpuEntry, power: dict[str, Any] | None) -> float:
@@ -150,13 +208,65 @@ def fit_power(catalog: Catalog, k0: float = 96.0) -> tuple[dict[str, Any], str]:
             best = (err, round(n, 2), ref)
     if best is None:
         raise RuntimeError("internal error: best is unset")
-    pw = {"exponent": best[1], "w_per_core": best[2]}
+    refs: dict[str, float] = dict(best[2])
+    pw = {"exponent": best[1], "w_per_core": refs}
     line = (
         f"power: T4/V100 DeepBench GEMM efficiency ratio {target:.3f} (fp32, tensor fp16: "
         f"{', '.join(f'{x:.3f}' for x in ratios)}) -> exponent n = {best[1]} (T4 clock factor "
         f"{_clock(t4, pw):.3f}, V100 {_clock(v100, pw):.3f})"
     )
+    pairs = chip_pairs(catalog, obs, best[1], k0, align)
+    for chip, (k, low, top, r) in pairs.items():
+        refs[chip] = k
+        line += (
+            f"\n  {chip}: {low} reaches {r:.3f} of {top}'s GEMM efficiency -> k = {k} "
+            f"({low} {_clock(lookup(catalog, low.split('/')[0]) or t4, pw):.3f} of boost, {top} "
+            f"{_clock(lookup(catalog, top) or t4, pw):.3f})"
+        )
     return pw, line
+
+
+def chip_pairs(
+    catalog: Catalog, obs: list[GemmObs], n: float, k0: float, align: float
+) -> dict[str, tuple[float, str, str, float]]:
+    """Chips whose reference is their SXM/OAM module (``power_reference``) and whose GEMMs were
+    measured on two boards of different power per core (MAMF: A100 PCIe 80GB at 300 W against the
+    SXM at 400 W): the measured efficiency ratio pins the power the chip needs at boost, so
+    k = TDP / (cores x GHz^n x ratio^n) of the lower-powered board (its clock factor = the ratio)
+    instead of assuming the module is exactly at its limit. {chip: (k, low board, top board, ratio)}."""
+    by: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for o in obs:
+        if o.m and o.n and o.k and 2.0 * o.m * o.n * o.k / (o.tflops * 1e12) >= 15e-6:
+            by[(o.gpu, o.pc)].append(o.tflops / o.peak / shape_factor(o, k0, align))
+    ref = power_reference(catalog, n)
+    boards: dict[str, list[GpuEntry]] = defaultdict(list)
+    for g in {gpu for gpu, _pc in by}:
+        e = catalog.get(g)
+        if e is not None and e.shader_cores and e.tdp_w and e.boost_clock_mhz and chip_key(e) in ref:
+            boards[chip_key(e)].append(e)
+    out: dict[str, tuple[float, str, str, float]] = {}
+    for chip, es in sorted(boards.items()):
+        if len(es) < 2:
+            continue
+
+        def per_core(e: GpuEntry) -> float:
+            return float(e.tdp_w) / float(e.shader_cores * (e.boost_clock_mhz / 1000.0) ** n)
+
+        es = sorted(es, key=lambda e: (per_core(e), e.id))
+        top, low = es[-1], es[0]
+        # Boards at the same power per core (H100 SXM and H200 SXM, both 700 W) count together.
+        lows = [e for e in es if per_core(e) <= per_core(low) * 1.01]
+        logs = [
+            math.log(statistics.median(by[(b.id, pc)]) / statistics.median(by[(top.id, pc)]))
+            for b in lows
+            for pc in ("fp32", "tf32", "16", "fp8")
+            if by.get((top.id, pc)) and by.get((b.id, pc))
+        ]
+        if not logs or per_core(low) >= per_core(top):
+            continue
+        r = min(1.0, math.exp(statistics.fmean(logs)))
+        out[chip] = (_down(per_core(low) / r**n), "/".join(b.id for b in lows), top.id, round(r, 4))
+    return out
 
 
 def read_gemm(catalog: Catalog, power: dict[str, Any] | None = None) -> tuple[list[GemmObs], list[str]]:
@@ -196,7 +306,7 @@ def read_gemm(catalog: Catalog, power: dict[str, Any] | None = None) -> tuple[li
                     t,
                     units,
                     e.id,
-                    e.family == "geforce",
+                    _half_rate(catalog, e),
                 )
             )
     obs += own_h100(catalog)
@@ -211,7 +321,7 @@ def own_h100(catalog: Catalog) -> list[GemmObs]:
     import json
 
     e = catalog.get("nvidia-h100-sxm5-80gb")
-    if e is None or not H100_BENCH.exists():
+    if e is None or e.id in EXCLUDED or not H100_BENCH.exists():
         return []
     dev = json.loads(H100_BENCH.read_text())["devices"][0]
     out = []
@@ -369,9 +479,16 @@ def fit_memory(catalog: Catalog) -> tuple[dict[str, float], int, dict[str, float
 _CONV = re.compile(r"N=(\d+) C=(\d+) H=(\d+) W=(\d+) K=(\d+) filter RxS\(h x w\)=(\d+)x(\d+)")
 
 
-def fit_conv(catalog: Catalog, gemm: dict[str, Any], power: dict[str, Any] | None = None) -> tuple[float, int, float]:
-    """Median of achieved conv efficiency / the GEMM model's for the implicit GEMM shape."""
+def fit_conv(
+    catalog: Catalog, gemm: dict[str, Any], power: dict[str, Any] | None = None
+) -> tuple[float, int, float, dict[str, float]]:
+    """Median of achieved conv efficiency / the GEMM model's for the implicit GEMM shape: over all
+    rows, and per path (``fp32``: the vector units, where cuDNN runs 3x3 filters as Winograd or
+    FFT and beats the direct convolution's FLOP count; ``tensor``: tensor-core implicit GEMMs), and
+    per "vendor/architecture|path" where DeepBench measured it."""
     ratios = []
+    by_class: dict[str, list[float]] = defaultdict(list)
+    by_arch: dict[str, list[float]] = defaultdict(list)
     with (KERNELS / "other_kernels.csv").open(newline="", encoding="utf-8") as fh:
         for r in csv.DictReader(fh):
             if not r["kernel"].startswith("conv2d"):
@@ -384,7 +501,7 @@ def fit_conv(catalog: Catalog, gemm: dict[str, Any], power: dict[str, Any] | Non
             if p is None or not e.tflops(p):
                 continue
             key = f"{e.vendor}/{e.architecture}|{pclass(p)}"
-            gf = e.family == "geforce" and pclass(p) in TENSOR_CLASSES and gemm.get("geforce_tensor_eff")
+            gf = _half_rate(catalog, e) and pclass(p) in TENSOR_CLASSES and gemm.get("geforce_tensor_eff")
             if key not in gemm["eff"] and not gf:
                 continue
             N, C, _H, _W, K, R, S = (int(x) for x in mt.groups())  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
@@ -408,10 +525,17 @@ def fit_conv(catalog: Catalog, gemm: dict[str, Any], power: dict[str, Any] | Non
             )
             model_eff = (gf or gemm["eff"][key]) * shape_factor(o, gemm["k0"], gemm["align_penalty"])
             ratios.append(tflops / o.peak / model_eff)
+            path = "fp32" if p == "fp32" else "tensor"
+            by_class[path].append(ratios[-1])
+            by_arch[f"{e.vendor}/{e.architecture}|{path}"].append(ratios[-1])
     logs = sorted(math.log(x) for x in ratios)
     med = math.exp(statistics.median(logs))
     spread = statistics.median(abs(x - math.log(med)) for x in logs)
-    return round(med, 4), len(ratios), round(spread, 4)
+    per = {c: round(statistics.median(v), 4) for c, v in sorted(by_class.items())}
+    # Per architecture and path: cuDNN's FP32 Winograd kernels beat the GEMM model by ~1.4x on
+    # Volta/Turing (DeepBench's 2019 re-run) but not on Pascal (its 2017 runs, older cuDNN).
+    per.update({k: round(statistics.median(v), 4) for k, v in sorted(by_arch.items())})
+    return round(med, 4), len(ratios), round(spread, 4), per
 
 
 _ATT = re.compile(r"batch=(\d+) seqlen=(\d+) nheads=(\d+) headdim=(\d+) causal=(True|False)")
@@ -508,3 +632,46 @@ def fit_attention(catalog: Catalog, gemm: dict[str, Any]) -> dict[str, Any]:
             "median_abs_log_err": round(statistics.median(errors(plain[2], plain[1], 0.0, 0.0)), 4),
         },
     }
+
+
+def held_out(catalog: Catalog, doc: dict[str, Any], exclude: set[str]) -> dict[str, Any]:
+    """``doc`` (a steptime.json) with its kernel sections (GEMM efficiencies, memory efficiency,
+    convolution and attention factors) refitted without the kernel rows of the cards ``exclude``,
+    as ``__main__`` fits them; the power law's exponent, the host and the step factors are kept
+    (the exponent rests on one T4/V100 pair, which a held-out V100 would leave without data)."""
+    import json
+
+    EXCLUDED.clear()
+    EXCLUDED.update(exclude)
+    try:
+        out: dict[str, Any] = json.loads(json.dumps(doc))
+        power = out["power"]
+        obs, _skipped = read_gemm(catalog, power)
+        g = fit_gemm(obs)
+        out["gemm"].update(
+            {
+                "k0": g["k0"],
+                "align_penalty": g["align_penalty"],
+                "eff": gemm_eff_table(g),
+                "geforce_tensor_eff": g["geforce_tensor_eff"],
+            }
+        )
+        out["device"]["kernel_floor_us"] = g["kernel_floor_us"]
+        mem, _n, mem_gpu = fit_memory(catalog)
+        out["memory"].update({"eff": mem, "by_gpu": mem_gpu})
+        conv, _n, _spread, conv_by = fit_conv(catalog, g, power)
+        out["conv"].update({"factor": conv, "by_class": conv_by})
+        out["attention"] = fit_attention(catalog, g)
+        return out
+    finally:
+        EXCLUDED.clear()
+
+
+def gemm_eff_table(g: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """``fit_gemm``'s E per "vendor/arch|class" as steptime.json's {arch: {class: E}}; GeForce's
+    above-1 figures (clocks above spec boost) are not carried to the pro parts (capped at 0.95)."""
+    eff: dict[str, dict[str, float]] = {}
+    for key, v in g["eff"].items():
+        arch, pc = key.split("|")
+        eff.setdefault(arch, {})[pc] = min(0.95, v)
+    return eff

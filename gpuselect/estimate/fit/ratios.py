@@ -82,14 +82,14 @@ def _row(source: str, group: str, fam: str, tf32: bool, e: GpuEntry, measured: f
     return Row(source, group, fam, tf32, e.id, measured, pred, peak, e.memory_bandwidth_gbs)
 
 
-def lambda_rows(catalog: Catalog) -> list[Row]:
+def lambda_rows(catalog: Catalog, only: set[str] | None = None) -> list[Row]:
     out = []
     traced = {m: T._traced(w) for m, w in PRESETS.items()}
     with (T.DATA / "reference_throughput.csv").open(newline="") as fh:
         for r in csv.DictReader(fh):
             e = T.gpu(catalog, r["gpu"])
             w = PRESETS.get(T.LAMBDA_MODELS.get(r["model"], ""))
-            if e is None or w is None or not traced.get(w.id, False):
+            if e is None or w is None or not traced.get(w.id, False) or (only is not None and e.id not in only):
                 continue
             batch = int(float(r["batch_size_per_gpu"]))
             ask = "tf32" if r["precision"] == "fp32" else "fp16"
@@ -334,6 +334,41 @@ def absolute_by_generation(rows: list[Row]) -> list[str]:
     return out
 
 
+def all_rows(catalog: Catalog, only: set[str] | None = None) -> list[Row]:
+    """Every source's rows with a prediction (``only``: just these cards' rows)."""
+    rows = lambda_rows(catalog, only) + other_rows(catalog) + foundry_rows(catalog)
+    return [r for r in rows if r.measured > 0 and r.predicted > 0 and (only is None or r.gpu in only)]
+
+
+def held_out_rows(catalog: Catalog, rows: list[Row], key: Callable[[GpuEntry], str]) -> list[Row]:
+    """``rows`` predicted again, each card's with the kernel parameters refitted without the kernel
+    rows (GEMM, convolution, attention, FluidX3D) of every catalog card sharing ``key`` with it:
+    ``e.id`` leaves the card out (its own measured bandwidth efficiency and GEMM rows gone: its
+    architecture's median, fitted on the others), ``vendor/architecture`` the whole architecture
+    (its efficiencies borrowed from the nearest one, as for a new architecture). The step factors
+    stay as shipped (fitted on throughput, leaving each source out)."""
+    from gpuselect.estimate.fit import kernels as K  # noqa: N812 - namespace alias
+
+    base = R.params().doc
+    cards: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        e = catalog.get(r.gpu)
+        if e is not None:
+            cards[key(e)].add(r.gpu)
+    out: list[Row] = []
+    try:
+        for k, gpus in sorted(cards.items()):
+            T.set_params(K.held_out(catalog, base, {e.id for e in catalog.entries if key(e) == k}))
+            out += all_rows(catalog, gpus)
+    finally:
+        T.set_params(base)
+    return out
+
+
+def arch_key(e: GpuEntry) -> str:
+    return f"{e.vendor}/{e.architecture}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(OUT))
@@ -346,13 +381,13 @@ def main() -> int:
     if args.params:
         R._PARAMS = R.Params.load(Path(args.params))
     catalog = load_catalog()
-    rows = [
-        r
-        for r in lambda_rows(catalog) + other_rows(catalog) + foundry_rows(catalog)
-        if r.measured > 0 and r.predicted > 0
-    ]
+    rows = all_rows(catalog)
     fam = {r.gpu: family(e) for r in rows if (e := catalog.get(r.gpu)) is not None}
     ref_view, pair_view = ratios(rows)
+    held = {
+        "logo": ratios(held_out_rows(catalog, rows, lambda e: e.id)),
+        "loao": ratios(held_out_rows(catalog, rows, arch_key)),
+    }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with (out / "ratios.csv").open("w", newline="") as fh:
@@ -372,7 +407,10 @@ def main() -> int:
                 "powerlaw_err",
             ]
         )
-        for view, rs in (("reference", ref_view), ("pairs", pair_view)):
+        views = [("reference", ref_view), ("pairs", pair_view)]
+        for name, (hr, _hp) in held.items():  # the held-out pair views: summary.txt only (size)
+            views.append((f"reference/{name}", hr))
+        for view, rs in views:
             for r in rs:
                 wr.writerow(
                     [
@@ -403,6 +441,14 @@ def main() -> int:
         "Headline: fp32 training asked as --precision tf32, against the reference GPU",
     )
     lines += table(tfp, lambda _r: "tf32 asked (fp32 training)", "Headline: the same, every unordered pair")
+    # Cards below 1.1 TB/s (GDDR GeForce/workstation/laptop parts, V100, T4/L4-class): the kind of
+    # card an unseen-GPU comparison is mostly about, without the HBM flagships.
+    mid = {r.gpu for r in rows if r.bandwidth < 1100}
+    lines += table(
+        [r for r in tfp if r.gpu in mid and r.other in mid],
+        lambda _r: "tf32 asked, both cards < 1.1 TB/s",
+        "The same, every pair of cards below 1.1 TB/s (no HBM flagship)",
+    )
     lines += table(ref_view, lambda r: r.source, "By source, against the reference GPU (all precisions)")
     lines += table(pair_view, lambda r: r.source, "By source, every unordered pair (all precisions)")
     lines += table(
@@ -419,6 +465,27 @@ def main() -> int:
         pair_view, lambda r: (r.gpu, r.other), "By GPU (every pair, counted for both its GPUs, each as the numerator)"
     )
     lines += table(ref_view, lambda r: r.gpu, "By GPU against its group's reference GPU")
+    titles = {
+        "logo": "Leave one GPU out: each card predicted with the kernel fit (GEMM, conv, attention, FluidX3D rows) "
+        "refitted without its own rows",
+        "loao": "Leave one architecture out: each card predicted with the kernel fit refitted without every card "
+        "of its architecture (efficiencies borrowed from the nearest architecture)",
+    }
+    for name, (hr, hp) in held.items():
+        lines.append(f"\n# {titles[name]}")
+        lines += table(
+            [r for r in hr if r.tf32_view],
+            lambda _r: "tf32 asked (fp32 training)",
+            f"{name}: headline, against the reference GPU",
+        )
+        lines += table(
+            [r for r in hp if r.tf32_view],
+            lambda _r: "tf32 asked (fp32 training)",
+            f"{name}: headline, every unordered pair",
+        )
+        lines += table(hr, lambda r: r.source, f"{name}: by source, against the reference GPU (all precisions)")
+        lines += table(hp, lambda r: r.source, f"{name}: by source, every unordered pair (all precisions)")
+        lines += table(hr, lambda r: r.gpu, f"{name}: by GPU against its group's reference GPU")
     lines += absolute_by_generation(rows)
     text = "\n".join(lines) + "\n"
     (out / "summary.txt").write_text(text)
