@@ -114,6 +114,97 @@ class _LstmLayer(nn.Module):
         return torch.stack(outs, dim=1)
 
 
+class _CudnnLstmFn(torch.autograd.Function):
+    """One direction of a cuDNN LSTM layer, as a GPU runs it (torch's nn.LSTM calls cudnn_rnn):
+    forward, one GEMM of the input projections of every time step, then per step the recurrent
+    GEMM (batch x 4h x h) and one fused pointwise kernel; backward, per step the pointwise kernel
+    and the recurrent GEMM for dh, then one GEMM each for dX, dW_ih and dW_hh over all steps. The
+    per-step kernels are launched by cuDNN itself (``library_kernels``: no eager dispatch each);
+    the meta device's decomposition would instead dispatch ~6 ops per step and run every weight
+    gradient as a per-step GEMM."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: torch.Tensor, b_hh: torch.Tensor
+    ) -> torch.Tensor:
+        from gpuselect.workloads.trace_build.meta import library_kernels
+
+        b, t, _ = x.shape
+        h4 = w_ih.shape[0]
+        gx = torch.addmm(b_ih, x.reshape(b * t, -1), w_ih.t()).view(b, t, h4)  # the dispatched cudnn_rnn call
+        with library_kernels():
+            h = x.new_zeros(b, h4 // 4)
+            for step in range(t):
+                gates = torch.addmm(gx[:, step], h, w_hh.t())
+                h = torch.sigmoid(gates)[:, : h4 // 4]  # the fused cell: reads the gates, writes h and c
+        # cuDNN's reserve space keeps every step's gates and states for the backward
+        ctx.save_for_backward(x, w_ih, w_hh, x.new_empty(b, t, h4 + 2 * (h4 // 4)))
+        return x.new_empty(b, t, h4 // 4)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, ...]:  # type: ignore[override]
+        from gpuselect.workloads.trace_build.meta import library_kernels
+
+        x, w_ih, w_hh, _reserve = ctx.saved_tensors
+        b, t, _ = x.shape
+        h4, hid = w_ih.shape[0], w_hh.shape[1]
+        dgates = grad.new_empty(b, t, h4)
+        with library_kernels():
+            for step in range(t):
+                # the fused cell's backward (reads the saved gates and dh, writes this step's
+                # dgates), then the recurrent GEMM: dh for the step before
+                torch.mm(torch.sigmoid(dgates[:, step]), w_hh)
+        flat = dgates.reshape(b * t, h4)
+        dx = torch.mm(flat, w_ih).view_as(x)  # cudnn_rnn_backward: the input gradient (dispatched)
+        dw_ih = torch.mm(flat.t(), x.reshape(b * t, -1))  # the weight gradients over every step
+        with library_kernels():
+            dw_hh = torch.mm(flat.t(), grad.reshape(b * t, hid))
+            db = flat.sum(0)
+        return dx, dw_ih, dw_hh, db, db
+
+
+class CudnnLSTM(nn.Module):
+    """``nn.LSTM(batch_first=True)`` traced as cuDNN runs it (``_CudnnLstmFn``); same parameters
+    (two biases per direction) and FLOPs. Returns the output only."""
+
+    is_rnn = True  # a checkpoint unit like nn.LSTM (trace_build.meta._units)
+
+    def __init__(self, n_in: int, hidden: int, bidirectional: bool = False) -> None:
+        super().__init__()
+        dirs = 2 if bidirectional else 1
+        self.w_ih = nn.ParameterList(nn.Parameter(torch.empty(4 * hidden, n_in)) for _ in range(dirs))
+        self.w_hh = nn.ParameterList(nn.Parameter(torch.empty(4 * hidden, hidden)) for _ in range(dirs))
+        self.b_ih = nn.ParameterList(nn.Parameter(torch.empty(4 * hidden)) for _ in range(dirs))
+        self.b_hh = nn.ParameterList(nn.Parameter(torch.empty(4 * hidden)) for _ in range(dirs))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        outs = [
+            _CudnnLstmFn.apply(x, self.w_ih[i], self.w_hh[i], self.b_ih[i], self.b_hh[i]) for i in range(len(self.w_ih))
+        ]
+        if len(outs) == 1:
+            return outs[0]  # type: ignore[no-any-return]
+        # cuDNN writes both directions into one output: no concatenation kernel
+        return torch.cat(outs, -1) if x.device.type != "meta" else _joined(outs)
+
+
+def _joined(outs: list[torch.Tensor]) -> torch.Tensor:
+    """Both directions' outputs as one tensor without a recorded copy (on the meta device an
+    autograd-tracked empty tensor whose gradient reaches both directions)."""
+    return _Join.apply(*outs)  # type: ignore[no-any-return]
+
+
+class _Join(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, *outs: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        ctx.sizes = [o.shape[-1] for o in outs]
+        b, t, _ = outs[0].shape
+        return outs[0].new_empty(b, t, sum(ctx.sizes))
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, ...]:  # type: ignore[override]
+        return tuple(grad.narrow(-1, sum(ctx.sizes[:i]), n) for i, n in enumerate(ctx.sizes))
+
+
 class LstmLM(nn.Module):
     """Zaremba et al.'s medium PTB language model: 2 x 650 LSTM, 10k vocabulary, 35 steps."""
 
@@ -211,6 +302,28 @@ def gpt2_124m(seq: int = 1024, fused: bool = False) -> nn.Module:
 #: = 566 mel frames at DLE's 22,050 Hz / hop 256 (+1 frame, centred STFT), ~100 characters of text.
 LJSPEECH_MEAN_MEL_FRAMES = 567
 LJSPEECH_MEAN_TEXT_CHARS = 100
+#: The longest clip (LJSpeech README: 10.10 s) = 870 mel frames + 1.
+LJSPEECH_MAX_MEL_FRAMES = 871
+
+
+def padded_mel_frames(batch: int) -> int:
+    """Mel frames a Tacotron 2 training step runs per utterance at ``batch``: DLE's collate pads
+    every utterance to the longest of its batch (TextMelCollate) and the teacher-forced decoder
+    steps through all of them, while the throughput counts only real frames (data_function.py
+    batch_to_gpu: ``len_x = torch.sum(output_lengths)``). The expected longest of ``batch`` clips,
+    for durations spread evenly up to the longest clip with LJSpeech's mean: mean + (max - mean)
+    x (b - 1) / (b + 1)."""
+    b = max(1, batch)
+    return round(
+        LJSPEECH_MEAN_MEL_FRAMES + (LJSPEECH_MAX_MEL_FRAMES - LJSPEECH_MEAN_MEL_FRAMES) * (b - 1) / (b + 1)
+    )
+
+
+#: The preset's trace: padded as at its default batch (104, DLE's 8-GPU recipe's per-GPU batch is
+#: close); the text is padded in the same proportion (speaking rate taken as constant).
+TACOTRON2_BATCH = 104
+TACOTRON2_MEL_FRAMES = padded_mel_frames(TACOTRON2_BATCH)
+TACOTRON2_TEXT_CHARS = round(LJSPEECH_MEAN_TEXT_CHARS * TACOTRON2_MEL_FRAMES / LJSPEECH_MEAN_MEL_FRAMES)
 
 
 class _ConvBN1d(nn.Sequential):
@@ -222,14 +335,15 @@ class Tacotron2(nn.Module):
     """DLE PyTorch/SpeechSynthesis/Tacotron2 (Shen et al. 2018) with DLE's defaults: 148 symbols,
     512-d embedding, 3 x conv5 + BiLSTM(2 x 256) encoder, location-sensitive attention (128-d, 32
     filters of 31), prenet 2 x 256, attention LSTM 1024, decoder LSTM 1024, 1 frame per step,
-    5-layer conv5 postnet (512). Training forward: teacher-forced over ``mel_frames`` steps."""
+    5-layer conv5 postnet (512). Training forward: teacher-forced over ``mel_frames`` steps (the
+    batch's padded length: ``padded_mel_frames``)."""
 
     def __init__(
         self,
         n_symbols: int = 148,
         emb: int = 512,
         n_mel: int = 80,
-        mel_frames: int = LJSPEECH_MEAN_MEL_FRAMES,
+        mel_frames: int = TACOTRON2_MEL_FRAMES,
         att_rnn: int = 1024,
         dec_rnn: int = 1024,
         prenet: int = 256,
@@ -241,7 +355,7 @@ class Tacotron2(nn.Module):
         super().__init__()
         self.embedding = nn.Embedding(n_symbols, emb)
         self.enc_convs = nn.Sequential(*(nn.Sequential(_ConvBN1d(emb, emb, 5), nn.ReLU()) for _ in range(3)))
-        self.enc_lstm = nn.LSTM(emb, emb // 2, batch_first=True, bidirectional=True)
+        self.enc_lstm = CudnnLSTM(emb, emb // 2, bidirectional=True)
         self.prenet = nn.Sequential(
             nn.Linear(n_mel, prenet, bias=False), nn.ReLU(), nn.Linear(prenet, prenet, bias=False), nn.ReLU()
         )
@@ -261,7 +375,7 @@ class Tacotron2(nn.Module):
     def forward(self, text: torch.Tensor) -> torch.Tensor:
         b, t_in = text.shape
         x = self.enc_convs(self.embedding(text).transpose(1, 2)).transpose(1, 2)
-        memory, _ = self.enc_lstm(x)  # (b, t_in, 512)
+        memory = self.enc_lstm(x)  # (b, t_in, 512)
         processed_memory = self.memory_layer(memory)
         # Teacher forcing: the go frame and the target mel frames go through the prenet at once.
         dec_in = self.prenet(memory.new_zeros(b, self.mel_frames, self.n_mel))
@@ -640,34 +754,29 @@ class GNMT(nn.Module):
         super().__init__()
         self.emb = nn.Embedding(vocab, h)
         self.enc = nn.ModuleList(
-            [
-                nn.LSTM(h, h, batch_first=True, bidirectional=True),
-                nn.LSTM(2 * h, h, batch_first=True),
-                nn.LSTM(h, h, batch_first=True),
-                nn.LSTM(h, h, batch_first=True),
-            ]
+            [CudnnLSTM(h, h, bidirectional=True), CudnnLSTM(2 * h, h), CudnnLSTM(h, h), CudnnLSTM(h, h)]
         )
-        self.att_rnn = nn.LSTM(h, h, batch_first=True)
+        self.att_rnn = CudnnLSTM(h, h)
         self.linear_q, self.linear_k = nn.Linear(h, h, bias=False), nn.Linear(h, h, bias=False)
         self.linear_att = nn.Parameter(torch.empty(h))
         self.normalize_scalar, self.normalize_bias = nn.Parameter(torch.empty(1)), nn.Parameter(torch.empty(h))
-        self.dec = nn.ModuleList(nn.LSTM(2 * h, h, batch_first=True) for _ in range(3))
+        self.dec = nn.ModuleList(CudnnLSTM(2 * h, h) for _ in range(3))
         self.classifier = nn.Linear(h, vocab)
 
     def forward(self, src: torch.Tensor) -> torch.Tensor:
         x = self.emb(src)
         for i, rnn in enumerate(self.enc):
-            y, _ = rnn(x)
+            y = rnn(x)
             x = y + x if i >= 2 else y
         keys = self.linear_k(x)  # (b, s, h)
-        q, _ = self.att_rnn(self.emb(src))  # target of the same length, teacher-forced
+        q = self.att_rnn(self.emb(src))  # target of the same length, teacher-forced
         pq = self.linear_q(q)
         energy = torch.tanh(pq.unsqueeze(2) + keys.unsqueeze(1) + self.normalize_bias)
         att = energy.matmul(self.normalize_scalar * self.linear_att / self.linear_att.norm())
         ctx = torch.bmm(torch.softmax(att, -1), x)
         y = q
         for i, rnn in enumerate(self.dec):
-            z, _ = rnn(torch.cat((y, ctx), -1))
+            z = rnn(torch.cat((y, ctx), -1))
             y = z + y if i >= 1 else z
         return self.classifier(y)
 
@@ -686,7 +795,7 @@ REFERENCE: dict[str, tuple[Any, tuple[int, ...], torch.dtype]] = {
     "bert_base_squad": (bert_base, (384,), torch.long),
     "bert_large_squad": (bert_large, (384,), torch.long),
     "gpt2-124m": (gpt2_124m, (1024,), torch.long),
-    "tacotron2": (tacotron2, (LJSPEECH_MEAN_TEXT_CHARS,), torch.long),
+    "tacotron2": (tacotron2, (TACOTRON2_TEXT_CHARS,), torch.long),
     "waveglow": (waveglow, (WAVEGLOW_SEGMENT,), torch.float32),
     "transformerxlbase": (transformer_xl_base, (192,), torch.long),
     "transformerxllarge": (transformer_xl_large, (XL_LARGE_TGT,), torch.long),

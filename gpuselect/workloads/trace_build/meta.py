@@ -83,6 +83,22 @@ _NO_KERNEL = {
 }  # the last two: views the dispatcher does not tag as views
 
 
+#: Depth of ``library_kernels()`` blocks: ops recorded inside are kernels a library launches by
+#: itself within one dispatched call (``Op.host_dispatch`` False).
+_LIBRARY = [0]
+
+
+@contextmanager
+def library_kernels() -> Iterator[None]:
+    """Mark the ops run inside as launched by a library from C++ (cuDNN's per-time-step RNN
+    kernels), not dispatched one by one from Python: device time, no host dispatch each."""
+    _LIBRARY[0] += 1
+    try:
+        yield
+    finally:
+        _LIBRARY[0] -= 1
+
+
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
     """Scaled dot-product attention through the fused (FlashAttention) kernel, as on a GPU: on the
     meta device torch's dispatcher would pick the unfused math path, so call the kernel itself."""
@@ -178,6 +194,7 @@ class _Rec:
     k: int = 0
     fp32: bool = False
     in_unit: bool = False
+    host: bool = True  # dispatched by the framework (False: launched by a library, see library_kernels)
 
 
 def _numel(xs: Any) -> int:
@@ -216,6 +233,7 @@ class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch le
         elems = float(_numel(args) + _numel(kwargs) + _numel(out))
         name = self._name(func)
         ph, iu = self.phase, self.unit_depth > 0
+        first = len(self.recs)
         if packet in _GEMM:
             a, b = (args[1], args[2]) if packet in (aten.addmm, aten.baddbmm) else (args[0], args[1])
             if a.dim() == 3:  # bmm: (B, m, k) x (B, k, n)
@@ -332,6 +350,9 @@ class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch le
                     in_unit=iu,
                 )
             )
+        if _LIBRARY[0]:
+            for r in self.recs[first:]:
+                r.host = False
         return out
 
 
@@ -344,7 +365,7 @@ def _units(model: nn.Module) -> tuple[list[nn.Module], bool]:
         if isinstance(m, nn.ModuleList)
         and len(m) > 1
         and len({type(c) for c in m}) == 1
-        and (list(m[0].children()) or isinstance(m[0], nn.RNNBase))
+        and (list(m[0].children()) or isinstance(m[0], nn.RNNBase) or getattr(m[0], "is_rnn", False))
     ]
     if lists:
         best = max(lists, key=lambda m: (len(m), sum(p.numel() for p in m.parameters())))
@@ -499,7 +520,7 @@ def _fuse_rnn_cells(recs: list[_Rec], rnn_scopes: set[str]) -> list[_Rec]:
     run: list[_Rec] = []
 
     def group(r: _Rec) -> tuple[Phase, bool] | None:
-        if r.kind is not OpKind.ELEMENTWISE or r.fp32:
+        if r.kind is not OpKind.ELEMENTWISE or r.fp32 or not r.host:  # a library's kernels are as it runs them
             return None
         if r.phase is Phase.FORWARD:
             return (r.phase, _scope(r.name) in rnn_scopes)
@@ -586,6 +607,7 @@ def _to_op(a: _Rec, b: _Rec) -> Op:
         k=int(k),
         fp32_only=a.fp32,
         flops_fixed=flops_fixed,
+        host_dispatch=a.host,
     )
 
 
