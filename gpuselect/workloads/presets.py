@@ -171,7 +171,8 @@ _PRESETS: list[Workload] = [
         + "; model: DLE PyTorch/Translation/GNMT defaults (shared 1024-d embedding, 32,320-token vocabulary, "
         "bidirectional + 3 encoder LSTMs, attention LSTM + normalised Bahdanau attention + 3 decoder LSTMs); 50 source "
         "+ 50 target tokens (DLE's --max-length-train 50; real pairs are shorter, so the attention share is an upper "
-        "bound); activation memory approximate (LSTM gate buffers are not module outputs)",
+        "bound); the LSTMs as cuDNN runs them (one dispatched call per layer and pass, its per-step kernels "
+        "launched by cuDNN); activation memory approximate (LSTM gate buffers are not module outputs)",
         profiler_checked=True,
         throughput_units_per_sample=100.0,
     ),

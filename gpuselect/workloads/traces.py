@@ -680,7 +680,11 @@ def trace_to_dict(t: StepTrace) -> dict[str, Any]:
     }
     d["notes"] = list(t.notes)
     d["ops"] = [
-        {k: (getattr(o, k).value if k in ("kind", "phase") else getattr(o, k)) for k in Op.__dataclass_fields__}
+        {
+            k: (getattr(o, k).value if k in ("kind", "phase") else getattr(o, k))
+            for k in Op.__dataclass_fields__
+            if not (k == "host_dispatch" and o.host_dispatch)  # written only where False (cuDNN's RNN kernels)
+        }
         for o in t.ops
     ]
     return d
