@@ -124,8 +124,13 @@ class _CudnnLstmFn(torch.autograd.Function):
     gradient as a per-step GEMM."""
 
     @staticmethod
-    def forward(  # type: ignore[override]
-        ctx: Any, x: torch.Tensor, w_ih: torch.Tensor, w_hh: torch.Tensor, b_ih: torch.Tensor, b_hh: torch.Tensor
+    def forward(
+        ctx: Any,
+        x: torch.Tensor,
+        w_ih: torch.Tensor,
+        w_hh: torch.Tensor,
+        b_ih: torch.Tensor,
+        b_hh: torch.Tensor,  # noqa: ARG004 - nn.LSTM's second bias: added with b_ih, its gradient is b_ih's
     ) -> torch.Tensor:
         from gpuselect.workloads.trace_build.meta import library_kernels
 
@@ -142,7 +147,7 @@ class _CudnnLstmFn(torch.autograd.Function):
         return x.new_empty(b, t, h4 // 4)
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, ...]:  # type: ignore[override]
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, ...]:
         from gpuselect.workloads.trace_build.meta import library_kernels
 
         x, w_ih, w_hh, _reserve = ctx.saved_tensors
@@ -178,11 +183,12 @@ class CudnnLSTM(nn.Module):
         self.b_hh = nn.ParameterList(nn.Parameter(torch.empty(4 * hidden)) for _ in range(dirs))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        outs = [
-            _CudnnLstmFn.apply(x, self.w_ih[i], self.w_hh[i], self.b_ih[i], self.b_hh[i]) for i in range(len(self.w_ih))
+        outs: list[torch.Tensor] = [
+            _CudnnLstmFn.apply(x, self.w_ih[i], self.w_hh[i], self.b_ih[i], self.b_hh[i])  # type: ignore[no-untyped-call]
+            for i in range(len(self.w_ih))
         ]
         if len(outs) == 1:
-            return outs[0]  # type: ignore[no-any-return]
+            return outs[0]
         # cuDNN writes both directions into one output: no concatenation kernel
         return torch.cat(outs, -1) if x.device.type != "meta" else _joined(outs)
 
@@ -190,18 +196,19 @@ class CudnnLSTM(nn.Module):
 def _joined(outs: list[torch.Tensor]) -> torch.Tensor:
     """Both directions' outputs as one tensor without a recorded copy (on the meta device an
     autograd-tracked empty tensor whose gradient reaches both directions)."""
-    return _Join.apply(*outs)  # type: ignore[no-any-return]
+    joined: torch.Tensor = _Join.apply(*outs)  # type: ignore[no-untyped-call]  # torch leaves Function.apply unannotated
+    return joined
 
 
 class _Join(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, *outs: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+    def forward(ctx: Any, *outs: torch.Tensor) -> torch.Tensor:
         ctx.sizes = [o.shape[-1] for o in outs]
         b, t, _ = outs[0].shape
         return outs[0].new_empty(b, t, sum(ctx.sizes))
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, ...]:  # type: ignore[override]
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return tuple(grad.narrow(-1, sum(ctx.sizes[:i]), n) for i, n in enumerate(ctx.sizes))
 
 
@@ -314,9 +321,7 @@ def padded_mel_frames(batch: int) -> int:
     for durations spread evenly up to the longest clip with LJSpeech's mean: mean + (max - mean)
     x (b - 1) / (b + 1)."""
     b = max(1, batch)
-    return round(
-        LJSPEECH_MEAN_MEL_FRAMES + (LJSPEECH_MAX_MEL_FRAMES - LJSPEECH_MEAN_MEL_FRAMES) * (b - 1) / (b + 1)
-    )
+    return round(LJSPEECH_MEAN_MEL_FRAMES + (LJSPEECH_MAX_MEL_FRAMES - LJSPEECH_MEAN_MEL_FRAMES) * (b - 1) / (b + 1))
 
 
 #: The preset's trace: padded as at its default batch (104, DLE's 8-GPU recipe's per-GPU batch is
@@ -535,7 +540,9 @@ class _RelLayer(nn.Module):
     masked_fill_, softmax and attention dropout (``dropatt``); dropout after the attention
     projection and twice in the FFN (``dropout``)."""
 
-    def __init__(self, d: int, heads: int, d_head: int, d_inner: int, dropout: float = 0.0, dropatt: float = 0.0) -> None:
+    def __init__(
+        self, d: int, heads: int, d_head: int, d_inner: int, dropout: float = 0.0, dropatt: float = 0.0
+    ) -> None:
         super().__init__()
         self.qkv = nn.Linear(d, 3 * heads * d_head, bias=False)
         self.r_net = nn.Linear(d, heads * d_head, bias=False)

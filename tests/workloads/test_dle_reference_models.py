@@ -83,8 +83,12 @@ def test_waveglow_cost_is_the_wn_convolutions() -> None:
     assert w.forward_flops_per_sample == pytest.approx(groups * (wn + inv) + upsample, rel=0.01)
     # parameters: convs with biases, a weight-norm gain per output channel, the 1x1 invertible convs
     per_wn = sum(
-        (h * c + c + c) + (c * 2 * h + 2 * h) + 8 * (640 * 2 * c + 2 * c + 2 * c) + 8 * (3 * c * 2 * c + 2 * c + 2 * c)
-        + 7 * (c * 2 * c + 2 * c + 2 * c) + (c * c + c + c)
+        (h * c + c + c)
+        + (c * 2 * h + 2 * h)
+        + 8 * (640 * 2 * c + 2 * c + 2 * c)
+        + 8 * (3 * c * 2 * c + 2 * c + 2 * c)
+        + 7 * (c * 2 * c + 2 * c + 2 * c)
+        + (c * c + c + c)
         for h in halves
     )
     convinv = sum((2 * h) ** 2 for h in halves)

@@ -269,9 +269,10 @@ def test_cudnn_lstm_is_traced_as_one_dispatched_call_with_library_kernels_per_st
         ref = torch.nn.LSTM(16, 32, batch_first=True, bidirectional=bidirectional)
         mine = _Seq(bidirectional).rnn
     assert sum(p.numel() for p in mine.parameters()) == sum(p.numel() for p in ref.parameters())
-    lstm_fwd = sum(
-        o.flops_per_sample * o.count for o in plain.ops if o.kind is OpKind.GEMM and o.phase is Phase.FORWARD
-    ) - 2 * (64 if bidirectional else 32) * 4 * steps
+    lstm_fwd = (
+        sum(o.flops_per_sample * o.count for o in plain.ops if o.kind is OpKind.GEMM and o.phase is Phase.FORWARD)
+        - 2 * (64 if bidirectional else 32) * 4 * steps
+    )
     assert lstm_fwd == pytest.approx(dirs * 2 * steps * 4 * 32 * (16 + 32))
     lstm_bwd = sum(
         o.flops_per_sample * o.count for o in plain.ops if o.kind is OpKind.GEMM and o.phase is Phase.BACKWARD
