@@ -114,104 +114,6 @@ class _LstmLayer(nn.Module):
         return torch.stack(outs, dim=1)
 
 
-class _CudnnLstmFn(torch.autograd.Function):
-    """One direction of a cuDNN LSTM layer, as a GPU runs it (torch's nn.LSTM calls cudnn_rnn):
-    forward, one GEMM of the input projections of every time step, then per step the recurrent
-    GEMM (batch x 4h x h) and one fused pointwise kernel; backward, per step the pointwise kernel
-    and the recurrent GEMM for dh, then one GEMM each for dX, dW_ih and dW_hh over all steps. The
-    per-step kernels are launched by cuDNN itself (``library_kernels``: no eager dispatch each);
-    the meta device's decomposition would instead dispatch ~6 ops per step and run every weight
-    gradient as a per-step GEMM."""
-
-    @staticmethod
-    def forward(
-        ctx: Any,
-        x: torch.Tensor,
-        w_ih: torch.Tensor,
-        w_hh: torch.Tensor,
-        b_ih: torch.Tensor,
-        b_hh: torch.Tensor,  # noqa: ARG004 - nn.LSTM's second bias: added with b_ih, its gradient is b_ih's
-    ) -> torch.Tensor:
-        from gpuselect.workloads.trace_build.meta import library_kernels
-
-        b, t, _ = x.shape
-        h4 = w_ih.shape[0]
-        gx = torch.addmm(b_ih, x.reshape(b * t, -1), w_ih.t()).view(b, t, h4)  # the dispatched cudnn_rnn call
-        with library_kernels():
-            h = x.new_zeros(b, h4 // 4)
-            for step in range(t):
-                gates = torch.addmm(gx[:, step], h, w_hh.t())
-                h = torch.sigmoid(gates)[:, : h4 // 4]  # the fused cell: reads the gates, writes h and c
-        # cuDNN's reserve space keeps every step's gates and states for the backward
-        ctx.save_for_backward(x, w_ih, w_hh, x.new_empty(b, t, h4 + 2 * (h4 // 4)))
-        return x.new_empty(b, t, h4 // 4)
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        from gpuselect.workloads.trace_build.meta import library_kernels
-
-        x, w_ih, w_hh, _reserve = ctx.saved_tensors
-        b, t, _ = x.shape
-        h4, hid = w_ih.shape[0], w_hh.shape[1]
-        dgates = grad.new_empty(b, t, h4)
-        with library_kernels():
-            for step in range(t):
-                # the fused cell's backward (reads the saved gates and dh, writes this step's
-                # dgates), then the recurrent GEMM: dh for the step before
-                torch.mm(torch.sigmoid(dgates[:, step]), w_hh)
-        flat = dgates.reshape(b * t, h4)
-        dx = torch.mm(flat, w_ih).view_as(x)  # cudnn_rnn_backward: the input gradient (dispatched)
-        dw_ih = torch.mm(flat.t(), x.reshape(b * t, -1))  # the weight gradients over every step
-        with library_kernels():
-            dw_hh = torch.mm(flat.t(), grad.reshape(b * t, hid))
-            db = flat.sum(0)
-        return dx, dw_ih, dw_hh, db, db
-
-
-class CudnnLSTM(nn.Module):
-    """``nn.LSTM(batch_first=True)`` traced as cuDNN runs it (``_CudnnLstmFn``); same parameters
-    (two biases per direction) and FLOPs. Returns the output only."""
-
-    is_rnn = True  # a checkpoint unit like nn.LSTM (trace_build.meta._units)
-
-    def __init__(self, n_in: int, hidden: int, bidirectional: bool = False) -> None:
-        super().__init__()
-        dirs = 2 if bidirectional else 1
-        self.w_ih = nn.ParameterList(nn.Parameter(torch.empty(4 * hidden, n_in)) for _ in range(dirs))
-        self.w_hh = nn.ParameterList(nn.Parameter(torch.empty(4 * hidden, hidden)) for _ in range(dirs))
-        self.b_ih = nn.ParameterList(nn.Parameter(torch.empty(4 * hidden)) for _ in range(dirs))
-        self.b_hh = nn.ParameterList(nn.Parameter(torch.empty(4 * hidden)) for _ in range(dirs))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        outs: list[torch.Tensor] = [
-            _CudnnLstmFn.apply(x, self.w_ih[i], self.w_hh[i], self.b_ih[i], self.b_hh[i])  # type: ignore[no-untyped-call]
-            for i in range(len(self.w_ih))
-        ]
-        if len(outs) == 1:
-            return outs[0]
-        # cuDNN writes both directions into one output: no concatenation kernel
-        return torch.cat(outs, -1) if x.device.type != "meta" else _joined(outs)
-
-
-def _joined(outs: list[torch.Tensor]) -> torch.Tensor:
-    """Both directions' outputs as one tensor without a recorded copy (on the meta device an
-    autograd-tracked empty tensor whose gradient reaches both directions)."""
-    joined: torch.Tensor = _Join.apply(*outs)  # type: ignore[no-untyped-call]  # torch leaves Function.apply unannotated
-    return joined
-
-
-class _Join(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, *outs: torch.Tensor) -> torch.Tensor:
-        ctx.sizes = [o.shape[-1] for o in outs]
-        b, t, _ = outs[0].shape
-        return outs[0].new_empty(b, t, sum(ctx.sizes))
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return tuple(grad.narrow(-1, sum(ctx.sizes[:i]), n) for i, n in enumerate(ctx.sizes))
-
-
 class LstmLM(nn.Module):
     """Zaremba et al.'s medium PTB language model: 2 x 650 LSTM, 10k vocabulary, 35 steps."""
 
@@ -360,7 +262,7 @@ class Tacotron2(nn.Module):
         super().__init__()
         self.embedding = nn.Embedding(n_symbols, emb)
         self.enc_convs = nn.Sequential(*(nn.Sequential(_ConvBN1d(emb, emb, 5), nn.ReLU()) for _ in range(3)))
-        self.enc_lstm = CudnnLSTM(emb, emb // 2, bidirectional=True)
+        self.enc_lstm = nn.LSTM(emb, emb // 2, batch_first=True, bidirectional=True)
         self.prenet = nn.Sequential(
             nn.Linear(n_mel, prenet, bias=False), nn.ReLU(), nn.Linear(prenet, prenet, bias=False), nn.ReLU()
         )
@@ -380,7 +282,7 @@ class Tacotron2(nn.Module):
     def forward(self, text: torch.Tensor) -> torch.Tensor:
         b, t_in = text.shape
         x = self.enc_convs(self.embedding(text).transpose(1, 2)).transpose(1, 2)
-        memory = self.enc_lstm(x)  # (b, t_in, 512)
+        memory, _ = self.enc_lstm(x)  # (b, t_in, 512)
         processed_memory = self.memory_layer(memory)
         # Teacher forcing: the go frame and the target mel frames go through the prenet at once.
         dec_in = self.prenet(memory.new_zeros(b, self.mel_frames, self.n_mel))
@@ -761,29 +663,34 @@ class GNMT(nn.Module):
         super().__init__()
         self.emb = nn.Embedding(vocab, h)
         self.enc = nn.ModuleList(
-            [CudnnLSTM(h, h, bidirectional=True), CudnnLSTM(2 * h, h), CudnnLSTM(h, h), CudnnLSTM(h, h)]
+            [
+                nn.LSTM(h, h, batch_first=True, bidirectional=True),
+                nn.LSTM(2 * h, h, batch_first=True),
+                nn.LSTM(h, h, batch_first=True),
+                nn.LSTM(h, h, batch_first=True),
+            ]
         )
-        self.att_rnn = CudnnLSTM(h, h)
+        self.att_rnn = nn.LSTM(h, h, batch_first=True)
         self.linear_q, self.linear_k = nn.Linear(h, h, bias=False), nn.Linear(h, h, bias=False)
         self.linear_att = nn.Parameter(torch.empty(h))
         self.normalize_scalar, self.normalize_bias = nn.Parameter(torch.empty(1)), nn.Parameter(torch.empty(h))
-        self.dec = nn.ModuleList(CudnnLSTM(2 * h, h) for _ in range(3))
+        self.dec = nn.ModuleList(nn.LSTM(2 * h, h, batch_first=True) for _ in range(3))
         self.classifier = nn.Linear(h, vocab)
 
     def forward(self, src: torch.Tensor) -> torch.Tensor:
         x = self.emb(src)
         for i, rnn in enumerate(self.enc):
-            y = rnn(x)
+            y, _ = rnn(x)
             x = y + x if i >= 2 else y
         keys = self.linear_k(x)  # (b, s, h)
-        q = self.att_rnn(self.emb(src))  # target of the same length, teacher-forced
+        q, _ = self.att_rnn(self.emb(src))  # target of the same length, teacher-forced
         pq = self.linear_q(q)
         energy = torch.tanh(pq.unsqueeze(2) + keys.unsqueeze(1) + self.normalize_bias)
         att = energy.matmul(self.normalize_scalar * self.linear_att / self.linear_att.norm())
         ctx = torch.bmm(torch.softmax(att, -1), x)
         y = q
         for i, rnn in enumerate(self.dec):
-            z = rnn(torch.cat((y, ctx), -1))
+            z, _ = rnn(torch.cat((y, ctx), -1))
             y = z + y if i >= 1 else z
         return self.classifier(y)
 

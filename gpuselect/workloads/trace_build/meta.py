@@ -12,6 +12,10 @@ recorded op by op with a TorchDispatchMode on the meta device (shapes only: no m
 - Per sample vs per step: the step is traced at two batch sizes and differenced.
 - Saved activations: torch.autograd.graph.saved_tensors_hooks, storages deduplicated,
   parameters excluded; float tensors in elements, integer/bool ones in bytes.
+- RNNs: ``nn.LSTM`` runs as cuDNN does (``CudnnLstmFn``: one dispatched call per layer and pass,
+  its per-step GEMM and pointwise kernels marked ``Op.host_dispatch`` False); an LSTM/GRU cell
+  called step by step from Python keeps one dispatch per kernel, its pointwise ops merged into the
+  fused cell kernel a GPU launches (``_fuse_rnn_cells``).
 - Checkpointing: the model's repeated blocks (the children of its largest ModuleList, or of the
   model when it is a Sequential) are the checkpoint units: their forward ops are the recompute,
   and what stays saved is everything outside the units + the units' inputs + the largest unit's
@@ -97,6 +101,118 @@ def library_kernels() -> Iterator[None]:
         yield
     finally:
         _LIBRARY[0] -= 1
+
+
+class CudnnLstmFn(torch.autograd.Function):
+    """One direction of one ``nn.LSTM`` layer as a GPU runs it (torch calls cudnn_rnn): forward, one
+    GEMM of every time step's input projection, then per step the recurrent GEMM (batch x 4h x h)
+    and one fused pointwise kernel; backward, per step the pointwise kernel and the recurrent GEMM
+    for dh, then one GEMM each for dX, dW_ih and dW_hh over all steps. cuDNN launches the per-step
+    kernels itself (``library_kernels``: device time, no eager dispatch each). On the meta device
+    torch would instead decompose the layer into ~6 dispatched ops per step and run the weight
+    gradients as per-step GEMMs. ``x``: (batch, steps, features), or (steps, batch, features)
+    when ``batch_first`` is False."""
+
+    @staticmethod
+    def forward(
+        ctx: Any,
+        x: torch.Tensor,
+        w_ih: torch.Tensor,
+        w_hh: torch.Tensor,
+        b_ih: torch.Tensor | None,
+        b_hh: torch.Tensor | None,  # noqa: ARG004 - added to b_ih inside the kernel; its gradient is b_ih's
+        batch_first: bool,
+    ) -> torch.Tensor:
+        b, t = (x.shape[0], x.shape[1]) if batch_first else (x.shape[1], x.shape[0])
+        h4 = w_ih.shape[0]
+        flat = x.reshape(b * t, x.shape[-1])
+        gx = torch.mm(flat, w_ih.t()) if b_ih is None else torch.addmm(b_ih, flat, w_ih.t())  # the dispatched call
+        gx = gx.view(*x.shape[:2], h4)
+        with library_kernels():
+            h = x.new_zeros(b, h4 // 4)
+            for step in range(t):
+                g = gx[:, step] if batch_first else gx[step]
+                h = torch.sigmoid(torch.addmm(g, h, w_hh.t()))[:, : h4 // 4]  # recurrent GEMM, fused cell
+        # cuDNN's reserve space keeps every step's gates and states for the backward
+        ctx.save_for_backward(x, w_ih, w_hh, x.new_empty(b, t, h4 + 2 * (h4 // 4)))
+        ctx.batch_first, ctx.has_bias = batch_first, b_ih is not None
+        return x.new_empty(*x.shape[:2], h4 // 4)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        x, w_ih, w_hh, _reserve = ctx.saved_tensors
+        h4, hid = w_ih.shape[0], w_hh.shape[1]
+        t = x.shape[1] if ctx.batch_first else x.shape[0]
+        dgates = grad.new_empty(*x.shape[:2], h4)
+        with library_kernels():
+            for step in range(t):
+                # the fused cell's backward (saved gates and dh in, this step's dgates out), then
+                # the recurrent GEMM: dh for the step before
+                dg = dgates[:, step] if ctx.batch_first else dgates[step]
+                torch.mm(torch.sigmoid(dg), w_hh)
+        flat = dgates.reshape(-1, h4)
+        dx = torch.mm(flat, w_ih).view_as(x)  # cudnn_rnn_backward: the input gradient (dispatched)
+        dw_ih = torch.mm(flat.t(), x.reshape(-1, x.shape[-1]))  # the weight gradients over every step
+        with library_kernels():
+            dw_hh = torch.mm(flat.t(), grad.reshape(-1, hid))
+            db = flat.sum(0) if ctx.has_bias else None
+        return dx, dw_ih, dw_hh, db, db, None
+
+
+class _Join(torch.autograd.Function):
+    """Both directions' outputs as one tensor without a recorded copy: cuDNN writes them into one
+    output (on the meta device an empty tensor whose gradient reaches both directions)."""
+
+    @staticmethod
+    def forward(ctx: Any, *outs: torch.Tensor) -> torch.Tensor:
+        ctx.sizes = [o.shape[-1] for o in outs]
+        return outs[0].new_empty(*outs[0].shape[:-1], sum(ctx.sizes))
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return tuple(grad.narrow(-1, sum(ctx.sizes[:i]), n) for i, n in enumerate(ctx.sizes))
+
+
+_LSTM_FORWARD = nn.LSTM.forward
+
+
+def _lstm_as_cudnn(self: nn.LSTM, input: Any, hx: Any = None) -> Any:
+    """``nn.LSTM.forward`` on the meta device as cuDNN runs it (``CudnnLstmFn`` per layer and
+    direction); packed sequences and projections go through torch's own path."""
+    if not (isinstance(input, torch.Tensor) and input.device.type == "meta" and input.dim() == 3) or self.proj_size:
+        return _LSTM_FORWARD(self, input, hx)
+    x, dirs = input, 2 if self.bidirectional else 1
+    for layer in range(self.num_layers):
+        outs = []
+        for d in range(dirs):
+            sfx = f"_l{layer}" + ("_reverse" if d else "")
+            outs.append(
+                CudnnLstmFn.apply(  # type: ignore[no-untyped-call]  # torch leaves Function.apply unannotated
+                    x,
+                    getattr(self, "weight_ih" + sfx),
+                    getattr(self, "weight_hh" + sfx),
+                    getattr(self, "bias_ih" + sfx) if self.bias else None,
+                    getattr(self, "bias_hh" + sfx) if self.bias else None,
+                    self.batch_first,
+                )
+            )
+        x = outs[0] if dirs == 1 else _Join.apply(*outs)  # type: ignore[no-untyped-call]
+        if self.dropout and self.training and layer < self.num_layers - 1:
+            with library_kernels():  # cuDNN applies the dropout between layers itself
+                x = torch.nn.functional.dropout(x, self.dropout, training=True)
+    b = input.shape[0] if self.batch_first else input.shape[1]
+    h_n = input.new_empty(self.num_layers * dirs, b, self.hidden_size)
+    return x, (h_n, torch.empty_like(h_n))
+
+
+@contextmanager
+def _cudnn_lstm() -> Iterator[None]:
+    """While tracing, ``nn.LSTM`` (the presets' and a user's ``--model``) runs as cuDNN does."""
+    nn.LSTM.forward = _lstm_as_cudnn  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        nn.LSTM.forward = _LSTM_FORWARD  # type: ignore[method-assign]
 
 
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
@@ -365,7 +481,7 @@ def _units(model: nn.Module) -> tuple[list[nn.Module], bool]:
         if isinstance(m, nn.ModuleList)
         and len(m) > 1
         and len({type(c) for c in m}) == 1
-        and (list(m[0].children()) or isinstance(m[0], nn.RNNBase) or getattr(m[0], "is_rnn", False))
+        and (list(m[0].children()) or isinstance(m[0], nn.RNNBase))
     ]
     if lists:
         best = max(lists, key=lambda m: (len(m), sum(p.numel() for p in m.parameters())))
@@ -443,7 +559,7 @@ def _step(
         handles.append(mod.register_forward_pre_hook(pre))
         handles.append(mod.register_forward_hook(post))
     try:
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _fused_attention(), rec:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _fused_attention(), _cudnn_lstm(), rec:
             out = model(x)
             if isinstance(out, (tuple, list)):
                 out = out[0]
