@@ -12,7 +12,7 @@ recorded op by op with a TorchDispatchMode on the meta device (shapes only: no m
 - Per sample vs per step: the step is traced at two batch sizes and differenced.
 - Saved activations: torch.autograd.graph.saved_tensors_hooks, storages deduplicated,
   parameters excluded; float tensors in elements, integer/bool ones in bytes.
-- RNNs: ``nn.LSTM`` runs as cuDNN does (``CudnnLstmFn``: one dispatched call per layer and pass,
+- RNNs: ``nn.LSTM`` and ``nn.GRU`` run as cuDNN does (``CudnnRnnFn``: one dispatched call per layer and pass,
   its per-step GEMM and pointwise kernels marked ``Op.host_dispatch`` False); an LSTM/GRU cell
   called step by step from Python keeps one dispatch per kernel, its pointwise ops merged into the
   fused cell kernel a GPU launches (``_fuse_rnn_cells``).
@@ -103,10 +103,10 @@ def library_kernels() -> Iterator[None]:
         _LIBRARY[0] -= 1
 
 
-class CudnnLstmFn(torch.autograd.Function):
-    """One direction of one ``nn.LSTM`` layer as a GPU runs it (torch calls cudnn_rnn): forward, one
-    GEMM of every time step's input projection, then per step the recurrent GEMM (batch x 4h x h)
-    and one fused pointwise kernel; backward, per step the pointwise kernel and the recurrent GEMM
+class CudnnRnnFn(torch.autograd.Function):
+    """One direction of one ``nn.LSTM`` / ``nn.GRU`` layer as a GPU runs it (torch calls
+    cudnn_rnn): forward, one GEMM of every time step's input projection, then per step the
+    recurrent GEMM (batch x gates x h: 4h for an LSTM, 3h for a GRU) and one fused pointwise kernel; backward, per step the pointwise kernel and the recurrent GEMM
     for dh, then one GEMM each for dX, dW_ih and dW_hh over all steps. cuDNN launches the per-step
     kernels itself (``library_kernels``: device time, no eager dispatch each). On the meta device
     torch would instead decompose the layer into ~6 dispatched ops per step and run the weight
@@ -124,19 +124,20 @@ class CudnnLstmFn(torch.autograd.Function):
         batch_first: bool,
     ) -> torch.Tensor:
         b, t = (x.shape[0], x.shape[1]) if batch_first else (x.shape[1], x.shape[0])
-        h4 = w_ih.shape[0]
+        h4, hid = w_ih.shape[0], w_hh.shape[1]  # all gates, the hidden size
         flat = x.reshape(b * t, x.shape[-1])
         gx = torch.mm(flat, w_ih.t()) if b_ih is None else torch.addmm(b_ih, flat, w_ih.t())  # the dispatched call
         gx = gx.view(*x.shape[:2], h4)
         with library_kernels():
-            h = x.new_zeros(b, h4 // 4)
+            h = x.new_zeros(b, hid)
             for step in range(t):
                 g = gx[:, step] if batch_first else gx[step]
-                h = torch.sigmoid(torch.addmm(g, h, w_hh.t()))[:, : h4 // 4]  # recurrent GEMM, fused cell
-        # cuDNN's reserve space keeps every step's gates and states for the backward
-        ctx.save_for_backward(x, w_ih, w_hh, x.new_empty(b, t, h4 + 2 * (h4 // 4)))
+                h = torch.sigmoid(torch.addmm(g, h, w_hh.t()))[:, :hid]  # recurrent GEMM, fused cell
+        # cuDNN's reserve space keeps every step's gates and states (an LSTM's h and c) for the backward
+        states = 2 if h4 == 4 * hid else 1
+        ctx.save_for_backward(x, w_ih, w_hh, x.new_empty(b, t, h4 + states * hid))
         ctx.batch_first, ctx.has_bias = batch_first, b_ih is not None
-        return x.new_empty(*x.shape[:2], h4 // 4)
+        return x.new_empty(*x.shape[:2], hid)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
@@ -173,21 +174,23 @@ class _Join(torch.autograd.Function):
         return tuple(grad.narrow(-1, sum(ctx.sizes[:i]), n) for i, n in enumerate(ctx.sizes))
 
 
-_LSTM_FORWARD = nn.LSTM.forward
+_RNN_FORWARD: dict[type[nn.Module], Callable[..., Any]] = {nn.LSTM: nn.LSTM.forward, nn.GRU: nn.GRU.forward}
 
 
-def _lstm_as_cudnn(self: nn.LSTM, input: Any, hx: Any = None) -> Any:
-    """``nn.LSTM.forward`` on the meta device as cuDNN runs it (``CudnnLstmFn`` per layer and
-    direction); packed sequences and projections go through torch's own path."""
+def _rnn_as_cudnn(self: nn.LSTM | nn.GRU, input: Any, hx: Any = None) -> Any:
+    """``nn.LSTM.forward`` / ``nn.GRU.forward`` on the meta device as cuDNN runs them
+    (``CudnnRnnFn`` per layer and direction); packed sequences and LSTM projections go through
+    torch's own path."""
+    own = _RNN_FORWARD[nn.LSTM if isinstance(self, nn.LSTM) else nn.GRU]
     if not (isinstance(input, torch.Tensor) and input.device.type == "meta" and input.dim() == 3) or self.proj_size:
-        return _LSTM_FORWARD(self, input, hx)
+        return own(self, input, hx)
     x, dirs = input, 2 if self.bidirectional else 1
     for layer in range(self.num_layers):
         outs = []
         for d in range(dirs):
             sfx = f"_l{layer}" + ("_reverse" if d else "")
             outs.append(
-                CudnnLstmFn.apply(  # type: ignore[no-untyped-call]  # torch leaves Function.apply unannotated
+                CudnnRnnFn.apply(  # type: ignore[no-untyped-call]  # torch leaves Function.apply unannotated
                     x,
                     getattr(self, "weight_ih" + sfx),
                     getattr(self, "weight_hh" + sfx),
@@ -202,17 +205,20 @@ def _lstm_as_cudnn(self: nn.LSTM, input: Any, hx: Any = None) -> Any:
                 x = torch.nn.functional.dropout(x, self.dropout, training=True)
     b = input.shape[0] if self.batch_first else input.shape[1]
     h_n = input.new_empty(self.num_layers * dirs, b, self.hidden_size)
-    return x, (h_n, torch.empty_like(h_n))
+    return (x, (h_n, torch.empty_like(h_n))) if isinstance(self, nn.LSTM) else (x, h_n)
 
 
 @contextmanager
-def _cudnn_lstm() -> Iterator[None]:
-    """While tracing, ``nn.LSTM`` (the presets' and a user's ``--model``) runs as cuDNN does."""
-    nn.LSTM.forward = _lstm_as_cudnn  # type: ignore[method-assign]
+def _cudnn_rnn() -> Iterator[None]:
+    """While tracing, ``nn.LSTM`` and ``nn.GRU`` (the presets' and a user's ``--model``) run as
+    cuDNN does."""
+    for cls in _RNN_FORWARD:
+        setattr(cls, "forward", _rnn_as_cudnn)  # noqa: B010 - patching the class for the trace's duration
     try:
         yield
     finally:
-        nn.LSTM.forward = _LSTM_FORWARD  # type: ignore[method-assign]
+        for cls, fwd in _RNN_FORWARD.items():
+            setattr(cls, "forward", fwd)  # noqa: B010
 
 
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
@@ -559,7 +565,7 @@ def _step(
         handles.append(mod.register_forward_pre_hook(pre))
         handles.append(mod.register_forward_hook(post))
     try:
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _fused_attention(), _cudnn_lstm(), rec:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _fused_attention(), _cudnn_rnn(), rec:
             out = model(x)
             if isinstance(out, (tuple, list)):
                 out = out[0]
