@@ -101,3 +101,30 @@ def test_zipf_shares_cover_the_vocabulary() -> None:
     shares = zipf_cluster_shares()
     assert sum(shares) == pytest.approx(1.0, abs=1e-6)
     assert shares[0] > 0.75 and all(0 < s < 0.2 for s in shares[1:])
+
+
+def test_tacotron2_runs_the_padded_length_and_counts_real_frames() -> None:
+    """DLE pads a batch to its longest utterance and the decoder steps through all of it, while the
+    benchmark counts real mel frames: the preset's trace runs the padded length of its default
+    batch, its unit stays the mean utterance's 567 frames."""
+    from gpuselect.workloads import reference_models as rm
+
+    w = PRESETS["tacotron2"]
+    assert w.throughput_units_per_sample == rm.LJSPEECH_MEAN_MEL_FRAMES == 567
+    assert rm.padded_mel_frames(1) == 567  # one utterance: no padding
+    assert rm.padded_mel_frames(2) < rm.padded_mel_frames(16) < rm.padded_mel_frames(640) <= rm.LJSPEECH_MAX_MEL_FRAMES
+    assert rm.TACOTRON2_MEL_FRAMES == rm.padded_mel_frames(w.default_batch_size) == 865
+    with torch.device("meta"):
+        assert rm.Tacotron2().mel_frames == rm.TACOTRON2_MEL_FRAMES
+    assert w.input_shape == (rm.TACOTRON2_TEXT_CHARS,)
+
+
+def test_waveglow_and_transformer_xl_large_are_what_the_benchmark_ran() -> None:
+    """Lambda's configs (and DLE's training scripts): WaveGlow with the 512-channel WN on 8,000
+    samples, Transformer-XL large at target/memory length 256."""
+    from gpuselect.workloads import reference_models as rm
+
+    assert rm.WAVEGLOW_WN_CHANNELS == 512 and rm.WAVEGLOW_SEGMENT == 8_000
+    assert PRESETS["waveglow"].input_shape == (8_000,) and PRESETS["waveglow"].throughput_units_per_sample == 8_000
+    xl = PRESETS["transformerxllarge"]
+    assert xl.seq_len == rm.XL_LARGE_TGT == 256 and xl.throughput_units_per_sample == 256
