@@ -23,6 +23,9 @@ Conventions (kept by every builder; the readers rely on them):
   bytes written per element whatever the training precision.
 - ``count`` > 1 on an op that is not per layer means several small kernels of eager code (an
   RMSNorm is ~5 launches); its FLOPs and elements are per launch.
+- ``host_dispatch`` False: kernels a library launches by itself inside one dispatched call (cuDNN's
+  RNN: one call per layer and pass, then a GEMM and a pointwise kernel per time step); the host's
+  eager per-op cost counts ``dispatches_per_step()``, the device every launch.
 - The optimizer's update and communication are *not* in the trace: the step-time model adds
   them from ``trainable_params`` and the options (optimizer, sharding, GPU count).
 - ``saved_elems_per_sample``: what autograd keeps between forward and backward without
@@ -93,6 +96,10 @@ class Op:
     fp32_only: bool = False  # runs in FP32 whatever the training precision (losses, norms' stats)
     flops_fixed: float = 0.0  # per instance, once a step whatever the batch (rare: position tables)
     causal: bool = False  # ATTENTION: a causal mask (FLOPs counted for the lower triangle only)
+    # False: a kernel a library launches from C++ inside one call the framework dispatched (cuDNN's
+    # RNN runs each time step's GEMM and pointwise kernel itself): it costs device time and a
+    # launch, but no eager dispatch of its own on the host.
+    host_dispatch: bool = True
 
 
 @dataclass(frozen=True)
@@ -122,3 +129,8 @@ class StepTrace:
 
     def launches_per_step(self) -> int:
         return sum(op.count for op in self.ops)
+
+    def dispatches_per_step(self) -> int:
+        """Ops the framework dispatches from Python (the host's per-op cost applies to these);
+        kernels a library launches inside one of them (``host_dispatch`` False) are not counted."""
+        return sum(op.count for op in self.ops if op.host_dispatch)

@@ -91,42 +91,19 @@ def resnet50() -> nn.Module:
     return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2048, 1000))
 
 
-class _LstmLayer(nn.Module):
-    """An LSTM layer written with explicit matrix products, so the FLOP counter sees every one."""
-
-    def __init__(self, cin: int, hidden: int) -> None:
-        super().__init__()
-        self.ih = nn.Linear(cin, 4 * hidden)
-        self.hh = nn.Linear(hidden, 4 * hidden)
-        self.hidden = hidden
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, s, _ = x.shape
-        h = x.new_zeros(b, self.hidden)
-        c = x.new_zeros(b, self.hidden)
-        xs = self.ih(x)
-        outs = []
-        for t in range(s):
-            i, f, g, o = (xs[:, t] + self.hh(h)).chunk(4, dim=-1)
-            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-            h = torch.sigmoid(o) * torch.tanh(c)
-            outs.append(h)
-        return torch.stack(outs, dim=1)
-
-
 class LstmLM(nn.Module):
-    """Zaremba et al.'s medium PTB language model: 2 x 650 LSTM, 10k vocabulary, 35 steps."""
+    """Zaremba et al.'s medium PTB language model: 2 x 650 LSTM, 10k vocabulary, 35 steps, with
+    ``nn.LSTM`` as PyTorch's word-language-model example writes it (on a GPU: cuDNN, which the
+    tracer models; torch's FLOP counter counts nn.LSTM on the meta device)."""
 
     def __init__(self, vocab: int = 10_000, hidden: int = 650, layers: int = 2) -> None:
         super().__init__()
         self.emb = nn.Embedding(vocab, hidden)
-        self.layers = nn.ModuleList(_LstmLayer(hidden, hidden) for _ in range(layers))
+        self.rnn = nn.LSTM(hidden, hidden, num_layers=layers, batch_first=True)
         self.out = nn.Linear(hidden, vocab)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.emb(x)
-        for layer in self.layers:
-            h = layer(h)
+        h, _ = self.rnn(self.emb(x))
         return self.out(h)
 
 
@@ -211,6 +188,26 @@ def gpt2_124m(seq: int = 1024, fused: bool = False) -> nn.Module:
 #: = 566 mel frames at DLE's 22,050 Hz / hop 256 (+1 frame, centred STFT), ~100 characters of text.
 LJSPEECH_MEAN_MEL_FRAMES = 567
 LJSPEECH_MEAN_TEXT_CHARS = 100
+#: The longest clip (LJSpeech README: 10.10 s) = 870 mel frames + 1.
+LJSPEECH_MAX_MEL_FRAMES = 871
+
+
+def padded_mel_frames(batch: int) -> int:
+    """Mel frames a Tacotron 2 training step runs per utterance at ``batch``: DLE's collate pads
+    every utterance to the longest of its batch (TextMelCollate) and the teacher-forced decoder
+    steps through all of them, while the throughput counts only real frames (data_function.py
+    batch_to_gpu: ``len_x = torch.sum(output_lengths)``). The expected longest of ``batch`` clips,
+    for durations spread evenly up to the longest clip with LJSpeech's mean: mean + (max - mean)
+    x (b - 1) / (b + 1)."""
+    b = max(1, batch)
+    return round(LJSPEECH_MEAN_MEL_FRAMES + (LJSPEECH_MAX_MEL_FRAMES - LJSPEECH_MEAN_MEL_FRAMES) * (b - 1) / (b + 1))
+
+
+#: The preset's trace: padded as at its default batch (104, DLE's 8-GPU recipe's per-GPU batch is
+#: close); the text is padded in the same proportion (speaking rate taken as constant).
+TACOTRON2_BATCH = 104
+TACOTRON2_MEL_FRAMES = padded_mel_frames(TACOTRON2_BATCH)
+TACOTRON2_TEXT_CHARS = round(LJSPEECH_MEAN_TEXT_CHARS * TACOTRON2_MEL_FRAMES / LJSPEECH_MEAN_MEL_FRAMES)
 
 
 class _ConvBN1d(nn.Sequential):
@@ -222,14 +219,15 @@ class Tacotron2(nn.Module):
     """DLE PyTorch/SpeechSynthesis/Tacotron2 (Shen et al. 2018) with DLE's defaults: 148 symbols,
     512-d embedding, 3 x conv5 + BiLSTM(2 x 256) encoder, location-sensitive attention (128-d, 32
     filters of 31), prenet 2 x 256, attention LSTM 1024, decoder LSTM 1024, 1 frame per step,
-    5-layer conv5 postnet (512). Training forward: teacher-forced over ``mel_frames`` steps."""
+    5-layer conv5 postnet (512). Training forward: teacher-forced over ``mel_frames`` steps (the
+    batch's padded length: ``padded_mel_frames``)."""
 
     def __init__(
         self,
         n_symbols: int = 148,
         emb: int = 512,
         n_mel: int = 80,
-        mel_frames: int = LJSPEECH_MEAN_MEL_FRAMES,
+        mel_frames: int = TACOTRON2_MEL_FRAMES,
         att_rnn: int = 1024,
         dec_rnn: int = 1024,
         prenet: int = 256,
@@ -329,11 +327,20 @@ class _WN(nn.Module):
         return self.end(out)
 
 
+#: What DLE's train.py runs for WaveGlow, and what Lambda's benchmark ran: --wn-channels is not
+#: passed, so waveglow/arg_parser.py's default 512 holds (Lambda's 1080 Ti log prints its args:
+#: "wn_channels": 512, "segment_length": 8000); --segment-length 8000 is in DLE's own
+#: platform/DGXA100_waveglow_*_train.sh and in every Lambda config (pytorch/scripts/config_v0..v2).
+#: The 256-channel WaveGlow (87.9 M parameters) is NVIDIA's published inference checkpoint.
+WAVEGLOW_WN_CHANNELS = 512
+WAVEGLOW_SEGMENT = 8000
+
+
 class WaveGlow(nn.Module):
     """DLE PyTorch/SpeechSynthesis/Tacotron2 WaveGlow (Prenger et al. 2019): 80 mel channels, 12
-    flows, groups of 8 samples, 2 channels out early every 4 flows, WN 8 x 256 kernel 3, mel
-    upsampled by a transposed conv (1024, stride 256). Training forward on an audio segment (DLE:
-    --segment-length 16000) and its mel (63 frames)."""
+    flows, groups of 8 samples, 2 channels out early every 4 flows, WN 8 layers x ``wn_channels``
+    (DLE's default 512) kernel 3, mel upsampled by a transposed conv (1024, stride 256). Training
+    forward on an audio segment (DLE and Lambda: --segment-length 8000) and its mel."""
 
     def __init__(
         self,
@@ -343,6 +350,7 @@ class WaveGlow(nn.Module):
         early_every: int = 4,
         early_size: int = 2,
         hop: int = 256,
+        wn_channels: int = WAVEGLOW_WN_CHANNELS,
     ) -> None:
         super().__init__()
         self.upsample = nn.ConvTranspose1d(n_mel, n_mel, 1024, stride=hop)
@@ -353,7 +361,7 @@ class WaveGlow(nn.Module):
             if k % early_every == 0 and k > 0:
                 n_remaining -= early_size
             self.convinv.append(nn.Conv1d(n_remaining, n_remaining, 1, bias=False))
-            self.wn.append(_WN(n_remaining // 2, n_mel * n_group))
+            self.wn.append(_WN(n_remaining // 2, n_mel * n_group, n_channels=wn_channels))
         self.n_mel, self.n_group, self.early_every, self.early_size, self.hop = (
             n_mel,
             n_group,
@@ -404,17 +412,26 @@ def zipf_cluster_shares(vocab: int = WT103_VOCAB, cutoffs: tuple[int, ...] = WT1
 
 
 class _RelLayer(nn.Module):
-    """Transformer-XL layer (RelPartialLearnableDecoderLayer): relative multi-head attention over
-    [memory, segment] with post-layer-norm, then a position-wise FFN with post-layer-norm."""
+    """Transformer-XL layer (DLE's RelPartialLearnableDecoderLayer): relative multi-head attention
+    over [memory, segment] with post-layer-norm, then a position-wise FFN with post-layer-norm. The
+    score matrix is materialised as DLE's code does it: AC and BD einsums, BD's relative shift
+    (zero column, cat, re-view: a copy of the scores), add-and-scale, the causal mask's
+    masked_fill_, softmax and attention dropout (``dropatt``); dropout after the attention
+    projection and twice in the FFN (``dropout``)."""
 
-    def __init__(self, d: int, heads: int, d_head: int, d_inner: int) -> None:
+    def __init__(
+        self, d: int, heads: int, d_head: int, d_inner: int, dropout: float = 0.0, dropatt: float = 0.0
+    ) -> None:
         super().__init__()
         self.qkv = nn.Linear(d, 3 * heads * d_head, bias=False)
         self.r_net = nn.Linear(d, heads * d_head, bias=False)
         self.o = nn.Linear(heads * d_head, d, bias=False)
         self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.ff = nn.Sequential(nn.Linear(d, d_inner), nn.ReLU(), nn.Linear(d_inner, d))
-        self.heads, self.d_head = heads, d_head
+        self.ff1, self.ff2 = nn.Linear(d, d_inner), nn.Linear(d_inner, d)
+        self.heads, self.d_head, self.dropout, self.dropatt = heads, d_head, dropout, dropatt
+
+    def _drop(self, x: torch.Tensor, p: float) -> torch.Tensor:
+        return torch.nn.functional.dropout(x, p, training=True) if p > 0 else x
 
     def forward(
         self, w: torch.Tensor, mem: torch.Tensor, r: torch.Tensor, r_w: torch.Tensor, r_r: torch.Tensor
@@ -425,11 +442,18 @@ class _RelLayer(nn.Module):
         q, k, v = heads[-q_len:, :, 0], heads[:, :, 1], heads[:, :, 2]
         rk = self.r_net(r).view(k_len, self.heads, self.d_head)
         ac = torch.einsum("ibnd,jbnd->bnij", q + r_w, k)
-        bd = torch.einsum("ibnd,jnd->bnij", q + r_r, rk)  # + the relative shift (a re-indexing)
-        prob = torch.softmax((ac + bd) / math.sqrt(self.d_head), dim=-1)
+        bd = torch.einsum("ibnd,jnd->bnij", q + r_r, rk)
+        # DLE's _rel_shift: a zero column, cat (a copy of the scores), re-viewed one row down
+        padded = torch.cat((bd.new_zeros(b, self.heads, q_len, 1), bd), 3).view(b, self.heads, k_len + 1, q_len)
+        bd = padded.narrow(2, 1, k_len).view_as(bd)
+        score = (ac + bd) * (1.0 / math.sqrt(self.d_head))  # DLE: add_and_scale, one scripted kernel
+        mask = torch.ones(q_len, k_len, dtype=torch.bool, device=w.device).triu(1 + mem.shape[0])
+        score = score.masked_fill(mask[None, None], -float("inf"))
+        prob = self._drop(torch.softmax(score, dim=-1), self.dropatt)
         vec = torch.einsum("bnij,jbnd->ibnd", prob, v).reshape(q_len, b, -1)
-        x = self.n1(w + self.o(vec))
-        return self.n2(x + self.ff(x))
+        x = self.n1(w + self._drop(self.o(vec), self.dropout))
+        ff = self._drop(self.ff2(self._drop(torch.relu(self.ff1(x)), self.dropout)), self.dropout)
+        return self.n2(x + ff)
 
 
 class TransformerXL(nn.Module):
@@ -443,7 +467,17 @@ class TransformerXL(nn.Module):
     and each tail cluster for its Zipf share of the tokens (see ``zipf_cluster_shares``)."""
 
     def __init__(
-        self, n_layer: int, d: int, heads: int, d_head: int, d_inner: int, tgt_len: int, mem_len: int, div_val: int
+        self,
+        n_layer: int,
+        d: int,
+        heads: int,
+        d_head: int,
+        d_inner: int,
+        tgt_len: int,
+        mem_len: int,
+        div_val: int,
+        dropout: float = 0.0,
+        dropatt: float = 0.0,
     ) -> None:
         super().__init__()
         ends = [0, *WT103_CUTOFFS, WT103_VOCAB]
@@ -456,7 +490,8 @@ class TransformerXL(nn.Module):
         self.out_bias = nn.ParameterList(nn.Parameter(torch.empty(n)) for n in self.sizes)
         self.cluster_weight = nn.Parameter(torch.empty(len(WT103_CUTOFFS), self.dims[0]))
         self.cluster_bias = nn.Parameter(torch.empty(len(WT103_CUTOFFS)))
-        self.layers = nn.ModuleList(_RelLayer(d, heads, d_head, d_inner) for _ in range(n_layer))
+        self.layers = nn.ModuleList(_RelLayer(d, heads, d_head, d_inner, dropout, dropatt) for _ in range(n_layer))
+        self.dropout = dropout
         self.r_w_bias = nn.Parameter(torch.empty(heads, d_head))
         self.r_r_bias = nn.Parameter(torch.empty(heads, d_head))
         self.d, self.tgt_len, self.mem_len = d, tgt_len, mem_len
@@ -477,13 +512,19 @@ class TransformerXL(nn.Module):
                 rows = self._rows(n, self.shares[i])
                 h[:rows] = h[:rows] + torch.nn.functional.linear(e(flat[:rows].clamp(max=0)), p)
         h = (h * math.sqrt(self.d)).view(q_len, b, self.d)
+        if self.dropout > 0:  # DLE: dropout on the word embedding and on the position embedding
+            h = torch.nn.functional.dropout(h, self.dropout, training=True)
         k_len = q_len + self.mem_len
         pos = torch.arange(k_len - 1, -1, -1.0, device=tokens.device)
         inv = 1 / (10000 ** (torch.arange(0.0, self.d, 2.0, device=tokens.device) / self.d))
         r = torch.cat((torch.outer(pos, inv).sin(), torch.outer(pos, inv).cos()), -1)
+        if self.dropout > 0:
+            r = torch.nn.functional.dropout(r, self.dropout, training=True)
         for layer in self.layers:
             mem = h.new_zeros(self.mem_len, b, self.d)  # the previous segment's states (no gradient)
             h = layer(h, mem, r, self.r_w_bias, self.r_r_bias)
+        if self.dropout > 0:
+            h = torch.nn.functional.dropout(h, self.dropout, training=True)
         hidden = h.reshape(n, self.d)
         # Projected adaptive softmax, weights tied to the input embedding.
         emb: list[nn.Embedding] = list(self.emb)  # type: ignore[arg-type]
@@ -503,12 +544,33 @@ class TransformerXL(nn.Module):
         return nll
 
 
+#: What Lambda's benchmark ran (lambdal/deeplearning-benchmark pytorch/scripts/config_v0..v2, the
+#: same in every generation): base --n_layer 16 --d_model 512 --n_head 8 --d_inner 2048 --dropout
+#: 0.1 --dropatt 0.0 --tgt_len 192 --mem_len 192 (DLE's wt103_base defaults, also the DLE README's
+#: runs); large --n_layer 18 --d_model 1024 --n_head 16 --d_inner 4096 --dropout 0.2 --dropatt 0.2
+#: --tgt_len 256 --mem_len 256.
+XL_LARGE_TGT = 256
+
+
 def transformer_xl_base() -> nn.Module:
-    return TransformerXL(n_layer=16, d=512, heads=8, d_head=64, d_inner=2048, tgt_len=192, mem_len=192, div_val=1)
+    return TransformerXL(
+        n_layer=16, d=512, heads=8, d_head=64, d_inner=2048, tgt_len=192, mem_len=192, div_val=1, dropout=0.1
+    )
 
 
 def transformer_xl_large() -> nn.Module:
-    return TransformerXL(n_layer=18, d=1024, heads=16, d_head=64, d_inner=4096, tgt_len=384, mem_len=384, div_val=4)
+    return TransformerXL(
+        n_layer=18,
+        d=1024,
+        heads=16,
+        d_head=64,
+        d_inner=4096,
+        tgt_len=XL_LARGE_TGT,
+        mem_len=XL_LARGE_TGT,
+        div_val=4,
+        dropout=0.2,
+        dropatt=0.2,
+    )
 
 
 class _VitBlock(nn.Module):
@@ -624,10 +686,10 @@ REFERENCE: dict[str, tuple[Any, tuple[int, ...], torch.dtype]] = {
     "bert_base_squad": (bert_base, (384,), torch.long),
     "bert_large_squad": (bert_large, (384,), torch.long),
     "gpt2-124m": (gpt2_124m, (1024,), torch.long),
-    "tacotron2": (tacotron2, (LJSPEECH_MEAN_TEXT_CHARS,), torch.long),
-    "waveglow": (waveglow, (16_000,), torch.float32),
+    "tacotron2": (tacotron2, (TACOTRON2_TEXT_CHARS,), torch.long),
+    "waveglow": (waveglow, (WAVEGLOW_SEGMENT,), torch.float32),
     "transformerxlbase": (transformer_xl_base, (192,), torch.long),
-    "transformerxllarge": (transformer_xl_large, (384,), torch.long),
+    "transformerxllarge": (transformer_xl_large, (XL_LARGE_TGT,), torch.long),
     "vit-b16": (vit_b16, (3, 224, 224), torch.float32),
     "gnmt": (gnmt, (50,), torch.long),
 }

@@ -687,7 +687,8 @@ def trace_to_dict(t: StepTrace) -> dict[str, Any]:
         {
             k: (getattr(o, k).value if k in ("kind", "phase") else getattr(o, k))
             for k in Op.__dataclass_fields__
-            if k != "causal" or o.causal  # written only where set: traces shipped before the field read the same
+            if (k != "causal" or o.causal)  # written only where set: traces shipped before the field read the same
+            and not (k == "host_dispatch" and o.host_dispatch)  # written only where False (cuDNN's RNN kernels)
         }
         for o in t.ops
     ]

@@ -11,7 +11,6 @@ from gpuselect.workloads.presets import PRESETS
 # Published parameter counts (DLE READMEs / papers) the re-implementations must reproduce.
 PUBLISHED_PARAMS = {
     "tacotron2": 28.2e6,  # DLE Tacotron2 model, 28.2 M
-    "waveglow": 87.9e6,  # DLE WaveGlow model, 87.9 M
     "gnmt": 160e6,  # GNMT v2 as in DLE, ~160 M (the figure the preset carried before)
     "vit-b16": 86e6,  # Dosovitskiy et al. 2020, table 1
 }
@@ -72,14 +71,28 @@ def test_tacotron2_cost_per_mel_frame_is_the_decoder_step() -> None:
 
 
 def test_waveglow_cost_is_the_wn_convolutions() -> None:
-    """Closed form: per group of 8 samples, 12 WN stacks of 8 dilated + cond + res/skip convs."""
+    """Closed form: per group of 8 samples, 12 WN stacks of 8 dilated + cond + res/skip convs, at
+    the 512 WN channels and 8,000-sample segments DLE's train.py and Lambda's benchmark ran."""
     w = PRESETS["waveglow"]
-    groups = 16_000 // 8
+    c = 512
+    groups = 8_000 // 8
     halves = [4] * 4 + [3] * 4 + [2] * 4
-    wn = sum(2 * (h * 256 + 8 * (3 * 256 * 512 + 640 * 512) + 7 * 256 * 512 + 256 * 256 + 256 * 2 * h) for h in halves)
+    wn = sum(2 * (h * c + 8 * (3 * c * 2 * c + 640 * 2 * c) + 7 * c * 2 * c + c * c + c * 2 * h) for h in halves)
     inv = sum(2 * (2 * h) ** 2 for h in halves)
-    upsample = 2 * 80 * 80 * 1024 * 63
+    upsample = 2 * 80 * 80 * 1024 * (8_000 // 256 + 1)
     assert w.forward_flops_per_sample == pytest.approx(groups * (wn + inv) + upsample, rel=0.01)
+    # parameters: convs with biases, a weight-norm gain per output channel, the 1x1 invertible convs
+    per_wn = sum(
+        (h * c + c + c)
+        + (c * 2 * h + 2 * h)
+        + 8 * (640 * 2 * c + 2 * c + 2 * c)
+        + 8 * (3 * c * 2 * c + 2 * c + 2 * c)
+        + 7 * (c * 2 * c + 2 * c + 2 * c)
+        + (c * c + c + c)
+        for h in halves
+    )
+    convinv = sum((2 * h) ** 2 for h in halves)
+    assert w.params == per_wn + convinv + 80 * 80 * 1024 + 80
 
 
 def test_zipf_shares_cover_the_vocabulary() -> None:
@@ -88,3 +101,30 @@ def test_zipf_shares_cover_the_vocabulary() -> None:
     shares = zipf_cluster_shares()
     assert sum(shares) == pytest.approx(1.0, abs=1e-6)
     assert shares[0] > 0.75 and all(0 < s < 0.2 for s in shares[1:])
+
+
+def test_tacotron2_runs_the_padded_length_and_counts_real_frames() -> None:
+    """DLE pads a batch to its longest utterance and the decoder steps through all of it, while the
+    benchmark counts real mel frames: the preset's trace runs the padded length of its default
+    batch, its unit stays the mean utterance's 567 frames."""
+    from gpuselect.workloads import reference_models as rm
+
+    w = PRESETS["tacotron2"]
+    assert w.throughput_units_per_sample == rm.LJSPEECH_MEAN_MEL_FRAMES == 567
+    assert rm.padded_mel_frames(1) == 567  # one utterance: no padding
+    assert rm.padded_mel_frames(2) < rm.padded_mel_frames(16) < rm.padded_mel_frames(640) <= rm.LJSPEECH_MAX_MEL_FRAMES
+    assert rm.TACOTRON2_MEL_FRAMES == rm.padded_mel_frames(w.default_batch_size) == 865
+    with torch.device("meta"):
+        assert rm.Tacotron2().mel_frames == rm.TACOTRON2_MEL_FRAMES
+    assert w.input_shape == (rm.TACOTRON2_TEXT_CHARS,)
+
+
+def test_waveglow_and_transformer_xl_large_are_what_the_benchmark_ran() -> None:
+    """Lambda's configs (and DLE's training scripts): WaveGlow with the 512-channel WN on 8,000
+    samples, Transformer-XL large at target/memory length 256."""
+    from gpuselect.workloads import reference_models as rm
+
+    assert rm.WAVEGLOW_WN_CHANNELS == 512 and rm.WAVEGLOW_SEGMENT == 8_000
+    assert PRESETS["waveglow"].input_shape == (8_000,) and PRESETS["waveglow"].throughput_units_per_sample == 8_000
+    xl = PRESETS["transformerxllarge"]
+    assert xl.seq_len == rm.XL_LARGE_TGT == 256 and xl.throughput_units_per_sample == 256

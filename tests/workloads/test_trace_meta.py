@@ -234,3 +234,51 @@ def test_rnn_cells_are_traced_as_the_fused_kernels_a_gpu_launches() -> None:
     assert (
         sum(o.count for o in plain.ops if o.kind is OpKind.GEMM and o.phase is Phase.FORWARD and "cell" in o.name) == 6
     )
+
+
+class _Seq(torch.nn.Module):
+    """A user's model: an nn.LSTM or nn.GRU (12 steps, batch-first or time-major, one or two layers
+    and directions) and a linear head."""
+
+    def __init__(self, cell: str, bidirectional: bool, batch_first: bool = True, layers: int = 1) -> None:
+        super().__init__()
+        rnn = torch.nn.LSTM if cell == "lstm" else torch.nn.GRU
+        self.rnn = rnn(16, 32, num_layers=layers, batch_first=batch_first, bidirectional=bidirectional)
+        self.head = torch.nn.Linear(64 if bidirectional else 32, 4)
+        self.batch_first = batch_first
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y, _ = self.rnn(x if self.batch_first else x.transpose(0, 1))
+        return self.head(y if self.batch_first else y.transpose(0, 1))
+
+
+@pytest.mark.parametrize(
+    ("cell", "bidirectional", "batch_first", "layers"),
+    [("lstm", False, True, 1), ("lstm", True, True, 1), ("lstm", True, False, 2), ("gru", True, True, 2)],
+)
+def test_nn_lstm_and_gru_are_traced_as_cudnn_runs_them(
+    cell: str, bidirectional: bool, batch_first: bool, layers: int
+) -> None:
+    """nn.LSTM / nn.GRU on a GPU is one cudnn_rnn call per layer and pass: the host dispatches it
+    once, cuDNN itself launches a recurrent GEMM and a pointwise kernel per time step; the input
+    projections and the weight gradients are one GEMM over every step. FLOPs are torch's."""
+    steps, dirs, gates = 12, 2 if bidirectional else 1, 4 if cell == "lstm" else 3
+    plain, _ = trace_module(
+        functools.partial(_Seq, cell, bidirectional, batch_first, layers), (steps, 16), torch.float32, loss="ce"
+    )
+    lib = [o for o in plain.ops if not o.host_dispatch]
+    calls = dirs * layers
+    assert sum(o.count for o in lib if o.kind is OpKind.GEMM and o.phase is Phase.FORWARD) == calls * steps
+    assert sum(o.count for o in lib if o.kind is OpKind.GEMM and o.phase is Phase.BACKWARD) == calls * (steps + 1)
+    # what the host dispatches does not grow with the sequence
+    assert plain.dispatches_per_step() < 20 * layers and plain.launches_per_step() > 4 * calls * steps
+    proj = [o for o in plain.ops if o.kind is OpKind.GEMM and o.phase is Phase.FORWARD and o.n == gates * 32]
+    assert sum(o.count for o in proj if o.host_dispatch and o.m_per_sample == steps) == calls
+    fwd = sum(o.flops_per_sample * o.count for o in plain.ops if o.kind is OpKind.GEMM and o.phase is Phase.FORWARD)
+    head = 2 * (64 if bidirectional else 32) * 4 * steps
+    per_layer_in = [16] + [32 * dirs] * (layers - 1)
+    assert fwd - head == pytest.approx(sum(dirs * 2 * steps * gates * 32 * (i + 32) for i in per_layer_in))
+    bwd = sum(o.flops_per_sample * o.count for o in plain.ops if o.kind is OpKind.GEMM and o.phase is Phase.BACKWARD)
+    assert bwd == pytest.approx(2 * (fwd - head) + 2 * head, rel=0.05)
+    # and torch's own forward is back once tracing is over
+    assert torch.nn.LSTM.forward.__name__ == "forward" and torch.nn.GRU.forward.__name__ == "forward"

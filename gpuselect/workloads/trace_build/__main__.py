@@ -36,7 +36,7 @@ _LOSS: dict[str, tuple[str, int]] = {
     "tacotron2": ("mse", 0),
     "waveglow": ("mse", 0),
     "transformerxlbase": ("self", 192),
-    "transformerxllarge": ("self", 384),
+    "transformerxllarge": ("self", 256),
 }
 _FUSED = {"bert_base_squad", "bert_large_squad", "gpt2-124m", "vit-b16"}
 

@@ -12,6 +12,10 @@ recorded op by op with a TorchDispatchMode on the meta device (shapes only: no m
 - Per sample vs per step: the step is traced at two batch sizes and differenced.
 - Saved activations: torch.autograd.graph.saved_tensors_hooks, storages deduplicated,
   parameters excluded; float tensors in elements, integer/bool ones in bytes.
+- RNNs: ``nn.LSTM`` and ``nn.GRU`` run as cuDNN does (``CudnnRnnFn``: one dispatched call per layer and pass,
+  its per-step GEMM and pointwise kernels marked ``Op.host_dispatch`` False); an LSTM/GRU cell
+  called step by step from Python keeps one dispatch per kernel, its pointwise ops merged into the
+  fused cell kernel a GPU launches (``_fuse_rnn_cells``).
 - Checkpointing: the model's repeated blocks (the children of its largest ModuleList, or of the
   model when it is a Sequential) are the checkpoint units: their forward ops are the recompute,
   and what stays saved is everything outside the units + the units' inputs + the largest unit's
@@ -81,6 +85,140 @@ _NO_KERNEL = {
     aten._unsafe_view,
     aten._reshape_alias,
 }  # the last two: views the dispatcher does not tag as views
+
+
+#: Depth of ``library_kernels()`` blocks: ops recorded inside are kernels a library launches by
+#: itself within one dispatched call (``Op.host_dispatch`` False).
+_LIBRARY = [0]
+
+
+@contextmanager
+def library_kernels() -> Iterator[None]:
+    """Mark the ops run inside as launched by a library from C++ (cuDNN's per-time-step RNN
+    kernels), not dispatched one by one from Python: device time, no host dispatch each."""
+    _LIBRARY[0] += 1
+    try:
+        yield
+    finally:
+        _LIBRARY[0] -= 1
+
+
+class CudnnRnnFn(torch.autograd.Function):
+    """One direction of one ``nn.LSTM`` / ``nn.GRU`` layer as a GPU runs it (torch calls
+    cudnn_rnn): forward, one GEMM of every time step's input projection, then per step the
+    recurrent GEMM (batch x gates x h: 4h for an LSTM, 3h for a GRU) and one fused pointwise kernel; backward, per step the pointwise kernel and the recurrent GEMM
+    for dh, then one GEMM each for dX, dW_ih and dW_hh over all steps. cuDNN launches the per-step
+    kernels itself (``library_kernels``: device time, no eager dispatch each). On the meta device
+    torch would instead decompose the layer into ~6 dispatched ops per step and run the weight
+    gradients as per-step GEMMs. ``x``: (batch, steps, features), or (steps, batch, features)
+    when ``batch_first`` is False."""
+
+    @staticmethod
+    def forward(
+        ctx: Any,
+        x: torch.Tensor,
+        w_ih: torch.Tensor,
+        w_hh: torch.Tensor,
+        b_ih: torch.Tensor | None,
+        b_hh: torch.Tensor | None,  # noqa: ARG004 - added to b_ih inside the kernel; its gradient is b_ih's
+        batch_first: bool,
+    ) -> torch.Tensor:
+        b, t = (x.shape[0], x.shape[1]) if batch_first else (x.shape[1], x.shape[0])
+        h4, hid = w_ih.shape[0], w_hh.shape[1]  # all gates, the hidden size
+        flat = x.reshape(b * t, x.shape[-1])
+        gx = torch.mm(flat, w_ih.t()) if b_ih is None else torch.addmm(b_ih, flat, w_ih.t())  # the dispatched call
+        gx = gx.view(*x.shape[:2], h4)
+        with library_kernels():
+            h = x.new_zeros(b, hid)
+            for step in range(t):
+                g = gx[:, step] if batch_first else gx[step]
+                h = torch.sigmoid(torch.addmm(g, h, w_hh.t()))[:, :hid]  # recurrent GEMM, fused cell
+        # cuDNN's reserve space keeps every step's gates and states (an LSTM's h and c) for the backward
+        states = 2 if h4 == 4 * hid else 1
+        ctx.save_for_backward(x, w_ih, w_hh, x.new_empty(b, t, h4 + states * hid))
+        ctx.batch_first, ctx.has_bias = batch_first, b_ih is not None
+        return x.new_empty(*x.shape[:2], hid)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        x, w_ih, w_hh, _reserve = ctx.saved_tensors
+        h4, hid = w_ih.shape[0], w_hh.shape[1]
+        t = x.shape[1] if ctx.batch_first else x.shape[0]
+        dgates = grad.new_empty(*x.shape[:2], h4)
+        with library_kernels():
+            for step in range(t):
+                # the fused cell's backward (saved gates and dh in, this step's dgates out), then
+                # the recurrent GEMM: dh for the step before
+                dg = dgates[:, step] if ctx.batch_first else dgates[step]
+                torch.mm(torch.sigmoid(dg), w_hh)
+        flat = dgates.reshape(-1, h4)
+        dx = torch.mm(flat, w_ih).view_as(x)  # cudnn_rnn_backward: the input gradient (dispatched)
+        dw_ih = torch.mm(flat.t(), x.reshape(-1, x.shape[-1]))  # the weight gradients over every step
+        with library_kernels():
+            dw_hh = torch.mm(flat.t(), grad.reshape(-1, hid))
+            db = flat.sum(0) if ctx.has_bias else None
+        return dx, dw_ih, dw_hh, db, db, None
+
+
+class _Join(torch.autograd.Function):
+    """Both directions' outputs as one tensor without a recorded copy: cuDNN writes them into one
+    output (on the meta device an empty tensor whose gradient reaches both directions)."""
+
+    @staticmethod
+    def forward(ctx: Any, *outs: torch.Tensor) -> torch.Tensor:
+        ctx.sizes = [o.shape[-1] for o in outs]
+        return outs[0].new_empty(*outs[0].shape[:-1], sum(ctx.sizes))
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return tuple(grad.narrow(-1, sum(ctx.sizes[:i]), n) for i, n in enumerate(ctx.sizes))
+
+
+_RNN_FORWARD: dict[type[nn.Module], Callable[..., Any]] = {nn.LSTM: nn.LSTM.forward, nn.GRU: nn.GRU.forward}
+
+
+def _rnn_as_cudnn(self: nn.LSTM | nn.GRU, input: Any, hx: Any = None) -> Any:
+    """``nn.LSTM.forward`` / ``nn.GRU.forward`` on the meta device as cuDNN runs them
+    (``CudnnRnnFn`` per layer and direction); packed sequences and LSTM projections go through
+    torch's own path."""
+    own = _RNN_FORWARD[nn.LSTM if isinstance(self, nn.LSTM) else nn.GRU]
+    if not (isinstance(input, torch.Tensor) and input.device.type == "meta" and input.dim() == 3) or self.proj_size:
+        return own(self, input, hx)
+    x, dirs = input, 2 if self.bidirectional else 1
+    for layer in range(self.num_layers):
+        outs = []
+        for d in range(dirs):
+            sfx = f"_l{layer}" + ("_reverse" if d else "")
+            outs.append(
+                CudnnRnnFn.apply(  # type: ignore[no-untyped-call]  # torch leaves Function.apply unannotated
+                    x,
+                    getattr(self, "weight_ih" + sfx),
+                    getattr(self, "weight_hh" + sfx),
+                    getattr(self, "bias_ih" + sfx) if self.bias else None,
+                    getattr(self, "bias_hh" + sfx) if self.bias else None,
+                    self.batch_first,
+                )
+            )
+        x = outs[0] if dirs == 1 else _Join.apply(*outs)  # type: ignore[no-untyped-call]
+        if self.dropout and self.training and layer < self.num_layers - 1:
+            with library_kernels():  # cuDNN applies the dropout between layers itself
+                x = torch.nn.functional.dropout(x, self.dropout, training=True)
+    b = input.shape[0] if self.batch_first else input.shape[1]
+    h_n = input.new_empty(self.num_layers * dirs, b, self.hidden_size)
+    return (x, (h_n, torch.empty_like(h_n))) if isinstance(self, nn.LSTM) else (x, h_n)
+
+
+@contextmanager
+def _cudnn_rnn() -> Iterator[None]:
+    """While tracing, ``nn.LSTM`` and ``nn.GRU`` (the presets' and a user's ``--model``) run as
+    cuDNN does."""
+    for cls in _RNN_FORWARD:
+        setattr(cls, "forward", _rnn_as_cudnn)  # noqa: B010 - patching the class for the trace's duration
+    try:
+        yield
+    finally:
+        for cls, fwd in _RNN_FORWARD.items():
+            setattr(cls, "forward", fwd)  # noqa: B010
 
 
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool) -> torch.Tensor:
@@ -179,6 +317,7 @@ class _Rec:
     fp32: bool = False
     in_unit: bool = False
     causal: bool = False  # attention with a causal mask (its FLOPs counted half)
+    host: bool = True  # dispatched by the framework (False: launched by a library, see library_kernels)
 
 
 def _numel(xs: Any) -> int:
@@ -217,6 +356,7 @@ class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch le
         elems = float(_numel(args) + _numel(kwargs) + _numel(out))
         name = self._name(func)
         ph, iu = self.phase, self.unit_depth > 0
+        first = len(self.recs)
         if packet in _GEMM:
             a, b = (args[1], args[2]) if packet in (aten.addmm, aten.baddbmm) else (args[0], args[1])
             if a.dim() == 3:  # bmm: (B, m, k) x (B, k, n)
@@ -334,6 +474,9 @@ class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch le
                     in_unit=iu,
                 )
             )
+        if _LIBRARY[0]:
+            for r in self.recs[first:]:
+                r.host = False
         return out
 
 
@@ -424,7 +567,7 @@ def _step(
         handles.append(mod.register_forward_pre_hook(pre))
         handles.append(mod.register_forward_hook(post))
     try:
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _fused_attention(), rec:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _fused_attention(), _cudnn_rnn(), rec:
             out = model(x)
             if isinstance(out, (tuple, list)):
                 out = out[0]
@@ -501,7 +644,7 @@ def _fuse_rnn_cells(recs: list[_Rec], rnn_scopes: set[str]) -> list[_Rec]:
     run: list[_Rec] = []
 
     def group(r: _Rec) -> tuple[Phase, bool] | None:
-        if r.kind is not OpKind.ELEMENTWISE or r.fp32:
+        if r.kind is not OpKind.ELEMENTWISE or r.fp32 or not r.host:  # a library's kernels are as it runs them
             return None
         if r.phase is Phase.FORWARD:
             return (r.phase, _scope(r.name) in rnn_scopes)
@@ -589,6 +732,7 @@ def _to_op(a: _Rec, b: _Rec) -> Op:
         fp32_only=a.fp32,
         flops_fixed=flops_fixed,
         causal=a.causal,
+        host_dispatch=a.host,
     )
 
 
