@@ -373,6 +373,16 @@ def _conv_scale(d: DeviceModel, precision: str, peak: float) -> float:
     return max(conv, vector / (peak * e_pc))
 
 
+def conv_precision(d: DeviceModel, precision: str) -> str:
+    """The precision a convolution runs in. PyTorch's default fp32 training lets cuDNN run
+    convolutions in TF32 (``torch.backends.cudnn.allow_tf32`` is True by default; only matmuls
+    default to full FP32), so on a GPU with TF32 tensor cores an fp32 convolution takes the TF32
+    path (itself the faster of the tensor and the FP32 path, ``_conv_scale``)."""
+    if precision == "fp32" and d.kind != "cpu" and d.vendor == "NVIDIA" and d.peak_tflops.get("tf32"):
+        return "tf32"
+    return precision
+
+
 def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, float, float]:
     """(seconds for all ``op.count`` instances at this batch, compute part, memory part)."""
     p = params()
@@ -383,6 +393,8 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
     else:
         nbytes = (op.elems_per_sample * batch + op.elems_fixed) * elem
     flops = op.flops_per_sample * batch
+    if op.kind is OpKind.CONV:
+        precision = conv_precision(d, precision)  # storage stays 4-byte: ``elem`` above
     if op.kind in (OpKind.GEMM, OpKind.CONV, OpKind.ATTENTION) and not op.fp32_only:
         pc = precision_class(precision)
         peak = (
@@ -549,6 +561,11 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
     att = p["attention"]
     att_f = att.get("factor_by_arch", {}).get(f"{d.vendor}/{d.arch}", att["factor"])
     rate = peak * e_pc
+    conv_rate = rate * conv
+    cprec = conv_precision(d, precision)
+    if cprec != precision:  # fp32 training: convolutions in TF32 (PyTorch's default)
+        cpeak = d.peak_tflops[cprec] * 1e12 * step.get("gemm_factor", 1.0)
+        conv_rate = cpeak * d.gemm_eff.get(precision_class(cprec), e_pc) * _conv_scale(d, cprec, cpeak)
     att_rate = rate * att_f
     if precision == "fp8":  # fp8 training quantises the linear layers only: attention runs its bf16 kernel
         att_rate = (
@@ -558,12 +575,14 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
             * d.gemm_eff.get("16", e_pc)
             * att_f
         )
-    rates = (0.0, rate, att_rate, rate * conv)  # per template class: -, GEMM, attention, conv
+    rates = (0.0, rate, att_rate, conv_rate)  # per template class: -, GEMM, attention, conv
     aux_att = float(d.units * att["rows_per_unit"])
     out: list[tuple[float, ...]] = []
-    for cls, count, f_ps, b_ps, b_fix, m_ps, ntiles, g_op, backward, stream in _template(
-        ops, precision, d.kind == "cpu"
-    ):
+    tmpl = _template(ops, precision, d.kind == "cpu")
+    if cprec != precision:  # the convolutions' shape shares (alignment penalty) at their own precision
+        conv_t = _template(ops, cprec, d.kind == "cpu")
+        tmpl = [c if c[0] == 3 else t for t, c in zip(tmpl, conv_t, strict=True)]
+    for cls, count, f_ps, b_ps, b_fix, m_ps, ntiles, g_op, backward, stream in tmpl:
         if cls == 0:
             out.append((0.0, count, f_ps, b_ps, b_fix, 0.0, 0.0, vec, bw_stream if stream else bw, backward))
         elif cls == 2:  # kind 2: attention; m saturation at units x rows_per_unit

@@ -77,10 +77,28 @@ def test_convolutions_run_per_path_and_tf32_takes_the_faster(catalog) -> None:  
     # A GeForce Ampere card's TF32 tensor rate equals its FP32 rate: the FP32 (Winograd) path wins
     # and the convolution runs at its rate; on the A100 the tensor path (8x the FP32 peak) wins.
     gf = R.catalog_device(catalog.get("nvidia-rtx-3090"))
-    assert _conv(gf, "tf32") == pytest.approx(_conv(gf, "fp32"), rel=1e-2)
-    assert _conv(ampere, "tf32") < _conv(ampere, "fp32") / 2
+    strict = replace(ampere, peak_tflops={k: v for k, v in ampere.peak_tflops.items() if k != "tf32"})
+    assert _conv(gf, "tf32") == pytest.approx(_conv(strict_of(gf), "fp32"), rel=1e-2)
+    assert _conv(ampere, "tf32") < _conv(strict, "fp32") / 2
     s = R.params()["step"]["gemm_factor"]
     assert R._conv_scale(ampere, "tf32", ampere.peak_tflops["tf32"] * 1e12 * s) == R._conv_factor(ampere, "tf32")
+
+
+def strict_of(d: R.DeviceModel) -> R.DeviceModel:
+    """The device without a TF32 rate: its convolutions take the strict FP32 path under fp32."""
+    return replace(d, peak_tflops={k: v for k, v in d.peak_tflops.items() if k != "tf32"})
+
+
+def test_fp32_training_runs_convolutions_in_tf32_as_pytorch_does(catalog) -> None:  # type: ignore[no-untyped-def]
+    """PyTorch's default fp32: cudnn.allow_tf32 is True, matmul's allow_tf32 False. On an A100 an
+    fp32 convolution takes the TF32 tensor path, an fp32 GEMM the FP32 vector units; a V100 (no
+    TF32), a CPU and an AMD card keep fp32."""
+    a100 = R.catalog_device(catalog.get("nvidia-a100-sxm4-80gb"))
+    assert R.conv_precision(a100, "fp32") == "tf32" and R.conv_precision(a100, "bf16") == "bf16"
+    for g in ("nvidia-v100-sxm2-16gb", "amd-mi250"):
+        assert R.conv_precision(R.catalog_device(catalog.get(g)), "fp32") == "fp32"
+    assert _conv(a100, "fp32") == pytest.approx(_conv(a100, "tf32"), rel=1e-6)
+    assert _conv(a100, "fp32") < _conv(strict_of(a100), "fp32") / 2
 
 
 def test_held_out_refit_drops_the_cards_kernel_rows(catalog) -> None:  # type: ignore[no-untyped-def]
