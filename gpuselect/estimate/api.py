@@ -803,13 +803,18 @@ def estimate(
             first = got[0] if got else None
             rows.append(_row(w, e, n, a, perf, None, single_fit=first, fit_out=got if n == 1 else None))
     if not a.counts:
-        # Stage 4, per card: a datacenter card no box of which holds the model in time is tried over
-        # nodes of gpus_per_node (16, 32, ...), so "how many H100s?" has an answer even when another
-        # card's single box would do; the recommendation still takes the lowest stage that works.
+        # Stage 4: datacenter cards over nodes of gpus_per_node (16, 32, ...) -- every one when no
+        # box of any card meets the deadline, else each card none of whose boxes holds the model
+        # (so "how many H100s for 70B?" has an answer beside another card's box that holds it; a
+        # card that fits but is slow is not blown up into a cluster of old boards). The
+        # recommendation still takes the lowest stage that works.
         bigger = [n for n in CLUSTER_COUNTS if option_counts(a)[-1] < n <= a.cluster_max_gpus]
-        in_time = {r.gpu_id for r in rows if r.fits and r.meets_deadline}
+        some_box_in_time = any(r.fits and r.meets_deadline for r in rows)
+        holds = {r.gpu_id for r in rows if r.fits}
         for e in entries:
-            if e.id in in_time or e.family not in SERVER_FAMILIES or e.form_factor not in SERVER_FORM_FACTORS:
+            if e.family not in SERVER_FAMILIES or e.form_factor not in SERVER_FORM_FACTORS:
+                continue
+            if some_box_in_time and e.id in holds:
                 continue
             for n in bigger:
                 r = _row(w, e, n, a, perf, None)

@@ -145,8 +145,8 @@ def test_llama_70b_full_stage_follows_memory_and_deadline(catalog) -> None:  # t
 
 def test_a_card_no_box_of_which_holds_the_model_is_tried_over_nodes(catalog) -> None:  # type: ignore[no-untyped-def]
     """'How many H100s for 70B full fine-tuning?' has an answer although 8 MI300X would do: each
-    datacenter card whose boxes fail is tried at 16, 32, ... GPUs, and stops at the first count
-    that holds it in time; a card whose box works is not."""
+    datacenter card none of whose boxes holds the model is tried at 16, 32, ... GPUs, and stops at
+    the first count that holds it in time; a card whose box holds it is not."""
     w = PRESETS["llama-70b-full"]
     res = A.estimate(w, A.Assumptions(), catalog, local=[])
     h100 = sorted((r for r in res.rows if r.gpu_id == "nvidia-h100-sxm5-80gb"), key=lambda r: r.count)
@@ -154,6 +154,11 @@ def test_a_card_no_box_of_which_holds_the_model_is_tried_over_nodes(catalog) -> 
     assert big and big[-1].fits and big[-1].meets_deadline
     assert all(not (r.fits and r.meets_deadline) for r in h100[:-1])
     assert not any(r.gpu_id == "amd-mi300x" and r.count > 8 for r in res.rows)  # its box of 8 works
+    # A card whose box holds the model but is slow is not made a cluster while another box meets
+    # the deadline (no 32x K80 for an 8B QLoRA run).
+    small = A.estimate(PRESETS["llama-8b-qlora"], A.Assumptions(), catalog, local=[])
+    assert any(r.fits and r.meets_deadline for r in small.rows)
+    assert not any(r.count > 8 for r in small.rows) and small.recommendation.per_stage["4"] is None
     assert res.recommendation.per_stage["4"] is not None  # the chart's cluster bar
     # Between nodes: the card's reference node (DGX H100: 8x 400 Gb/s) unless the user names a figure.
     n = big[-1].count
