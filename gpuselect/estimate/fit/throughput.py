@@ -755,7 +755,9 @@ def main() -> int:
     fittable = [
         c
         for c in cases
-        if c.spec is not None and c.traced and c.source in ("lambda", "dle", "neusight", "llm-foundry", "h100-catalog-row")
+        if c.spec is not None
+        and c.traced
+        and c.source in ("lambda", "dle", "neusight", "llm-foundry", "h100-catalog-row")
     ]
     if args.fit:
         # Leave one source out: fit the step factors on the other sources, predict this one.
