@@ -735,13 +735,15 @@ def cpu_device(
     mhz: float | None = None,
     features: list[str] | tuple[str, ...] = (),
     fit_steps: bool = True,
+    spec: dict[str, float] | None = None,
 ) -> Any:
     """A CPU as a device: its peak is its measured matmul rate, its bandwidth the measured copy
     rate, its per-op cost its measured launch overhead x the fitted ratio. Where the record holds
     measured training steps of the bench's models (``fit_steps``), the per-op cost and a factor on
     all rates are fitted on them (``fit_bench_steps``). Without a benchmark: cores x clock x FMA
     FLOP/cycle x the share fitted on our CPU records (``cpu.spec_gemm_share``, stated in the basis),
-    ``cpu.spec_gbs_per_core`` x cores of bandwidth, a 5 µs launch x the host ratio per op."""
+    ``cpu.spec_gbs_per_core`` x cores of bandwidth, a 5 µs launch x the host ratio per op
+    (``spec``: those two figures from elsewhere, e.g. fitted leaving this machine out)."""
     from gpuselect.estimate.roofline import DeviceModel, params
 
     p = params()
@@ -749,7 +751,7 @@ def cpu_device(
     mm = rec.get("matmul_tflops") or {}
     fp32 = mm.get("fp32")
     notes: list[str] = []
-    spec = p["cpu"]
+    spec = p["cpu"] if spec is None else spec
     share = float(spec.get("spec_gemm_share", 0.5))
     if not fp32:
         fp32 = (cores or 2) * (mhz or 2500.0) * 1e6 * cpu_fma_flops_per_cycle(features) / 1e12 * share

@@ -194,7 +194,7 @@ def fit_cpu(doc: dict) -> dict:  # type: ignore[type-arg]
     # H100 machine's host (the records' own fits put a 2-core CPU's batch-1 cost into the device
     # part, so their ratios are no estimate of it).
     ratio = float(doc["host"]["dispatch_per_launch_overhead"])
-    spec = fit_cpu_spec(recs)
+    spec = S.fit_cpu_spec(recs)
     return {
         "params": {
             "conv_factor": round(best[1], 4),
@@ -212,53 +212,6 @@ def fit_cpu(doc: dict) -> dict:  # type: ignore[type-arg]
             )
         ],
     }
-
-
-def fit_cpu_spec(recs: list) -> dict:  # type: ignore[type-arg]
-    """An unmeasured CPU (no `gpuselect bench`): its fp32 GEMM rate as a share of its FMA peak
-    (cores x clock x FLOP/cycle of its widest FMA, ``perf.cpu_fma_flops_per_cycle``) and its memory
-    bandwidth per core, each the geometric mean over the machines of the quiet records (their
-    measured matmul and copy rates against what `detect` saw of them); leave one machine out
-    printed."""
-    import math
-    from collections import defaultdict
-
-    from gpuselect.estimate.perf import cpu_fma_flops_per_cycle
-
-    share: dict[str, list[float]] = defaultdict(list)
-    per_core: dict[str, list[float]] = defaultdict(list)
-    for rec, _cores, label in recs:
-        cores, mhz, features = S.cpu_facts(label)
-        mm = (rec.get("matmul_tflops") or {}).get("fp32")
-        machine = f"{cores} cores {mhz} MHz"
-        if mm and mhz:
-            share[machine].append(mm * 1e12 / (cores * mhz * 1e6 * cpu_fma_flops_per_cycle(features)))
-        if rec.get("memory_bandwidth_gbs"):
-            per_core[machine].append(float(rec["memory_bandwidth_gbs"]) / cores)
-
-    def gmean(xs: list[float]) -> float:
-        return math.exp(sum(math.log(x) for x in xs) / len(xs))
-
-    per_machine = {m: gmean(v) for m, v in share.items()}
-    bw_machine = {m: gmean(v) for m, v in per_core.items()}
-    if not per_machine or not bw_machine:
-        return {"params": {}, "lines": ["cpu spec: no records"]}
-    g, b = gmean(list(per_machine.values())), gmean(list(bw_machine.values()))
-    lines = [
-        f"cpu spec (no benchmark): fp32 GEMM at {g:.3f} of the FMA peak, {b:.2f} GB/s memory bandwidth per core "
-        f"(geometric means over {len(per_machine)} machines: "
-        + ", ".join(f"{m}: {per_machine[m]:.3f}, {bw_machine.get(m, math.nan):.2f} GB/s/core" for m in per_machine)
-        + ")"
-    ]
-    for m in per_machine:  # leave one machine out: its rates predicted from the others'
-        rest = [v for k, v in per_machine.items() if k != m]
-        rest_bw = [v for k, v in bw_machine.items() if k != m]
-        if rest and rest_bw and m in bw_machine:
-            lines.append(
-                f"  leaving out {m}: GEMM {gmean(rest) / per_machine[m] - 1:+.0%}, "
-                f"bandwidth {gmean(rest_bw) / bw_machine[m] - 1:+.0%} against its measured rates"
-            )
-    return {"params": {"spec_gemm_share": round(g, 4), "spec_gbs_per_core": round(b, 3)}, "lines": lines}
 
 
 if __name__ == "__main__":

@@ -14,12 +14,14 @@ fit does not depend on the trace builders; tests check it against the FLOP count
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import statistics
 from pathlib import Path
 from typing import Any
 
+from gpuselect.estimate.perf import cpu_fma_flops_per_cycle
 from gpuselect.estimate.perf import simple_cnn_trace as hand_simple_cnn_trace
 from gpuselect.estimate.trace import StepTrace
 
@@ -87,10 +89,59 @@ VM_DETECT = ROOT / "docs" / "validation" / "cpu-vm-2026-11-24" / "detect-cpu.jso
 
 def cpu_facts(label: str) -> tuple[int, float | None, list[str]]:
     """(cores, MHz, ISA features) of the machine a CPU record (``cpu_records``' label) ran on."""
-    path = H100_HOST_DETECT if label == H100_HOST_BENCH.name else VM_DETECT
-    cpu = json.loads(path.read_text())["cpu"]
+    cpu = _detected_cpu(H100_HOST_DETECT if label == H100_HOST_BENCH.name else VM_DETECT)
     mhz = cpu.get("max_mhz") or cpu.get("current_mhz")
     return int(cpu.get("physical_cores") or cpu.get("logical_cores") or 1), mhz, list(cpu.get("features") or [])
+
+
+@functools.lru_cache(maxsize=4)
+def _detected_cpu(path: Path) -> dict[str, Any]:
+    cpu: dict[str, Any] = json.loads(path.read_text())["cpu"]
+    return cpu
+
+
+def fit_cpu_spec(recs: list[tuple[dict[str, Any], int, str]]) -> dict[str, Any]:
+    """An unmeasured CPU (no `gpuselect bench`): its fp32 GEMM rate as a share of its FMA peak
+    (cores x clock x FLOP/cycle of its widest FMA, ``perf.cpu_fma_flops_per_cycle``) and its memory
+    bandwidth per core, each the geometric mean over the machines of the quiet records (their
+    measured matmul and copy rates against what `detect` saw of them); leave one machine out
+    printed."""
+    from collections import defaultdict
+
+    share: dict[str, list[float]] = defaultdict(list)
+    per_core: dict[str, list[float]] = defaultdict(list)
+    for rec, _cores, label in recs:
+        cores, mhz, features = cpu_facts(label)
+        mm = (rec.get("matmul_tflops") or {}).get("fp32")
+        machine = f"{cores} cores {mhz} MHz"
+        if mm and mhz:
+            share[machine].append(mm * 1e12 / (cores * mhz * 1e6 * cpu_fma_flops_per_cycle(features)))
+        if rec.get("memory_bandwidth_gbs"):
+            per_core[machine].append(float(rec["memory_bandwidth_gbs"]) / cores)
+
+    def gmean(xs: list[float]) -> float:
+        return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+    per_machine = {m: gmean(v) for m, v in share.items()}
+    bw_machine = {m: gmean(v) for m, v in per_core.items()}
+    if not per_machine or not bw_machine:
+        return {"params": {}, "lines": ["cpu spec: no records"]}
+    g, b = gmean(list(per_machine.values())), gmean(list(bw_machine.values()))
+    lines = [
+        f"cpu spec (no benchmark): fp32 GEMM at {g:.3f} of the FMA peak, {b:.2f} GB/s memory bandwidth per core "
+        f"(geometric means over {len(per_machine)} machines: "
+        + ", ".join(f"{m}: {per_machine[m]:.3f}, {bw_machine.get(m, math.nan):.2f} GB/s/core" for m in per_machine)
+        + ")"
+    ]
+    for m in per_machine:  # leave one machine out: its rates predicted from the others'
+        rest = [v for k, v in per_machine.items() if k != m]
+        rest_bw = [v for k, v in bw_machine.items() if k != m]
+        if rest and rest_bw and m in bw_machine:
+            lines.append(
+                f"  leaving out {m}: GEMM {gmean(rest) / per_machine[m] - 1:+.0%}, "
+                f"bandwidth {gmean(rest_bw) / bw_machine[m] - 1:+.0%} against its measured rates"
+            )
+    return {"params": {"spec_gemm_share": round(g, 4), "spec_gbs_per_core": round(b, 3)}, "lines": lines}
 
 
 #: This VM's own runs of `gpuselect bench --device cpu`, each with the load average before and

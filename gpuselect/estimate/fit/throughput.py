@@ -40,7 +40,6 @@ from gpuselect.estimate.perf import (
     bench_trace,
     benchmarked_gpu_device,
     cpu_device,
-    cpu_fma_flops_per_cycle,
     fit_bench_steps,
     step_time,
 )
@@ -494,24 +493,15 @@ def small_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
 
 def _spec_cpu_cases(rec: dict[str, Any], label: str) -> list[Case]:
     """The same measured steps predicted as the app does with no benchmark: the CPU from what
-    `detect` sees of it (cores x clock x FLOP/cycle at the assumed share, ``perf.cpu_device``);
+    `detect` sees of it (cores x clock x FMA FLOP/cycle at the share fitted on the other machines,
+    ``perf.cpu_device``);
     their errors are the band of an unmeasured CPU (regime ``cpu_spec``)."""
     from gpuselect.estimate.fit import steps as S  # noqa: N812 - as in small_cases
-    from gpuselect.estimate.fit.__main__ import fit_cpu_spec
 
     cores, mhz, features = S.cpu_facts(label)
-    d = cpu_device(None, cores=cores, mhz=mhz, features=features)
     # Leave this machine out: its share of the FMA peak and bandwidth per core from the others'.
     others = [r for r in S.cpu_records("fit") if S.cpu_facts(r[2])[:2] != (cores, mhz)]
-    spec = fit_cpu_spec(others)["params"]
-    if spec:
-        fp32 = cores * (mhz or 2500.0) * 1e6 * cpu_fma_flops_per_cycle(features) / 1e12 * spec["spec_gemm_share"]
-        d = replace(
-            d,
-            peak_tflops={**d.peak_tflops, "fp32": fp32},
-            vector_tflops=fp32,
-            bandwidth_gbs=cores * spec["spec_gbs_per_core"],
-        )
+    d = cpu_device(None, cores=cores, mhz=mhz, features=features, spec=S.fit_cpu_spec(others)["params"] or None)
     out = []
     for model, b, t in bench_step_list(rec):
         st = step_time(bench_trace(model), d, b, "fp32", optimizer="sgd-momentum")
