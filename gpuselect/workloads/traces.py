@@ -281,47 +281,15 @@ def _eager_attention(sec: _Section, shape: TransformerShape, s: float, h: int, k
         OpKind.GEMM, Phase.FORWARD, "layers.attn.context", flops=f, elems=a + s * kv + s * h, m=s * heads, n=d, k=int(s)
     )
     sec.ew("layers.attn.merge_heads", 2 * s * h, bwd=2 * s * h)  # permute + contiguous copy
-    # backward: d(probs) = dC V^T, dV = P^T dC, dQ = dS K, dK = dS^T Q
-    sec.op(
-        OpKind.GEMM,
-        Phase.BACKWARD,
-        "layers.attn.context.dP",
-        flops=f,
-        elems=s * h + s * kv + a,
-        m=s * heads,
-        n=int(s),
-        k=d,
-    )
-    sec.op(
-        OpKind.GEMM,
-        Phase.BACKWARD,
-        "layers.attn.context.dV",
-        flops=f,
-        elems=a + s * h + s * kv,
-        m=s * heads,
-        n=d,
-        k=int(s),
-    )
-    sec.op(
-        OpKind.GEMM,
-        Phase.BACKWARD,
-        "layers.attn.scores.dQ",
-        flops=f,
-        elems=a + s * kv + s * h,
-        m=s * heads,
-        n=d,
-        k=int(s),
-    )
-    sec.op(
-        OpKind.GEMM,
-        Phase.BACKWARD,
-        "layers.attn.scores.dK",
-        flops=f,
-        elems=a + s * h + s * kv,
-        m=s * heads,
-        n=d,
-        k=int(s),
-    )
+    # backward: d(probs) = dC V^T, dV = P^T dC, dQ = dS K, dK = dS^T Q; each reads and writes the
+    # scores-sized matrix and a q- and a k/v-sized one
+    for name, n, k in (
+        ("layers.attn.context.dP", int(s), d),
+        ("layers.attn.context.dV", d, int(s)),
+        ("layers.attn.scores.dQ", d, int(s)),
+        ("layers.attn.scores.dK", d, int(s)),
+    ):
+        sec.op(OpKind.GEMM, Phase.BACKWARD, name, flops=f, elems=a + s * h + s * kv, m=s * heads, n=n, k=k)
     sec.saved.update({"q": s * h, "k": s * kv, "v": s * kv, "probs": a, "attn_out": s * h})
     if shape.dropout:
         sec.saved["probs_dropped"] = a
