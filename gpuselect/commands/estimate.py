@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
 
     from gpuselect.app.money import MoneyFormat
     from gpuselect.commands import estimate_options as opts
+    from gpuselect.estimate.parallel import describe_reference_networks
     from gpuselect.estimate.recommend import STAGE_SHORT, explain, fmt_hours
     from gpuselect.output import json_document
 
@@ -81,11 +82,7 @@ def run(args: argparse.Namespace) -> int:
             a.interconnect.describe()
             if a.interconnect
             else "spec link bandwidths (NVLink, PCIe); between nodes "
-            + (
-                f"{a.network_gbs:g} GB/s per node"
-                if a.network_gbs is not None
-                else "each card's reference node (DGX A100 200, DGX H100/B200 400, PCIe servers 25 GB/s per node)"
-            )
+            + (f"{a.network_gbs:g} GB/s per node" if a.network_gbs is not None else describe_reference_networks())
         )
     )
     print(f"\nStage {rec.stage} — {STAGE_SHORT[rec.stage]}: {choice}\n{why}\n")

@@ -175,8 +175,8 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
         type=_number(float, 0.01, 1e5, "--network-gbs"),
         default=None,
         metavar="GB/S",
-        help="network bandwidth between nodes, GB/s per node (default: the card's reference node, e.g. "
-        "DGX A100 200, DGX H100/B200 400; PCIe servers 25)",
+        help="network bandwidth between nodes, GB/s per node (default: the card's reference node, "
+        "as `estimate` prints it)",
     )
     parser.add_argument(
         "--interconnect",

@@ -71,6 +71,12 @@ REFERENCE_NETWORK_GBS = {
 PCIE_SERVER_NETWORK_GBS = 25.0
 
 
+def describe_reference_networks() -> str:
+    """The default between nodes in words, from the tables above (the faces show this)."""
+    sxm = ", ".join(f"{arch} {gbs:g}" for arch, gbs in REFERENCE_NETWORK_GBS.items())
+    return f"each card's reference node: SXM/OAM boards {sxm}; PCIe servers {PCIE_SERVER_NETWORK_GBS:g} GB/s per node"
+
+
 def reference_network_gbs(e: GpuEntry) -> float:
     """Between nodes, when the user set no figure: the network of the card's reference node
     (SXM/OAM boards), else a PCIe server's single 200 Gb/s NIC."""

@@ -232,9 +232,10 @@ class EstimatePage(QWidget):
         self.network = QDoubleSpinBox(minimum=0, maximum=1e5, value=0, decimals=0, suffix=" GB/s per node")
         self.network.setSpecialValueText("card's reference node")  # 0: the default, as the CLI's --network-gbs
         self.network.setGroupSeparatorShown(True)
+        from gpuselect.estimate.parallel import describe_reference_networks
+
         self.network.setToolTip(
-            "Network between nodes for clusters (> 8 GPUs). Default: the card's reference node\n"
-            "(DGX A100 200, DGX H100/B200 400 GB/s per node; PCIe servers 25 GB/s)"
+            f"Network between nodes for clusters (> 8 GPUs). Default: {describe_reference_networks()}"
         )
         from gpuselect.estimate.memory import CHECKPOINTINGS
 
