@@ -55,6 +55,17 @@ def main() -> int:
                 else ""
             )
         )
+    lines.append(
+        "\n## Cluster options at the default 72 h (cards none of whose boxes of 8 holds it; each card's "
+        "reference node network)"
+    )
+    for r in sorted(
+        (r for r in res.rows if r.count > 8 and r.fits and r.total_time_h), key=lambda r: r.total_time_h or 0
+    ):
+        lines.append(
+            f"{r.count:4d}x {r.name:22s} batch {r.batch_size}, {r.total_time_h:.1f} h, {r.tokens_per_s or 0:,.0f} "
+            f"tokens/s, {r.bound}; {r.link_basis}"
+        )
     rec = res.recommendation
     lines.append(f"\nrecommendation at 72 h: stage {rec.stage}: {rec.choice}")
     best_box = min(r.total_time_h for r in res.rows if r.fits and r.count <= 8 and r.total_time_h)
