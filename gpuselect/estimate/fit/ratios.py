@@ -465,6 +465,11 @@ def main() -> int:
         pair_view, lambda r: (r.gpu, r.other), "By GPU (every pair, counted for both its GPUs, each as the numerator)"
     )
     lines += table(ref_view, lambda r: r.gpu, "By GPU against its group's reference GPU")
+    lines += table(
+        [r for r in ref_view if r.source == "lambda"],
+        lambda r: f"{r.gpu}/{r.group.split('/')[1]}",
+        "Lambda, by GPU and precision, against the reference GPU (fp32 rows asked as tf32)",
+    )
     titles = {
         "logo": "Leave one GPU out: each card predicted with the kernel fit (GEMM, conv, attention, FluidX3D rows) "
         "refitted without its own rows",
