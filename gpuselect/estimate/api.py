@@ -531,7 +531,9 @@ def _row(
     base.max_batch = fit.max_batch
     notes = [f"{a.precision} is not supported here: runs {prec}"] if a.precision not in (Precision.AUTO, prec) else []
     if not fit.fits:
-        base.suggestions = suggestions(w, e.vram_gb, fit.options, a.batch_size) if count == 1 else []
+        # What the option would run as, had it fit: a two-GPU row is never "single".
+        base.parallelism = "single" if count == 1 else ("fsdp" if sharded else "ddp")
+        base.suggestions = suggestions(w, e.vram_gb, fit.options, a.batch_size)
         base.note = "; ".join(
             [
                 *notes,

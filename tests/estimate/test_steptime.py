@@ -223,6 +223,18 @@ def test_stage_4_when_no_box_holds_the_model(catalog) -> None:  # type: ignore[n
     assert res.recommendation.stage == 4
 
 
+def test_a_multi_gpu_row_that_does_not_fit_says_how_it_would_run_and_what_would_fit(catalog) -> None:  # type: ignore[no-untyped-def]
+    # 70B QLoRA on two 24 GB cards: FSDP alone still needs ~31 GB per card at 2048 tokens, so
+    # the row is FSDP (not "single") and offers the parameter offload that makes it fit.
+    w = PRESETS["llama-70b-qlora"]
+    res = A.estimate(w, A.Assumptions(counts=(2,)), catalog, gpu_ids=["nvidia-rtx-4090"], local=[])
+    (r,) = res.rows
+    assert not r.fits and r.count == 2 and r.parallelism == "fsdp"
+    assert any("offloaded" in s for s in r.suggestions)
+    off = A.estimate(w, A.Assumptions(counts=(2,), offload="params"), catalog, gpu_ids=["nvidia-rtx-4090"], local=[])
+    assert off.rows[0].fits
+
+
 def test_bands_cover_80_percent_of_their_validation_cases() -> None:
     doc = json.loads(A.BAND_FILE.read_text())
     path = ROOT / "docs" / "validation" / "steptime-2026-11-23" / "cases.csv"
