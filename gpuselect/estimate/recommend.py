@@ -133,6 +133,7 @@ def describe(r: EstimateRow | None, *, kind: str | None = None, owned: int = 0) 
         "time_high_h": hi,
         "buy_cost_usd": r.buy_cost_usd,
         "cloud_cost_usd": r.cloud_cost_usd,
+        "batch_size": r.batch_size,  # per GPU per step
     }
 
 
@@ -411,6 +412,7 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 f"No option meets both the {deadline} deadline{budget}. The fastest option is {name}, about {t}{_range(o)}. "
                 "Relax the deadline or budget, or shrink the workload."
             )
+        parts.extend(_parallel_caveats(o, rec.stage))
         if rec.crosses_deadline:
             parts.append(
                 f"Its error range reaches past your {deadline} deadline (up to {fmt_hours(o.get('time_high_h'))}): "  # type: ignore[arg-type]
@@ -419,6 +421,27 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
     for x in rec.excluded:
         parts.append(f"Left out of the plan: {x}.")
     return choice, " ".join(parts)
+
+
+def _parallel_caveats(o: dict[str, object], stage: Stage) -> list[str]:
+    """What data parallelism over several GPUs changes for the user beyond the time: the global
+    batch (the gradients averaged per step) and, across machines, more ways for a run to stop."""
+    n, b = _int(o.get("count"), 1), o.get("batch_size")
+    if n <= 1 or o.get("kind") == "cpu":
+        return []
+    out = []
+    if isinstance(b, int) and b > 0:
+        out.append(
+            f"Data parallel: a step trains {b} samples on each GPU ({n * b:,} in all) and averages the {n} gradients; "
+            "if that global batch exceeds the one you tuned on, rescale the learning rate and warm-up: "
+            "very large batches train less stably."
+        )
+    if stage == Stage.CLUSTER:
+        out.append(
+            f"Across machines, one failed GPU, node or link stops all {n}: "
+            "save checkpoints often and leave time for restarts, which the estimate does not include."
+        )
+    return out
 
 
 def verdict_line(rec: Recommendation, money: Money = usd) -> str:

@@ -420,3 +420,15 @@ def test_rows_carry_their_regime_band(catalog, perf) -> None:
     )  # AMD compounds amd_extra (0 where AMD cases need no more)
     r = next(r for r in res.rows if r.gpu_id == "nvidia-a100-sxm4-80gb" and r.count == 1)
     assert r.error_band == regime_band("transformer" if r.bound != "overhead" else "overhead", "NVIDIA")
+
+
+def test_a_multi_gpu_verdict_names_the_global_batch_and_a_cluster_its_restarts() -> None:
+    from gpuselect.estimate.recommend import _parallel_caveats
+    from gpuselect.types import Stage
+
+    box = {"count": 8, "batch_size": 4, "kind": "rent"}
+    (dp,) = _parallel_caveats(box, Stage.WORKSTATION_OR_RENTED)
+    assert "4 samples on each GPU (32 in all)" in dp and "averages the 8 gradients" in dp
+    cluster = _parallel_caveats({**box, "count": 64}, Stage.CLUSTER)
+    assert len(cluster) == 2 and "256 in all" in cluster[0] and "stops all 64" in cluster[1]
+    assert _parallel_caveats({**box, "count": 1}, Stage.ONE_GPU) == []
