@@ -21,6 +21,7 @@ from gpuselect.estimate.memory import (
     as_checkpointing,
     plan,
     suggestions,
+    weight_storage_bytes,
 )
 from gpuselect.estimate.perf import PerfModel, StepTime, step_time, workload_trace
 from gpuselect.estimate.roofline import (
@@ -357,9 +358,9 @@ def predict_step(
         )  # `gpuselect fleet` figures replace spec links
         grad_bytes = w.trainable_params * (2.0 if precision == "bf16-true" or (par == "fsdp" and mixed_p) else 4.0)
         if par == "fsdp":
-            param_bytes = w.params * (2.0 if mixed_p or precision == "bf16-true" else 4.0)
-            if w.mode == "qlora":
-                param_bytes = w.params * 0.55
+            # what each gather moves: the weights as stored (QLoRA: the 4-bit base and its constants,
+            # embeddings and head in 16 bits)
+            param_bytes = weight_storage_bytes(w, "bf16" if mixed_p or precision == "bf16-true" else "fp32")
 
             def comm(compute_s: float, _backward_s: float) -> parallel.CommTime:
                 return parallel.fsdp_traffic(
@@ -395,12 +396,15 @@ def predict_step(
         st = StepTime(seconds, bd, bound, legacy, st.host_s, st.launches)
     if offload != "none" and d.h2d_gbs:
         # ZeRO-Offload partitions the offloaded state over the data-parallel ranks whatever the sharding.
-        st = _with_offload(st, w, d, offload, opt, shards=count, count=count, a=a)
+        pcie = parallel.PCIE_PER_DIRECTION_GBS.get(e.pcie_gen or 3, 16.0) if e is not None else None
+        st = _with_offload(st, w, d, offload, opt, shards=count, count=count, a=a, pcie_gbs=pcie)
     return st, par
 
 
-#: Pinned host<->device copies reach about half the link's rate; DeepSpeed-style offload pins its buffers.
-PINNED_OVER_PAGEABLE = 2.5
+#: Pinned host<->device copies (offload frameworks pin their buffers) reach this share of the PCIe
+#: link's per-direction rate: 54.0 GB/s host->device and 53.9 device->host of PCIe 5.0 x16's 64 on
+#: our H100 machine (docs/validation/h100-2026-11-22/bench-full.json, transfer_detail, 256 MiB).
+PINNED_FRACTION_OF_PCIE = 0.84
 #: The host's streaming rate for the CPU optimizer step: a vectorised Adam over fp32 state is
 #: bound by the host's memory; 80 GB/s is about half of an 8-channel DDR4-3200 socket's 205 GB/s
 #: (an assumption: no CPU optimizer step was measured here; a desktop's two channels give far less).
@@ -408,21 +412,30 @@ HOST_OPTIMIZER_GBS = 80.0
 
 
 def offload_seconds(
-    w: Workload, d: DeviceModel, offload: str, optimizer: str, *, shards: int = 1, gpus_on_host: int = 1
+    w: Workload,
+    d: DeviceModel,
+    offload: str,
+    optimizer: str,
+    *,
+    shards: int = 1,
+    gpus_on_host: int = 1,
+    pcie_gbs: float | None = None,
 ) -> tuple[float, float]:
     """(PCIe seconds, CPU optimizer seconds) one step adds per GPU when state lives in host memory.
 
     ``optimizer``: 16-bit gradients down and 16-bit weights back up, for this GPU's shard;
-    ``params``: also the 16-bit weights up for the forward and again for the backward. The CPU
-    updates every trainable parameter of the GPUs it hosts (one node's share), streaming the fp32
-    state the optimizer needs plus the 16-bit copy it writes back."""
+    ``params``: also the weights as stored (16-bit; QLoRA's 4-bit base with its constants) up for
+    the forward and again for the backward. Copies run pinned at ``PINNED_FRACTION_OF_PCIE`` of the
+    card's link (``pcie_gbs`` per direction; without it the device's own host-to-device figure).
+    The CPU updates every trainable parameter of the GPUs it hosts (one node's share), streaming the
+    fp32 state the optimizer needs plus the 16-bit copy it writes back."""
     from gpuselect.estimate.perf import OPTIMIZER_BYTES
 
     n = max(1, shards)
     moved = w.trainable_params * (2.0 + 2.0) / n
     if offload == "params":
-        moved += 2 * w.params * 2.0 / n
-    link = (d.h2d_gbs or 1.0) * 1e9 * PINNED_OVER_PAGEABLE
+        moved += 2 * weight_storage_bytes(w) / n
+    link = (pcie_gbs * PINNED_FRACTION_OF_PCIE if pcie_gbs else (d.h2d_gbs or 1.0)) * 1e9
     cpu = (
         w.trainable_params
         / n
@@ -434,12 +447,21 @@ def offload_seconds(
 
 
 def _with_offload(
-    st: StepTime, w: Workload, d: DeviceModel, offload: str, optimizer: str, *, shards: int, count: int, a: Assumptions
+    st: StepTime,
+    w: Workload,
+    d: DeviceModel,
+    offload: str,
+    optimizer: str,
+    *,
+    shards: int,
+    count: int,
+    a: Assumptions,
+    pcie_gbs: float | None = None,
 ) -> StepTime:
     """The step with offload: the PCIe traffic and the CPU's optimizer step replace the GPU's update
     (not overlapped with compute: the update waits for the last gradient, the next forward for the weights)."""
     gpus_on_host = min(max(1, count), a.gpus_per_node)
-    pcie, cpu = offload_seconds(w, d, offload, optimizer, shards=shards, gpus_on_host=gpus_on_host)
+    pcie, cpu = offload_seconds(w, d, offload, optimizer, shards=shards, gpus_on_host=gpus_on_host, pcie_gbs=pcie_gbs)
     extra = pcie + cpu - st.breakdown.get("optimizer", 0.0)
     bd = dict(st.breakdown)
     bd["offload"] = max(0.0, extra)
