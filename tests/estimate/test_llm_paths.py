@@ -139,3 +139,19 @@ def test_70b_qlora_on_two_24gb_cards_with_parameter_offload_gives_a_compute_boun
     floor = 3 * 2 * 70e9 * tokens / (e.tflops("bf16") * 1e12)  # three passes at the spec peak
     step = 2 * tokens / r.tokens_per_s
     assert floor < step < 4 * floor
+
+
+def test_nvlink_bridges_join_pairs_of_3090s_and_a6000s_and_4090s_stage_through_host(catalog) -> None:  # type: ignore[no-untyped-def]
+    """RTX 3090 and RTX A6000 pairs take their NVLink bridge (112.5 GB/s); four of them, PCIe. The
+    RTX 4090 has neither a bridge nor PCIe peer-to-peer: NCCL stages through host memory."""
+    from gpuselect.estimate import parallel as P
+
+    cp = P.CommParams()
+    for gid in ("nvidia-rtx-3090", "nvidia-rtx-a6000"):
+        e = catalog.get(gid)
+        two, basis = P.link_bandwidth(e, 2, 8, None, cp)
+        assert two == pytest.approx(112.5 / 2 * cp.efficiency) and "bridged pair" in basis
+        four, basis4 = P.link_bandwidth(e, 4, 8, None, cp)
+        assert four < two and basis4.startswith("PCIe 4.0")
+    bw, basis = P.link_bandwidth(catalog.get("nvidia-rtx-4090"), 2, 8, None, cp)
+    assert "through host memory" in basis and bw == pytest.approx(32 * cp.pcie_p2p_efficiency * cp.efficiency * 0.5)
