@@ -73,7 +73,7 @@ QUANT_BYTES = {"nf4": 0.5 + 4 / 64, "nf4-dq": 0.5 + 1 / 64 + 4 / (64 * 256), "in
 
 def _load_constants() -> dict[str, float]:
     """Fitted constants (benchmarks/memory_calibrate.py writes them); stated defaults otherwise."""
-    defaults = {"activation_factor": 1.38, "context_gb": 0.5, "allocator_slack": 0.05, "driver_reserved_gb": 0.47}
+    defaults = {"activation_factor": 1.35, "context_gb": 0.5, "allocator_slack": 0.05, "driver_reserved_gb": 0.47}
     try:
         doc = json.loads(_FIT_FILE.read_text(encoding="utf-8"))
         return {k: float(doc.get(k, v)) for k, v in defaults.items()}
