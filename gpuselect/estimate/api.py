@@ -393,7 +393,7 @@ def predict_step(
             if bd.get("communication", 0) > legacy
             else ("overhead" if st.host_s > legacy else "compute")
         )
-        st = StepTime(seconds, bd, bound, legacy, st.host_s, st.launches)
+        st = StepTime(seconds, bd, bound, legacy, st.host_s, st.launches, legacy * 2 / 3)
     if offload != "none" and d.h2d_gbs:
         # ZeRO-Offload partitions the offloaded state over the data-parallel ranks whatever the sharding.
         pcie = parallel.PCIE_PER_DIRECTION_GBS.get(e.pcie_gen or 3, 16.0) if e is not None else None
@@ -409,6 +409,19 @@ PINNED_FRACTION_OF_PCIE = 0.84
 #: bound by the host's memory; 80 GB/s is about half of an 8-channel DDR4-3200 socket's 205 GB/s
 #: (an assumption: no CPU optimizer step was measured here; a desktop's two channels give far less).
 HOST_OPTIMIZER_GBS = 80.0
+
+
+def offload_bytes(w: Workload, offload: str, *, shards: int = 1) -> tuple[float, float]:
+    """(bytes down, bytes up) each GPU moves over PCIe per step when state lives in host memory:
+    its shard of the 16-bit gradients down; its shard of the updated 16-bit weights up, and with
+    ``params`` the weights as stored (``memory.weight_storage_bytes``: QLoRA's 4-bit base) up again
+    for the forward and for the backward."""
+    n = max(1, shards)
+    down = w.trainable_params * 2.0 / n
+    up = w.trainable_params * 2.0 / n
+    if offload == "params":
+        up += 2 * weight_storage_bytes(w) / n
+    return down, up
 
 
 def offload_seconds(
@@ -432,10 +445,9 @@ def offload_seconds(
     from gpuselect.estimate.perf import OPTIMIZER_BYTES
 
     n = max(1, shards)
-    moved = w.trainable_params * (2.0 + 2.0) / n
-    if offload == "params":
-        moved += 2 * weight_storage_bytes(w) / n
-    link = (pcie_gbs * PINNED_FRACTION_OF_PCIE if pcie_gbs else (d.h2d_gbs or 1.0)) * 1e9
+    down, up = offload_bytes(w, offload, shards=n)
+    moved = down + up
+    link = pinned_link_bytes_per_s(d, pcie_gbs)
     cpu = (
         w.trainable_params
         / n
@@ -444,6 +456,12 @@ def offload_seconds(
         / (HOST_OPTIMIZER_GBS * 1e9)
     )
     return moved / link, cpu
+
+
+def pinned_link_bytes_per_s(d: DeviceModel, pcie_gbs: float | None) -> float:
+    """Pinned host<->device copies: ``PINNED_FRACTION_OF_PCIE`` of the card's link per direction
+    (``pcie_gbs``), or the device's own host-to-device figure where the link is unknown."""
+    return (pcie_gbs * PINNED_FRACTION_OF_PCIE if pcie_gbs else (d.h2d_gbs or 1.0)) * 1e9
 
 
 def _with_offload(
@@ -458,16 +476,22 @@ def _with_offload(
     a: Assumptions,
     pcie_gbs: float | None = None,
 ) -> StepTime:
-    """The step with offload: the PCIe traffic and the CPU's optimizer step replace the GPU's update
-    (not overlapped with compute: the update waits for the last gradient, the next forward for the weights)."""
+    """The step with offload: the PCIe traffic and the CPU's optimizer step replace the GPU's update.
+    The gradients go down as the backward produces them (ZeRO-Offload's and FSDP's copies after each
+    bucket or unit): only what exceeds the backward is exposed. The CPU's update waits for the last
+    gradient, and the updated (and, with ``params``, the gathered) weights come up before the forward
+    needs them: those are not overlapped here."""
     gpus_on_host = min(max(1, count), a.gpus_per_node)
     pcie, cpu = offload_seconds(w, d, offload, optimizer, shards=shards, gpus_on_host=gpus_on_host, pcie_gbs=pcie_gbs)
-    extra = pcie + cpu - st.breakdown.get("optimizer", 0.0)
+    down = offload_bytes(w, offload, shards=shards)[0] / pinned_link_bytes_per_s(d, pcie_gbs)
+    hidden = min(down, st.backward_s)
+    extra = pcie - hidden + cpu - st.breakdown.get("optimizer", 0.0)
     bd = dict(st.breakdown)
     bd["offload"] = max(0.0, extra)
     seconds = st.seconds + max(0.0, extra)
-    bound = st.bound if pcie + cpu <= 0.5 * seconds else ("communication" if pcie >= cpu else "overhead")
-    return StepTime(seconds, bd, bound, st.device_s, st.host_s, st.launches)
+    exposed = pcie - hidden
+    bound = st.bound if exposed + cpu <= 0.5 * seconds else ("communication" if exposed >= cpu else "overhead")
+    return StepTime(seconds, bd, bound, st.device_s, st.host_s, st.launches, st.backward_s)
 
 
 def default_model_ids() -> set[str]:

@@ -155,3 +155,22 @@ def test_nvlink_bridges_join_pairs_of_3090s_and_a6000s_and_4090s_stage_through_h
         assert four < two and basis4.startswith("PCIe 4.0")
     bw, basis = P.link_bandwidth(catalog.get("nvidia-rtx-4090"), 2, 8, None, cp)
     assert "through host memory" in basis and bw == pytest.approx(32 * cp.pcie_p2p_efficiency * cp.efficiency * 0.5)
+
+
+def test_offloaded_gradients_go_down_during_the_backward(catalog) -> None:  # type: ignore[no-untyped-def]
+    """ZeRO-Offload and FSDP's CPU offload copy each bucket's / unit's gradients to the host as the
+    backward produces them: only what exceeds the backward is exposed; the updated weights' copy up
+    and the CPU's update are not overlapped."""
+    e = catalog.get("nvidia-rtx-4090")
+    d = A.device_for(e)
+    w = PRESETS["llama-1b-full"]
+    base = A.predict_step(w, d, e, 1, "bf16")[0]
+    opt = A.predict_step(w, d, e, 1, "bf16", offload="optimizer")[0]
+    assert 0 < base.backward_s < base.device_s
+    down, up = A.offload_bytes(w, "optimizer")
+    assert down == up == pytest.approx(w.trainable_params * 2.0)
+    link = 32.0 * 0.84e9  # PCIe 4.0 x16, pinned
+    _pcie, cpu = A.offload_seconds(w, d, "optimizer", "adamw", pcie_gbs=32.0)
+    exposed_down = max(0.0, down / link - base.backward_s)
+    assert opt.breakdown["offload"] == pytest.approx(exposed_down + up / link + cpu - base.breakdown["optimizer"])
+    assert exposed_down < down / link  # some of the gradients' copy is hidden

@@ -115,7 +115,10 @@ def test_offload_is_in_the_step_time(catalog) -> None:  # type: ignore[no-untype
     par = A.predict_step(w, d, e, 1, "bf16", offload="params")[0]
     assert base.seconds < opt.seconds < par.seconds
     pcie, cpu = A.offload_seconds(w, d, "optimizer", "adamw", pcie_gbs=32.0)  # PCIe 4.0 x16 per direction
-    assert opt.breakdown["offload"] == pytest.approx(pcie + cpu - base.breakdown["optimizer"])
+    # the gradients' copies down hide behind the backward (tests/estimate/test_llm_paths.py)
+    down = w.trainable_params * 2.0 / (32.0 * 0.84e9)
+    hidden = min(down, base.backward_s)
+    assert opt.breakdown["offload"] == pytest.approx(pcie - hidden + cpu - base.breakdown["optimizer"])
     # Over 4 GPUs each moves its quarter; the one host still updates every parameter once.
     pcie4, cpu4 = A.offload_seconds(w, d, "optimizer", "adamw", shards=4, gpus_on_host=4, pcie_gbs=32.0)
     assert pcie4 == pytest.approx(pcie / 4) and cpu4 == pytest.approx(cpu)
