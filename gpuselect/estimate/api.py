@@ -397,7 +397,16 @@ def predict_step(
     if offload != "none" and d.h2d_gbs:
         # ZeRO-Offload partitions the offloaded state over the data-parallel ranks whatever the sharding.
         pcie = parallel.PCIE_PER_DIRECTION_GBS.get(e.pcie_gen or 3, 16.0) if e is not None else None
-        st = _with_offload(st, w, d, offload, opt, shards=count, count=count, a=a, pcie_gbs=pcie)
+        # Over a PCIe-only box the collectives run on the same link as the gradients' copies down:
+        # those then get no share of the backward to hide behind.
+        shared = (
+            count > 1
+            and e is not None
+            and parallel.link_bandwidth(e, min(count, a.gpus_per_node), a.gpus_per_node, None, parallel.CommParams())[
+                1
+            ].startswith("PCIe")
+        )
+        st = _with_offload(st, w, d, offload, opt, shards=count, count=count, a=a, pcie_gbs=pcie, link_shared=shared)
     return st, par
 
 
@@ -475,16 +484,18 @@ def _with_offload(
     count: int,
     a: Assumptions,
     pcie_gbs: float | None = None,
+    link_shared: bool = False,
 ) -> StepTime:
     """The step with offload: the PCIe traffic and the CPU's optimizer step replace the GPU's update.
     The gradients go down as the backward produces them (ZeRO-Offload's and FSDP's copies after each
     bucket or unit): only what exceeds the backward is exposed. The CPU's update waits for the last
     gradient, and the updated (and, with ``params``, the gathered) weights come up before the forward
-    needs them: those are not overlapped here."""
+    needs them: those are not overlapped here. ``link_shared``: the GPUs' collectives use the same
+    PCIe link (a PCIe-only box), so nothing of the copies down hides."""
     gpus_on_host = min(max(1, count), a.gpus_per_node)
     pcie, cpu = offload_seconds(w, d, offload, optimizer, shards=shards, gpus_on_host=gpus_on_host, pcie_gbs=pcie_gbs)
     down = offload_bytes(w, offload, shards=shards)[0] / pinned_link_bytes_per_s(d, pcie_gbs)
-    hidden = min(down, st.backward_s)
+    hidden = 0.0 if link_shared else min(down, st.backward_s)
     extra = pcie - hidden + cpu - st.breakdown.get("optimizer", 0.0)
     bd = dict(st.breakdown)
     bd["offload"] = max(0.0, extra)

@@ -174,3 +174,13 @@ def test_offloaded_gradients_go_down_during_the_backward(catalog) -> None:  # ty
     exposed_down = max(0.0, down / link - base.backward_s)
     assert opt.breakdown["offload"] == pytest.approx(exposed_down + up / link + cpu - base.breakdown["optimizer"])
     assert exposed_down < down / link  # some of the gradients' copy is hidden
+
+
+def test_offloaded_gradients_do_not_hide_where_the_collectives_share_the_pcie_link(catalog) -> None:  # type: ignore[no-untyped-def]
+    e = catalog.get("nvidia-rtx-4090")  # 4 cards: PCIe (through host memory), the collectives' link too
+    d = A.device_for(e)
+    w = PRESETS["llama-1b-full"]
+    base = A.predict_step(w, d, e, 1, "bf16", count=4, sharding="fsdp")[0]
+    opt = A.predict_step(w, d, e, 1, "bf16", count=4, sharding="fsdp", offload="optimizer")[0]
+    pcie, cpu = A.offload_seconds(w, d, "optimizer", "adamw", shards=4, gpus_on_host=4, pcie_gbs=32.0)
+    assert opt.breakdown["offload"] == pytest.approx(pcie + cpu - base.breakdown["optimizer"])
