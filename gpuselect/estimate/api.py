@@ -21,6 +21,7 @@ from gpuselect.estimate.memory import (
     as_checkpointing,
     plan,
     suggestions,
+    weight_storage_bytes,
 )
 from gpuselect.estimate.perf import PerfModel, StepTime, step_time, workload_trace
 from gpuselect.estimate.roofline import (
@@ -357,9 +358,9 @@ def predict_step(
         )  # `gpuselect fleet` figures replace spec links
         grad_bytes = w.trainable_params * (2.0 if precision == "bf16-true" or (par == "fsdp" and mixed_p) else 4.0)
         if par == "fsdp":
-            param_bytes = w.params * (2.0 if mixed_p or precision == "bf16-true" else 4.0)
-            if w.mode == "qlora":
-                param_bytes = w.params * 0.55
+            # what each gather moves: the weights as stored (QLoRA: the 4-bit base and its constants,
+            # embeddings and head in 16 bits)
+            param_bytes = weight_storage_bytes(w, "bf16" if mixed_p or precision == "bf16-true" else "fp32")
 
             def comm(compute_s: float, _backward_s: float) -> parallel.CommTime:
                 return parallel.fsdp_traffic(
@@ -392,37 +393,70 @@ def predict_step(
             if bd.get("communication", 0) > legacy
             else ("overhead" if st.host_s > legacy else "compute")
         )
-        st = StepTime(seconds, bd, bound, legacy, st.host_s, st.launches)
+        st = StepTime(seconds, bd, bound, legacy, st.host_s, st.launches, legacy * 2 / 3)
     if offload != "none" and d.h2d_gbs:
         # ZeRO-Offload partitions the offloaded state over the data-parallel ranks whatever the sharding.
-        st = _with_offload(st, w, d, offload, opt, shards=count, count=count, a=a)
+        pcie = parallel.PCIE_PER_DIRECTION_GBS.get(e.pcie_gen or 3, 16.0) if e is not None else None
+        # Over a PCIe-only box the collectives run on the same link as the gradients' copies down:
+        # those then get no share of the backward to hide behind.
+        shared = (
+            count > 1
+            and e is not None
+            and parallel.link_bandwidth(e, min(count, a.gpus_per_node), a.gpus_per_node, None, parallel.CommParams())[
+                1
+            ].startswith("PCIe")
+        )
+        st = _with_offload(st, w, d, offload, opt, shards=count, count=count, a=a, pcie_gbs=pcie, link_shared=shared)
     return st, par
 
 
-#: Pinned host<->device copies reach about half the link's rate; DeepSpeed-style offload pins its buffers.
-PINNED_OVER_PAGEABLE = 2.5
+#: Pinned host<->device copies (offload frameworks pin their buffers) reach this share of the PCIe
+#: link's per-direction rate: 54.0 GB/s host->device and 53.9 device->host of PCIe 5.0 x16's 64 on
+#: our H100 machine (docs/validation/h100-2026-11-22/bench-full.json, transfer_detail, 256 MiB).
+PINNED_FRACTION_OF_PCIE = 0.84
 #: The host's streaming rate for the CPU optimizer step: a vectorised Adam over fp32 state is
 #: bound by the host's memory; 80 GB/s is about half of an 8-channel DDR4-3200 socket's 205 GB/s
 #: (an assumption: no CPU optimizer step was measured here; a desktop's two channels give far less).
 HOST_OPTIMIZER_GBS = 80.0
 
 
+def offload_bytes(w: Workload, offload: str, *, shards: int = 1) -> tuple[float, float]:
+    """(bytes down, bytes up) each GPU moves over PCIe per step when state lives in host memory:
+    its shard of the 16-bit gradients down; its shard of the updated 16-bit weights up, and with
+    ``params`` the weights as stored (``memory.weight_storage_bytes``: QLoRA's 4-bit base) up again
+    for the forward and for the backward."""
+    n = max(1, shards)
+    down = w.trainable_params * 2.0 / n
+    up = w.trainable_params * 2.0 / n
+    if offload == "params":
+        up += 2 * weight_storage_bytes(w) / n
+    return down, up
+
+
 def offload_seconds(
-    w: Workload, d: DeviceModel, offload: str, optimizer: str, *, shards: int = 1, gpus_on_host: int = 1
+    w: Workload,
+    d: DeviceModel,
+    offload: str,
+    optimizer: str,
+    *,
+    shards: int = 1,
+    gpus_on_host: int = 1,
+    pcie_gbs: float | None = None,
 ) -> tuple[float, float]:
     """(PCIe seconds, CPU optimizer seconds) one step adds per GPU when state lives in host memory.
 
     ``optimizer``: 16-bit gradients down and 16-bit weights back up, for this GPU's shard;
-    ``params``: also the 16-bit weights up for the forward and again for the backward. The CPU
-    updates every trainable parameter of the GPUs it hosts (one node's share), streaming the fp32
-    state the optimizer needs plus the 16-bit copy it writes back."""
+    ``params``: also the weights as stored (16-bit; QLoRA's 4-bit base with its constants) up for
+    the forward and again for the backward. Copies run pinned at ``PINNED_FRACTION_OF_PCIE`` of the
+    card's link (``pcie_gbs`` per direction; without it the device's own host-to-device figure).
+    The CPU updates every trainable parameter of the GPUs it hosts (one node's share), streaming the
+    fp32 state the optimizer needs plus the 16-bit copy it writes back."""
     from gpuselect.estimate.perf import OPTIMIZER_BYTES
 
     n = max(1, shards)
-    moved = w.trainable_params * (2.0 + 2.0) / n
-    if offload == "params":
-        moved += 2 * w.params * 2.0 / n
-    link = (d.h2d_gbs or 1.0) * 1e9 * PINNED_OVER_PAGEABLE
+    down, up = offload_bytes(w, offload, shards=n)
+    moved = down + up
+    link = pinned_link_bytes_per_s(d, pcie_gbs)
     cpu = (
         w.trainable_params
         / n
@@ -433,19 +467,42 @@ def offload_seconds(
     return moved / link, cpu
 
 
+def pinned_link_bytes_per_s(d: DeviceModel, pcie_gbs: float | None) -> float:
+    """Pinned host<->device copies: ``PINNED_FRACTION_OF_PCIE`` of the card's link per direction
+    (``pcie_gbs``), or the device's own host-to-device figure where the link is unknown."""
+    return (pcie_gbs * PINNED_FRACTION_OF_PCIE if pcie_gbs else (d.h2d_gbs or 1.0)) * 1e9
+
+
 def _with_offload(
-    st: StepTime, w: Workload, d: DeviceModel, offload: str, optimizer: str, *, shards: int, count: int, a: Assumptions
+    st: StepTime,
+    w: Workload,
+    d: DeviceModel,
+    offload: str,
+    optimizer: str,
+    *,
+    shards: int,
+    count: int,
+    a: Assumptions,
+    pcie_gbs: float | None = None,
+    link_shared: bool = False,
 ) -> StepTime:
-    """The step with offload: the PCIe traffic and the CPU's optimizer step replace the GPU's update
-    (not overlapped with compute: the update waits for the last gradient, the next forward for the weights)."""
+    """The step with offload: the PCIe traffic and the CPU's optimizer step replace the GPU's update.
+    The gradients go down as the backward produces them (ZeRO-Offload's and FSDP's copies after each
+    bucket or unit): only what exceeds the backward is exposed. The CPU's update waits for the last
+    gradient, and the updated (and, with ``params``, the gathered) weights come up before the forward
+    needs them: those are not overlapped here. ``link_shared``: the GPUs' collectives use the same
+    PCIe link (a PCIe-only box), so nothing of the copies down hides."""
     gpus_on_host = min(max(1, count), a.gpus_per_node)
-    pcie, cpu = offload_seconds(w, d, offload, optimizer, shards=shards, gpus_on_host=gpus_on_host)
-    extra = pcie + cpu - st.breakdown.get("optimizer", 0.0)
+    pcie, cpu = offload_seconds(w, d, offload, optimizer, shards=shards, gpus_on_host=gpus_on_host, pcie_gbs=pcie_gbs)
+    down = offload_bytes(w, offload, shards=shards)[0] / pinned_link_bytes_per_s(d, pcie_gbs)
+    hidden = 0.0 if link_shared else min(down, st.backward_s)
+    extra = pcie - hidden + cpu - st.breakdown.get("optimizer", 0.0)
     bd = dict(st.breakdown)
     bd["offload"] = max(0.0, extra)
     seconds = st.seconds + max(0.0, extra)
-    bound = st.bound if pcie + cpu <= 0.5 * seconds else ("communication" if pcie >= cpu else "overhead")
-    return StepTime(seconds, bd, bound, st.device_s, st.host_s, st.launches)
+    exposed = pcie - hidden
+    bound = st.bound if exposed + cpu <= 0.5 * seconds else ("communication" if exposed >= cpu else "overhead")
+    return StepTime(seconds, bd, bound, st.device_s, st.host_s, st.launches, st.backward_s)
 
 
 def default_model_ids() -> set[str]:

@@ -73,7 +73,7 @@ QUANT_BYTES = {"nf4": 0.5 + 4 / 64, "nf4-dq": 0.5 + 1 / 64 + 4 / (64 * 256), "in
 
 def _load_constants() -> dict[str, float]:
     """Fitted constants (benchmarks/memory_calibrate.py writes them); stated defaults otherwise."""
-    defaults = {"activation_factor": 1.38, "context_gb": 0.5, "allocator_slack": 0.05, "driver_reserved_gb": 0.47}
+    defaults = {"activation_factor": 1.35, "context_gb": 0.5, "allocator_slack": 0.05, "driver_reserved_gb": 0.47}
     try:
         doc = json.loads(_FIT_FILE.read_text(encoding="utf-8"))
         return {k: float(doc.get(k, v)) for k, v in defaults.items()}
@@ -195,6 +195,25 @@ def _state_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None) 
     opt = trainable * (per + master)
     evictable = trainable * per if o.optimizer == "paged-adamw8bit" else 0.0
     return weights, grads, opt, evictable
+
+
+def weight_storage_bytes(w: Workload, precision: str = "bf16", quant: str = "nf4") -> float:
+    """The whole model's weights as stored on the device (what FSDP gathers and parameter offload
+    copies up): 16-bit (4 bytes in fp32 training); under QLoRA the quantised base (4-bit codes and
+    their constants) with the embeddings, head, norms and adapters in 16 bits."""
+    return _state_bytes(w, MemoryOptions(precision=precision, quant=quant), shape_of(w))[0]
+
+
+def dequant_transient_bytes(w: Workload, shape: TransformerShape | None = None) -> float:
+    """QLoRA: the 16-bit copy bitsandbytes dequantises one linear's weight into before its GEMM
+    (forward, recompute and input-gradient alike), alive while that GEMM runs: the largest
+    quantised matrix of a layer, 2 bytes per weight. 0 for other modes."""
+    shape = shape or shape_of(w)
+    if w.mode != "qlora" or shape is None:
+        return 0.0
+    from gpuselect.workloads.transformer import adapted_matrices
+
+    return 2.0 * max(i * o for _, i, o in adapted_matrices(shape))
 
 
 def _unit_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None, weights: float) -> float:
@@ -339,7 +358,7 @@ def peak_memory(w: Workload, batch: int, o: MemoryOptions, shape: TransformerSha
         # and that unit's gradients.
         unit = working or _unit_bytes(w, o, shape, weights * n if o.sharding == "fsdp" else weights)
         weights, grads, working = unit, (unit if w.mode == "full" else 0.0), 0.0
-    weights += working
+    weights += working + dequant_transient_bytes(w, shape)
     act = batch * activation_bytes_per_sample(w, o, shape)
     logits = batch * logits_bytes_per_sample(w, o, shape)
     allocated = weights + grads + opt + act + logits

@@ -99,7 +99,8 @@ def link_bandwidth(
         return measured
     bridged_pairs = e.form_factor in ("pcie", "desktop", "laptop")  # an NVLink bridge joins two cards, not eight
     if e.gpu_link_gbs and (not bridged_pairs or count <= 2):
-        intra, name = e.gpu_link_gbs / 2 * p.efficiency, f"GPU link {e.gpu_link_gbs:g} GB/s"
+        intra = e.gpu_link_gbs / 2 * p.efficiency
+        name = f"GPU link {e.gpu_link_gbs:g} GB/s" + (" (a bridged pair)" if bridged_pairs else "")
     else:
         gen = e.pcie_gen or 3
         intra = PCIE_PER_DIRECTION_GBS.get(gen, 16.0) * p.pcie_p2p_efficiency * p.efficiency

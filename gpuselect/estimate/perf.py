@@ -231,6 +231,7 @@ class StepTime:
     device_s: float
     host_s: float
     launches: int
+    backward_s: float = 0.0  # the device's backward pass: what gradient traffic can hide behind
 
 
 def simple_cnn_trace() -> Any:
@@ -430,7 +431,7 @@ def step_time(
         "communication": bd["communication"],
     }
     bound = max(share, key=lambda k: share[k])
-    return StepTime(step, dict(bd.items()), bound, device, host, launches)
+    return StepTime(step, dict(bd.items()), bound, device, host, launches, backward)
 
 
 def bench_transformer_trace() -> Any:

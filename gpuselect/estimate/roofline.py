@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuselect.catalog.schema import GpuEntry
 from gpuselect.errors import DataError
-from gpuselect.estimate.trace import Op, OpKind
+from gpuselect.estimate.trace import DEQUANT_BYTES, Op, OpKind
 
 if TYPE_CHECKING:
     from gpuselect.estimate.perf import BenchFit
@@ -388,8 +388,11 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
     p = params()
     step = p.doc.get("step", {}) if d.kind != "cpu" else {"gemm_factor": p.doc.get("cpu", {}).get("gemm_factor", 1.0)}
     elem = 4.0 if op.fp32_only else element_bytes(precision)
+    casts = fp8_cast_kernels(op, precision)
+    if precision == "fp8" and op.kind is OpKind.GEMM and not fp8_gemm(op):
+        precision = "bf16"  # the output layer and LoRA adapters stay 16-bit in fp8 training
     if op.kind is OpKind.DEQUANT:
-        nbytes = (op.elems_fixed + op.elems_per_sample * batch) * 2.5  # 0.5 B read, 2 B written
+        nbytes = (op.elems_fixed + op.elems_per_sample * batch) * DEQUANT_BYTES  # codes + absmax read, 16-bit written
     else:
         nbytes = (op.elems_per_sample * batch + op.elems_fixed) * elem
     flops = op.flops_per_sample * batch
@@ -427,15 +430,60 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
         else 0.0
     )
     one = max(t_c, t_m, d.kernel_floor_s)
-    cast = fp8_cast_bytes(op, batch, precision)
-    if cast:  # its own kernel before the GEMM: additive
-        one += max(cast / (d.bandwidth_gbs * 1e9 * d.mem_eff), d.kernel_floor_s)
+    for ps, fix in casts:  # the operands' amax and cast kernels before the GEMM: additive
+        one += max((ps * batch + fix) / (d.bandwidth_gbs * 1e9 * d.mem_eff), d.kernel_floor_s)
     return one * op.count, t_c * op.count, t_m * op.count
 
 
-#: fp8 training (Transformer Engine): before each fp8 GEMM its 16-bit operands are quantised by a
-#: cast(+transpose) kernel: read 2 bytes, write 1 byte and a 1-byte transposed copy for the backward.
-FP8_CAST_BYTES_PER_ELEM = 4.0
+#: fp8 training with tensorwise dynamic ("current") scaling, Transformer Engine / torchao style:
+#: each operand an fp8 GEMM quantises costs an amax reduction (reads its 2-byte elements) and then a
+#: cast(+transpose) kernel (reads them again, writes the 1-byte fp8 copy and the 1-byte transposed
+#: copy the other GEMM of the pair needs): two kernels, 2 + 4 bytes per element.
+FP8_AMAX_BYTES_PER_ELEM = 2.0
+FP8_CAST_ONLY_BYTES_PER_ELEM = 4.0
+FP8_CAST_BYTES_PER_ELEM = FP8_AMAX_BYTES_PER_ELEM + FP8_CAST_ONLY_BYTES_PER_ELEM
+#: GEMMs fp8 recipes leave in 16 bits: the output layer (its logits feed the loss: Transformer
+#: Engine and torchao users keep it bf16), LoRA adapters, and attention's own matmuls (the fused
+#: kernel, or the eager score/context GEMMs).
+FP8_EXCLUDED = ("lm_head", "head", "task_head", "layers.attn.scores", "layers.attn.context")
+
+
+def fp8_gemm(op: Op) -> bool:
+    """Whether fp8 training runs this GEMM in fp8 (the transformer's linear layers)."""
+    return (
+        op.kind is OpKind.GEMM
+        and not op.fp32_only
+        and ".lora_" not in op.name
+        and not any(op.name == x or op.name.startswith(x + ".") for x in FP8_EXCLUDED)
+    )
+
+
+def fp8_operands(op: Op, precision: str) -> tuple[tuple[float, float], ...]:
+    """(elements per sample, elements per step) of each operand quantised before this GEMM under
+    fp8 training. The forward (and its recompute) quantises its input (m x k) and the weight
+    (n x k: once per use, so again after each FSDP gather and in the recompute); the input-gradient
+    GEMM only the output gradient (m x k): the weight's transposed fp8 copy came from the forward's
+    cast; the weight-gradient GEMM nothing (it reuses the transposed copies of input and gradient)."""
+    if precision != "fp8" or not fp8_gemm(op) or op.k <= 0 or op.name.endswith(".dW"):
+        return ()
+    if op.phase.value == "backward":
+        return ((op.m_per_sample * op.k, 0.0),)
+    return ((op.m_per_sample * op.k, 0.0), (0.0, float(op.n) * op.k))
+
+
+def fp8_cast_kernels(op: Op, precision: str) -> tuple[tuple[float, float], ...]:
+    """(bytes per sample, bytes per step) of each amax and cast kernel this GEMM adds under fp8."""
+    out: list[tuple[float, float]] = []
+    for ps, fix in fp8_operands(op, precision):
+        out.append((FP8_AMAX_BYTES_PER_ELEM * ps, FP8_AMAX_BYTES_PER_ELEM * fix))
+        out.append((FP8_CAST_ONLY_BYTES_PER_ELEM * ps, FP8_CAST_ONLY_BYTES_PER_ELEM * fix))
+    return tuple(out)
+
+
+def fp8_cast_seconds(d: DeviceModel, op: Op, batch: int, precision: str) -> float:
+    """Seconds of this GEMM's fp8 amax and cast kernels (all ``op.count`` instances)."""
+    bw = d.bandwidth_gbs * 1e9 * d.mem_eff
+    return op.count * sum(max((ps * batch + fix) / bw, d.kernel_floor_s) for ps, fix in fp8_cast_kernels(op, precision))
 
 
 def attention_shape_factor(att: dict[str, Any], op: Op) -> float:
@@ -457,12 +505,9 @@ def attention_shape_factor(att: dict[str, Any], op: Op) -> float:
 
 
 def fp8_cast_bytes(op: Op, batch: float, precision: str) -> float:
-    """Bytes the fp8 quantisation of this GEMM's operands moves (0 unless an fp8 GEMM). The forward
-    casts its input and its weight, the input-gradient GEMM the output gradient and the weight's
-    transpose; the weight-gradient GEMM reuses both (``.dW``)."""
-    if precision != "fp8" or op.kind is not OpKind.GEMM or op.fp32_only or op.name.endswith(".dW") or op.k <= 0:
-        return 0.0
-    return FP8_CAST_BYTES_PER_ELEM * (op.m_per_sample * batch * op.k + op.n * op.k)
+    """Bytes the fp8 quantisation of this GEMM's operands moves (0 unless an fp8 GEMM, see
+    ``fp8_operands``)."""
+    return FP8_CAST_BYTES_PER_ELEM * sum(ps * batch + fix for ps, fix in fp8_operands(op, precision))
 
 
 # Compiled form of op_time for the estimate loop (134 GPUs x several counts x ~100 ops must take
@@ -494,7 +539,7 @@ def _template(ops: tuple[Op, ...], precision: str, cpu: bool) -> list[tuple[Any,
     for op in ops:
         elem = 4.0 if op.fp32_only else elem16
         if op.kind is OpKind.DEQUANT:
-            b_ps, b_fix = op.elems_per_sample * 2.5, op.elems_fixed * 2.5
+            b_ps, b_fix = op.elems_per_sample * DEQUANT_BYTES, op.elems_fixed * DEQUANT_BYTES
         else:
             b_ps, b_fix = op.elems_per_sample * elem, op.elems_fixed * elem
         backward = 1.0 if op.phase.value == "backward" else 0.0
@@ -522,9 +567,9 @@ def _template(ops: tuple[Op, ...], precision: str, cpu: bool) -> list[tuple[Any,
                 e *= g["align_penalty"]
             ntiles = float(math.ceil(op.n / tile)) if op.n > 0 else 0.0
             cls = 3 if op.kind is OpKind.CONV else 1
-            if fp8_cast_bytes(op, 1, precision):  # the operands' fp8 quantisation: a memory-bound kernel first
-                cast_ps = FP8_CAST_BYTES_PER_ELEM * op.m_per_sample * op.k
-                cast_fix = FP8_CAST_BYTES_PER_ELEM * op.n * op.k
+            if precision == "fp8" and op.kind is OpKind.GEMM and not fp8_gemm(op):
+                cls = 4  # a 16-bit GEMM inside an fp8 step (output layer, adapters)
+            for cast_ps, cast_fix in fp8_cast_kernels(op, precision):  # amax, cast: memory-bound kernels first
                 out.append((0, op.count, 0.0, cast_ps, cast_fix, 0.0, 0.0, 1.0, backward, True))
             out.append((cls, op.count, op.flops_per_sample, b_ps, b_fix, op.m_per_sample, ntiles, e, backward, True))
         else:
@@ -575,7 +620,15 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
             * d.gemm_eff.get("16", e_pc)
             * att_f
         )
-    rates = (0.0, rate, att_rate, conv_rate)  # per template class: -, GEMM, attention, conv
+    rate16 = rate
+    if precision == "fp8":  # GEMMs fp8 recipes keep in bf16 (output layer, adapters)
+        rate16 = (
+            d.peak_tflops.get("bf16", d.peak_tflops["fp32"])
+            * 1e12
+            * step.get("gemm_factor", 1.0)
+            * d.gemm_eff.get("16", e_pc)
+        )
+    rates = (0.0, rate, att_rate, conv_rate, rate16)  # per template class: -, GEMM, attention, conv, 16-bit GEMM
     aux_att = float(d.units * att["rows_per_unit"])
     out: list[tuple[float, ...]] = []
     tmpl = _template(ops, precision, d.kind == "cpu")

@@ -188,9 +188,27 @@ class _Section:
                     fixed=n_out,
                 )
 
-    def adapter(self, name: str, tokens: float, n_in: int, n_out: int, *, x: str, rank: int) -> None:
-        """LoRA on a frozen matrix: y += (x A) B * scale, A: n_in x r, B: r x n_out (PEFT's order)."""
+    def adapter(
+        self, name: str, tokens: float, n_in: int, n_out: int, *, x: str, rank: int, dropout: bool = True
+    ) -> None:
+        """LoRA on a frozen matrix as PEFT runs it in eager mode: y += B(A(dropout(x))) * scale,
+        A: n_in x r, B: r x n_out. Per adapted linear and pass that is, besides the two rank-r GEMMs:
+        its own dropout over the input (q, k and v each run one on the same input), a multiply by
+        the scale and an add onto the base output; the backward runs the scale's and the dropout's
+        backward and accumulates the adapter's input gradient into the base's. PEFT keeps adapter
+        weights in fp32 (``autocast_adapter_dtype``), so under autocast each F.linear first casts
+        its weight to 16 bits, and the backward casts the weight gradient back to fp32: two small
+        kernels each way (a launch and a dispatch each, whatever the batch)."""
         r = rank
+        if dropout:
+            # native_dropout: output + 1-byte mask (half an element); backward: grad x mask / (1 - p)
+            self.ew(name + ".lora_dropout", 2.5 * tokens * n_in, bwd=2.5 * tokens * n_in)
+            self.saved_bytes[name + ".lora_dropout.mask"] = tokens * n_in
+            x = name + ".dropped"  # lora_A keeps the dropped-out input for its weight gradient
+        # fp32 -> 16-bit weight casts (read 4 B, write 2 B: 3 elements of 2 B), and the gradients back
+        w = float(r * (n_in + n_out))
+        self.op(OpKind.ELEMENTWISE, Phase.FORWARD, name + ".lora_weight_cast", fixed=3.0 * w, kernels=2)
+        self.op(OpKind.ELEMENTWISE, Phase.BACKWARD, name + ".lora_grad_cast", fixed=3.0 * w, kernels=2)
         self.gemm(name + ".lora_A", tokens, n_in, r, x=x, trainable=True)
         self.gemm(name + ".lora_B", tokens, r, n_out, x=name + ".xA", trainable=True)
         # scale, then add onto the base output; backward: the scaled gradient, then dX accumulates
@@ -295,7 +313,7 @@ def _eager_attention(sec: _Section, shape: TransformerShape, s: float, h: int, k
         sec.saved["probs_dropped"] = a
 
 
-def _layer(shape: TransformerShape, mode: str, rank: int) -> _Section:
+def _layer(shape: TransformerShape, mode: str, rank: int, lora_dropout: bool = True) -> _Section:
     sec = _Section()
     s, h, kv, f = float(shape.seq_len), shape.hidden, shape.kv_dim, shape.ffn
     heads, d = shape.heads, shape.hidden // shape.heads
@@ -306,7 +324,7 @@ def _layer(shape: TransformerShape, mode: str, rank: int) -> _Section:
         sec.kept_sel[name] = s * n_out  # selective checkpointing keeps the (base) linear's output
         if lora:
             for sub, out in adapters if adapters is not None else ((name, n_out),):
-                sec.adapter(sub, s, n_in, out, x=x, rank=rank)
+                sec.adapter(sub, s, n_in, out, x=x, rank=rank, dropout=lora_dropout)
 
     sec.kept_sel["x_in"] = s * h  # the checkpointed block's input
     _norm(sec, shape, "layers.norm1", s, x="x_in", trainable=full)
@@ -499,6 +517,8 @@ def _first_layer_input_grads(bwd: list[Op]) -> set[tuple[str, OpKind]]:
     names = (
         {f"{m}.dX" for m in qkv} | {f"{m}.lora_A.dX" for m in qkv} | {f"layers.attn.qkv.{x}.lora_A.dX" for x in "qkv"}
     )
+    # the adapters' dropout backward only leads to the layer's input too
+    names |= {f"{m}.lora_dropout.backward" for m in qkv} | {f"layers.attn.qkv.{x}.lora_dropout.backward" for x in "qkv"}
     names |= {f"{m}.dequant" for m in qkv} | {
         "layers.attn.qkv.split_backward",
         "layers.norm1.backward",
@@ -527,12 +547,18 @@ def _family(shape: TransformerShape) -> str:
 
 
 def transformer_trace(
-    shape: TransformerShape, *, mode: str = "full", lora_rank: int = 16, checkpointing: bool | str = False
+    shape: TransformerShape,
+    *,
+    mode: str = "full",
+    lora_rank: int = 16,
+    checkpointing: bool | str = False,
+    lora_dropout: bool = True,
 ) -> StepTrace:
     """The analytic trace of one training step of a transformer (per sequence of ``seq_len``).
     ``checkpointing``: False/"none", True/"full" (every layer's forward again in the backward) or
     "selective" (the layers' attention core, elementwise ops and adapters again; their base
-    linear layers' outputs are kept)."""
+    linear layers' outputs are kept). ``lora_dropout``: PEFT-style adapters with a dropout on each
+    adapted linear's input (the memory model's default, ``MemoryOptions.lora_dropout``)."""
     if mode not in MODES:
         raise UsageError(f"the mode must be one of {', '.join(MODES)}, not {mode!r}")
     try:
@@ -541,7 +567,7 @@ def transformer_trace(
         raise UsageError(str(exc)) from None
     checkpointing = recompute != "none"
     L, s = shape.layers, float(shape.seq_len)  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
-    emb, layer, head = _embedding(shape, mode), _layer(shape, mode, lora_rank), _head(shape, mode)
+    emb, layer, head = _embedding(shape, mode), _layer(shape, mode, lora_rank, lora_dropout), _head(shape, mode)
     ops = emb.fwd + _times(layer.fwd, L) + head.fwd
     layer_bwd = _times(list(reversed(layer.bwd)), L)
     if mode != "full" and not checkpointing:

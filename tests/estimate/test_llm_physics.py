@@ -114,10 +114,13 @@ def test_offload_is_in_the_step_time(catalog) -> None:  # type: ignore[no-untype
     opt = A.predict_step(w, d, e, 1, "bf16", offload="optimizer")[0]
     par = A.predict_step(w, d, e, 1, "bf16", offload="params")[0]
     assert base.seconds < opt.seconds < par.seconds
-    pcie, cpu = A.offload_seconds(w, d, "optimizer", "adamw")
-    assert opt.breakdown["offload"] == pytest.approx(pcie + cpu - base.breakdown["optimizer"])
+    pcie, cpu = A.offload_seconds(w, d, "optimizer", "adamw", pcie_gbs=32.0)  # PCIe 4.0 x16 per direction
+    # the gradients' copies down hide behind the backward (tests/estimate/test_llm_paths.py)
+    down = w.trainable_params * 2.0 / (32.0 * 0.84e9)
+    hidden = min(down, base.backward_s)
+    assert opt.breakdown["offload"] == pytest.approx(pcie - hidden + cpu - base.breakdown["optimizer"])
     # Over 4 GPUs each moves its quarter; the one host still updates every parameter once.
-    pcie4, cpu4 = A.offload_seconds(w, d, "optimizer", "adamw", shards=4, gpus_on_host=4)
+    pcie4, cpu4 = A.offload_seconds(w, d, "optimizer", "adamw", shards=4, gpus_on_host=4, pcie_gbs=32.0)
     assert pcie4 == pytest.approx(pcie / 4) and cpu4 == pytest.approx(cpu)
 
 
@@ -247,7 +250,8 @@ def test_attention_rate_follows_head_dim_and_causal_blocks(catalog) -> None:  # 
 
 def test_qlora_costs_lora_plus_the_dequantisation_traffic(catalog) -> None:  # type: ignore[no-untyped-def]
     """bitsandbytes NF4 dequantises every quantised weight to 16 bits once per forward and once per
-    backward (and once more in the recompute): 0.5 byte read + 2 bytes written per weight, a
+    backward (and once more in the recompute): 0.5 byte codes + an fp32 absmax per 64 weights read,
+    2 bytes written per weight, a
     streaming kernel. QLoRA's step is LoRA's plus that traffic at the streaming bandwidth."""
     for gpu in ("nvidia-h100-sxm5-80gb", "nvidia-rtx-4090"):
         e = catalog.get(gpu)
@@ -259,7 +263,8 @@ def test_qlora_costs_lora_plus_the_dequantisation_traffic(catalog) -> None:  # t
             weights = sum(o.elems_fixed * o.count for o in trace.ops if o.kind is OpKind.DEQUANT)
             # forward + backward (+ recompute) passes over the ~7 B quantised linear weights
             assert weights == pytest.approx((3 if ckpt else 2) * 6.98e9, rel=0.02)
-            expected = weights * 2.5 / (d.bandwidth_gbs * 1e9 * d.mem_eff)
+            # 0.5 B codes + 4/64 B absmax read, 2 B written per weight
+            expected = weights * (0.5 + 4 / 64 + 2.0) / (d.bandwidth_gbs * 1e9 * d.mem_eff)
             assert qlora.seconds - lora.seconds == pytest.approx(expected, rel=0.1)
 
 
