@@ -224,6 +224,13 @@ def clock_factor(e: GpuEntry, p: Params | None = None) -> float:
     return float(min(1.0, e.tdp_w / need) ** (1.0 / n))
 
 
+def gddr_ecc(e: GpuEntry) -> bool:
+    """A datacenter board with GDDR memory (T4, A10, A10G, A40, L4, L40S): shipped with ECC on, which
+    GDDR carries in band, so it reaches less of its data-sheet bandwidth than a GeForce or
+    workstation board of the same chip (HBM carries ECC in its own bits)."""
+    return e.family == "datacenter" and "GDDR" in (e.memory_type or "").upper()
+
+
 def chip_key(e: GpuEntry) -> str:
     """A chip design: architecture and compute capability (GA100 8.0 vs GA102 8.6); AMD parts by
     architecture."""
@@ -290,6 +297,8 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
             gemm_eff[pc] = have[key][pc] * p["borrow_penalty"]
             notes.append(f"{pc} GEMM efficiency borrowed from {key.split('/', 1)[1]} x{p['borrow_penalty']}")
     mem_table: dict[str, float] = p["memory"]["eff"]
+    if gddr_ecc(e) and p["memory"].get("eff_gddr_ecc"):
+        mem_table = p["memory"]["eff_gddr_ecc"]  # the medians over boards of its kind (fit/kernels.py)
     mkey, mdist = _nearest(e.vendor, e.architecture, mem_table)
     mem_eff = mem_table[mkey] if mkey is not None else p["memory"]["default_eff"]
     own_mem = p["memory"].get("by_gpu", {}).get(e.id)

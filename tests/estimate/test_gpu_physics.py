@@ -156,9 +156,23 @@ def test_memory_efficiency_is_the_cards_own_where_measured(catalog) -> None:  # 
     unmeasured = next(
         e
         for e in catalog.entries
-        if e.vendor == "NVIDIA" and e.id not in mem["by_gpu"] and f"NVIDIA/{e.architecture}" in mem["eff"]
+        if e.vendor == "NVIDIA"
+        and e.id not in mem["by_gpu"]
+        and f"NVIDIA/{e.architecture}" in mem["eff"]
+        and not R.gddr_ecc(e)
     )
     assert R.catalog_device(unmeasured).mem_eff == mem["eff"][f"NVIDIA/{unmeasured.architecture}"]
+
+
+def test_an_unmeasured_datacenter_gddr_board_takes_its_kinds_median(catalog) -> None:  # type: ignore[no-untyped-def]
+    mem = R.params()["memory"]
+    a10g = catalog.get("nvidia-a10g")
+    assert a10g is not None and R.gddr_ecc(a10g) and a10g.id not in mem["by_gpu"]
+    assert not R.gddr_ecc(catalog.get("nvidia-rtx-3090")) and not R.gddr_ecc(catalog.get("nvidia-a100-sxm4-80gb"))
+    got = R.catalog_device(a10g).mem_eff
+    assert got == mem["eff_gddr_ecc"]["NVIDIA/Ampere"]
+    # FluidX3D: the measured Ampere datacenter GDDR boards (A10, A40, ...) sit below the others' median
+    assert got < mem["eff"]["NVIDIA/Ampere"]
 
 
 def _row(group: str, gpu: str, measured: float, predicted: float, peak: float, bw: float) -> Q.Row:
@@ -179,6 +193,21 @@ def test_ratio_errors_and_reference_gpu() -> None:
     xy = next(p for p in pairs if {p.gpu, p.other} == {"x", "y"})
     assert math.isclose(xy.err, (60 / 10) / (50 / 20) - 1)
     assert all(r.baseline is None for r in ref)  # three GPUs: nothing left to fit the power law on
+
+
+def test_reference_as_shipped_keeps_the_reference_and_holds_out_the_others() -> None:
+    shipped = [
+        _row("g", "nvidia-a100-sxm4-80gb", 100.0, 100.0, 100.0, 2000.0),
+        _row("g", "x", 50.0, 60.0, 40.0, 900.0),
+    ]
+    held = [
+        _row("g", "nvidia-a100-sxm4-80gb", 100.0, 130.0, 100.0, 2000.0),
+        _row("g", "x", 50.0, 45.0, 40.0, 900.0),
+    ]
+    mixed = Q.reference_as_shipped(held, shipped)
+    ref, _pairs = Q.ratios(mixed)
+    assert len(ref) == 1 and ref[0].other == "nvidia-a100-sxm4-80gb"
+    assert math.isclose(ref[0].predicted, 45.0 / 100.0)  # held-out numerator over the shipped reference
 
 
 def test_power_law_baseline_recovers_its_exponents_leaving_the_gpu_out() -> None:

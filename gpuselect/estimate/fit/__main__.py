@@ -55,9 +55,14 @@ def main() -> int:
         f"  pro parts of architectures measured on GeForce only: E = the GeForce rows' x {g['pro_over_geforce']} "
         f"(median pro/GeForce ratio where both were measured): {g['derived_from_geforce']}"
     )
-    mem, n_mem, mem_gpu = K.fit_memory(catalog)
+    mem_kinds, n_mem, mem_gpu = K.fit_memory_kinds(catalog)
+    mem = mem_kinds["other"]
     lines.append(f"memory efficiency: {n_mem} FluidX3D rows matched to the catalog")
     lines += [f"  {a}: {v}" for a, v in mem.items()]
+    lines.append(
+        "  datacenter GDDR boards (ECC on by default), per architecture: "
+        + ", ".join(f"{a} {v}" for a, v in mem_kinds["gddr_ecc"].items())
+    )
     lines.append(
         f"  per card ({len(mem_gpu)} catalog cards measured): " + ", ".join(f"{k} {v}" for k, v in mem_gpu.items())
     )
@@ -73,7 +78,7 @@ def main() -> int:
             "tensor_ratio": K.tensor_ratio(catalog),
             "default_eff": {"fp32": 0.7, "tf32": 0.7, "16": 0.6, "fp8": 0.6},
         },
-        "memory": {"eff": mem, "by_gpu": mem_gpu, "default_eff": 0.7},
+        "memory": {"eff": mem, "eff_gddr_ecc": mem_kinds["gddr_ecc"], "by_gpu": mem_gpu, "default_eff": 0.7},
         "power": power,
         "borrow_penalty": ASSUMED["borrow_penalty"],
         "device": {"kernel_floor_us": g["kernel_floor_us"], "vector_eff": ASSUMED["vector_eff"]},

@@ -450,8 +450,24 @@ def fit_memory(catalog: Catalog) -> tuple[dict[str, float], int, dict[str, float
     """(median per architecture, rows matched, per catalog card). A card FluidX3D measured keeps
     its own share of the data-sheet bandwidth (HBM parts reach 0.53-0.85, GDDR6/6X parts up to
     0.92: memory controllers, refresh and clocks differ between boards of one architecture);
-    others use their architecture's median."""
-    by_arch: dict[str, list[float]] = defaultdict(list)
+    others use their architecture's median, over the boards of its kind: datacenter GDDR boards
+    (T4, A10, A40, L4, L40S: ECC on by default) apart from the rest (``fit_memory_kinds``)."""
+    kinds, n, by_gpu = fit_memory_kinds(catalog)
+    return kinds["other"], n, by_gpu
+
+
+def fit_memory_kinds(catalog: Catalog) -> tuple[dict[str, dict[str, float]], int, dict[str, float]]:
+    """({"other": median per architecture, "gddr_ecc": the same over datacenter GDDR boards},
+    rows matched, per catalog card). Datacenter GDDR boards reach less of their data-sheet
+    bandwidth than the GeForce/workstation boards of the same chip (FluidX3D: A10 0.75, A40 0.74,
+    L40S 0.67, T4 0.65 against 0.85-0.89 for GeForce Ampere/Ada): they ship with ECC on, which
+    GDDR carries in band. Leaving each measured card out, the architecture median of its own kind
+    predicts its efficiency better than the architecture median over all boards (p90 |log error|
+    0.14 against 0.20, benchmarks/ratio_hypotheses.py). An architecture with boards of one kind only
+    gives that kind's median to both."""
+    from gpuselect.estimate.roofline import gddr_ecc
+
+    by_kind: dict[str, dict[str, list[float]]] = {"other": defaultdict(list), "gddr_ecc": defaultdict(list)}
     by_gpu: dict[str, list[float]] = defaultdict(list)
     with (KERNELS / "other_kernels.csv").open(newline="", encoding="utf-8") as fh:
         for r in csv.DictReader(fh):
@@ -465,12 +481,18 @@ def fit_memory(catalog: Catalog) -> tuple[dict[str, float], int, dict[str, float
             dies = 2 if "(1 GCD)" in r["gpu"] else 1
             # Measured GB/s against *our* catalog bandwidth (the source's own % uses its data sheet).
             x = float(r["tflops_or_gbs"]) * dies / e.memory_bandwidth_gbs
-            by_arch[f"{e.vendor}/{e.architecture}"].append(x)
+            by_kind["gddr_ecc" if gddr_ecc(e) else "other"][f"{e.vendor}/{e.architecture}"].append(x)
             if "passive" not in r["gpu"].lower():  # a passively cooled variant is not the catalog's board
                 by_gpu[e.id].append(x)
-    n = sum(len(v) for v in by_arch.values())
+    n = sum(len(v) for kind in by_kind.values() for v in kind.values())
+    archs = set(by_kind["other"]) | set(by_kind["gddr_ecc"])
+    out: dict[str, dict[str, float]] = {"other": {}, "gddr_ecc": {}}
+    for a in sorted(archs):
+        for kind, other in (("other", "gddr_ecc"), ("gddr_ecc", "other")):
+            v = by_kind[kind].get(a) or by_kind[other][a]
+            out[kind][a] = round(min(0.95, statistics.median(v)), 4)
     return (
-        {a: round(min(0.95, statistics.median(v)), 4) for a, v in sorted(by_arch.items())},
+        out,
         n,
         {g: round(min(0.95, statistics.median(v)), 4) for g, v in sorted(by_gpu.items())},
     )
@@ -657,8 +679,8 @@ def held_out(catalog: Catalog, doc: dict[str, Any], exclude: set[str]) -> dict[s
             }
         )
         out["device"]["kernel_floor_us"] = g["kernel_floor_us"]
-        mem, _n, mem_gpu = fit_memory(catalog)
-        out["memory"].update({"eff": mem, "by_gpu": mem_gpu})
+        kinds, _n, mem_gpu = fit_memory_kinds(catalog)
+        out["memory"].update({"eff": kinds["other"], "eff_gddr_ecc": kinds["gddr_ecc"], "by_gpu": mem_gpu})
         conv, _n, _spread, conv_by = fit_conv(catalog, g, power)
         out["conv"].update({"factor": conv, "by_class": conv_by})
         out["attention"] = fit_attention(catalog, g)
