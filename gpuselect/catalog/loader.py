@@ -31,6 +31,7 @@ _DATE_RE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 #: (min, max) of each numeric field: beyond these a figure is a typo or a wrong unit.
 RANGES: dict[str, tuple[float, float]] = {
     "vram_gb": (0.5, 1024),
+    "dies": (1, 8),
     "memory_bus_bits": (32, 16384),
     "memory_data_rate_gbps": (0.5, 40),
     "memory_bandwidth_gbs": (10, 20_000),
@@ -62,7 +63,15 @@ _REQUIRED = [
     for f in dataclasses.fields(GpuEntry)
     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 ]
-_INT_FIELDS = {"memory_bus_bits", "shader_cores", "sm_count", "tensor_cores", "pcie_gen", "fp32_flops_per_core_clock"}
+_INT_FIELDS = {
+    "memory_bus_bits",
+    "shader_cores",
+    "sm_count",
+    "tensor_cores",
+    "pcie_gen",
+    "fp32_flops_per_core_clock",
+    "dies",
+}
 _FLOAT_FIELDS = set(RANGES) - _INT_FIELDS
 _STR_FIELDS = {
     "id",

@@ -8,8 +8,9 @@ cards run it at half their FP16-accumulate rate.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from gpuselect.types import SPEC_PRECISIONS, Family, FormFactor, Precision
 
@@ -58,10 +59,26 @@ class GpuEntry:
     cloud_usd_per_hour: float | None = None  # cheapest on-demand $/GPU-hour seen
     cloud_provider: str | None = None
     cloud_price_date: str | None = None
+    dies: int = 1  # dies the driver shows as separate GPUs (MI250/MI250X: two GCDs); figures are the board's
     aliases: tuple[str, ...] = ()  # extra names NVML/torch/amdsmi report
     notes: str | None = None
     # field name (or group name such as "memory", "tensor", "price") -> where it came from
     sources: dict[str, str] = field(default_factory=dict)
+
+    def one_of(self, dies: int) -> GpuEntry:
+        """One of a multi-die board's ``dies`` as PyTorch sees it (an MI250/MI250X shows each of its
+        two GCDs as a GPU): every per-board resource divided, so the host's per-step cost stays
+        whole where halving the board's throughput would halve it too."""
+        if dies <= 1:
+            return self
+        split = (
+            "vram_gb", "memory_bandwidth_gbs", "fp32_tflops", "tf32_tflops", "fp16_tflops",
+            "bf16_tflops", "fp8_tflops", "tdp_w", "l2_cache_mb",
+        )  # fmt: skip
+        counts = ("shader_cores", "sm_count", "tensor_cores", "memory_bus_bits")
+        kw: dict[str, Any] = {f: getattr(self, f) / dies for f in split if getattr(self, f)}
+        kw |= {f: getattr(self, f) // dies for f in counts if getattr(self, f)}
+        return dataclasses.replace(self, **kw)
 
     def tflops(self, precision: str) -> float | None:
         """Dense peak for a spec precision (``fp32`` = non-tensor FP32); KeyError for another."""

@@ -432,3 +432,33 @@ def test_a_multi_gpu_verdict_names_the_global_batch_and_a_cluster_its_restarts()
     cluster = _parallel_caveats({**box, "count": 64}, Stage.CLUSTER)
     assert len(cluster) == 2 and "256 in all" in cluster[0] and "stops all 64" in cluster[1]
     assert _parallel_caveats({**box, "count": 1}, Stage.ONE_GPU) == []
+
+
+def test_a_gpu_of_a_two_die_board_is_estimated_as_one_die() -> None:
+    # PyTorch and amdsmi list each MI250X GCD as a 64 GB GPU: its estimate is half the board's
+    # compute, memory and power, not the whole board (which made a GCD look twice as fast).
+    from gpuselect.catalog import load_catalog
+    from gpuselect.estimate import api as A
+    from gpuselect.estimate.recommend import OwnedGpu, own_option
+
+    cat = load_catalog()
+    board = cat.get("amd-mi250x")
+    assert board.dies == 2
+    die = board.one_of(board.dies)
+    assert die.vram_gb == board.vram_gb / 2 and die.fp16_tflops == board.fp16_tflops / 2
+    assert die.shader_cores == board.shader_cores // 2 and die.tdp_w == board.tdp_w / 2
+    assert die.id == board.id and cat.get("nvidia-h100-sxm5-80gb").one_of(1) is cat.get("nvidia-h100-sxm5-80gb")
+    w, a = PRESETS["resnet50"], A.Assumptions()
+    local = A.local_gpu_estimate(w, a, cat, None, name="AMD Instinct MI250X", memory_bytes=64 * 2**30, device="gpu0")
+    whole = A.estimate(w, A.Assumptions(counts=(1,)), cat, gpu_ids=["amd-mi250x"], local=[]).rows[0]
+    assert local.total_time_h is not None and whole.total_time_h is not None
+    assert 1.6 < local.total_time_h / whole.total_time_h < 2.1  # one die: about half the board's rate
+    made: list[tuple[float, int]] = []
+
+    def make_row(e, n):  # type: ignore[no-untyped-def]
+        made.append((e.vram_gb, n))
+        return A.estimate(w, A.Assumptions(counts=(n,)), cat, gpu_ids=[e.id], local=[]).rows[0]
+
+    owned = [OwnedGpu(f"gpu{i}", "AMD Instinct MI250X", "amd-mi250x") for i in range(2)]
+    own_option(owned, {board.id: board}, make_row, a)
+    assert made == [(board.vram_gb / 2, 2)]  # two dies, each a 64 GB GPU

@@ -332,9 +332,10 @@ def other_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
                     source="validation",
                 )
                 # NeuSight timed forward + backward without the optimizer step; FP32 without TF32.
+                # "MI250 (1 GCD as seen by PyTorch)": one die of the catalog's two-die board (half its
+                # compute, memory and power; the host's per-op cost whole).
+                e = e.one_of(e.dies if "1 GCD" in r["gpu"] else 1)
                 thr, bound, used = predict(w, e, batch, "fp32", optimizer="none")
-                # "MI250 (1 GCD as seen by PyTorch)": half of the catalog's two-die card, to first order.
-                half = 0.5 if "1 GCD" in r["gpu"] else 1.0
                 out.append(
                     Case(
                         "neusight",
@@ -345,10 +346,10 @@ def other_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
                         used,
                         batch,
                         float(r["throughput_per_gpu"]),
-                        thr * half,
+                        thr,
                         A.regime(w, 1, bound),
                         bound,
-                        spec=(w, e, batch, "fp32", {"optimizer": "none"}, half),
+                        spec=(w, e, batch, "fp32", {"optimizer": "none"}, 1.0),
                     )
                 )
     return out
