@@ -482,8 +482,8 @@ def wave_tiles(catalog: Catalog) -> list[str]:
         "few compute-bound small grids (16 rows) from 0.29-0.57 to 0.61-0.70, towards the implied 0.84-0.89 (split-K "
         "or stream-K kernels would close the rest). AMD's 6 shaped rows are all large grids: one rate for every "
         "vendor. Refitted end to end (tiles/tiles/ against tiles/roofline/ and the shipped outputs) it improves the "
-        "unseen-card ratio medians by 2-3 points at about the same p90 (headline p90 worse by 2), but makes "
-        "llm-foundry out of sample and DLE's absolute error materially worse (the other sources pull the GEMM step "
+        "held-out ratio medians against the reference by 1.4-2.5 points at about the same p90 (headline p90 +2.1), but "
+        "makes llm-foundry out of sample and DLE's absolute error materially worse (the other sources pull the GEMM step "
         "factor down once their small GEMMs run faster): not adopted, left behind GPUSELECT_FIT_GEMM=tiles."
     )
     return out
