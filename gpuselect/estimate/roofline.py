@@ -9,8 +9,11 @@ GEMM efficiency (fitted in ``fit/kernels.py`` on ``../shared/data/kernels/gemm.c
     eff(m, n, k) = E[arch, precision class] x waves(m, n) x k / (k + k0) x (align if misaligned)
 
 - ``E``: what the architecture reaches on large GEMMs at that precision (MAMF / DeepBench);
-- ``waves``: wave quantisation of 128x128 output tiles over the SMs (a GEMM with fewer tiles
-  than SMs leaves SMs idle; 1.1 waves wastes most of the second);
+- ``waves``: wave quantisation of the output tiles over the SMs (a GEMM with fewer tiles than
+  SMs leaves SMs idle; 1.1 waves wastes most of the second). The library picks the tile edge
+  (128, 64 or 32) that finishes soonest: each halving of the edge runs at ``small_tile_eff`` of
+  the rate (less reuse per loaded operand), fitted with E in ``fit/kernels.py``; 0 means one
+  128x128 tile only (``wave_fill``);
 - ``k0``: the per-tile prologue/epilogue cost in units of the reduction length;
 - ``align``: the penalty for a dimension that is not a multiple of 8 (tensor-core paths pad).
 
@@ -191,15 +194,33 @@ class DeviceModel:
         e = self.gemm_eff.get(pc, self.gemm_eff.get("fp32", 0.5))
         if m <= 0 or n <= 0 or k <= 0:
             return e
-        tile = p["tile_cpu"] if self.kind == "cpu" else p["tile"]
-        tiles = math.ceil(m / tile) * math.ceil(n / tile)
-        waves = math.ceil(tiles / self.units)
-        fill = tiles / (waves * self.units)
+        if self.kind == "cpu":
+            fill = wave_fill(m, n, self.units, int(p["tile_cpu"]), 0.0)
+        else:
+            fill = wave_fill(m, n, self.units, int(p["tile"]), float(p.get("small_tile_eff", 0.0)))
         eff = e * fill * k / (k + _k0(self, p))
         if pc != "fp32" and (k % 64 or n % 8):
             eff *= p["align_penalty"]
         result: float = max(eff, 1e-4)
         return result
+
+
+def wave_fill(m: float, n: float, units: int, tile: int, small: float) -> float:
+    """The share of the SMs' rate a GEMM's output grid keeps: per tile edge (``tile``, then halved
+    twice where ``small`` > 0) tiles / (waves x units) x ``small`` per halving, best of them (the
+    kernel the library picks finishes soonest). A smaller tile can win only where the larger one's
+    fill is below ``small``^halvings, so large grids cost one evaluation."""
+    best, t, pen = 0.0, tile, 1.0
+    for _ in range(3 if small > 0.0 else 1):
+        if best >= pen:  # no smaller tile can beat it
+            break
+        tiles = math.ceil(m / t) * math.ceil(n / t)
+        if tiles and units:
+            f = pen * tiles / (math.ceil(tiles / units) * units)
+            if f > best:
+                best = f
+        t, pen = max(1, t // 2), pen * small
+    return best
 
 
 def clock_factor(e: GpuEntry, p: Params | None = None) -> float:
@@ -531,7 +552,7 @@ _TEMPLATES: dict[tuple[int, int, str, bool], tuple[object, object, list[tuple[An
 def _template(ops: tuple[Op, ...], precision: str, cpu: bool) -> list[tuple[Any, ...]]:
     """The device-independent part of ``compile_ops`` per (trace, precision, CPU or GPU), built
     once: per op (class 0 memory-bound / 1 GEMM / 2 attention / 3 convolution, count, FLOPs and
-    bytes per sample, bytes per step, rows per sample, output tiles across n, the shape's share of
+    bytes per sample, bytes per step, rows per sample, output columns n, the shape's share of
     the class's rate, backward?, streaming?)."""
     p = params()
     key = (id(ops), id(p), precision, cpu)
@@ -540,7 +561,6 @@ def _template(ops: tuple[Op, ...], precision: str, cpu: bool) -> list[tuple[Any,
         return hit[2]
     pc = precision_class(precision)
     g = p["gemm"]
-    tile = g["tile_cpu"] if cpu else g["tile"]
     k0 = 0.0 if cpu else float(g["k0"])
     att = p["attention"]
     elem16 = element_bytes(precision)
@@ -574,7 +594,7 @@ def _template(ops: tuple[Op, ...], precision: str, cpu: bool) -> list[tuple[Any,
             e = op.k / (op.k + k0) if op.k > 0 else 1.0
             if pc != "fp32" and (op.k % 64 or op.n % 8):
                 e *= g["align_penalty"]
-            ntiles = float(math.ceil(op.n / tile)) if op.n > 0 else 0.0
+            ntiles = float(op.n) if op.n > 0 else 0.0  # output columns: device_time tiles them
             cls = 3 if op.kind is OpKind.CONV else 1
             if precision == "fp8" and op.kind is OpKind.GEMM and not fp8_gemm(op):
                 cls = 4  # a 16-bit GEMM inside an fp8 step (output layer, adapters)
@@ -663,7 +683,10 @@ def device_time(
     """(total, compute-bound, memory-bound, floor-bound, backward) seconds of the compiled ops at ``batch``."""
     floor = d.kernel_floor_s
     units = d.units
-    tile = params()["gemm"]["tile_cpu" if d.kind == "cpu" else "tile"]
+    g = params()["gemm"]
+    tile = g["tile_cpu" if d.kind == "cpu" else "tile"]
+    small = 0.0 if d.kind == "cpu" else float(g.get("small_tile_eff", 0.0))
+    tile2, tile4, small2 = max(1, tile // 2), max(1, tile // 4), small * small
     tot = comp = mem = flo = bwd = 0.0
     ceil = math.ceil  # local names and plain comparisons: this loop runs ops x GPUs on a first call
     for kind, count, f_ps, b_ps, b_fix, m_ps, aux, rate, bw, backward in compiled:
@@ -671,9 +694,20 @@ def device_time(
         if not flops:
             t_c = 0.0
         elif kind == 1.0 and aux > 0 and m_ps > 0:
-            tiles = ceil(m_ps * batch / tile) * aux
-            waves = ceil(tiles / units)
-            fill = tiles / (waves * units)
+            # wave_fill inlined (aux: the output columns n)
+            m = m_ps * batch
+            tiles = ceil(m / tile) * ceil(aux / tile)
+            fill = tiles / (ceil(tiles / units) * units)
+            if fill < small:  # a 64 tile may finish sooner
+                tiles = ceil(m / tile2) * ceil(aux / tile2)
+                f = small * tiles / (ceil(tiles / units) * units)
+                if f > fill:
+                    fill = f
+                if fill < small2:
+                    tiles = ceil(m / tile4) * ceil(aux / tile4)
+                    f = small2 * tiles / (ceil(tiles / units) * units)
+                    if f > fill:
+                        fill = f
             t_c = flops / (rate * (fill if fill > 1e-4 else 1e-4))
         elif kind == 2.0:
             sat = m_ps * batch / aux

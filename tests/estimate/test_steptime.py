@@ -21,6 +21,7 @@ from gpuselect.estimate.fit import steps as S
 from gpuselect.estimate.perf import cpu_device, step_time
 from gpuselect.estimate.trace import Op, OpKind, Phase, StepTrace
 from gpuselect.workloads.presets import PRESETS
+from gpuselect.workloads.traces import shipped_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,6 +43,40 @@ def test_compiled_loop_agrees_with_op_time(catalog) -> None:  # type: ignore[no-
             slow = sum(R.op_time(d, op, b, prec)[0] for op in trace.ops)
             fast = R.device_time(d, R.compile_ops(d, trace.ops, prec), b)[0]
             assert fast == pytest.approx(slow, rel=1e-9)
+
+
+def test_wave_fill_picks_the_tile_that_finishes_soonest() -> None:
+    # 132 SMs, a 1024 x 1024 output: 64 tiles of 128 fill 0.48 of one wave; 256 tiles of 64 make two
+    # waves at 0.97 fill, worth 0.8 x 0.97 at a 64 tile's rate of 0.8.
+    assert R.wave_fill(1024, 1024, 132, 128, 0.0) == pytest.approx(64 / 132)
+    assert R.wave_fill(1024, 1024, 132, 128, 0.8) == pytest.approx(0.8 * 256 / 264)
+    # a full grid keeps the 128 tile: a smaller one cannot beat a fill above its rate
+    assert R.wave_fill(8192, 8192, 132, 128, 0.8) == pytest.approx(R.wave_fill(8192, 8192, 132, 128, 0.0))
+    # never worse than one 128 tile, never above 1
+    for m, n in itertools.product((1, 100, 777, 4096), (64, 300, 1024, 5120)):
+        f0, f = R.wave_fill(m, n, 108, 128, 0.0), R.wave_fill(m, n, 108, 128, 0.7)
+        assert f0 <= f <= 1.0
+
+
+def test_compiled_loop_agrees_with_op_time_with_the_tile_choice(catalog) -> None:  # type: ignore[no-untyped-def]
+    from gpuselect.estimate.fit import throughput as T
+
+    base = R.params().doc
+    for small in (0.0, 0.6, 0.9):
+        doc = json.loads(json.dumps(base))
+        doc["gemm"]["small_tile_eff"] = small
+        T.set_params(doc)
+        try:
+            trace = shipped_trace("gpt2-124m")
+            assert trace is not None
+            for gpu in ("nvidia-h100-sxm5-80gb", "nvidia-t4"):
+                d = R.catalog_device(catalog.get(gpu))
+                for b in (1, 3, 16):
+                    slow = sum(R.op_time(d, op, b, "bf16")[0] for op in trace.ops)
+                    fast = R.device_time(d, R.compile_ops(d, trace.ops, "bf16"), b)[0]
+                    assert fast == pytest.approx(slow, rel=1e-9)
+        finally:
+            T.set_params(base)
 
 
 def test_big_gemm_is_compute_bound_and_tiny_gemm_hits_the_floor(catalog) -> None:  # type: ignore[no-untyped-def]

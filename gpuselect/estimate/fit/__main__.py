@@ -39,10 +39,15 @@ def main() -> int:
         + ", ".join(f"{a} {v}" for a, v in power["w_per_core"].items())
     )
     obs, skipped = K.read_gemm(catalog, power)
-    g = K.fit_gemm(obs)
+    mem_kinds, n_mem, mem_gpu = K.fit_memory_kinds(catalog)
+    mode = K.gemm_fit_mode()  # GPUSELECT_FIT_GEMM: "" as shipped; "roofline", "tiles" (kernels.GEMM_FIT_MODES)
+    g = K.fit_gemm_as_shipped(catalog, obs, mode)
     lines.append(
         f"GEMM: {g['n']} rows with shapes (of {len(obs)} usable); k0={g['k0']} align={g['align_penalty']} "
-        f"floor={g['kernel_floor_us']} us; median |log err| {g['median_abs_log_err']}, p90 {g['p90_abs_log_err']}"
+        f"floor={g['kernel_floor_us']} us; smaller tiles {g['small_tile_eff']} per halving of the 128 edge "
+        f"(0 = one 128 tile); fit mode {mode or 'shipped'!r}: {g['criterion']} |log err|"
+        f"{' with the memory roofline' if g['memory_roofline'] else ', compute and floor only'}; median "
+        f"{g['median_abs_log_err']}, mean {g['mean_abs_log_err']}, p90 {g['p90_abs_log_err']}"
     )
     lines += [f"  skipped: {s}" for s in skipped]
     eff = K.gemm_eff_table(g)
@@ -55,7 +60,6 @@ def main() -> int:
         f"  pro parts of architectures measured on GeForce only: E = the GeForce rows' x {g['pro_over_geforce']} "
         f"(median pro/GeForce ratio where both were measured): {g['derived_from_geforce']}"
     )
-    mem_kinds, n_mem, mem_gpu = K.fit_memory_kinds(catalog)
     mem = mem_kinds["other"]
     lines.append(f"memory efficiency: {n_mem} FluidX3D rows matched to the catalog")
     lines += [f"  {a}: {v}" for a, v in mem.items()]
@@ -73,6 +77,7 @@ def main() -> int:
             "align_penalty": g["align_penalty"],
             "tile": ASSUMED["tile"],
             "tile_cpu": ASSUMED["tile_cpu"],
+            "small_tile_eff": g["small_tile_eff"],
             "eff": eff,
             "geforce_tensor_eff": g["geforce_tensor_eff"],
             "tensor_ratio": K.tensor_ratio(catalog),
