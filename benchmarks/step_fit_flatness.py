@@ -36,7 +36,9 @@ def main() -> int:
     foundry = [c for c in cases if c.source == "llm-foundry"]
     base = json.loads(R.PARAMS_FILE.read_text())
     print("# Step-factor fit without llm-foundry: the loss around its optimum (benchmarks/step_fit_flatness.py)")
-    print("host factor 0.8, FSDP overlap 0.9 (what that fit chose); loss = mean over the other sources of mean |log err|")
+    print(
+        "host factor 0.8, FSDP overlap 0.9 (what that fit chose); loss = mean over the other sources of mean |log err|"
+    )
     print(f"{'GEMM':>5s} {'elementwise':>11s} {'train loss':>10s} {'llm-foundry median':>18s} {'p90':>6s}")
     rows = []
     for g in (0.55, 0.6, 0.65, 0.7, 0.75):
@@ -52,7 +54,9 @@ def main() -> int:
             print(f"{g:5.2f} {m:11.2f} {loss:10.5f} {statistics.median(errs):17.1%} {p90:6.1%}")
     T.set_params(base)
     best = sorted(rows)[:3]
-    print("\nlowest three losses: " + "; ".join(f"({g}, {m}) {lo:.5f}: llm-foundry {md:.1%}" for lo, g, m, md, _ in best))
+    print(
+        "\nlowest three losses: " + "; ".join(f"({g}, {m}) {lo:.5f}: llm-foundry {md:.1%}" for lo, g, m, md, _ in best)
+    )
     return 0
 
 
