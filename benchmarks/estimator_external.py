@@ -21,7 +21,6 @@ The app's shipped calibration (data/calibration.json) is used as is; nothing her
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
 import statistics
 import sys
@@ -71,29 +70,11 @@ def pct(xs: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
-def per_gcd(e: GpuEntry) -> GpuEntry:
-    """An MI250 as PyTorch sees it: one of its two dies, half the package's figures."""
-    half = {
-        f: getattr(e, f) / 2
-        for f in (
-            "vram_gb",
-            "memory_bandwidth_gbs",
-            "fp32_tflops",
-            "tf32_tflops",
-            "fp16_tflops",
-            "bf16_tflops",
-            "tdp_w",
-        )
-        if getattr(e, f)
-    }
-    return dataclasses.replace(e, **half)
-
-
 def spec(catalog, label: str) -> GpuEntry:
     m = catalog.match(label)
     if m is None:
         sys.exit(f"no catalog entry matches {label!r}")
-    return per_gcd(m.entry) if "1 GCD" in label else m.entry
+    return m.entry.one_of(m.entry.dies) if "1 GCD" in label else m.entry
 
 
 def neusight(rows: list[dict], catalog, perf) -> tuple[list[str], dict[str, list[float]]]:

@@ -107,22 +107,9 @@ def _set(doc: dict[str, Any], path: str, value: float) -> None:
 # --- (a) memory ---------------------------------------------------------------------------------
 
 
-def fluidx3d_by_gpu(catalog: Catalog) -> dict[str, float]:
-    by: dict[str, list[float]] = defaultdict(list)
-    with (K.KERNELS / "other_kernels.csv").open(newline="", encoding="utf-8") as fh:
-        for r in csv.DictReader(fh):
-            if "FluidX3D" not in r["source"] or "passive" in r["gpu"].lower():
-                continue
-            e = K.lookup(catalog, r["gpu"])
-            if e is not None:
-                dies = 2 if "(1 GCD)" in r["gpu"] else 1
-                by[e.id].append(float(r["tflops_or_gbs"]) * dies / e.memory_bandwidth_gbs)
-    return {g: statistics.median(v) for g, v in by.items()}
-
-
 def memory(catalog: Catalog) -> list[str]:
     out = ["\n## (a) Memory-bound kernels: is the A100's achieved bandwidth too high against GA102's?"]
-    fx = fluidx3d_by_gpu(catalog)
+    fx = K.fit_memory_kinds(catalog)[2]  # each measured card's FluidX3D share, as the fit keeps it
     eager: dict[str, float] = {}
     with (K.KERNELS / "other_kernels.csv").open(newline="", encoding="utf-8") as fh:
         for r in csv.DictReader(fh):

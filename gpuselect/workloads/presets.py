@@ -397,73 +397,31 @@ _PRESETS += [
     ),
 ]
 
+
+def _llama(layers: int, hidden: int, heads: int, ffn: int, *, tied: bool) -> TransformerShape:
+    """A Llama 3.x shape: what the sizes share (grouped-query attention over 8 KV heads, the
+    128,256-token vocabulary, gated FFN, RMSNorm, rotary) written once; 2048-token sequences."""
+    return TransformerShape(
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=8,
+        vocab=128_256,
+        seq_len=2048,
+        ffn=ffn,
+        gated_ffn=True,
+        tied_embeddings=tied,
+        norm="rmsnorm",
+        rotary=True,
+    )
+
+
+# Meta Llama 3.2 1B and 3B, Llama 3.1 8B and 70B shapes (model cards / config.json).
 _LLAMA = {
-    # Meta Llama 3.2 1B and 3B, Llama 3.1 8B and 70B shapes (model cards / config.json), 2048-token
-    # fine-tuning sequences.
-    "1b": (
-        "Llama 3.2 1B",
-        TransformerShape(
-            layers=16,
-            hidden=2048,
-            heads=32,
-            kv_heads=8,
-            vocab=128_256,
-            seq_len=2048,
-            ffn=8192,
-            gated_ffn=True,
-            tied_embeddings=True,
-            norm="rmsnorm",
-            rotary=True,
-        ),
-    ),
-    "3b": (
-        "Llama 3.2 3B",
-        TransformerShape(
-            layers=28,
-            hidden=3072,
-            heads=24,
-            kv_heads=8,
-            vocab=128_256,
-            seq_len=2048,
-            ffn=8192,
-            gated_ffn=True,
-            tied_embeddings=True,
-            norm="rmsnorm",
-            rotary=True,
-        ),
-    ),
-    "8b": (
-        "Llama 3.1 8B",
-        TransformerShape(
-            layers=32,
-            hidden=4096,
-            heads=32,
-            kv_heads=8,
-            vocab=128_256,
-            seq_len=2048,
-            ffn=14_336,
-            gated_ffn=True,
-            tied_embeddings=False,
-            norm="rmsnorm",
-            rotary=True,
-        ),
-    ),
-    "70b": (
-        "Llama 3.1 70B",
-        TransformerShape(
-            layers=80,
-            hidden=8192,
-            heads=64,
-            kv_heads=8,
-            vocab=128_256,
-            seq_len=2048,
-            ffn=28_672,
-            gated_ffn=True,
-            tied_embeddings=False,
-            norm="rmsnorm",
-            rotary=True,
-        ),
-    ),
+    "1b": ("Llama 3.2 1B", _llama(16, 2048, 32, 8192, tied=True)),
+    "3b": ("Llama 3.2 3B", _llama(28, 3072, 24, 8192, tied=True)),
+    "8b": ("Llama 3.1 8B", _llama(32, 4096, 32, 14_336, tied=False)),
+    "70b": ("Llama 3.1 70B", _llama(80, 8192, 64, 28_672, tied=False)),
 }
 for size, (label, shape) in _LLAMA.items():
     for mode, what in (

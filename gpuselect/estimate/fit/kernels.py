@@ -569,7 +569,7 @@ def fit_memory_kinds(catalog: Catalog) -> tuple[dict[str, dict[str, float]], int
                 continue
             # "MI250 (1 GCD)": one of the two dies, where the catalog lists the whole board's
             # bandwidth (its K80 and A16 entries are per GPU already, like FluidX3D's "(1 GPU)").
-            dies = 2 if "(1 GCD)" in r["gpu"] else 1
+            dies = e.dies if "(1 GCD)" in r["gpu"] else 1
             # Measured GB/s against *our* catalog bandwidth (the source's own % uses its data sheet).
             x = float(r["tflops_or_gbs"]) * dies / e.memory_bandwidth_gbs
             by_kind["gddr_ecc" if gddr_ecc(e) else "other"][f"{e.vendor}/{e.architecture}"].append(x)
