@@ -433,7 +433,8 @@ def _parallel_caveats(o: dict[str, object], stage: Stage) -> list[str]:
     out = []
     if isinstance(b, int) and b > 0:
         out.append(
-            f"Data parallel: a step trains {b} samples on each GPU ({n * b:,} in all) and averages the {n} gradients; "
+            f"Data parallel: a step trains {b} sample{'s' if b > 1 else ''} on each GPU ({n * b:,} in all) and averages "
+            f"the {n} gradients; "
             "if that global batch exceeds the one you tuned on, rescale the learning rate and warm-up: "
             "very large batches train less stably."
         )

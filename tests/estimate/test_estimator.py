@@ -432,6 +432,8 @@ def test_a_multi_gpu_verdict_names_the_global_batch_and_a_cluster_its_restarts()
     cluster = _parallel_caveats({**box, "count": 64}, Stage.CLUSTER)
     assert len(cluster) == 2 and "256 in all" in cluster[0] and "stops all 64" in cluster[1]
     assert _parallel_caveats({**box, "count": 1}, Stage.ONE_GPU) == []
+    (one,) = _parallel_caveats({**box, "batch_size": 1}, Stage.WORKSTATION_OR_RENTED)
+    assert "1 sample on each GPU (8 in all)" in one
 
 
 def test_a_gpu_of_a_two_die_board_is_estimated_as_one_die() -> None:
