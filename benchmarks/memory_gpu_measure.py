@@ -1,7 +1,7 @@
 """Measure what the memory model cannot calibrate on a CPU: the CUDA context and the caching
 allocator's slack, plus the peak itself, on a real GPU.
 
-NOT YET RUN: no GPU was available to the session that wrote it; docs/memory.md says which
+
 constants are assumptions until it is. Rerun on a machine with an NVIDIA GPU:
 
     PYTHONPATH=. python benchmarks/memory_gpu_measure.py [OUT_DIR]
@@ -89,24 +89,35 @@ def run(
         "reserved": torch.cuda.max_memory_reserved(),
         "nvml_used": nvml_used_bytes(),
     }
-    w = transformer_workload(
-        "m", "m", shape, description="", mode=mode, dataset_size=1, epochs=1, batch_size=batch, source="", lora_rank=8
-    )
-    o = M.MemoryOptions(precision=precision, checkpointing=ckpt, lora_targets="qv", lora_dropout=True)
-    b = M.peak_memory(w, batch, o, shape)
-    rec["predicted_peak"] = b.total()
-    rec["predicted_allocated"] = b.total() - b.overhead
+    predict(rec, shape)
     del model, opt, ids
     gc.collect()
     torch.cuda.empty_cache()
     return rec
 
 
+def predict(rec: dict[str, float | int | str | None], shape: TransformerShape) -> None:
+    """The memory model's prediction for a measured configuration, written into ``rec``."""
+    mode, batch = str(rec["mode"]), int(rec["batch"] or 0)
+    w = transformer_workload(
+        "m", "m", shape, description="", mode=mode, dataset_size=1, epochs=1, batch_size=batch, source="", lora_rank=8
+    )
+    o = M.MemoryOptions(
+        precision=str(rec["precision"]), checkpointing=bool(rec["checkpointing"]), lora_targets="qv", lora_dropout=True
+    )
+    b = M.peak_memory(w, batch, o, shape)
+    rec["predicted_peak"] = b.total()
+    rec["predicted_allocated"] = b.total() - b.overhead
+
+
 def main() -> int:
-    if not torch.cuda.is_available():
+    # --repredict FILE.json [OUT_DIR]: no GPU; the saved measurements against today's memory model.
+    repredict = len(sys.argv) > 2 and sys.argv[1] == "--repredict"
+    if not repredict and not torch.cuda.is_available():
         print("no CUDA GPU: nothing measured")
         return 1
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "validation" / "memory-gpu"
+    args = sys.argv[3:] if repredict else sys.argv[1:]
+    out = Path(args[0]) if args else ROOT / "docs" / "validation" / "memory-gpu"
     shape = TransformerShape(
         layers=12,
         hidden=1024,
@@ -119,13 +130,20 @@ def main() -> int:
         tied_embeddings=False,
     )
     recs = []
-    for precision in ("bf16-true", "bf16"):
-        for mode in ("full", "lora"):
-            for ckpt in (False, True):
-                for batch in (1, 2, 4, 8):
-                    recs.append(run(replace(shape), mode, precision, batch, ckpt))
+    if repredict:
+        recs = json.loads(Path(sys.argv[2]).read_text(encoding="utf-8"))
+        for r in recs:
+            predict(r, shape)
+        head = f"measured: {sys.argv[2]} (saved); predicted: today's memory model (--repredict)"
+    else:
+        for precision in ("bf16-true", "bf16"):
+            for mode in ("full", "lora"):
+                for ckpt in (False, True):
+                    for batch in (1, 2, 4, 8):
+                        recs.append(run(replace(shape), mode, precision, batch, ckpt))
+        head = f"GPU: {torch.cuda.get_device_name(0)}, torch {torch.__version__}"
     lines = [
-        f"GPU: {torch.cuda.get_device_name(0)}, torch {torch.__version__}",
+        head,
         "",
         (
             f"{'precision':10s} {'mode':5s} {'ckpt':5s} {'b':>2s} {'alloc GiB':>10s} {'pred alloc':>10s} {'err':>7s} "
