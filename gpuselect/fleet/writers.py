@@ -51,6 +51,11 @@ def verdict(rep: FleetReport) -> str:
     return "; ".join(parts)
 
 
+def _rate(v: float) -> str:
+    """A benchmark rate: whole numbers with separators from 100 up, three figures below."""
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
 def _gbs(v: float) -> str:
     """Three significant digits: a latency-bound 8 B transfer still shows a non-zero rate."""
     return f"{v:,.2f}" if v >= 100 else f"{v:.3g}"
@@ -102,9 +107,10 @@ def _sections(rep: FleetReport) -> list[tuple[str, list[str], list[list[str]] | 
         g = r.gpu
         b = r.bench or {}
         mm = b.get("matmul_tflops") or {}
-        bench = ", ".join(f"{k} {v:.3g} TFLOP/s" for k, v in mm.items() if isinstance(v, (int, float)))
+        # No scientific notation: an H100's fp8 rate is "1,221", not "1.22e+03".
+        bench = ", ".join(f"{k} {_rate(v)} TFLOP/s" for k, v in mm.items() if isinstance(v, (int, float)))
         if isinstance(b.get("memory_bandwidth_gbs"), (int, float)):
-            bench += f"; mem {b['memory_bandwidth_gbs']:.3g} GB/s"
+            bench += f"; mem {_rate(b['memory_bandwidth_gbs'])} GB/s"
         gpus.append(
             [
                 str(r.rank),

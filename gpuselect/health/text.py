@@ -6,6 +6,13 @@ from gpuselect.health.model import Severity
 from gpuselect.health.rules import HealthReport
 
 
+def _num(v: object) -> str:
+    """A reading or threshold as people write it: 79 °C, not 79.0 °C; 1.58, not 1.5800000001."""
+    if isinstance(v, float):
+        return f"{v:.0f}" if v.is_integer() else f"{v:.3g}"
+    return str(v)
+
+
 def format_health(report: HealthReport, *, verbose: bool = False) -> str:
     lines = []
     for f in report.findings:
@@ -15,7 +22,7 @@ def format_health(report: HealthReport, *, verbose: bool = False) -> str:
         lines.append(f"    {f.detail}")
         if f.value is not None or f.threshold is not None:
             unit = f" {f.unit}" if f.unit else ""
-            lines.append(f"    measured: {f.value}{unit}; threshold: {f.threshold}{unit}")
+            lines.append(f"    measured: {_num(f.value)}{unit}; threshold: {_num(f.threshold)}{unit}")
         if f.remedy:
             lines.append(f"    what to do: {f.remedy}")
     c = report.counts

@@ -235,3 +235,12 @@ def test_across_nodes_the_all_ranks_measurement_wins() -> None:
     assert link == pytest.approx(9.0) and "all 4 ranks" in basis
     assert measured_link_gbs(m, 8, 8)[0] == pytest.approx(150.0)  # type: ignore[index]
     assert "all ranks 9.00 GB/s" in writers.verdict(rep)
+
+
+def test_ranks_table_writes_rates_without_scientific_notation() -> None:
+    # Seen on a lent H100: its fp8 rate printed as "1.22e+03 TFLOP/s".
+    rep = _report(_points({"node0": 180.0, "node1": 120.0}))
+    rep.ranks[0].bench = {"matmul_tflops": {"fp8": 1221.4, "fp32": 51.46}, "memory_bandwidth_gbs": 2947.7}
+    md = writers.to_markdown(rep)
+    assert "fp8 1,221 TFLOP/s, fp32 51.5 TFLOP/s; mem 2,948 GB/s" in md
+    assert "e+0" not in md

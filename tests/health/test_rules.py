@@ -250,3 +250,14 @@ def test_findings_sorted_worst_first() -> None:
     r = evaluate(snap(F.thermal_throttling()))
     ranks = [f.severity.rank for f in r.findings]
     assert ranks == sorted(ranks, reverse=True)
+
+
+def test_text_writes_readings_and_thresholds_as_people_do() -> None:
+    # Seen on a lent H100: "measured: 41 °C; threshold: 79.0 °C".
+    from gpuselect.health.model import Finding
+    from gpuselect.health.rules import HealthReport
+    from gpuselect.health.text import format_health
+
+    f = Finding("gpu.temperature", Severity.OK, "gpu0", "temperature", "detail", value=41, threshold=79.0, unit="°C")
+    text = format_health(HealthReport([f]), verbose=True)
+    assert "measured: 41 °C; threshold: 79 °C" in text
