@@ -5,7 +5,7 @@ user's GPUs as owned cards, a critical finding keeping a card out of the plan)."
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,8 @@ class Machine:
     snapshot: Any  # hardware.types.Snapshot
     health: Any  # health.rules.HealthReport (with the benchmark's findings)
     bench: Any = None  # bench.model.BenchReport, when one was run or loaded
+    # Sentences for the user: what a loaded benchmark measured that this machine does not have.
+    bench_notes: list[str] = field(default_factory=list)
 
 
 def this_machine(*, snapshot: Any = None, bench: Any = None, nvml: Any = None, probe: bool = False) -> Machine:
@@ -36,11 +38,36 @@ def this_machine(*, snapshot: Any = None, bench: Any = None, nvml: Any = None, p
 
         snapshot = detect(probe=probe, nvml=nvml)
     extra = []
+    notes: list[str] = []
     if bench is not None:
         from gpuselect.bench.findings import bench_findings
 
+        bench, notes = _own_devices(snapshot, bench)
         extra = bench_findings(bench)
-    return Machine(snapshot, evaluate(snapshot, extra), bench)
+    return Machine(snapshot, evaluate(snapshot, extra), bench, notes)
+
+
+def _own_devices(snapshot: Any, bench: Any) -> tuple[Any, list[str]]:
+    """The benchmark without the devices this machine does not have, and a sentence naming them:
+    a result saved on another machine (an H100 server's, say) must not stand for this CPU or GPU."""
+    cpu_name = (snapshot.cpu.model or "").strip()
+    probe = Machine(snapshot, None, bench)
+    matched = {id(d) for g in snapshot.gpus if (d := bench_device_for(probe, g)) is not None}
+    keep: list[Any] = []
+    foreign: list[Any] = []
+    for d in bench.devices:
+        if d.kind == "cpu":
+            ok = not cpu_name or not d.name or d.name in ("cpu", "?") or d.name.strip() == cpu_name
+        else:
+            ok = id(d) in matched
+        (keep if ok else foreign).append(d)
+    if not foreign:
+        return bench, []
+    what = ", ".join(f"{d.name} ({d.device})" for d in foreign)
+    return replace(bench, devices=keep), [
+        f"the benchmark measured {what}, which this machine does not have: not used here "
+        "(`gpuselect bench` measures this machine)"
+    ]
 
 
 # --- the benchmark, as a value (never JSON and back inside one process) ----------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from gpuselect.commands import add_format_option
 from gpuselect.commands.estimate_options import _number, add_estimate_options
@@ -25,7 +26,10 @@ def compute(args: argparse.Namespace, bench: object = None, settings: object = N
     settings = settings or opts.user_settings()
     w = load_workload(opts.workload_spec(args))
     a = opts.assumptions(args, settings)
-    return estimate_for_machine(w, a, this_machine(bench=bench), gpu_ids=opts.gpu_ids(args))
+    machine = this_machine(bench=bench)
+    for note in machine.bench_notes:  # stderr: JSON and CSV on stdout stay clean
+        print(f"gpuselect: {note}", file=sys.stderr)
+    return estimate_for_machine(w, a, machine, gpu_ids=opts.gpu_ids(args))
 
 
 def run(args: argparse.Namespace) -> int:

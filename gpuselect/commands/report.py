@@ -52,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     spec = opts.workload_spec(args)
     a = opts.assumptions(args, settings) if spec.given else None  # bad options fail before a benchmark runs
     machine = this_machine(bench=None if args.no_bench else opts.load_bench(args))
+    for note in machine.bench_notes:
+        print(f"gpuselect: {note}", file=sys.stderr)
     result = estimate_for_machine(load_workload(spec), a, machine, gpu_ids=opts.gpu_ids(args)) if spec.given else None
     report = build_machine_report(machine, result, settings=settings, redact=args.redact)
     path = write(report, args.output, fmt, paper=args.paper)

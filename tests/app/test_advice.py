@@ -3,6 +3,7 @@ at the binding boundary, so detection and health run for real)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -238,3 +239,45 @@ def test_cli_estimate_on_eight_h100(monkeypatch: pytest.MonkeyPatch, capsys: pyt
     assert main(["estimate", "--workload", "resnet50", "--top", "2"]) == 0
     out = capsys.readouterr().out
     assert "Your 8x H100" in out and "together:" in out and "your 8x H100" in out
+
+
+H100_BENCH = (
+    Path(__file__).resolve().parents[2] / "docs" / "validation" / "h100-2026-11-24" / "run1" / "bench-quick.json"
+)
+
+
+def test_a_benchmark_of_another_machine_does_not_stand_for_this_one() -> None:
+    """Seen with the H100 run's file on the 2-core VM: its 16-core Xeon's matmul rate became this
+    CPU's estimate. Devices this machine lacks are dropped, and a sentence says so."""
+    from gpuselect.app.machine import load_bench
+    from tests.fakes import fake_nvml as F
+
+    bench = load_bench(H100_BENCH)
+    assert {d.name for d in bench.devices} == {"Intel(R) Xeon(R) Processor", "NVIDIA H100 80GB HBM3"}
+    m = this_machine(nvml=rtx3090(), bench=bench)
+    assert m.snapshot.cpu.model != "Intel(R) Xeon(R) Processor"  # the test machine is not the H100 server
+    assert m.bench.devices == [] and len(m.bench_notes) == 1
+    assert (
+        "Intel(R) Xeon(R) Processor (cpu)" in m.bench_notes[0] and "NVIDIA H100 80GB HBM3 (cuda:0)" in m.bench_notes[0]
+    )
+    local = _estimate(m, "simple-cnn", 72).local
+    assert all("measured" not in x.basis or "unmeasured" in x.basis for x in local)
+    # On an H100 machine the GPU's result is its own; only the other CPU is dropped.
+    m8 = this_machine(nvml=F.h100x8(), bench=bench)
+    assert [d.name for d in m8.bench.devices] == ["NVIDIA H100 80GB HBM3"]
+    assert "Intel(R) Xeon(R) Processor (cpu)" in m8.bench_notes[0] and "H100" not in m8.bench_notes[0]
+    # A benchmark of this machine passes untouched.
+    own = dataclasses.replace(bench, devices=[dataclasses.replace(bench.devices[0], name=m.snapshot.cpu.model)])
+    mine = this_machine(nvml=rtx3090(), bench=own)
+    assert mine.bench_notes == [] and len(mine.bench.devices) == 1
+
+
+def test_cli_estimate_names_a_foreign_benchmark(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: rtx3090())
+    assert main(["estimate", "--workload", "simple-cnn", "--bench", str(H100_BENCH), "--format", "json"]) == 0
+    cap = capsys.readouterr()
+    assert "which this machine does not have" in cap.err
+    doc = json.loads(cap.out)  # stdout stays one JSON document
+    assert all("this CPU's measured" not in x["basis"] for x in doc["local"])
