@@ -87,7 +87,7 @@ def profile(size: str, mode: str, mb: int) -> dict[str, Any]:
 
 def main() -> int:
     G.SMOKE = "--smoke" in sys.argv
-    out = Path([a for a in sys.argv[1:] if not a.startswith("--")][0])
+    out = Path(next(a for a in sys.argv[1:] if not a.startswith("--")))
     res = []
     for size, mode, mb in (("1b", "full", 4), ("8b", "lora", 2)):
         r = profile(size, mode, mb)
