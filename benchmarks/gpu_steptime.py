@@ -457,8 +457,9 @@ def cmd_repeat(args: argparse.Namespace) -> int:
         return r.get("tokens_per_s") or r.get("samples_per_s")
 
     a = {key(r): r for r in map(json.loads, Path(args.a).read_text().splitlines()) if r["part"] != "meta"}
-    b = {key(r): r for r in map(json.loads, Path(args.b).read_text().splitlines()) if r["part"] != "meta"}
-    print(f"# Run to run: {Path(args.b).name} / {Path(args.a).name} - 1 (benchmarks/gpu_steptime.py repeat)")
+    b = {key(r): r for f in args.b for r in map(json.loads, Path(f).read_text().splitlines()) if r["part"] != "meta"}
+    names = " + ".join(Path(f).name for f in args.b)
+    print(f"# Run to run: {names} / {Path(args.a).name} - 1 (benchmarks/gpu_steptime.py repeat)")
     diffs: list[float] = []
     for k, ra in a.items():
         rb = b.get(k)
@@ -494,7 +495,7 @@ def main() -> int:
     c.add_argument("--gpu", default="nvidia-h100-sxm5-80gb")
     r = sub.add_parser("repeat", allow_abbrev=False, help="run-to-run spread of two measure runs")
     r.add_argument("a")
-    r.add_argument("b")
+    r.add_argument("b", nargs="+", help="the second run (one or more files)")
     args = ap.parse_args()
     return {"measure": cmd_measure, "compare": cmd_compare, "repeat": cmd_repeat}[args.cmd](args)
 

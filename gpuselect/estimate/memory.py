@@ -87,12 +87,12 @@ _C = _load_constants()
 #: differentiated holds its gradients next to the saved tensors: one factor on the analytic count,
 #: fitted on LitGPT's measured peaks (benchmarks/memory_litgpt.py).
 ACTIVATION_FACTOR = _C["activation_factor"]
-#: CUDA context, cuBLAS/cuDNN handles and workspaces of a PyTorch process (an assumption: no GPU
-#: was at hand to measure it; PyTorch processes typically show 0.3-0.6 GiB in nvidia-smi before
-#: they allocate a tensor).
+#: CUDA context, cuBLAS/cuDNN handles and workspaces of a PyTorch process: 0.28 GiB measured on an
+#: H100 (NVML used - reserved - the idle card's share; docs/validation/h100-2026-11-24).
 CONTEXT_BYTES = _C["context_gb"] * GB
 #: The caching allocator reserves more than it hands out (rounding, fragmentation): reserved =
-#: allocated x (1 + slack). An assumption (unmeasured here), stated in docs/memory.md.
+#: allocated x (1 + slack). Measured on an H100: median 1.7 % (Llama steps) to 7.8 % (a small
+#: decoder); 5 % is kept, inside that range (docs/validation/h100-2026-11-24).
 ALLOCATOR_SLACK = _C["allocator_slack"]
 #: What the driver keeps of a card's memory before any process runs: NVML reported 506,724,352
 #: bytes used on an idle H100 80GB (docs/validation/h100-2026-11-22/bench-full.json).

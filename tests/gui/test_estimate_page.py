@@ -244,8 +244,10 @@ def test_the_windows_last_benchmark_anchors_this_machine(qtbot) -> None:
 
     w = MainWindow()
     qtbot.addWidget(w)
-    w.estimate.local_snapshot = detect(nvml=F.rtx3090(), probe=False)
-    w.bench.report = BenchReport([DeviceResult("cpu", "this CPU", "cpu", matmul_tflops={"fp32": 1.0})], True, "2.13")
+    w.estimate.local_snapshot = snap = detect(nvml=F.rtx3090(), probe=False)
+    # The engine names the CPU as detection does (bench/engine.py), which is how a result is known as this machine's.
+    cpu_name = snap.cpu.model or "this CPU"
+    w.bench.report = BenchReport([DeviceResult("cpu", cpu_name, "cpu", matmul_tflops={"fp32": 1.0})], True, "2.13")
     _run(qtbot, w.estimate)
     cpu = next(loc for loc in w.estimate.result.local if loc.device == "cpu")
     assert "measured" in cpu.basis and "unmeasured" not in cpu.basis
