@@ -99,6 +99,15 @@ def _time(step: Any, budget_s: float) -> tuple[float, int]:
     return (time.perf_counter() - t0) / n, n
 
 
+def _measure(step: Any, budget_s: float, batch: int, seq: int | None = None) -> dict[str, Any]:
+    """A configuration's record: seconds per step, steps timed, rates and peak memory."""
+    step_s, n = _time(step, budget_s)
+    rec: dict[str, Any] = {"step_s": step_s, "steps_timed": n, "samples_per_s": batch / step_s}
+    if seq is not None:
+        rec["tokens_per_s"] = batch * seq / step_s
+    return {**rec, **_peaks()}
+
+
 def _is_oom(e: BaseException) -> bool:
     return "out of memory" in str(e).lower() or type(e).__name__ == "OutOfMemoryError"
 
@@ -188,13 +197,7 @@ def measure_presets(fh: Any, budget_s: float, only: list[str]) -> None:
                         opt.step()
                         opt.zero_grad(set_to_none=True)
 
-                    step_s, n = _time(step, budget_s)
-                    rec.update(
-                        step_s=step_s,
-                        steps_timed=n,
-                        samples_per_s=batch / step_s,
-                        **_peaks(),
-                    )
+                    rec.update(_measure(step, budget_s, batch))
                 except Exception as e:  # noqa: BLE001 - one bad configuration must not end the run
                     rec.update(oom=_is_oom(e), error=f"{type(e).__name__}: {str(e)[:300]}")
                 del model, opt
@@ -310,14 +313,7 @@ def measure_llm(fh: Any, budget_s: float, only: list[str], lora_dropout: float) 
                     opt.step()
                     opt.zero_grad(set_to_none=True)
 
-                step_s, n = _time(step, budget_s)
-                rec.update(
-                    step_s=step_s,
-                    steps_timed=n,
-                    samples_per_s=mb / step_s,
-                    tokens_per_s=mb * seq / step_s,
-                    **_peaks(),
-                )
+                rec.update(_measure(step, budget_s, mb, seq))
             except Exception as e:  # noqa: BLE001
                 rec.update(oom=_is_oom(e), error=f"{type(e).__name__}: {str(e)[:300]}")
             _emit(fh, rec)
