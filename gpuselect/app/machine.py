@@ -58,14 +58,14 @@ def _own_devices(snapshot: Any, bench: Any) -> tuple[Any, list[str]]:
     for d in bench.devices:
         if d.kind == "cpu":
             ok = not cpu_name or not d.name or d.name in ("cpu", "?") or d.name.strip() == cpu_name
-        else:
-            ok = id(d) in matched
+        else:  # CUDA/ROCm cards are matched to detected GPUs; MPS/XPU devices are not detected as GPUs
+            ok = id(d) in matched or d.kind not in ("cuda", "rocm")
         (keep if ok else foreign).append(d)
     if not foreign:
         return bench, []
     what = ", ".join(f"{d.name} ({d.device})" for d in foreign)
     return replace(bench, devices=keep), [
-        f"the benchmark measured {what}, which this machine does not have: not used here "
+        f"the benchmark measured {what}, not this machine's CPU or GPUs as detected: not used here "
         "(`gpuselect bench` measures this machine)"
     ]
 

@@ -270,6 +270,9 @@ def test_a_benchmark_of_another_machine_does_not_stand_for_this_one() -> None:
     own = dataclasses.replace(bench, devices=[dataclasses.replace(bench.devices[0], name=m.snapshot.cpu.model)])
     mine = this_machine(nvml=rtx3090(), bench=own)
     assert mine.bench_notes == [] and len(mine.bench.devices) == 1
+    # Apple's MPS is not among the detected GPUs: its result is not judged foreign.
+    mps = dataclasses.replace(bench.devices[1], device="mps", kind="mps", name="Apple MPS")
+    assert this_machine(nvml=rtx3090(), bench=dataclasses.replace(own, devices=[mps])).bench_notes == []
 
 
 def test_cli_estimate_names_a_foreign_benchmark(
@@ -278,6 +281,6 @@ def test_cli_estimate_names_a_foreign_benchmark(
     monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: rtx3090())
     assert main(["estimate", "--workload", "simple-cnn", "--bench", str(H100_BENCH), "--format", "json"]) == 0
     cap = capsys.readouterr()
-    assert "which this machine does not have" in cap.err
+    assert "not this machine's CPU or GPUs as detected" in cap.err
     doc = json.loads(cap.out)  # stdout stays one JSON document
     assert all("this CPU's measured" not in x["basis"] for x in doc["local"])
