@@ -365,7 +365,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     meta = next((r for r in recs if r["part"] == "meta"), {})
     print(
         f"# Measured on {meta.get('gpu')} (torch {meta.get('torch')}, {meta.get('date')}) vs "
-        f"`gpuselect estimate --gpus {args.gpu} --count 1` (benchmarks/gpu_steptime.py)"
+        f"`gpuselect estimate --gpus {args.gpu} --count 1 --loss {args.loss}` (benchmarks/gpu_steptime.py)"
     )
     print(
         "err = predicted / measured - 1; mem: the estimate's peak (what nvidia-smi shows) vs torch's peak "
@@ -389,6 +389,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             counts=(1,),
             optimizer="adamw",
             checkpointing="full" if ckpt else "none",
+            loss=args.loss,
         )
         try:
             res = A.estimate(w, a, catalog, gpu_ids=[args.gpu], local=[])
@@ -489,6 +490,12 @@ def main() -> int:
     c = sub.add_parser("compare", allow_abbrev=False)
     c.add_argument("jsonl")
     c.add_argument("--gpu", default="nvidia-h100-sxm5-80gb")
+    c.add_argument(
+        "--loss",
+        choices=("chunked", "plain"),
+        default="chunked",
+        help="the estimate's --loss (these runs compute a plain cross-entropy, as Hugging Face's models do)",
+    )
     r = sub.add_parser("repeat", allow_abbrev=False, help="run-to-run spread of two measure runs")
     r.add_argument("a")
     r.add_argument("b", nargs="+", help="the second run (one or more files)")

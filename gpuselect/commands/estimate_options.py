@@ -144,6 +144,14 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
         help="same as --checkpointing none",
     )
     parser.add_argument(
+        "--loss",
+        choices=("chunked", "plain"),
+        default="chunked",
+        help="how a language model's loss is computed, which sets the memory peak of checkpointed runs: "
+        "chunked (default; in pieces, as LitGPT does) or plain (one cross-entropy over fp32-upcast logits, as "
+        "Hugging Face's models and Trainer do: ~14 bytes per logit at its backward)",
+    )
+    parser.add_argument(
         "--sharding",
         choices=values(Sharding),
         type=enum_type(Sharding),
@@ -247,6 +255,7 @@ def assumptions(args: argparse.Namespace, settings: Any) -> Any:
         electricity_usd_per_kwh=args.electricity_usd_per_kwh,
         optimizer=args.optimizer,
         checkpointing=args.checkpointing,
+        loss=getattr(args, "loss", None),
         max_gpus=args.max_gpus,
         counts=args.count,
         sharding=args.sharding,

@@ -16,6 +16,7 @@ from gpuselect.errors import UsageError
 from gpuselect.estimate import parallel
 from gpuselect.estimate.memory import (
     CHECKPOINTINGS,
+    LOSSES,
     Fit,
     MemoryOptions,
     as_checkpointing,
@@ -75,6 +76,9 @@ class Assumptions:
     checkpointing: bool | str | None = None
     sharding: Sharding | None = None  # None: FSDP only where several GPUs need it to fit
     offload: Offload = Offload.NONE  # optimizer, or also params, in CPU memory
+    # A language model's loss: "chunked" (in pieces, as LitGPT computes it) or "plain" (one
+    # cross-entropy over fp32-upcast logits, as Hugging Face's models do): sets the memory peak.
+    loss: str = "chunked"
     max_gpus: int = 8  # the largest single box considered first
     counts: tuple[int, ...] | None = None  # evaluate exactly these GPU counts (--count)
     cluster_max_gpus: int = 1024  # stage 4: when no box meets the deadline or holds the model, up to this many
@@ -104,6 +108,8 @@ class Assumptions:
         for n in self.counts or ():
             if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 4096:
                 raise UsageError(f"a GPU count must be a whole number in 1..4096, not {n!r}")
+        if self.loss not in LOSSES:
+            raise UsageError(f"the loss must be one of {', '.join(LOSSES)}, not {self.loss!r}")
         if self.checkpointing is not None and not (
             isinstance(self.checkpointing, bool) or self.checkpointing in CHECKPOINTINGS
         ):
@@ -570,7 +576,12 @@ def _row(
     base.precision_used = prec
     mem_prec = "bf16" if prec == "fp8" else prec  # fp8 training keeps bf16 weights and activations
     mo = MemoryOptions(
-        precision=mem_prec, optimizer=a.optimizer, sharding=a.sharding or Sharding.NONE, offload=a.offload, gpus=count
+        precision=mem_prec,
+        optimizer=a.optimizer,
+        sharding=a.sharding or Sharding.NONE,
+        offload=a.offload,
+        gpus=count,
+        loss=a.loss,
     )
     if single_fit is not None and single_fit.fits and a.sharding in (None, Sharding.NONE) and a.offload == Offload.NONE:
         fit = single_fit  # data parallel replicates the one-GPU state: the same fit (plan() shards only what does not fit)

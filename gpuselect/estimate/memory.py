@@ -52,6 +52,8 @@ SHARDINGS: tuple[Sharding, ...] = tuple(Sharding)
 OFFLOADS: tuple[Offload, ...] = tuple(Offload)
 QUANTS = ("nf4", "nf4-dq", "int8")
 CHECKPOINTINGS = CHECKPOINTING_MODES  # none, selective, full
+#: How a language model's loss is computed (MemoryOptions.loss): it sets the peak of checkpointed runs.
+LOSSES = ("chunked", "plain")
 
 
 def as_checkpointing(value: object) -> bool | str:
@@ -121,9 +123,14 @@ class MemoryOptions:
     quant: str = "nf4"  # base weights of QLoRA
     lora_targets: str = "all"  # "all" linear layers (the presets' adapters) or "qv" (query and value only)
     lora_dropout: bool = True
+    # A language model's loss: "chunked" (the logits' loss taken in pieces, as LitGPT does) or "plain"
+    # (one cross-entropy over logits upcast to fp32, as Hugging Face's models compute it).
+    loss: str = "chunked"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "checkpointing", as_checkpointing(self.checkpointing))
+        if self.loss not in LOSSES:
+            raise UsageError(f"the loss must be one of {', '.join(LOSSES)}, not {self.loss!r}")
 
     @property
     def recompute(self) -> str:
@@ -287,14 +294,8 @@ def activation_bytes_per_sample(w: Workload, o: MemoryOptions, shape: Transforme
             # freed the logits' gradients, so the step peaks at the larger of the two, not their sum
             # (torch's allocations on CPU: benchmarks/memory_cpu_activations.py, part 3); the logits
             # term counts its own buffers, this one only what the rebuilt layer needs beyond them.
-            if o.recompute == "full":
-                kept = float(shape.hidden)
-            else:
-                from gpuselect.workloads.traces import selective_kept_elems_per_token
-
-                kept = selective_kept_elems_per_token(shape, w.mode)
-            rebuilt = tokens * layer - logits_bytes_per_sample(w, o, shape)
-            return tokens * shape.layers * kept * e + max(0.0, rebuilt)
+            kept_b, rebuilt_b = _checkpointed_parts(w, o, shape)
+            return kept_b + max(0.0, rebuilt_b - logits_bytes_per_sample(w, o, shape))
         return tokens * (shape.layers * layer + 2 * shape.hidden * e)
     traced = _trace_saved_bytes(w, bool(o.checkpointing), e)
     if traced is not None:
@@ -304,6 +305,20 @@ def activation_bytes_per_sample(w: Workload, o: MemoryOptions, shape: Transforme
         # Block inputs (~6 % of a block's activations, Korthikanti et al. 2022) and one block at a time.
         per *= 0.06 + 1.0 / max(1, w.layers)
     return per
+
+
+def _checkpointed_parts(w: Workload, o: MemoryOptions, shape: TransformerShape) -> tuple[float, float]:
+    """A checkpointed transformer, per sample: what is kept through the step (block inputs, and
+    with selective checkpointing the linear layers' outputs) and the one layer rebuilt at a time."""
+    e = activation_elem_bytes(o.precision)
+    if o.recompute == "full":
+        kept = float(shape.hidden)
+    else:
+        from gpuselect.workloads.traces import selective_kept_elems_per_token
+
+        kept = selective_kept_elems_per_token(shape, w.mode)
+    layer = layer_saved_elems_per_token(shape, w.mode, o) * e * ACTIVATION_FACTOR
+    return shape.seq_len * shape.layers * kept * e, shape.seq_len * layer
 
 
 def _trace_saved_bytes(w: Workload, checkpointing: bool, e: int) -> float | None:
@@ -321,6 +336,50 @@ def _trace_saved_bytes(w: Workload, checkpointing: bool, e: int) -> float | None
     raw = float(getattr(t, "saved_bytes_per_sample" + sfx, 0.0) or 0.0)
     total = elems * e + fp32 * 4 + raw
     return total if total > 0 else None
+
+
+def plain_loss_bytes_per_sample(w: Workload, o: MemoryOptions, shape: TransformerShape | None = None) -> float:
+    """What one cross-entropy over the whole logits holds while its backward runs (``loss`` "plain",
+    as Hugging Face's models compute it): the 16-bit logits the model's output keeps, the fp32
+    log-probabilities saved after the upcast, the fp32 gradient from the loss and the one it
+    produces: vocabulary x tokens x (2 + 4 + 4 + 4) bytes in 16-bit training, (4 + 4 + 4 + 4) in fp32
+    (docs/validation/h100-2026-11-24: Llama 3.1 8B LoRA steps on an H100)."""
+    shape = shape or shape_of(w)
+    if shape is None or not shape.lm_head:
+        return 0.0
+    return float(shape.vocab) * shape.seq_len * (activation_elem_bytes(o.precision) + 12)
+
+
+@dataclass(frozen=True)
+class _LossPhase:
+    """With a plain loss the step peaks in one of two phases, per sample: the loss's backward
+    (``loss``), before any weight gradient is allocated (zero_grad(set_to_none=True), torch's
+    default), or later with the gradients and, under checkpointing, one layer rebuilt (``rebuilt``);
+    ``kept`` lives through both. Their larger is not linear in the batch."""
+
+    kept: float
+    rebuilt: float
+    loss: float
+
+
+def _loss_phase(w: Workload, o: MemoryOptions, shape: TransformerShape | None) -> _LossPhase | None:
+    shape = shape or shape_of(w)
+    if o.loss != "plain" or shape is None or not shape.lm_head:
+        return None
+    loss = plain_loss_bytes_per_sample(w, o, shape)
+    if o.recompute in ("full", "selective"):
+        kept, rebuilt = _checkpointed_parts(w, o, shape)
+        return _LossPhase(kept, rebuilt, loss)
+    return _LossPhase(activation_bytes_per_sample(w, o, shape), 0.0, loss)
+
+
+def _phase_parts(ph: _LossPhase, grads: float, batch: int) -> tuple[float, float]:
+    """(activations, logits) of the breakdown at ``batch``: the activations are what is kept and the
+    rebuilt layer; the logits what the loss's backward holds beyond the gradients and that layer
+    (0 when the gradient phase is the larger), so that the parts add up to the peak."""
+    act = batch * (ph.kept + ph.rebuilt)
+    peak = max(batch * ph.loss, grads + batch * ph.rebuilt)
+    return act, max(0.0, peak - grads - batch * ph.rebuilt)  # max: float rounding when the gradients win
 
 
 def logits_bytes_per_sample(w: Workload, o: MemoryOptions, shape: TransformerShape | None = None) -> float:
@@ -359,8 +418,12 @@ def peak_memory(w: Workload, batch: int, o: MemoryOptions, shape: TransformerSha
         unit = working or _unit_bytes(w, o, shape, weights * n if o.sharding == "fsdp" else weights)
         weights, grads, working = unit, (unit if w.mode == "full" else 0.0), 0.0
     weights += working + dequant_transient_bytes(w, shape)
-    act = batch * activation_bytes_per_sample(w, o, shape)
-    logits = batch * logits_bytes_per_sample(w, o, shape)
+    ph = _loss_phase(w, o, shape)
+    if ph is not None:
+        act, logits = _phase_parts(ph, grads, batch)
+    else:
+        act = batch * activation_bytes_per_sample(w, o, shape)
+        logits = batch * logits_bytes_per_sample(w, o, shape)
     allocated = weights + grads + opt + act + logits
     overhead = FIXED_OVERHEAD_BYTES + ALLOCATOR_SLACK * allocated
     return MemoryBreakdown(weights, grads, opt, act, logits, overhead, evictable)
@@ -375,33 +438,45 @@ def _needed(b: MemoryBreakdown) -> float:
     return b.total() - b.evictable * (1 + ALLOCATOR_SLACK)
 
 
-def _at(zero: MemoryBreakdown, act: float, logits: float, batch: int) -> MemoryBreakdown:
-    """The peak at ``batch`` from the one at batch 0 and the per-sample terms (the peak is linear in the batch)."""
-    allocated = zero.weights + zero.gradients + zero.optimizer + batch * (act + logits)
+def _at(zero: MemoryBreakdown, act: float, logits: float, batch: int, ph: _LossPhase | None = None) -> MemoryBreakdown:
+    """The peak at ``batch`` from the one at batch 0 and the per-sample terms (linear in the batch,
+    except for a plain loss's two phases, ``ph``)."""
+    a, lg = _phase_parts(ph, zero.gradients, batch) if ph is not None else (batch * act, batch * logits)
+    allocated = zero.weights + zero.gradients + zero.optimizer + a + lg
     return MemoryBreakdown(
         zero.weights,
         zero.gradients,
         zero.optimizer,
-        batch * act,
-        batch * logits,
+        a,
+        lg,
         FIXED_OVERHEAD_BYTES + ALLOCATOR_SLACK * allocated,
         zero.evictable,
     )
 
 
 @functools.lru_cache(maxsize=4096)
-def _parts(w: Workload, o: MemoryOptions, shape: TransformerShape | None) -> tuple[MemoryBreakdown, float, float]:
-    """(the peak at batch 0, activations and logits per sample): what every card shares (cached:
-    an estimate asks for the same settings on 134 cards)."""
+def _parts(
+    w: Workload, o: MemoryOptions, shape: TransformerShape | None
+) -> tuple[MemoryBreakdown, float, float, _LossPhase | None]:
+    """(the peak at batch 0, activations and logits per sample, a plain loss's two phases): what
+    every card shares (cached: an estimate asks for the same settings on 134 cards)."""
     zero = peak_memory(w, 0, o, shape)
     one = peak_memory(w, 1, o, shape)
-    return zero, one.activations, one.logits
+    return zero, one.activations, one.logits, _loss_phase(w, o, shape)
 
 
-def _max_batch(zero: MemoryBreakdown, act: float, logits: float, cap: float, limit: int) -> int:
-    per = act + logits
-    if _needed(_at(zero, act, logits, 1)) > cap:
+def _max_batch(
+    zero: MemoryBreakdown, act: float, logits: float, cap: float, limit: int, ph: _LossPhase | None = None
+) -> int:
+    if _needed(_at(zero, act, logits, 1, ph)) > cap:
         return 0
+    if ph is not None:  # two phases: monotone in the batch, not linear; bisect
+        lo, hi = 1, limit
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if _needed(_at(zero, act, logits, mid, ph)) <= cap else (lo, mid - 1)
+        return lo
+    per = act + logits
     if per <= 0:
         return limit
     b = min(
@@ -425,8 +500,8 @@ def max_batch_size(
     w: Workload, vram_gb: float, o: MemoryOptions, shape: TransformerShape | None = None, limit: int = 1 << 24
 ) -> int:
     """The largest per-GPU batch whose peak fits (0: not even one sample)."""
-    zero, act, logits = _parts(w, o, shape)
-    return _max_batch(zero, act, logits, capacity_bytes(vram_gb), limit)
+    zero, act, logits, ph = _parts(w, o, shape)
+    return _max_batch(zero, act, logits, capacity_bytes(vram_gb), limit, ph)
 
 
 @dataclass
@@ -455,12 +530,12 @@ def fit_with(
     batch_size: int | None = None,
     shape: TransformerShape | None = None,
 ) -> Fit:
-    zero, act, logits = _parts(w, o, shape)
+    zero, act, logits, ph = _parts(w, o, shape)
     cap = capacity_bytes(vram_gb)
-    mb = _max_batch(zero, act, logits, cap, 1 << 24)
+    mb = _max_batch(zero, act, logits, cap, 1 << 24, ph)
     wanted = batch_size if batch_size is not None else w.default_batch_size
     used = max(1, wanted if batch_size is not None else min(wanted, mb))
-    b = _at(zero, act, logits, used)
+    b = _at(zero, act, logits, used, ph)
     return Fit(
         fits=mb >= used and _needed(b) <= cap,
         max_batch=mb,
@@ -566,6 +641,8 @@ def _suggestions(
         mb = max_batch_size(w, vram_gb, o, shape)
         if mb >= 1:
             tips.append(f"a smaller batch (at most {mb} per GPU; accumulate gradients to keep the effective batch)")
+    if o.loss == "plain" and ok(loss="chunked"):
+        tips.append("a chunked loss (the cross-entropy over the logits in pieces, as LitGPT computes it)")
     if not o.checkpointing and shape is not None and ok(checkpointing="selective"):
         tips.append(
             "selective activation checkpointing (keeps the linear layers' outputs; recomputes only the "

@@ -330,3 +330,22 @@ def test_network_setting_reaches_the_cluster_rows(qtbot) -> None:
     big = [r for r in page.result.rows if r.gpu_id == sxm and r.count > 8 and r.fits]
     assert big and all("25 GB/s per node" in (r.link_basis or "") for r in big)
     page.shutdown()
+
+
+def test_loss_choice_reaches_the_rows_and_this_machines_gpus(qtbot) -> None:
+    page = _page(qtbot, "h100x8", "llama-8b-lora")
+    assert [page.loss.itemText(i) for i in range(page.loss.count())] == ["chunked", "plain"]
+    page.checkpointing.setCurrentText("full")
+    _run(qtbot, page)
+    assert page.result.assumptions.loss == "chunked"
+    chunked = next(loc for loc in page.result.local if loc.device == "gpu0").peak_memory_gb
+    row = next(r for r in page.result.rows if r.gpu_id == "nvidia-h100-sxm5-80gb" and r.count == 1).peak_memory_gb
+    page.loss.setCurrentText("plain")
+    _run(qtbot, page)
+    assert page.result.assumptions.loss == "plain"
+    # A plain loss holds more at its backward (14 bytes per logit against 8): both figures grow.
+    assert next(loc for loc in page.result.local if loc.device == "gpu0").peak_memory_gb > chunked
+    assert (
+        next(r for r in page.result.rows if r.gpu_id == "nvidia-h100-sxm5-80gb" and r.count == 1).peak_memory_gb > row
+    )
+    page.shutdown()

@@ -237,7 +237,7 @@ class EstimatePage(QWidget):
         self.network.setToolTip(
             f"Network between nodes for clusters (> 8 GPUs). Default: {describe_reference_networks()}"
         )
-        from gpuselect.estimate.memory import CHECKPOINTINGS
+        from gpuselect.estimate.memory import CHECKPOINTINGS, LOSSES
 
         self.checkpointing = QComboBox()
         self.checkpointing.addItems(["auto", *CHECKPOINTINGS])  # auto: full only where the model does not fit otherwise
@@ -245,6 +245,13 @@ class EstimatePage(QWidget):
             "Activation checkpointing: auto = full only where the model does not fit otherwise;\n"
             "selective keeps the linear layers' outputs and recomputes attention and elementwise ops (transformers;\n"
             "other models checkpoint fully); full keeps each block's input (~4/3 the compute)"
+        )
+        self.loss = QComboBox()
+        self.loss.addItems(list(LOSSES))
+        self.loss.setToolTip(
+            "How a language model's loss is computed, which sets the memory peak of checkpointed runs:\n"
+            "chunked = in pieces (as LitGPT does); plain = one cross-entropy over fp32-upcast logits\n"
+            "(as Hugging Face's models and Trainer do: about 14 bytes per logit at its backward)"
         )
         form = QFormLayout()
         widget: QWidget
@@ -258,6 +265,7 @@ class EstimatePage(QWidget):
             ("&Electricity:", self.electricity),
             ("&Max GPUs:", self.max_gpus),
             ("Chec&kpointing:", self.checkpointing),
+            ("L&oss:", self.loss),
             ("&Network:", self.network),
         ):
             lab = QLabel(label)
@@ -466,6 +474,7 @@ class EstimatePage(QWidget):
             self.electricity.valueChanged,
             self.max_gpus.currentIndexChanged,
             self.checkpointing.currentIndexChanged,
+            self.loss.currentIndexChanged,
             self.network.valueChanged,
         ):
             sig.connect(self._schedule)
@@ -597,6 +606,7 @@ class EstimatePage(QWidget):
             max_gpus=int(self.max_gpus.currentText()),
             grid_kg_co2_per_kwh=self.grid,
             checkpointing=None if self.checkpointing.currentText() == "auto" else self.checkpointing.currentText(),
+            loss=self.loss.currentText(),
             network_gbs=self.network.value() or None,
         )
 
