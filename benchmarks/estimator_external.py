@@ -74,7 +74,7 @@ def spec(catalog, label: str) -> GpuEntry:
     m = catalog.match(label)
     if m is None:
         sys.exit(f"no catalog entry matches {label!r}")
-    return m.entry.one_of(m.entry.dies) if "1 GCD" in label else m.entry
+    return m.entry.one_die() if "1 GCD" in label else m.entry
 
 
 def neusight(rows: list[dict], catalog, perf) -> tuple[list[str], dict[str, list[float]]]:

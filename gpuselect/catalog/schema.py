@@ -65,10 +65,11 @@ class GpuEntry:
     # field name (or group name such as "memory", "tensor", "price") -> where it came from
     sources: dict[str, str] = field(default_factory=dict)
 
-    def one_of(self, dies: int) -> GpuEntry:
-        """One of a multi-die board's ``dies`` as PyTorch sees it (an MI250/MI250X shows each of its
-        two GCDs as a GPU): every per-board resource divided, so the host's per-step cost stays
-        whole where halving the board's throughput would halve it too."""
+    def one_die(self) -> GpuEntry:
+        """One die of a multi-die board as PyTorch sees it (an MI250/MI250X shows each of its two
+        GCDs as a GPU): every per-board resource divided by ``dies``, so the host's per-step cost
+        stays whole where halving the board's throughput would halve it too. Itself for one die."""
+        dies = self.dies
         if dies <= 1:
             return self
         split = (

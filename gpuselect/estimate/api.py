@@ -798,7 +798,7 @@ def local_gpu_estimate(
         return LocalEstimate(
             device, name or "unknown GPU", None, None, "not in the catalog: no estimate", 1.0, fits=False
         )
-    e = match.entry.one_of(match.entry.dies)  # the driver's GPU is one die of a multi-die board
+    e = match.entry.one_die()  # the driver's GPU is one die of a multi-die board
     d = benchmarked_gpu_device(e, bench) if bench else None
     r = _row(w, e, 1, a, perf, None, device=d)
     fit = d.bench_fit if d is not None else None

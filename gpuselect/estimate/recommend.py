@@ -169,7 +169,7 @@ def own_option(
         return None
     cid, cards = max(groups.items(), key=lambda kv: (len(kv[1]), entries[kv[0]].vram_gb))
     e = entries[cid]
-    r = make_row(e.one_of(e.dies), len(cards))  # each detected GPU is one die of a multi-die board (MI250)
+    r = make_row(e.one_die(), len(cards))  # each detected GPU is one die of a multi-die board (MI250)
     if not r.fits or r.total_time_h is None:
         return replace(r, buy_cost_usd=None, cloud_cost_usd=None, break_even_hours=None)
     scale = min(g.scale for g in cards)

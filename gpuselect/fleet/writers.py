@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from gpuselect.bench.text import measured
 from gpuselect.fleet.model import SCOPES, BandwidthPoint, FleetReport, peak_busbw
 from gpuselect.fsutil import atomic_write_bytes, atomic_write_text
 from gpuselect.output import json_document
@@ -49,11 +50,6 @@ def verdict(rep: FleetReport) -> str:
         parts.append(f"all ranks {world:,.2f} GB/s")
     parts.append(f"{len(rep.stragglers)} straggler(s)" if rep.stragglers else "no stragglers")
     return "; ".join(parts)
-
-
-def _rate(v: float) -> str:
-    """A benchmark rate: whole numbers with separators from 100 up, three figures below."""
-    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
 def _gbs(v: float) -> str:
@@ -107,10 +103,10 @@ def _sections(rep: FleetReport) -> list[tuple[str, list[str], list[list[str]] | 
         g = r.gpu
         b = r.bench or {}
         mm = b.get("matmul_tflops") or {}
-        # No scientific notation: an H100's fp8 rate is "1,221", not "1.22e+03".
-        bench = ", ".join(f"{k} {_rate(v)} TFLOP/s" for k, v in mm.items() if isinstance(v, (int, float)))
+        # As `bench` prints rates: an H100's fp8 rate is "1,221", not "1.22e+03".
+        bench = ", ".join(f"{k} {measured(v)} TFLOP/s" for k, v in mm.items() if isinstance(v, (int, float)))
         if isinstance(b.get("memory_bandwidth_gbs"), (int, float)):
-            bench += f"; mem {_rate(b['memory_bandwidth_gbs'])} GB/s"
+            bench += f"; mem {measured(b['memory_bandwidth_gbs'])} GB/s"
         gpus.append(
             [
                 str(r.rank),

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+from gpuselect.bench.text import measured
 from gpuselect.health.model import Severity
 from gpuselect.health.rules import HealthReport
 
 
 def _num(v: object) -> str:
-    """A reading or threshold as people write it: 79 °C, not 79.0 °C; 1.58, not 1.5800000001."""
-    if isinstance(v, float):
-        return f"{v:.0f}" if v.is_integer() else f"{v:.3g}"
-    return str(v)
+    """A reading or threshold as `bench` writes figures: 79 °C, not 79.0 °C; 1.58, not 1.5800000001."""
+    return measured(v) if isinstance(v, float) else str(v)
 
 
 def format_health(report: HealthReport, *, verbose: bool = False) -> str:

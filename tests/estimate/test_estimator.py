@@ -446,10 +446,10 @@ def test_a_gpu_of_a_two_die_board_is_estimated_as_one_die() -> None:
     cat = load_catalog()
     board = cat.get("amd-mi250x")
     assert board.dies == 2
-    die = board.one_of(board.dies)
+    die = board.one_die()
     assert die.vram_gb == board.vram_gb / 2 and die.fp16_tflops == board.fp16_tflops / 2
     assert die.shader_cores == board.shader_cores // 2 and die.tdp_w == board.tdp_w / 2
-    assert die.id == board.id and cat.get("nvidia-h100-sxm5-80gb").one_of(1) is cat.get("nvidia-h100-sxm5-80gb")
+    assert die.id == board.id and cat.get("nvidia-h100-sxm5-80gb").one_die() is cat.get("nvidia-h100-sxm5-80gb")
     w, a = PRESETS["resnet50"], A.Assumptions()
     local = A.local_gpu_estimate(w, a, cat, None, name="AMD Instinct MI250X", memory_bytes=64 * 2**30, device="gpu0")
     whole = A.estimate(w, A.Assumptions(counts=(1,)), cat, gpu_ids=["amd-mi250x"], local=[]).rows[0]

@@ -334,7 +334,7 @@ def other_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
                 # NeuSight timed forward + backward without the optimizer step; FP32 without TF32.
                 # "MI250 (1 GCD as seen by PyTorch)": one die of the catalog's two-die board (half its
                 # compute, memory and power; the host's per-op cost whole).
-                e = e.one_of(e.dies if "1 GCD" in r["gpu"] else 1)
+                e = e.one_die() if "1 GCD" in r["gpu"] else e
                 thr, bound, used = predict(w, e, batch, "fp32", optimizer="none")
                 out.append(
                     Case(
