@@ -448,7 +448,7 @@ def cmd_repeat(args: argparse.Namespace) -> int:
     apart they land, the noise any accuracy figure from one run carries."""
 
     def key(r: dict[str, Any]) -> tuple[Any, ...]:
-        return (r["workload"], r["precision"], r["batch"], r.get("ckpt", False), r.get("lora_dropout"))
+        return (r["workload"], r["precision"], r["batch"], r.get("ckpt", False))  # (give runs of one lora_dropout)
 
     def rate(r: dict[str, Any]) -> float | None:
         return r.get("tokens_per_s") or r.get("samples_per_s")
