@@ -28,6 +28,7 @@ from gpuselect.estimate.perf import PerfModel, StepTime, step_time, workload_tra
 from gpuselect.estimate.roofline import (
     DeviceModel,
     catalog_device,
+    multi_gpu_device,
     resolve_precision,
 )
 from gpuselect.estimate.roofline import params as roofline_params
@@ -351,6 +352,8 @@ def predict_step(
     """One training step of ``w`` per GPU of a ``count``-GPU option, and its parallelism."""
     a = a or Assumptions()
     trace = trace_cached(w, checkpointing)
+    if count > 1:
+        d = multi_gpu_device(d)
     opt = "adam8bit" if optimizer == "paged-adamw8bit" else optimizer
     mixed_p = precision in MIXED_PRECISIONS
     par = "single" if count == 1 else ("fsdp" if sharding == "fsdp" else "ddp")

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -188,6 +188,12 @@ class DeviceModel:
         None  # convolutions' rate against GEMMs where a benchmark fitted it (else the global one)
     )
     bench_fit: BenchFit | None = None  # the fit on the benchmark's own training steps, where there was one
+    # One GPU of several training together: the collectives' kernels run beside the GEMMs on the
+    # same SMs and memory, so a step's tensor-core GEMMs reach the multi-GPU step factor instead.
+    multi_gpu: bool = False
+    # Fused attention's rate against the GEMMs where it is not the architecture's fitted one (a
+    # validation source that ran an older kernel: FlashAttention-2 on Hopper).
+    attention_factor: float | None = None
 
     def gemm_efficiency(self, pc: str, m: float, n: int, k: int) -> float:
         p = params()["gemm"]
@@ -413,10 +419,45 @@ def conv_precision(d: DeviceModel, precision: str) -> str:
     return precision
 
 
+def step_factors(d: DeviceModel) -> dict[str, float]:
+    """The step factors that apply to ``d``: a CPU's GEMM factor from its own section; a GPU's
+    from ``step``, with ``gemm_factor_multi`` as its GEMM factor when it is one of several."""
+    p = params()
+    if d.kind == "cpu":
+        return {"gemm_factor": p.doc.get("cpu", {}).get("gemm_factor", 1.0)}
+    step: dict[str, float] = dict(p.doc.get("step", {}))
+    if d.multi_gpu:
+        step["gemm_factor"] = step.get("gemm_factor_multi", step.get("gemm_factor", 1.0))
+    return step
+
+
+def attention_factor(d: DeviceModel) -> float:
+    """Fused attention's efficiency relative to the device's 16-bit GEMM efficiency."""
+    if d.attention_factor is not None:
+        return d.attention_factor
+    att = params()["attention"]
+    return float(att.get("factor_by_arch", {}).get(f"{d.vendor}/{d.arch}", att["factor"]))
+
+
+def multi_gpu_device(d: DeviceModel) -> DeviceModel:
+    """``d`` as one GPU of several (cached, so the compiled-op cache keyed on the device holds)."""
+    if d.kind == "cpu" or d.multi_gpu:
+        return d
+    hit = _MULTI.get(id(d))
+    if hit is None or hit[0] is not d:
+        if len(_MULTI) > 4096:
+            _MULTI.clear()
+        hit = _MULTI[id(d)] = (d, replace(d, multi_gpu=True))
+    return hit[1]
+
+
+_MULTI: dict[int, tuple[DeviceModel, DeviceModel]] = {}
+
+
 def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, float, float]:
     """(seconds for all ``op.count`` instances at this batch, compute part, memory part)."""
     p = params()
-    step = p.doc.get("step", {}) if d.kind != "cpu" else {"gemm_factor": p.doc.get("cpu", {}).get("gemm_factor", 1.0)}
+    step = step_factors(d)
     elem = 4.0 if op.fp32_only else element_bytes(precision)
     casts = fp8_cast_kernels(op, precision)
     if precision == "fp8" and op.kind is OpKind.GEMM and not fp8_gemm(op):
@@ -441,9 +482,7 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
             if precision == "fp8":  # fp8 training quantises the linear layers; attention stays bf16
                 pc = "16"
                 peak = d.peak_tflops.get("bf16", d.peak_tflops["fp32"]) * 1e12 * step.get("gemm_factor", 1.0)
-            e = d.gemm_eff.get(pc, d.gemm_eff["fp32"]) * att.get("factor_by_arch", {}).get(
-                f"{d.vendor}/{d.arch}", att["factor"]
-            )
+            e = d.gemm_eff.get(pc, d.gemm_eff["fp32"]) * attention_factor(d)
             e *= attention_shape_factor(att, op)
             e *= min(1.0, m / (d.units * p["attention"]["rows_per_unit"]))
         else:
@@ -620,7 +659,7 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
     pc = precision_class(precision)
     # In a training step kernels reach less than in isolation (sustained clocks, caches shared
     # with the step's other kernels): the step factors, fitted on measured training throughput.
-    step = p.doc.get("step", {}) if d.kind != "cpu" else {"gemm_factor": p.doc.get("cpu", {}).get("gemm_factor", 1.0)}
+    step = step_factors(d)
     bw_stream = d.bandwidth_gbs * 1e9 * d.mem_eff  # GEMM/conv/attention/dequant operands: streaming kernels
     bw = bw_stream * step.get("mem_factor", 1.0)  # eager elementwise/norm/embedding kernels reach less
     vec = d.vector_tflops * 1e12 * p["device"]["vector_eff"]
@@ -633,7 +672,7 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
     )
     conv = _conv_scale(d, precision, peak)
     att = p["attention"]
-    att_f = att.get("factor_by_arch", {}).get(f"{d.vendor}/{d.arch}", att["factor"])
+    att_f = attention_factor(d)
     rate = peak * e_pc
     conv_rate = rate * conv
     cprec = conv_precision(d, precision)

@@ -275,7 +275,15 @@ def test_bands_cover_80_percent_of_their_validation_cases() -> None:
     path = ROOT / "docs" / "validation" / "steptime-2026-11-23" / "cases.csv"
     with path.open() as fh:
         rows = list(csv.DictReader(fh))
-    tables = ("lambda", "dle", "neusight", "llm-foundry", "h100-catalog-row")  # fitted sources: LOSO rows only
+    tables = (
+        "lambda",
+        "dle",
+        "neusight",
+        "llm-foundry",
+        "h100-catalog-row",
+        "h100-llm",
+        "h100-presets",
+    )  # fitted: LOSO rows only
     # The script's out-of-sample view: leave-one-source-out predictions of the throughput tables
     # (less Lambda's reference-regime rows, in-sample for the per-model calibration) and our records.
     oos = [
@@ -351,3 +359,68 @@ def test_tf32_request_leaves_no_catalog_gpu_without_a_row(catalog) -> None:  # t
             assert r.throughput_samples_per_s and r.throughput_samples_per_s > 0, r.gpu_id
         else:
             assert "GB" in (r.note or ""), r.gpu_id  # only memory can rule a card out
+
+
+def test_multi_gpu_steps_run_gemms_at_the_multi_gpu_factor(catalog) -> None:  # type: ignore[no-untyped-def]
+    """One GPU of several reads ``step.gemm_factor_multi`` for its tensor-core GEMMs (the
+    collectives' kernels share its SMs); one GPU alone reads ``gemm_factor``; FP32 vector GEMMs and
+    the elementwise kernels read neither."""
+    d = A.device_for(catalog.get("nvidia-h100-sxm5-80gb"))
+    multi = R.multi_gpu_device(d)
+    assert multi.multi_gpu and not d.multi_gpu and R.multi_gpu_device(d) is multi  # cached
+    gemm = Op(OpKind.GEMM, Phase.FORWARD, "big", flops_per_sample=2 * 4096**3, m_per_sample=4096, n=4096, k=4096)
+    elem = Op(OpKind.ELEMENTWISE, Phase.FORWARD, "relu", elems_per_sample=1e8)
+    doc = json.loads(json.dumps(R.params().doc))
+    try:
+        doc["step"].update(gemm_factor=0.8, gemm_factor_multi=0.4)
+        R._PARAMS = R.Params(doc)
+        R._COMPILED.clear()
+        t1, tm = R.op_time(d, gemm, 1, "bf16")[1], R.op_time(multi, gemm, 1, "bf16")[1]
+        assert tm == pytest.approx(2 * t1)
+        assert R.op_time(d, gemm, 1, "fp32")[1] == pytest.approx(R.op_time(multi, gemm, 1, "fp32")[1])
+        assert R.op_time(d, elem, 1, "bf16") == pytest.approx(R.op_time(multi, elem, 1, "bf16"))
+        # predict_step: the per-GPU compute of a 2-GPU option is the slower one (DDP: same batch per GPU)
+        w = PRESETS["bert_large_squad"]
+        one, _ = A.predict_step(w, d, catalog.get("nvidia-h100-sxm5-80gb"), 8, "bf16")
+        two, _ = A.predict_step(w, d, catalog.get("nvidia-h100-sxm5-80gb"), 8, "bf16", count=2)
+        assert two.breakdown["compute"] > 1.5 * one.breakdown["compute"]
+    finally:
+        R._PARAMS = None
+        R._COMPILED.clear()
+
+
+def test_h100_steptime_runs_are_a_fit_source(catalog) -> None:  # type: ignore[no-untyped-def]
+    """Every configuration of our H100 run c that trained (not the OOMs) is a case of its half."""
+    from gpuselect.estimate.fit import throughput as T
+
+    recs = [json.loads(x) for x in T.H100_STEPTIME.read_text().splitlines() if x.strip()]
+    ran = [r for r in recs if r["part"] in ("llm", "preset") and "error" not in r]
+    cases = T.h100_steptime_cases(catalog)
+    assert len(cases) == len(ran) and {c.source for c in cases} == set(T.H100_SOURCES)
+    llm = [c for c in cases if c.source == "h100-llm"]
+    assert len(llm) == sum(r["part"] == "llm" for r in ran)
+    assert all(
+        c.measured == r["tokens_per_s"] for c, r in zip(llm, [r for r in ran if r["part"] == "llm"], strict=True)
+    )
+    assert set(T.H100_SOURCES) <= set(T.FIT_SOURCES)
+
+
+def test_hopper_attention_is_calibrated_on_the_profiled_steps(catalog) -> None:  # type: ignore[no-untyped-def]
+    """The shipped Hopper attention factor is the FA2 chart's times the in-step ratio that the
+    profile gives (cuDNN's sm90 kernels, which PyTorch's SDPA runs on an H100)."""
+    att = R.params()["attention"]
+    shipped, lines = S.hopper_attention_in_step(catalog)
+    assert shipped == pytest.approx(1.0, abs=1e-3) and len(lines) == 3  # the calibration holds as shipped
+    doc = json.loads(json.dumps(R.params().doc))
+    doc["attention"]["factor_by_arch"]["NVIDIA/Hopper"] = att["hopper_fa2_chart"]
+    try:
+        R._PARAMS = R.Params(doc)
+        R._COMPILED.clear()
+        ratio, _ = S.hopper_attention_in_step(catalog)
+    finally:
+        R._PARAMS = None
+        R._COMPILED.clear()
+    assert 1.2 < ratio < 2.0  # cuDNN's sm90 kernels beat the FA2 chart
+    assert att["factor_by_arch"]["NVIDIA/Hopper"] == pytest.approx(att["hopper_fa2_chart"] * ratio, rel=1e-3)
+    names = {k["name"] for p in json.loads(S.H100_PROFILE.read_text()) for k in p["top_kernels"]}
+    assert any("sdpa_sm90" in n for n in names)

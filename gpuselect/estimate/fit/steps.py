@@ -204,3 +204,43 @@ def fit_dispatch(predict_step: Any) -> tuple[float, float]:
     if best is None:
         raise RuntimeError("internal error: best is unset")
     return best
+
+
+#: benchmarks/gpu_step_profile.py on the lent H100 (2026-11-24, torch 2.11): per step, the GPU
+#: time of GEMM, attention and other kernels, and the top kernels by name.
+H100_PROFILE = ROOT / "docs" / "validation" / "h100-2026-11-24" / "steptime" / "profile.json"
+
+
+def hopper_attention_in_step(catalog: Any) -> tuple[float, list[str]]:
+    """How much faster than the FA2-chart model the profiled steps' fused attention ran,
+    relative to the same steps' tensor-core GEMMs (a ratio of ratios, so the step factors and
+    clocks cancel): the geometric mean over the profiled steps, under the parameters in force
+    (``roofline.params()``). peft's fp32 adapter GEMMs (FFMA kernels, no tensor cores) are left out
+    on both sides."""
+    from gpuselect.estimate import roofline as R  # noqa: N812 - short module alias, as in __main__
+    from gpuselect.estimate.perf import workload_trace
+    from gpuselect.estimate.trace import OpKind
+    from gpuselect.workloads.presets import PRESETS
+
+    d = R.catalog_device(catalog.get("nvidia-h100-sxm5-80gb"))
+    logs: list[float] = []
+    lines = [f"Hopper attention in a training step ({H100_PROFILE.relative_to(ROOT)}):"]
+    for p in json.loads(H100_PROFILE.read_text()):
+        w = PRESETS[p["workload"]]
+        gemm = att = 0.0
+        for o in workload_trace(w, checkpointing=False).ops:
+            t = R.op_time(d, o, p["batch"], "bf16-true")[0]
+            if o.kind is OpKind.ATTENTION:
+                att += t
+            elif o.kind is OpKind.GEMM and "lora" not in o.name:
+                gemm += t
+        m = p["kernel_s_by_class"]
+        ffma = sum(k["s_per_step"] for k in p["top_kernels"] if "f32f32" in k["name"] and k["class"] == "gemm")
+        r_gemm = gemm / (m["gemm"] - ffma)
+        r_att = att / m["attention"]
+        logs.append(math.log(r_att / r_gemm))
+        lines.append(
+            f"  {p['workload']} micro-batch {p['batch']}: model/measured GEMM {r_gemm:.2f} (fp32 adapter kernels "
+            f"{ffma:.3f} s left out), attention {r_att:.2f}: attention {r_att / r_gemm:.2f}x the FA2-chart rate"
+        )
+    return math.exp(sum(logs) / len(logs)), lines

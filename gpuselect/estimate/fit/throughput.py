@@ -152,13 +152,18 @@ def predict(
     optimizer: str = "adamw",
     network_gbs: float = 25.0,
     calibrated: bool = True,
+    fa2: bool = False,
 ) -> tuple[float, str, str]:
-    """(samples/s per GPU, bound, precision used)."""
+    """(samples/s per GPU, bound, precision used). ``fa2``: the source ran FlashAttention-2, so a
+    Hopper card's attention runs at the FA2 chart's rate, not the cuDNN kernels' of today's PyTorch."""
     prec = R.resolve_precision(e, precision)
     a = A.Assumptions(network_gbs=network_gbs)
+    d = A.device_for(e)
+    if fa2 and "hopper_fa2_chart" in R.params()["attention"] and d.arch == "Hopper":
+        d = _fa2_device(d)
     st, _ = A.predict_step(
         w,
-        A.device_for(e),
+        d,
         e,
         batch,
         prec,
@@ -170,6 +175,19 @@ def predict(
         calibrated=calibrated,
     )
     return batch / st.seconds, st.bound, prec
+
+
+_FA2: dict[int, tuple[Any, Any, Any]] = {}
+
+
+def _fa2_device(d: Any) -> Any:
+    """``d`` with the FA2 chart's attention factor, cached per device and parameter set (the
+    compiled-op cache is keyed on the device object)."""
+    p = R.params()
+    hit = _FA2.get(id(d))
+    if hit is None or hit[0] is not d or hit[1] is not p:
+        hit = _FA2[id(d)] = (d, p, replace(d, attention_factor=float(p["attention"]["hopper_fa2_chart"])))
+    return hit[2]
 
 
 def redo(c: Case) -> Case:
@@ -383,10 +401,12 @@ def foundry_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
             mb = int(r["micro_batch"])
             prec = "fp8" if "fp8" in r["precision"] else "bf16-true" if "PURE" in r["precision"] else "bf16"
             net = NETWORK_GBS["h100" if e.id.startswith("nvidia-h100") else "a100"]
-            thr, bound, used = predict(w, e, mb, prec, count=n, ckpt=ckpt, sharding="fsdp", network_gbs=net)
+            # llm-foundry's MPT runs are "FlashAttention-based" (its notes), tables of 2023: before
+            # FlashAttention-3 and cuDNN's sm90 kernels, so its H100 rows ran the FA2-class kernel.
+            kw = {"count": n, "ckpt": ckpt, "sharding": "fsdp", "network_gbs": net, "fa2": True}
+            thr, bound, used = predict(w, e, mb, prec, **kw)  # type: ignore[arg-type]
             peak = (e.fp8_tflops if used == "fp8" else e.bf16_tflops) or e.fp32_tflops
             rule = 0.4 * peak * 1e12 / (6 * w.params)
-            kw = {"count": n, "ckpt": ckpt, "sharding": "fsdp", "network_gbs": net}
             out.append(
                 Case(
                     "llm-foundry",
@@ -405,6 +425,51 @@ def foundry_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
                     spec=(w, e, mb, prec, kw, float(seq)),
                 )
             )
+    return out
+
+
+#: Our own training steps on a lent H100 (benchmarks/gpu_steptime.py measure, run c): plain
+#: PyTorch, torch 2.11, one GPU. Llama 3.2 1B/3B and 3.1 8B via Hugging Face transformers + peft
+#: (tokens/s), and every preset's reference model in tf32 and bf16 (samples/s).
+H100_STEPTIME = ROOT / "docs" / "validation" / "h100-2026-11-24" / "steptime" / "run-c.jsonl"
+#: The two halves are separate sources: different code (Hugging Face's Llama vs our reference
+#: models) and different limits (long GEMM-bound steps vs many short, host-bound ones).
+H100_SOURCES = ("h100-llm", "h100-presets")
+
+
+def h100_steptime_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
+    from gpuselect.workloads.presets import get_preset
+
+    e = catalog.get("nvidia-h100-sxm5-80gb")
+    out = []
+    for line in H100_STEPTIME.read_text().splitlines():
+        r = json.loads(line) if line.strip() else {}
+        if r.get("part") not in ("llm", "preset") or "error" in r:
+            continue  # the meta line, and configurations that ran out of memory
+        w = get_preset(r["workload"])
+        ckpt = bool(r.get("ckpt", False))
+        llm = r["part"] == "llm"
+        units = float(r["seq"]) if llm else 1.0
+        measured = r["tokens_per_s"] if llm else r["samples_per_s"]
+        thr, bound, used = predict(w, e, r["batch"], r["precision"], ckpt=ckpt)
+        out.append(
+            Case(
+                H100_SOURCES[0] if llm else H100_SOURCES[1],
+                w.id,
+                e.id,
+                "NVIDIA",
+                1,
+                used,
+                r["batch"],
+                float(measured),
+                thr * units,
+                A.regime(w, 1, bound, traced=_traced(w)),
+                bound,
+                f"{r['precision']}{' ckpt' if ckpt else ''}",
+                spec=(w, e, r["batch"], r["precision"], {"ckpt": ckpt}, units),
+                traced=_traced(w),
+            )
+        )
     return out
 
 
@@ -569,6 +634,7 @@ def _lomo_cases(source: str, d0: Any, rec: dict[str, Any], label: str, vendor: s
 
 FACTORS = {
     "gemm_factor": [0.5 + 0.05 * i for i in range(11)],
+    "gemm_factor_multi": [0.5 + 0.05 * i for i in range(11)],
     "mem_factor": [0.2 + 0.1 * i for i in range(9)],
     "dispatch_factor": [0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.25],
     "fsdp_overlap": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
@@ -592,7 +658,9 @@ def loss(cases: list[Case]) -> float:
 
 
 #: Where every fit starts, so that its result does not depend on the committed parameters.
-START = {"gemm_factor": 1.0, "mem_factor": 1.0, "dispatch_factor": 1.0, "fsdp_overlap": 0.9}
+START = {"gemm_factor": 1.0, "gemm_factor_multi": 1.0, "mem_factor": 1.0, "dispatch_factor": 1.0, "fsdp_overlap": 0.9}
+#: Fitted on the multi-GPU cases alone: they change nothing else.
+MULTI_ONLY = ("gemm_factor_multi", "fsdp_overlap")
 #: Searched together: a slower GEMM and a slower elementwise kernel both lengthen a step, so one
 #: at a time the search stops on the ridge between them wherever it started.
 JOINT = ("gemm_factor", "mem_factor")
@@ -623,7 +691,7 @@ def fit_step(doc: dict, train: list[Case], rounds: int = 2) -> dict:  # type: ig
             if name in JOINT:
                 continue
             sect = "comm" if name == "fsdp_overlap" else "step"
-            sub = multi if name == "fsdp_overlap" else train
+            sub = multi if name in MULTI_ONLY else train
             best = None
             # START first, kept on ties: a factor the training cases do not constrain (the host
             # factor, fitted without Lambda's host-bound rows) stays at its physical default (1:
@@ -705,6 +773,10 @@ def table(cases: list[Case], key, title: str) -> list[str]:  # type: ignore[no-u
     return lines
 
 
+#: The sources the step factors are fitted on, each left out in turn.
+FIT_SOURCES = ("lambda", "dle", "neusight", "llm-foundry", "h100-catalog-row", *H100_SOURCES)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False)
     ap.add_argument("--out", default=str(ROOT / "docs" / "validation" / "steptime-2026-11-23"))
@@ -714,7 +786,13 @@ def main() -> int:
     )
     args = ap.parse_args()
     catalog = load_catalog()
-    cases = lambda_cases(catalog) + other_cases(catalog) + foundry_cases(catalog) + small_cases(catalog)
+    cases = (
+        lambda_cases(catalog)
+        + other_cases(catalog)
+        + foundry_cases(catalog)
+        + small_cases(catalog)
+        + h100_steptime_cases(catalog)
+    )
     # The synthetic-trace approximation, validated on the reference models (whose rows use the
     # per-model calibration instead): the "approximate" regime's cases.
     twins = []
@@ -743,17 +821,11 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     fit_lines: list[str] = []
     base = json.loads(R.PARAMS_FILE.read_text())
-    fittable = [
-        c
-        for c in cases
-        if c.spec is not None
-        and c.traced
-        and c.source in ("lambda", "dle", "neusight", "llm-foundry", "h100-catalog-row")
-    ]
+    fittable = [c for c in cases if c.spec is not None and c.traced and c.source in FIT_SOURCES]
     if args.fit:
         # Leave one source out: fit the step factors on the other sources, predict this one.
         loso: list[Case] = []
-        for src in ("lambda", "dle", "neusight", "llm-foundry", "h100-catalog-row"):
+        for src in FIT_SOURCES:
             doc = fit_step(base, [c for c in fittable if c.source != src])
             fit_lines.append(f"without {src}: step {doc['step']} comm {doc['comm']}")
             loso += [
