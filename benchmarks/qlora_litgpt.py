@@ -99,6 +99,9 @@ def main() -> int:
     per_weight: list[float] = []
     implied: list[float] = []
     at_seq: list[float] = []
+    measured_all: list[float] = []
+    model_all: list[float] = []
+    short16 = 0
     for q in qlora:
         pair = [
             c for c in lora if c.workload.id == q.workload.id and c.row["gpu"] == q.row["gpu"] and c.table == q.table
@@ -122,11 +125,14 @@ def main() -> int:
 
         model = ratio(seq)
         at_seq.append(model / measured - 1)
+        measured_all.append(measured)
+        model_all.append(model)
         note = "" if lo.batch == q.batch else "different micro-batches: times of the same data"
         if model >= measured:
             found = f">= {seq}"
         elif ratio(16) < measured:
             found = "< 16"
+            short16 += 1
         else:
             a, b = 16, seq  # ratio(a) >= measured > ratio(b): the slowdown falls with the tokens
             while b - a > 1:
@@ -143,7 +149,12 @@ def main() -> int:
             f"{measured:8.2f} {model:7.2f} {found:>10s} {us:8.0f}us {nb:8.1f}  {note}"
         )
     print(
-        f"\n{len(at_seq)} pairs. At the tables' sequence lengths the model's slowdown is a median "
+        f"\nMeasured slowdown x{min(measured_all):.2f} to x{max(measured_all):.2f} (median "
+        f"x{statistics.median(measured_all):.2f}); the model's at the tables' sequence lengths "
+        f"x{min(model_all):.2f} to x{max(model_all):.2f}."
+    )
+    print(
+        f"{len(at_seq)} pairs. At the tables' sequence lengths the model's slowdown is a median "
         f"{100 * statistics.median(at_seq):+.0f} % against the measured one (range {100 * min(at_seq):+.0f} to "
         f"{100 * max(at_seq):+.0f} %)."
     )
@@ -154,6 +165,10 @@ def main() -> int:
         f"(median {statistics.median(per_weight):.1f}; the model charges {DEQUANT_BYTES:.2f} at the card's "
         "measured streaming efficiency)."
     )
+    print(f"{short16} of the {len(at_seq)} pairs stay below the measured slowdown even at 16 tokens per sample.")
+    mid = statistics.median(per_weight)
+    near = sum(1 for x in per_weight if mid / 1.5 <= x <= mid * 1.5)
+    print(f"{near} of those {len(per_weight)} lie within 1.5x of that median per weight.")
     if implied:
         print(
             f"Tokens per sample at which the model matches: median {statistics.median(implied):.0f} "
