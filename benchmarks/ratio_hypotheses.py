@@ -267,10 +267,9 @@ def gemm(catalog: Catalog) -> list[str]:
         shipped_att = doc["attention"]
         doc["attention"] = K.fit_attention(catalog, g2)
         if "hopper_fa2_chart" in shipped_att:  # keep the in-step Hopper calibration (a ratio to the GEMMs)
-            hop = shipped_att["factor_by_arch"]["NVIDIA/Hopper"] / shipped_att["hopper_fa2_chart"]
-            fa2 = doc["attention"]["factor_by_arch"]["NVIDIA/Hopper"]
-            doc["attention"]["hopper_fa2_chart"] = fa2
-            doc["attention"]["factor_by_arch"]["NVIDIA/Hopper"] = round(fa2 * hop, 4)
+            S.calibrate_hopper_attention(
+                doc["attention"], shipped_att["factor_by_arch"]["NVIDIA/Hopper"] / shipped_att["hopper_fa2_chart"]
+            )
 
     with params_changed(premium_doc):
         out += views(catalog, "searched rows / premium, step factors as shipped")

@@ -108,21 +108,17 @@ def main() -> int:
     att = K.fit_attention(catalog, g)
     doc["attention"] = att
     lines.append(f"attention (FlashAttention-2 fwd+bwd): {att}")
-    OUT.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     # Hopper: PyTorch's SDPA runs cuDNN's sm90 flash kernels there, not FlashAttention-2 (our H100
     # profile names them); their rate relative to the same step's GEMMs replaces the FA2 chart's.
     from gpuselect.estimate import roofline as R  # noqa: N812 - short module alias, used as a namespace as in the formulas
 
-    R._PARAMS = None  # the kernel parameters just written, FA2's Hopper factor among them
+    R._PARAMS = R.Params(doc)  # the kernel parameters so far, FA2's Hopper factor among them
     hopper, hopper_lines = S.hopper_attention_in_step(catalog)
-    key = "NVIDIA/Hopper"
-    fa2 = att.get("factor_by_arch", {}).get(key, att["factor"])
-    att.setdefault("factor_by_arch", {})[key] = round(fa2 * hopper, 4)
-    att["hopper_fa2_chart"] = fa2
-    doc["attention"] = att
+    S.calibrate_hopper_attention(att, hopper)
     lines += hopper_lines
     lines.append(
-        f"  {key} attention factor: {fa2} (FA2 chart) x {hopper:.3f} (in-step cuDNN vs GEMM) = {att['factor_by_arch'][key]}"
+        f"  NVIDIA/Hopper attention factor: {att['hopper_fa2_chart']} (FA2 chart) x {hopper:.3f} (in-step cuDNN vs "
+        f"GEMM) = {att['factor_by_arch']['NVIDIA/Hopper']}"
     )
     OUT.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     # Host side, with the kernel parameters in place (step_time reads the file).

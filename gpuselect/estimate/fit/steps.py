@@ -244,3 +244,13 @@ def hopper_attention_in_step(catalog: Any) -> tuple[float, list[str]]:
             f"{ffma:.3f} s left out), attention {r_att:.2f}: attention {r_att / r_gemm:.2f}x the FA2-chart rate"
         )
     return math.exp(sum(logs) / len(logs)), lines
+
+
+def calibrate_hopper_attention(att: dict[str, Any], in_step: float) -> None:
+    """Set the Hopper attention factor to the FA2 chart's (kept as ``hopper_fa2_chart``, which the
+    validation uses for sources that ran FlashAttention-2) times ``in_step``
+    (``hopper_attention_in_step``)."""
+    key = "NVIDIA/Hopper"
+    fa2 = float(att.get("factor_by_arch", {}).get(key, att["factor"]))
+    att.setdefault("factor_by_arch", {})[key] = round(fa2 * in_step, 4)
+    att["hopper_fa2_chart"] = fa2
