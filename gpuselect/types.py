@@ -78,6 +78,9 @@ class Precision(StrEnum):
 
 #: Mixed precision: 16-bit (or 8-bit) compute over fp32 master weights.
 MIXED_PRECISIONS: tuple[Precision, ...] = (Precision.FP16, Precision.BF16, Precision.FP8)
+#: How a language model's loss is computed (chunked, as LitGPT; plain, one fp32-upcast cross-entropy
+#: as Hugging Face's models): it sets the memory peak of checkpointed runs.
+LOSSES: tuple[str, ...] = ("chunked", "plain")
 #: Precisions a training estimate can be asked for.
 TRAINING_PRECISIONS: tuple[Precision, ...] = tuple(Precision)
 #: Precisions the catalog carries a spec rate for.

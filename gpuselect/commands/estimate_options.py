@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from gpuselect.commands import enum_type
-from gpuselect.types import Mode, Offload, Optimizer, Precision, Sharding, values
+from gpuselect.types import LOSSES, Mode, Offload, Optimizer, Precision, Sharding, values
 
 
 def _number(kind: type, lo: float, hi: float, what: str):  # type: ignore[no-untyped-def]
@@ -145,8 +145,8 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
     )
     parser.add_argument(
         "--loss",
-        choices=("chunked", "plain"),
-        default="chunked",
+        choices=LOSSES,
+        default=LOSSES[0],
         help="how a language model's loss is computed, which sets the memory peak of checkpointed runs: "
         "chunked (default; in pieces, as LitGPT does) or plain (one cross-entropy over fp32-upcast logits, as "
         "Hugging Face's models and Trainer do: ~14 bytes per logit at its backward)",

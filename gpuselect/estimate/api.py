@@ -16,7 +16,6 @@ from gpuselect.errors import UsageError
 from gpuselect.estimate import parallel
 from gpuselect.estimate.memory import (
     CHECKPOINTINGS,
-    LOSSES,
     Fit,
     MemoryOptions,
     as_checkpointing,
@@ -35,6 +34,7 @@ from gpuselect.estimate.roofline import params as roofline_params
 from gpuselect.fleet.interconnect import MeasuredInterconnect, measured_link_gbs
 from gpuselect.safe_io import finite_number
 from gpuselect.types import (
+    LOSSES,
     MIXED_PRECISIONS,
     SERVER_FAMILIES,
     SERVER_FORM_FACTORS,

@@ -39,7 +39,7 @@ from typing import Any
 
 from gpuselect.errors import GpuselectError, UsageError
 from gpuselect.estimate.trace import CHECKPOINTING_MODES, checkpointing_mode
-from gpuselect.types import MIXED_PRECISIONS, Mode, Offload, Optimizer, Sharding
+from gpuselect.types import LOSSES, MIXED_PRECISIONS, Mode, Offload, Optimizer, Sharding
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.transformer import TransformerShape
 
@@ -52,8 +52,6 @@ SHARDINGS: tuple[Sharding, ...] = tuple(Sharding)
 OFFLOADS: tuple[Offload, ...] = tuple(Offload)
 QUANTS = ("nf4", "nf4-dq", "int8")
 CHECKPOINTINGS = CHECKPOINTING_MODES  # none, selective, full
-#: How a language model's loss is computed (MemoryOptions.loss): it sets the peak of checkpointed runs.
-LOSSES = ("chunked", "plain")
 
 
 def as_checkpointing(value: object) -> bool | str:

@@ -41,7 +41,7 @@ from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
 from gpuselect.gui.plots import themed_plot
 from gpuselect.gui.workers import CLOSING_PROPERTY, GeneratorWorker, call_in_generator
 from gpuselect.report.model import local_gpu_groups, local_marks
-from gpuselect.types import TRAINING_PRECISIONS, Family, Mode, Precision, Stage, values
+from gpuselect.types import LOSSES, TRAINING_PRECISIONS, Family, Mode, Precision, Stage, values
 
 SOURCES = ("Preset", "config.json", "Model file (.py)", "Parameters and FLOPs")
 BUY_COLOUR, RENT_COLOUR, CHOSEN, OTHER = (43, 108, 176), (221, 107, 32), (43, 108, 176), (160, 174, 192)
@@ -237,7 +237,7 @@ class EstimatePage(QWidget):
         self.network.setToolTip(
             f"Network between nodes for clusters (> 8 GPUs). Default: {describe_reference_networks()}"
         )
-        from gpuselect.estimate.memory import CHECKPOINTINGS, LOSSES
+        from gpuselect.estimate.memory import CHECKPOINTINGS
 
         self.checkpointing = QComboBox()
         self.checkpointing.addItems(["auto", *CHECKPOINTINGS])  # auto: full only where the model does not fit otherwise
