@@ -440,18 +440,23 @@ def attention_factor(d: DeviceModel) -> float:
 
 
 def multi_gpu_device(d: DeviceModel) -> DeviceModel:
-    """``d`` as one GPU of several (cached, so the compiled-op cache keyed on the device holds)."""
-    if d.kind == "cpu" or d.multi_gpu:
-        return d
-    hit = _MULTI.get(id(d))
+    """``d`` as one GPU of several."""
+    return d if d.kind == "cpu" or d.multi_gpu else device_variant(d, multi_gpu=True)
+
+
+def device_variant(d: DeviceModel, **changes: Any) -> DeviceModel:
+    """``d`` with ``changes``, cached per device and changes, so the compiled-op cache (keyed on the
+    device object) keeps hitting."""
+    key = (id(d), tuple(sorted(changes.items())))
+    hit = _VARIANTS.get(key)
     if hit is None or hit[0] is not d:
-        if len(_MULTI) > 4096:
-            _MULTI.clear()
-        hit = _MULTI[id(d)] = (d, replace(d, multi_gpu=True))
+        if len(_VARIANTS) > 4096:
+            _VARIANTS.clear()
+        hit = _VARIANTS[key] = (d, replace(d, **changes))
     return hit[1]
 
 
-_MULTI: dict[int, tuple[DeviceModel, DeviceModel]] = {}
+_VARIANTS: dict[tuple[int, tuple[tuple[str, Any], ...]], tuple[DeviceModel, DeviceModel]] = {}
 
 
 def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, float, float]:

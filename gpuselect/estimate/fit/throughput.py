@@ -160,7 +160,7 @@ def predict(
     a = A.Assumptions(network_gbs=network_gbs)
     d = A.device_for(e)
     if fa2 and "hopper_fa2_chart" in R.params()["attention"] and d.arch == "Hopper":
-        d = _fa2_device(d)
+        d = R.device_variant(d, attention_factor=float(R.params()["attention"]["hopper_fa2_chart"]))
     st, _ = A.predict_step(
         w,
         d,
@@ -175,19 +175,6 @@ def predict(
         calibrated=calibrated,
     )
     return batch / st.seconds, st.bound, prec
-
-
-_FA2: dict[int, tuple[Any, Any, Any]] = {}
-
-
-def _fa2_device(d: Any) -> Any:
-    """``d`` with the FA2 chart's attention factor, cached per device and parameter set (the
-    compiled-op cache is keyed on the device object)."""
-    p = R.params()
-    hit = _FA2.get(id(d))
-    if hit is None or hit[0] is not d or hit[1] is not p:
-        hit = _FA2[id(d)] = (d, p, replace(d, attention_factor=float(p["attention"]["hopper_fa2_chart"])))
-    return hit[2]
 
 
 def redo(c: Case) -> Case:
