@@ -1,31 +1,35 @@
-"""QLoRA's cost over LoRA: the step model against LitGPT's measured training times.
+"""QLoRA's cost over LoRA: bitsandbytes' NF4 dequantisation fitted on LitGPT's measured steps.
 
-    GPUSELECT_SHARED_DATA=../shared/data PYTHONPATH=. python benchmarks/qlora_litgpt.py \
+    GPUSELECT_SHARED_DATA=../shared/data PYTHONPATH=. python benchmarks/qlora_litgpt.py [--fit] \
         > docs/validation/llm-2026-11-24/qlora-litgpt.txt
 
 Data: ../shared/data/llm_memory_litgpt.csv. Beside each peak memory LitGPT's tables print the
-run's training time, for LoRA and for QLoRA (bnb.nf4) on the same model, GPU and dataset. Their
-ratio is QLoRA's slowdown as measured. The other errors of the step model largely cancel in it:
-same card, same software, same data.
+run's training time, for LoRA and for QLoRA (bnb.nf4) on the same model, GPU and dataset: the
+tutorial's per 1,000 iterations (A100), the config hub's for whole runs on Alpaca2k (A10G: 2,000
+samples, 100 held out for validation by litgpt/data/alpaca_2k.py, so 1,900 x epochs / micro-batch
+iterations). Per step, QLoRA's time minus LoRA's is what the dequantisations cost: the same GEMMs
+run on the same tokens, only each base weight is first dequantised to 16 bits (forward and
+backward, and again where checkpointing recomputes). That difference needs no tokens per step,
+which the tables do not give (Alpaca's samples vary in length).
 
-The rows give the longest training example as the sequence length, not the tokens of an average
-step. LitGPT pads a batch to its longest sample only, so a micro-batch-1 step trains one sample of
-its own length, and Alpaca's samples are much shorter than their longest. The model's slowdown falls
-with the tokens per step: dequantisation costs per weight, and the GEMMs per token. So this script
-fits nothing. Per pair it prints the model's slowdown at the table's sequence length (the least the
-model can say), and the tokens per sample at which the model would match the measurement (found by
-bisection). The second is then judged against what the datasets hold. Adapters: rank and targets as
-memory_litgpt.py reads them. Where LitGPT adapts only query and value, the trace's other adapters
-are dropped. This matters because steps this small are bound by the host's per-op cost, and every
-adapter adds ops. Checkpointing is as the row states, and the optimizer is AdamW in bf16-true.
+``--fit`` fits the bytes per dequantised weight the model charges at the card's streaming bandwidth
+(gpuselect.estimate.fit.dequant) on the pairs with the same micro-batch, and writes it to
+data/steptime.json (``dequant.bytes_per_weight``); without it the shipped value is checked. The
+output then shows each GPU left out in turn, and the whole step end to end: the tokens per sample
+at which the model's LoRA step takes the measured time (the tables do not give it), and the model's
+QLoRA step at those tokens against the measured one. Adapters: rank and targets as memory_litgpt.py
+reads them; where LitGPT adapts only query and value, the trace's other adapters are dropped.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import math
 import re
 import statistics
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +42,8 @@ import memory_litgpt as ML
 
 from gpuselect.catalog import load_catalog
 from gpuselect.estimate import api as A
+from gpuselect.estimate import roofline as R
+from gpuselect.estimate.fit import dequant as DQ
 from gpuselect.estimate.perf import step_time
 from gpuselect.estimate.trace import DEQUANT_BYTES, OpKind
 from gpuselect.workloads.traces import transformer_trace
@@ -72,108 +78,189 @@ def _trace(c: ML.Case, tokens: int) -> Any:
     return tr
 
 
-def missing(q: ML.Case, lo: ML.Case, d: Any, measured: float) -> tuple[float, float]:
-    """The time per step the model lacks at the table's sequence length, per dequantisation call
-    (µs) and per dequantised weight (bytes at the card's data-sheet bandwidth)."""
-    seq = q.shape.seq_len
-    extra = (measured * seconds(lo, d, seq) - seconds(q, d, seq)) * q.batch
-    deq = [o for o in _trace(q, seq).ops if o.kind is OpKind.DEQUANT]
-    calls = sum(o.count for o in deq)
-    weights = sum(o.count * o.elems_fixed for o in deq)
-    return extra / calls * 1e6, extra * d.bandwidth_gbs * 1e9 / weights
+#: Alpaca2k's training samples in LitGPT: 2,000, of which litgpt/data/alpaca_2k.py holds 5 % (100)
+#: out for validation.
+ALPACA2K_TRAIN = 1900
 
 
-def main() -> int:
+@dataclass(frozen=True)
+class Measured:
+    q: ML.Case
+    lo: ML.Case
+    d: Any  # roofline.DeviceModel
+    lora_s: float  # seconds per LoRA step (one micro-batch)
+    qlora_s: float
+    pair: DQ.Pair
+
+
+def iterations(c: ML.Case) -> float | None:
+    """Steps (micro-batches) the row's time covers: 1,000 in the tutorial's table, the whole run in
+    the config hub's."""
+    if c.table == "tutorial":
+        return 1000.0
+    ep = epochs(c)
+    return ep * math.ceil(ALPACA2K_TRAIN / c.batch) if ep else None
+
+
+def measured_pairs() -> tuple[list[Measured], list[str]]:
+    """Every LoRA/QLoRA (bnb.nf4) pair of the same model, GPU and table; and notes on the rows left
+    out of the fit (different micro-batches, duplicated rows)."""
     catalog = load_catalog()
     cases = [c for c in ML.cases() if not c.multi and c.workload.mode in ("lora", "qlora") and c.opts.quant == "nf4"]
     lora = [c for c in cases if c.workload.mode == "lora"]
-    qlora = [c for c in cases if c.workload.mode == "qlora"]
-    print("# QLoRA (bnb.nf4) against LoRA: LitGPT's measured training times vs the step model")
-    print("slowdown = QLoRA time / LoRA time for the same model, GPU and data; model at the table's sequence")
-    print("length; 'matches at': the tokens per sample at which the model's slowdown equals the measured one\n")
-    print(
-        f"{'model':24s} {'GPU':16s} {'mb L/Q':>6s} {'seq':>5s} {'measured':>8s} {'model':>7s} {'matches at':>10s} "
-        f"{'lacks/call':>10s} {'B/weight':>8s}  note"
-    )
-    per_call: list[float] = []
-    per_weight: list[float] = []
-    implied: list[float] = []
-    at_seq: list[float] = []
-    measured_all: list[float] = []
-    model_all: list[float] = []
-    short16 = 0
-    for q in qlora:
+    out: list[Measured] = []
+    notes: list[str] = []
+    seen: set[tuple[str, str, float, float]] = set()
+    for q in (c for c in cases if c.workload.mode == "qlora"):
         pair = [
             c for c in lora if c.workload.id == q.workload.id and c.row["gpu"] == q.row["gpu"] and c.table == q.table
         ]
-        same = [c for c in pair if c.batch == q.batch]
         if not pair:
             continue
-        lo = (same or pair)[0]
+        lo = ([c for c in pair if c.batch == q.batch] or pair)[0]
         tq, tl = minutes(q.row["quote"]), minutes(lo.row["quote"])
-        if tq is None or tl is None or epochs(q) != epochs(lo):
+        nq, nl = iterations(q), iterations(lo)
+        if tq is None or tl is None or nq is None or nl is None or epochs(q) != epochs(lo):
             continue
+        label = f"{q.workload.id} on {q.row['gpu']}"
+        if lo.batch != q.batch:
+            notes.append(f"{label}: LoRA at micro-batch {lo.batch}, QLoRA at {q.batch}; padding differs, not fitted")
+            continue
+        key = (q.workload.id, q.row["gpu"], tl, tq)
+        if key in seen:
+            notes.append(f"{label} ({q.row['model']}): the same times as another row of the table, counted once")
+            continue
+        seen.add(key)
         e = catalog.get(GPUS[q.row["gpu"]])
         if e is None:
             raise RuntimeError(f"{GPUS[q.row['gpu']]} is not in the catalog")
         d = A.device_for(e)
-        measured = tq / tl
-        seq = q.shape.seq_len
-
-        def ratio(tokens: int, q: ML.Case = q, lo: ML.Case = lo, d: object = d) -> float:
-            return seconds(q, d, tokens) / seconds(lo, d, tokens)
-
-        model = ratio(seq)
-        at_seq.append(model / measured - 1)
-        measured_all.append(measured)
-        model_all.append(model)
-        note = "" if lo.batch == q.batch else "different micro-batches: times of the same data"
-        if model >= measured:
-            found = f">= {seq}"
-        elif ratio(16) < measured:
-            found = "< 16"
-            short16 += 1
-        else:
-            a, b = 16, seq  # ratio(a) >= measured > ratio(b): the slowdown falls with the tokens
-            while b - a > 1:
-                m = (a + b) // 2
-                a, b = (m, b) if ratio(m) >= measured else (a, m)
-            implied.append(float(b))
-            found = str(b)
-        us, nb = missing(q, lo, d, measured)
-        if us > 0:
-            per_call.append(us)
-            per_weight.append(nb)
-        print(
-            f"{q.workload.id:24s} {q.row['gpu'][:16]:16s} {lo.batch:>3d}/{q.batch:<2d} {seq:5d} "
-            f"{measured:8.2f} {model:7.2f} {found:>10s} {us:8.0f}us {nb:8.1f}  {note}"
+        deq = [o for o in _trace(q, q.shape.seq_len).ops if o.kind is OpKind.DEQUANT]
+        lora_s, qlora_s = tl * 60 / nl, tq * 60 / nq
+        p = DQ.Pair(
+            label=f"{q.workload.id} mb{q.batch}",
+            gpu=q.row["gpu"],
+            weights=float(sum(o.count * o.elems_fixed for o in deq)),
+            calls=sum(o.count for o in deq),
+            stream_bytes_per_s=d.bandwidth_gbs * 1e9 * d.mem_eff,
+            extra_s=qlora_s - lora_s,
         )
+        out.append(Measured(q, lo, d, lora_s, qlora_s, p))
+    return out, notes
+
+
+def tokens_for(m: Measured) -> tuple[int, str]:
+    """The tokens per sample at which the model's LoRA step takes the measured time (bisection over
+    16 .. the table's length; the model's step grows with the tokens)."""
+    target = m.lora_s / m.lo.batch
+    a, b = 16, m.lo.shape.seq_len
+    if seconds(m.lo, m.d, b) <= target:
+        return b, "model's LoRA step faster than measured even at the table's length"
+    if seconds(m.lo, m.d, a) >= target:
+        return a, "model's LoRA step slower than measured even at 16 tokens (host-bound in the model)"
+    while b - a > 1:
+        mid = (a + b) // 2
+        a, b = (mid, b) if seconds(m.lo, m.d, mid) < target else (a, mid)
+    return b, ""
+
+
+def set_bytes(value: float) -> None:
+    """Make the model charge ``value`` bytes per dequantised weight (in memory, for the comparison)."""
+    doc = dict(R.params().doc)
+    doc["dequant"] = {**doc.get("dequant", {}), "bytes_per_weight": value}
+    R._PARAMS = R.Params(doc)
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:+.0f} %"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
+    ap.add_argument("--fit", action="store_true", help="fit dequant.bytes_per_weight and write it to steptime.json")
+    args = ap.parse_args()
+    rows, notes = measured_pairs()
+    pairs = [m.pair for m in rows]
+    shipped = R.dequant_bytes(R.params())
+    fitted = DQ.fit(pairs)
+    print("# QLoRA (bnb.nf4) against LoRA: LitGPT's measured steps, and bitsandbytes' dequantisation fitted on them")
+    print("bytes/weight: the bytes per dequantised weight that would explain the pair's extra time at the card's")
     print(
-        f"\nMeasured slowdown x{min(measured_all):.2f} to x{max(measured_all):.2f} (median "
-        f"x{statistics.median(measured_all):.2f}); the model's at the tables' sequence lengths "
-        f"x{min(model_all):.2f} to x{max(model_all):.2f}."
+        "streaming bandwidth (data sheet x measured memory efficiency); the kernel's own traffic is "
+        f"{DEQUANT_BYTES:.4f}\n"
     )
     print(
-        f"{len(at_seq)} pairs. At the tables' sequence lengths the model's slowdown is a median "
-        f"{100 * statistics.median(at_seq):+.0f} % against the measured one (range {100 * min(at_seq):+.0f} to "
-        f"{100 * max(at_seq):+.0f} %)."
+        f"{'model':24s} {'GPU':16s} {'mb':>3s} {'LoRA ms':>8s} {'QLoRA ms':>8s} {'extra ms':>8s} {'calls':>5s} "
+        f"{'Mw/call':>7s} {'bytes/weight':>12s}"
     )
-    print(
-        f"Where the model is short ({len(per_call)} pairs), the time it lacks at the tables' sequence lengths: "
-        f"{min(per_call):.0f}-{max(per_call):.0f} us per dequantisation call (median {statistics.median(per_call):.0f}), "
-        f"{min(per_weight):.1f}-{max(per_weight):.1f} bytes per dequantised weight at the data-sheet bandwidth "
-        f"(median {statistics.median(per_weight):.1f}; the model charges {DEQUANT_BYTES:.2f} at the card's "
-        "measured streaming efficiency)."
-    )
-    print(f"{short16} of the {len(at_seq)} pairs stay below the measured slowdown even at 16 tokens per sample.")
-    mid = statistics.median(per_weight)
-    near = sum(1 for x in per_weight if mid / 1.5 <= x <= mid * 1.5)
-    print(f"{near} of those {len(per_weight)} lie within 1.5x of that median per weight.")
-    if implied:
+    for m in rows:
+        p = m.pair
         print(
-            f"Tokens per sample at which the model matches: median {statistics.median(implied):.0f} "
-            f"(range {min(implied):.0f} to {max(implied):.0f})."
+            f"{m.q.workload.id:24s} {m.q.row['gpu'][:16]:16s} {m.q.batch:3d} {m.lora_s * 1e3:8.1f} "
+            f"{m.qlora_s * 1e3:8.1f} {p.extra_s * 1e3:8.1f} {p.calls:5d} {p.weights / p.calls / 1e6:7.1f} "
+            f"{p.implied():12.1f}"
         )
+    for n in notes:
+        print(f"  not fitted: {n}")
+    print(
+        f"\nFit on all {len(pairs)} pairs (mean |log| of the extra time, grid step 0.25): {fitted} bytes per weight "
+        f"({fitted / DEQUANT_BYTES:.1f}x the kernel's traffic), loss {DQ.loss(pairs, fitted):.3f}; "
+        f"shipped: {shipped}"
+    )
+    for gpu in sorted({p.gpu for p in pairs}):
+        train = [p for p in pairs if p.gpu != gpu]
+        test = [p for p in pairs if p.gpu == gpu]
+        b = DQ.fit(train)
+        errs = [p.predicted_extra_s(b) / p.extra_s - 1 for p in test]
+        print(
+            f"  {gpu} left out: fitted {b} on the other card; its extra time "
+            + ", ".join(f"{p.label} {pct(e)}" for p, e in zip(test, errs, strict=True))
+            + f" (median |error| {100 * statistics.median(abs(e) for e in errs):.0f} %)"
+        )
+    if args.fit:
+        doc = json.loads(R.PARAMS_FILE.read_text())
+        doc["dequant"] = {
+            "bytes_per_weight": fitted,
+            "pairs": len(pairs),
+            "source": "benchmarks/qlora_litgpt.py --fit: LitGPT's LoRA/QLoRA (bnb.nf4) step times, "
+            "../shared/data/llm_memory_litgpt.csv",
+        }
+        R.PARAMS_FILE.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        R._PARAMS = None
+        shipped = R.dequant_bytes(R.params())
+        print(f"  written to {R.PARAMS_FILE.name}: dequant.bytes_per_weight = {shipped}")
+
+    print("\n## The whole step: the model's QLoRA step against the measured one")
+    print("tokens: per sample, where the model's LoRA step takes the measured time; QLoRA error with the kernel's")
+    print(f"traffic ({DEQUANT_BYTES:.2f} bytes per weight, as before) and with the shipped value ({shipped})\n")
+    print(
+        f"{'model':24s} {'GPU':16s} {'mb':>3s} {'tokens':>6s} {'measured Q/L':>12s} {'traffic':>8s} "
+        f"{'shipped':>8s}  note"
+    )
+    configs = (DEQUANT_BYTES, shipped)
+    errs: tuple[list[float], list[float]] = ([], [])
+    clean: tuple[list[float], list[float]] = ([], [])
+    for m in rows:
+        t, note = tokens_for(m)
+        got = []
+        for i, b in enumerate(configs):
+            set_bytes(b)
+            got.append(seconds(m.q, m.d, t) * m.q.batch / m.qlora_s - 1)
+            errs[i].append(got[i])
+            if not note:
+                clean[i].append(got[i])
+        set_bytes(shipped)
+        print(
+            f"{m.q.workload.id:24s} {m.q.row['gpu'][:16]:16s} {m.q.batch:3d} {t:6d} "
+            f"{m.qlora_s / m.lora_s:12.2f} {pct(got[0]):>8s} {pct(got[1]):>8s}  {note}"
+        )
+    for label, (a, b) in (("all pairs", errs), ("pairs whose LoRA step the model matches", clean)):
+        if a:
+            print(
+                f"{label} ({len(a)}): QLoRA step median |error| {100 * statistics.median(abs(x) for x in a):.0f} % "
+                f"(bias {pct(statistics.median(a))}) with the kernel's traffic, "
+                f"{100 * statistics.median(abs(x) for x in b):.0f} % (bias {pct(statistics.median(b))}) shipped"
+            )
     return 0
 
 

@@ -164,6 +164,13 @@ def params() -> Params:
     return _PARAMS
 
 
+def dequant_bytes(p: Params) -> float:
+    """Bytes per weight one 4-bit dequantisation is charged at the card's streaming bandwidth: the
+    time bitsandbytes' NF4 kernel took inside LitGPT's training steps (``dequant.bytes_per_weight``,
+    fitted by benchmarks/qlora_litgpt.py --fit), else the bytes it moves (``trace.DEQUANT_BYTES``)."""
+    return float(p.doc.get("dequant", {}).get("bytes_per_weight", DEQUANT_BYTES))
+
+
 @dataclass(frozen=True)
 class DeviceModel:
     """Everything the step-time model needs about one device (a catalog GPU, or a benchmarked
@@ -468,7 +475,7 @@ def op_time(d: DeviceModel, op: Op, batch: int, precision: str) -> tuple[float, 
     if precision == "fp8" and op.kind is OpKind.GEMM and not fp8_gemm(op):
         precision = "bf16"  # the output layer and LoRA adapters stay 16-bit in fp8 training
     if op.kind is OpKind.DEQUANT:
-        nbytes = (op.elems_fixed + op.elems_per_sample * batch) * DEQUANT_BYTES  # codes + absmax read, 16-bit written
+        nbytes = (op.elems_fixed + op.elems_per_sample * batch) * dequant_bytes(p)  # effective, fitted
     else:
         nbytes = (op.elems_per_sample * batch + op.elems_fixed) * elem
     flops = op.flops_per_sample * batch
@@ -612,7 +619,8 @@ def _template(ops: tuple[Op, ...], precision: str, cpu: bool) -> list[tuple[Any,
     for op in ops:
         elem = 4.0 if op.fp32_only else elem16
         if op.kind is OpKind.DEQUANT:
-            b_ps, b_fix = op.elems_per_sample * DEQUANT_BYTES, op.elems_fixed * DEQUANT_BYTES
+            deq = dequant_bytes(p)
+            b_ps, b_fix = op.elems_per_sample * deq, op.elems_fixed * deq
         else:
             b_ps, b_fix = op.elems_per_sample * elem, op.elems_fixed * elem
         backward = 1.0 if op.phase.value == "backward" else 0.0

@@ -19,9 +19,10 @@ Conventions (kept by every builder; the readers rely on them):
   query tokens x heads per sample, ``n`` = key tokens, ``k`` = head dimension; ``causal``: FLOPs
   counted for the lower triangle only (the kernel still computes the diagonal blocks in full).
 - ELEMENTWISE, EMBEDDING, DEQUANT: memory-bound kernels; FLOPs may be 0.
-- DEQUANT: ``elems_fixed`` counts the weights dequantised; readers charge ``DEQUANT_BYTES`` per
-  element whatever the training precision (bitsandbytes' NF4 kernel reads the 4-bit codes and one
-  fp32 absmax per block of 64, and writes the 16-bit weight the GEMM then reads again).
+- DEQUANT: ``elems_fixed`` counts the weights dequantised, whatever the training precision
+  (bitsandbytes' NF4 kernel reads the 4-bit codes and one fp32 absmax per block of 64, and writes
+  the 16-bit weight the GEMM then reads again: ``DEQUANT_BYTES``); the step model charges each
+  weight the fitted ``roofline.dequant_bytes`` instead.
 - ``count`` > 1 on an op that is not per layer means several small kernels of eager code (an
   RMSNorm is ~5 launches); its FLOPs and elements are per launch.
 - ``host_dispatch`` False: kernels a library launches by itself inside one dispatched call (cuDNN's
@@ -69,7 +70,9 @@ def checkpointing_mode(value: object) -> str:
 
 #: Bytes one NF4 dequantisation moves per weight: 0.5 (4-bit code) + 4/64 (fp32 absmax per block of
 #: 64, bitsandbytes' default) read, 2 (the 16-bit weight) written. The GEMM's read of the 16-bit
-#: weight is the GEMM's own traffic.
+#: weight is the GEMM's own traffic. The step model charges the fitted ``dequant.bytes_per_weight``
+#: of steptime.json instead (``roofline.dequant_bytes``): bitsandbytes' kernel, timed inside
+#: training steps, takes several times what this traffic would at the card's streaming bandwidth.
 DEQUANT_BYTES = 0.5 + 4 / 64 + 2.0
 
 

@@ -250,9 +250,8 @@ def test_attention_rate_follows_head_dim_and_causal_blocks(catalog) -> None:  # 
 
 def test_qlora_costs_lora_plus_the_dequantisation_traffic(catalog) -> None:  # type: ignore[no-untyped-def]
     """bitsandbytes NF4 dequantises every quantised weight to 16 bits once per forward and once per
-    backward (and once more in the recompute): 0.5 byte codes + an fp32 absmax per 64 weights read,
-    2 bytes written per weight, a
-    streaming kernel. QLoRA's step is LoRA's plus that traffic at the streaming bandwidth."""
+    backward (and once more in the recompute), a streaming kernel charged the fitted bytes per weight
+    (``dequant.bytes_per_weight``). QLoRA's step is LoRA's plus that at the streaming bandwidth."""
     for gpu in ("nvidia-h100-sxm5-80gb", "nvidia-rtx-4090"):
         e = catalog.get(gpu)
         d = A.device_for(e)
@@ -263,8 +262,7 @@ def test_qlora_costs_lora_plus_the_dequantisation_traffic(catalog) -> None:  # t
             weights = sum(o.elems_fixed * o.count for o in trace.ops if o.kind is OpKind.DEQUANT)
             # forward + backward (+ recompute) passes over the ~7 B quantised linear weights
             assert weights == pytest.approx((3 if ckpt else 2) * 6.98e9, rel=0.02)
-            # 0.5 B codes + 4/64 B absmax read, 2 B written per weight
-            expected = weights * (0.5 + 4 / 64 + 2.0) / (d.bandwidth_gbs * 1e9 * d.mem_eff)
+            expected = weights * R.dequant_bytes(R.params()) / (d.bandwidth_gbs * 1e9 * d.mem_eff)
             assert qlora.seconds - lora.seconds == pytest.approx(expected, rel=0.1)
 
 

@@ -96,7 +96,8 @@ def main() -> int:
         },
         "cpu": {"dispatch_per_launch_overhead": 4.4},
     }
-    for keep in ("step", "comm"):
+    # So is QLoRA's dequantisation cost (benchmarks/qlora_litgpt.py --fit).
+    for keep in ("step", "comm", "dequant"):
         if keep in old:
             doc[keep] = old[keep]
     conv, n_conv, spread, conv_by = K.fit_conv(catalog, g, power)
