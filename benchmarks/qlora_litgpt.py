@@ -122,13 +122,13 @@ def measured_pairs() -> tuple[list[Measured], list[str]]:
         nq, nl = iterations(q), iterations(lo)
         if tq is None or tl is None or nq is None or nl is None or epochs(q) != epochs(lo):
             continue
-        label = f"{q.workload.id} on {q.row['gpu']}"
+        label = f"{q.row['model']} on {q.row['gpu']}"
         if lo.batch != q.batch:
             notes.append(f"{label}: LoRA at micro-batch {lo.batch}, QLoRA at {q.batch}; padding differs, not fitted")
             continue
         key = (q.workload.id, q.row["gpu"], tl, tq)
         if key in seen:
-            notes.append(f"{label} ({q.row['model']}): the same times as another row of the table, counted once")
+            notes.append(f"{label}: the same times as another row of the table ({q.workload.id}), counted once")
             continue
         seen.add(key)
         e = catalog.get(GPUS[q.row["gpu"]])
@@ -207,6 +207,8 @@ def main() -> int:
         f"({fitted / DEQUANT_BYTES:.1f}x the kernel's traffic), loss {DQ.loss(pairs, fitted):.3f}; "
         f"shipped: {shipped}"
     )
+    b2, call, l2 = DQ.fit_with_call(pairs)
+    print(f"  with a fixed cost per call as well: {b2} bytes per weight + {call * 1e6:.0f} us per call, loss {l2:.3f}")
     for gpu in sorted({p.gpu for p in pairs}):
         train = [p for p in pairs if p.gpu != gpu]
         test = [p for p in pairs if p.gpu == gpu]

@@ -50,3 +50,27 @@ def fit(pairs: Sequence[Pair]) -> float:
     if not usable:
         raise ValueError("no LoRA/QLoRA pair with a positive measured difference to fit on")
     return min(GRID, key=lambda b: (round(loss(usable, b), 12), b))
+
+
+#: Per-call costs tried beside the bytes (seconds): 0 to 200 µs in steps of 5.
+CALL_GRID: tuple[float, ...] = tuple(i * 5e-6 for i in range(41))
+
+
+def loss_with_call(pairs: Sequence[Pair], bytes_per_weight: float, call_s: float) -> float:
+    """Mean |log error| when each call also costs ``call_s`` (a launch- or host-like fixed part)."""
+    return statistics.fmean(
+        abs(math.log((p.predicted_extra_s(bytes_per_weight) + p.calls * call_s) / p.extra_s)) for p in pairs
+    )
+
+
+def fit_with_call(pairs: Sequence[Pair]) -> tuple[float, float, float]:
+    """(bytes per weight, seconds per call, loss): the two-term alternative, to test whether a fixed
+    per-call part explains the pairs better than the bytes alone."""
+    usable = [p for p in pairs if p.extra_s > 0 and p.weights > 0 and p.stream_bytes_per_s > 0]
+    if not usable:
+        raise ValueError("no LoRA/QLoRA pair with a positive measured difference to fit on")
+    best = min(
+        ((b, c) for b in GRID for c in CALL_GRID),
+        key=lambda bc: (round(loss_with_call(usable, bc[0], bc[1]), 12), bc[1], bc[0]),
+    )
+    return best[0], best[1], loss_with_call(usable, *best)
