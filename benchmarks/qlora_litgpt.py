@@ -78,9 +78,30 @@ def _trace(c: ML.Case, tokens: int) -> Any:
     return tr
 
 
-#: Alpaca2k's training samples in LitGPT: 2,000, of which litgpt/data/alpaca_2k.py holds 5 % (100)
-#: out for validation.
-ALPACA2K_TRAIN = 1900
+#: Alpaca2k in LitGPT: 2,000 samples, of which the data module holds out ``val_split_fraction``
+#: (litgpt/data/alpaca_2k.py: 0.05 by default, 100 samples; many configs set 0.03847, 77).
+ALPACA2K = 2000
+ALPACA2K_TRAIN = 1900  # at the default split
+
+#: What the config hub's runs spent on evaluation, from each model's config_hub/finetune/<model>/
+#: lora.yaml as stored at the Lightning-AI/litgpt commits named (they may postdate the table's
+#: commit; the QLoRA configs are taken to match): global batch, evaluation interval in optimizer
+#: steps, the validation split, and whether a final validation runs. Every evaluation runs
+#: min(100, validation batches) validation forwards and generates 100 tokens.
+EVAL: dict[str, tuple[int, int, float, bool, str]] = {
+    "falcon-7b": (8, 100, 0.05, False, "3352a7a"),
+    "gemma-2b": (6, 25, 0.03847, False, "3352a7a"),
+    "gemma-2-2b": (6, 25, 0.03847, True, "3fae864"),
+    "llama-2-7b": (8, 100, 0.03847, False, "08bf15d"),  # that version trains on AlpacaGPT4: drifted
+    "mistral-7b": (8, 100, 0.05, False, "0d20770"),
+    "phi-2": (8, 100, 0.03847, False, "14db26b"),
+    "phi-3-mini-4k-instruct": (8, 100, 0.03847, True, "6ec3463"),
+    "stablelm-base-alpha-3b": (8, 100, 0.05, False, "3352a7a"),
+    "tiny-llama": (8, 100, 0.03847, False, "089fc5c"),
+}
+#: A validation forward against a training step, in step time: of LoRA's and QLoRA's GEMMs (the
+#: frozen weights get no weight gradients) and of QLoRA's dequantisations, the forward runs half.
+VAL_FORWARD_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -93,13 +114,33 @@ class Measured:
     pair: DQ.Pair
 
 
-def iterations(c: ML.Case) -> float | None:
-    """Steps (micro-batches) the row's time covers: 1,000 in the tutorial's table, the whole run in
-    the config hub's."""
+def iterations(c: ML.Case) -> tuple[float, float] | None:
+    """(training micro-batches, validation forwards) the row's time covers: 1,000 iterations and no
+    evaluation in the tutorial's table; the whole run in the config hub's (``EVAL``)."""
     if c.table == "tutorial":
-        return 1000.0
+        return 1000.0, 0.0
     ep = epochs(c)
-    return ep * math.ceil(ALPACA2K_TRAIN / c.batch) if ep else None
+    cfg = EVAL.get(c.workload.id)
+    if not ep or cfg is None:
+        return None
+    gbs, interval, val_fraction, final, _commit = cfg
+    val = math.ceil(ALPACA2K * val_fraction)
+    steps = ep * math.ceil((ALPACA2K - val) / c.batch)
+    evals = int(steps * c.batch / gbs) // interval + (1 if final else 0)
+    return float(steps), float(evals * min(100, math.ceil(val / c.batch)))
+
+
+def step_equivalents(c: ML.Case) -> float | None:
+    """The row's time in training steps: its micro-batches plus its validation forwards at
+    ``VAL_FORWARD_SHARE`` of a step each (the generated tokens are left out: a few seconds a run)."""
+    it = iterations(c)
+    return None if it is None else it[0] + VAL_FORWARD_SHARE * it[1]
+
+
+def eval_share(c: ML.Case) -> float:
+    """The share of the row's step-equivalents that are validation forwards."""
+    it = iterations(c)
+    return 0.0 if it is None else VAL_FORWARD_SHARE * it[1] / (it[0] + VAL_FORWARD_SHARE * it[1])
 
 
 def measured_pairs() -> tuple[list[Measured], list[str]]:
@@ -119,12 +160,15 @@ def measured_pairs() -> tuple[list[Measured], list[str]]:
             continue
         lo = ([c for c in pair if c.batch == q.batch] or pair)[0]
         tq, tl = minutes(q.row["quote"]), minutes(lo.row["quote"])
-        nq, nl = iterations(q), iterations(lo)
-        if tq is None or tl is None or nq is None or nl is None or epochs(q) != epochs(lo):
-            continue
         label = f"{q.row['model']} on {q.row['gpu']}"
         if lo.batch != q.batch:
             notes.append(f"{label}: LoRA at micro-batch {lo.batch}, QLoRA at {q.batch}; padding differs, not fitted")
+            continue
+        nq, nl = step_equivalents(q), step_equivalents(lo)
+        if tq is None or tl is None or epochs(q) != epochs(lo):
+            continue
+        if nq is None or nl is None:
+            notes.append(f"{label}: its config's evaluation settings were not read (EVAL), not fitted")
             continue
         key = (q.workload.id, q.row["gpu"], tl, tq)
         if key in seen:
@@ -191,14 +235,14 @@ def main() -> int:
     )
     print(
         f"{'model':24s} {'GPU':16s} {'mb':>3s} {'LoRA ms':>8s} {'QLoRA ms':>8s} {'extra ms':>8s} {'calls':>5s} "
-        f"{'Mw/call':>7s} {'bytes/weight':>12s}"
+        f"{'Mw/call':>7s} {'bytes/weight':>12s} {'eval share':>10s}"
     )
     for m in rows:
         p = m.pair
         print(
             f"{m.q.workload.id:24s} {m.q.row['gpu'][:16]:16s} {m.q.batch:3d} {m.lora_s * 1e3:8.1f} "
             f"{m.qlora_s * 1e3:8.1f} {p.extra_s * 1e3:8.1f} {p.calls:5d} {p.weights / p.calls / 1e6:7.1f} "
-            f"{p.implied():12.1f}"
+            f"{p.implied():12.1f} {100 * eval_share(m.q):9.0f}%"
         )
     for n in notes:
         print(f"  not fitted: {n}")
@@ -218,6 +262,12 @@ def main() -> int:
             f"  {gpu} left out: fitted {b} on the other card; its extra time "
             + ", ".join(f"{p.label} {pct(e)}" for p, e in zip(test, errs, strict=True))
             + f" (median |error| {100 * statistics.median(abs(e) for e in errs):.0f} %)"
+        )
+        tb, tc, _ = DQ.fit_with_call(train)
+        errs2 = [(p.predicted_extra_s(tb) + p.calls * tc) / p.extra_s - 1 for p in test]
+        print(
+            f"    the same with the per-call term ({tb} bytes + {tc * 1e6:.0f} us fitted on the other card): median "
+            f"|error| {100 * statistics.median(abs(e) for e in errs2):.0f} %"
         )
     if args.fit:
         doc = json.loads(R.PARAMS_FILE.read_text())
