@@ -44,6 +44,7 @@ from gpuselect.catalog import load_catalog
 from gpuselect.estimate import api as A
 from gpuselect.estimate import roofline as R
 from gpuselect.estimate.fit import dequant as DQ
+from gpuselect.estimate.fit import throughput as T
 from gpuselect.estimate.perf import step_time
 from gpuselect.estimate.trace import DEQUANT_BYTES, OpKind
 from gpuselect.workloads.traces import transformer_trace
@@ -212,7 +213,7 @@ def set_bytes(value: float) -> None:
     """Make the model charge ``value`` bytes per dequantised weight (in memory, for the comparison)."""
     doc = dict(R.params().doc)
     doc["dequant"] = {**doc.get("dequant", {}), "bytes_per_weight": value}
-    R._PARAMS = R.Params(doc)
+    T.set_params(doc)
 
 
 def pct(x: float) -> str:
@@ -278,7 +279,7 @@ def main() -> int:
             "../shared/data/llm_memory_litgpt.csv",
         }
         R.PARAMS_FILE.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-        R._PARAMS = None
+        T.set_params(doc)
         shipped = R.dequant_bytes(R.params())
         print(f"  written to {R.PARAMS_FILE.name}: dequant.bytes_per_weight = {shipped}")
 
