@@ -168,7 +168,13 @@ def dequant_bytes(p: Params) -> float:
     """Bytes per weight one 4-bit dequantisation is charged at the card's streaming bandwidth: the
     time bitsandbytes' NF4 kernel took inside LitGPT's training steps (``dequant.bytes_per_weight``,
     fitted by benchmarks/qlora_litgpt.py --fit), else the bytes it moves (``trace.DEQUANT_BYTES``)."""
-    return float(p.doc.get("dequant", {}).get("bytes_per_weight", DEQUANT_BYTES))
+    value = p.doc.get("dequant", {}).get("bytes_per_weight", DEQUANT_BYTES)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e3:
+        raise DataError(
+            f"the step-time model's parameters {PARAMS_FILE.name} hold a dequant.bytes_per_weight of {value!r}, "
+            "not a positive number of bytes; rerun benchmarks/qlora_litgpt.py --fit"
+        )
+    return float(value)
 
 
 @dataclass(frozen=True)

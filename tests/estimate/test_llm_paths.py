@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpuselect.catalog import load_catalog
+from gpuselect.errors import DataError
 from gpuselect.estimate import api as A
 from gpuselect.estimate import roofline as R
 from gpuselect.estimate.memory import (
@@ -191,3 +192,10 @@ def test_offloaded_gradients_do_not_hide_where_the_collectives_share_the_pcie_li
     opt = A.predict_step(w, d, e, 1, "bf16", count=4, sharding="fsdp", offload="optimizer")[0]
     pcie, cpu = A.offload_seconds(w, d, "optimizer", "adamw", shards=4, gpus_on_host=4, pcie_gbs=32.0)
     assert opt.breakdown["offload"] == pytest.approx(pcie + cpu - base.breakdown["optimizer"])
+
+
+@pytest.mark.parametrize("bad", ["8", -1.0, 0, float("nan"), True, None])
+def test_a_corrupt_dequant_parameter_is_one_clear_sentence(bad: object) -> None:
+    doc = {**R.params().doc, "dequant": {"bytes_per_weight": bad}}
+    with pytest.raises(DataError, match="dequant.bytes_per_weight"):
+        R.dequant_bytes(R.Params(doc))
