@@ -72,7 +72,13 @@ def seconds(c: ML.Case, d: Any, tokens: int) -> float:
 def _trace(c: ML.Case, tokens: int) -> Any:
     shape = replace(c.shape, seq_len=tokens)
     targets, rank = ("qv", 8) if c.table == "tutorial" else ML.LORA[c.workload.id]
-    tr = transformer_trace(shape, mode=c.workload.mode, lora_rank=rank, checkpointing=c.opts.checkpointing)
+    tr = transformer_trace(
+        shape,
+        mode=c.workload.mode,
+        lora_rank=rank,
+        checkpointing=c.opts.checkpointing,
+        double_quant=c.opts.quant == "nf4-dq",  # LitGPT's bnb.nf4 is plain NF4; bnb.nf4-dq double-quantises
+    )
     if targets == "qv":  # LitGPT's lora_query / lora_value only: the other linears carry no adapter
         keep = ("layers.attn.q.", "layers.attn.v.", "layers.attn.qkv.q.", "layers.attn.qkv.v.")
         tr = replace(tr, ops=tuple(o for o in tr.ops if ".lora" not in o.name or o.name.startswith(keep)))
@@ -216,6 +222,34 @@ def set_bytes(value: float) -> None:
     T.set_params(doc)
 
 
+def double_quantisation() -> None:
+    """bnb.nf4-dq against bnb.nf4 in the tutorial's table (same model, card and micro-batch, per 1,000
+    iterations): what double quantisation adds per dequantisation call, measured and in the model
+    (its absmax's two small kernels, at the kernel floor where the step is device-bound)."""
+    catalog = load_catalog()
+    cases = [c for c in ML.cases() if not c.multi and c.workload.mode == "qlora" and c.table == "tutorial"]
+    print("\n## Double quantisation (bnb.nf4-dq) against plain NF4 (bnb.nf4), the tutorial's A100 rows")
+    print(
+        f"{'model':24s} {'mb':>3s} {'nf4 ms':>7s} {'nf4-dq ms':>9s} {'calls':>5s} {'measured us/call':>16s} {'model':>7s}"
+    )
+    for dq in (c for c in cases if c.opts.quant == "nf4-dq"):
+        plain = [c for c in cases if c.opts.quant == "nf4" and c.workload.id == dq.workload.id and c.batch == dq.batch]
+        t_dq, t_nf = minutes(dq.row["quote"]), (minutes(plain[0].row["quote"]) if plain else None)
+        e = catalog.get(GPUS[dq.row["gpu"]])
+        if t_dq is None or t_nf is None or e is None:
+            continue
+        d = A.device_for(e)
+        seq = dq.shape.seq_len
+        calls = sum(o.count for o in _trace(dq, seq).ops if o.kind is OpKind.DEQUANT)
+        measured = (t_dq - t_nf) * 60 / 1000 / calls
+        model = (seconds(dq, d, seq) - seconds(plain[0], d, seq)) * dq.batch / calls
+        print(
+            f"{dq.workload.id:24s} {dq.batch:3d} {t_nf * 60:7.1f} {t_dq * 60:9.1f} {calls:5d} {measured * 1e6:16.1f} "
+            f"{model * 1e6:7.1f}"
+        )
+    print("(ms: per iteration; model 0 where its step is host-bound: the two kernels launch inside bitsandbytes' call)")
+
+
 def pct(x: float) -> str:
     return f"{100 * x:+.0f} %"
 
@@ -283,6 +317,7 @@ def main() -> int:
         shipped = R.dequant_bytes(R.params())
         print(f"  written to {R.PARAMS_FILE.name}: dequant.bytes_per_weight = {shipped}")
 
+    double_quantisation()
     print("\n## The whole step: the model's QLoRA step against the measured one")
     print("tokens: per sample, where the model's LoRA step takes the measured time; QLoRA error with the kernel's")
     print(f"traffic ({DEQUANT_BYTES:.2f} bytes per weight, as before) and with the shipped value ({shipped})\n")

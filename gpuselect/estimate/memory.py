@@ -118,7 +118,7 @@ class MemoryOptions:
     sharding: str = "none"  # over ``gpus`` data-parallel ranks
     offload: str = "none"
     gpus: int = 1
-    quant: str = "nf4"  # base weights of QLoRA
+    quant: str = "nf4-dq"  # base weights of QLoRA: NF4 with double quantisation (bitsandbytes' default)
     lora_targets: str = "all"  # "all" linear layers (the presets' adapters) or "qv" (query and value only)
     lora_dropout: bool = True
     # A language model's loss: "chunked" (the logits' loss taken in pieces, as LitGPT does) or "plain"
@@ -202,7 +202,7 @@ def _state_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None) 
     return weights, grads, opt, evictable
 
 
-def weight_storage_bytes(w: Workload, precision: str = "bf16", quant: str = "nf4") -> float:
+def weight_storage_bytes(w: Workload, precision: str = "bf16", quant: str = "nf4-dq") -> float:
     """The whole model's weights as stored on the device (what FSDP gathers and parameter offload
     copies up): 16-bit (4 bytes in fp32 training); under QLoRA the quantised base (4-bit codes and
     their constants) with the embeddings, head, norms and adapters in 16 bits."""

@@ -31,6 +31,11 @@ from gpuselect.workloads.transformer import LORA_TARGETS, TransformerShape, lora
 
 MODES: tuple[Mode, ...] = tuple(Mode)  # (gpuselect.types.Mode is the one source)
 ATTENTION_BACKWARD_FACTOR = 2.5  # FlashAttention-2: backward ~2.5x the forward's FLOPs
+NF4_BLOCK = 64  # weights per absmax (bitsandbytes' 4-bit default)
+#: Bytes per absmax that double quantisation's two kernels move: the 8-bit code read and the fp32
+#: value written (blockwise dequantisation; its own fp32 constant per 256 is negligible), then the
+#: offset add reading and writing it again.
+DQ_ABSMAX_BYTES = 1.0 + 4.0 + 8.0
 TRACE_DIR = "data/traces"  # inside the gpuselect.estimate package
 
 
@@ -67,6 +72,7 @@ class _Section:
         kernels: int = 1,
         fp32: bool = False,
         causal: bool = False,
+        host_dispatch: bool = True,
     ) -> None:
         # `kernels` identical launches share the traffic (eager code that is several small kernels).
         o = Op(
@@ -82,8 +88,27 @@ class _Section:
             count=kernels,
             fp32_only=fp32,
             causal=causal,
+            host_dispatch=host_dispatch,
         )
         (self.fwd if phase is Phase.FORWARD else self.bwd).append(o)
+
+    def dequant(self, phase: Phase, name: str, weights: float, double_quant: bool) -> None:
+        """bitsandbytes' NF4 dequantisation of one linear's weight before its GEMM. With double
+        quantisation (bitsandbytes' ``compress_statistics``, the QLoRA recipe's default) the fp32
+        absmax per 64 weights is itself stored in 8 bits: two more small kernels first, inside the
+        same call (the absmax's blockwise dequantisation and its offset add; ~13 bytes per absmax)."""
+        self.op(OpKind.DEQUANT, phase, name + ".dequant", fixed=weights)
+        if double_quant:
+            absmax = weights / NF4_BLOCK
+            self.op(
+                OpKind.ELEMENTWISE,
+                phase,
+                name + ".dequant.absmax",
+                fixed=absmax * DQ_ABSMAX_BYTES / 4.0,
+                kernels=2,
+                fp32=True,
+                host_dispatch=False,
+            )
 
     def ew(
         self,
@@ -131,6 +156,7 @@ class _Section:
         x: str,
         trainable: bool,
         quant: bool = False,
+        double_quant: bool = True,
         grad_input: bool = True,
         bias: bool = False,
     ) -> None:
@@ -139,7 +165,7 @@ class _Section:
         w = float(n_in * n_out)
         flops = 2.0 * tokens * n_in * n_out
         if quant:
-            self.op(OpKind.DEQUANT, Phase.FORWARD, name + ".dequant", fixed=w)
+            self.dequant(Phase.FORWARD, name, w, double_quant)
         self.op(
             OpKind.GEMM,
             Phase.FORWARD,
@@ -153,7 +179,7 @@ class _Section:
         )
         if grad_input:
             if quant:
-                self.op(OpKind.DEQUANT, Phase.BACKWARD, name + ".dequant", fixed=w)
+                self.dequant(Phase.BACKWARD, name, w, double_quant)
             self.op(
                 OpKind.GEMM,
                 Phase.BACKWARD,
@@ -313,14 +339,16 @@ def _eager_attention(sec: _Section, shape: TransformerShape, s: float, h: int, k
         sec.saved["probs_dropped"] = a
 
 
-def _layer(shape: TransformerShape, mode: str, rank: int, lora_dropout: bool = True) -> _Section:
+def _layer(
+    shape: TransformerShape, mode: str, rank: int, lora_dropout: bool = True, double_quant: bool = True
+) -> _Section:
     sec = _Section()
     s, h, kv, f = float(shape.seq_len), shape.hidden, shape.kv_dim, shape.ffn
     heads, d = shape.heads, shape.hidden // shape.heads
     full, lora, quant = mode == "full", mode != "full", mode == "qlora"
 
     def linear(name: str, x: str, n_in: int, n_out: int, adapters: tuple[tuple[str, int], ...] | None = None) -> None:
-        sec.gemm(name, s, n_in, n_out, x=x, trainable=full, quant=quant, bias=shape.has_bias)
+        sec.gemm(name, s, n_in, n_out, x=x, trainable=full, quant=quant, double_quant=double_quant, bias=shape.has_bias)
         sec.kept_sel[name] = s * n_out  # selective checkpointing keeps the (base) linear's output
         if lora:
             for sub, out in adapters if adapters is not None else ((name, n_out),):
@@ -511,21 +539,31 @@ def _head(shape: TransformerShape, mode: str) -> _Section:
     return sec
 
 
-def _first_layer_input_grads(bwd: list[Op]) -> set[tuple[str, OpKind]]:
-    """Backward ops of a layer that only compute the gradient of the layer's input."""
+def _first_layer_input_grads(bwd: list[Op]) -> dict[tuple[str, OpKind], int]:
+    """Backward ops of a layer that only compute the gradient of the layer's input, with their
+    launches in that layer (a multi-kernel op drops all of them)."""
     qkv = ("layers.attn.q", "layers.attn.k", "layers.attn.v", "layers.attn.qkv")
     names = (
         {f"{m}.dX" for m in qkv} | {f"{m}.lora_A.dX" for m in qkv} | {f"layers.attn.qkv.{x}.lora_A.dX" for x in "qkv"}
     )
     # the adapters' dropout backward only leads to the layer's input too
     names |= {f"{m}.lora_dropout.backward" for m in qkv} | {f"layers.attn.qkv.{x}.lora_dropout.backward" for x in "qkv"}
-    names |= {f"{m}.dequant" for m in qkv} | {
-        "layers.attn.qkv.split_backward",
-        "layers.norm1.backward",
-        "layers.norm1.fp32.backward",
-        "layers.norm1.scale.backward",
-    }
-    return {(o.name, o.kind) for o in bwd if o.name in names}
+    names |= (
+        {f"{m}.dequant" for m in qkv}
+        | {f"{m}.dequant.absmax" for m in qkv}
+        | {
+            "layers.attn.qkv.split_backward",
+            "layers.norm1.backward",
+            "layers.norm1.fp32.backward",
+            "layers.norm1.scale.backward",
+        }
+    )
+    return {(o.name, o.kind): o.count for o in bwd if o.name in names}
+
+
+def _base_linear(name: str) -> str:
+    """The linear layer a dequantisation op belongs to (its own name otherwise)."""
+    return name.removesuffix(".absmax").removesuffix(".dequant")
 
 
 def _times(ops: list[Op], n: int, phase: Phase | None = None) -> list[Op]:
@@ -553,12 +591,15 @@ def transformer_trace(
     lora_rank: int = 16,
     checkpointing: bool | str = False,
     lora_dropout: bool = True,
+    double_quant: bool = True,
 ) -> StepTrace:
     """The analytic trace of one training step of a transformer (per sequence of ``seq_len``).
     ``checkpointing``: False/"none", True/"full" (every layer's forward again in the backward) or
     "selective" (the layers' attention core, elementwise ops and adapters again; their base
     linear layers' outputs are kept). ``lora_dropout``: PEFT-style adapters with a dropout on each
-    adapted linear's input (the memory model's default, ``MemoryOptions.lora_dropout``)."""
+    adapted linear's input (the memory model's default, ``MemoryOptions.lora_dropout``).
+    ``double_quant``: QLoRA's NF4 with its absmax values quantised too (bitsandbytes' default,
+    ``MemoryOptions.quant`` "nf4-dq"); False: plain NF4 ("nf4")."""
     if mode not in MODES:
         raise UsageError(f"the mode must be one of {', '.join(MODES)}, not {mode!r}")
     try:
@@ -567,21 +608,27 @@ def transformer_trace(
         raise UsageError(str(exc)) from None
     checkpointing = recompute != "none"
     L, s = shape.layers, float(shape.seq_len)  # noqa: N806 - conventional symbols (tensor dims, batch, layers, op kinds) as in the formulas
-    emb, layer, head = _embedding(shape, mode), _layer(shape, mode, lora_rank, lora_dropout), _head(shape, mode)
+    emb, layer, head = (
+        _embedding(shape, mode),
+        _layer(shape, mode, lora_rank, lora_dropout, double_quant),
+        _head(shape, mode),
+    )
     ops = emb.fwd + _times(layer.fwd, L) + head.fwd
     layer_bwd = _times(list(reversed(layer.bwd)), L)
     if mode != "full" and not checkpointing:
         # Frozen embeddings: the first layer's input needs no gradient, so autograd skips the
         # input gradients that only lead there (its q/k/v dX, their dequantisation, norm1's
         # backward). Checkpointing frameworks turn input gradients on (enable_input_require_grads).
-        first = _first_layer_input_grads(layer.bwd)
-        layer_bwd = [replace(o, count=o.count - 1) if (o.name, o.kind) in first else o for o in layer_bwd]
+        first = _first_layer_input_grads(layer.bwd)  # (name, kind) -> the op's launches in one layer
+        layer_bwd = [
+            replace(o, count=o.count - first[(o.name, o.kind)]) if (o.name, o.kind) in first else o for o in layer_bwd
+        ]
         layer_bwd = [o for o in layer_bwd if o.count > 0]
     ops += list(reversed(head.bwd)) + layer_bwd + list(reversed(emb.bwd))
     if recompute == "full":  # every layer's forward once more, in the backward (Hugging Face / LitGPT per-block)
         ops += _times(layer.fwd, L, Phase.RECOMPUTE)
     elif recompute == "selective":  # all but the base linear layers (and their dequantisation): outputs kept
-        again = [o for o in layer.fwd if o.name.removesuffix(".dequant") not in layer.kept_sel]
+        again = [o for o in layer.fwd if _base_linear(o.name) not in layer.kept_sel]
         ops += _times(again, L, Phase.RECOMPUTE)
 
     def total(key: str, layers: float) -> float:
@@ -616,8 +663,9 @@ def transformer_trace(
     what = {
         "full": "full training (every weight trainable)",
         "lora": f"LoRA rank {lora_rank} on {LORA_TARGETS}; base weights frozen (no weight-gradient GEMMs)",
-        "qlora": f"QLoRA: LoRA rank {lora_rank} on {LORA_TARGETS}, 4-bit base weights dequantised in the forward, "
-        "the backward and the recompute",
+        "qlora": f"QLoRA: LoRA rank {lora_rank} on {LORA_TARGETS}, 4-bit base weights (NF4"
+        f"{' with double quantisation' if double_quant else ''}) dequantised in the forward, the backward and "
+        "the recompute",
     }[mode]
     if shape.patch:
         input_bytes = 4.0 * shape.channels * shape.patch**2 * (s - 1) + 8.0  # fp32 image + label

@@ -251,7 +251,8 @@ def test_attention_rate_follows_head_dim_and_causal_blocks(catalog) -> None:  # 
 def test_qlora_costs_lora_plus_the_dequantisation_traffic(catalog) -> None:  # type: ignore[no-untyped-def]
     """bitsandbytes NF4 dequantises every quantised weight to 16 bits once per forward and once per
     backward (and once more in the recompute), a streaming kernel charged the fitted bytes per weight
-    (``dequant.bytes_per_weight``). QLoRA's step is LoRA's plus that at the streaming bandwidth."""
+    (``dequant.bytes_per_weight``), after double quantisation's two small absmax kernels. QLoRA's
+    step is LoRA's plus that at the streaming bandwidth and those kernels at the kernel floor."""
     for gpu in ("nvidia-h100-sxm5-80gb", "nvidia-rtx-4090"):
         e = catalog.get(gpu)
         d = A.device_for(e)
@@ -262,7 +263,11 @@ def test_qlora_costs_lora_plus_the_dequantisation_traffic(catalog) -> None:  # t
             weights = sum(o.elems_fixed * o.count for o in trace.ops if o.kind is OpKind.DEQUANT)
             # forward + backward (+ recompute) passes over the ~7 B quantised linear weights
             assert weights == pytest.approx((3 if ckpt else 2) * 6.98e9, rel=0.02)
+            calls = sum(o.count for o in trace.ops if o.kind is OpKind.DEQUANT)
+            absmax = [o for o in trace.ops if o.name.endswith(".dequant.absmax")]
+            assert sum(o.count for o in absmax) == 2 * calls and not any(o.host_dispatch for o in absmax)
             expected = weights * R.dequant_bytes(R.params()) / (d.bandwidth_gbs * 1e9 * d.mem_eff)
+            expected += 2 * calls * d.kernel_floor_s
             assert qlora.seconds - lora.seconds == pytest.approx(expected, rel=0.1)
 
 
