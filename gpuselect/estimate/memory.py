@@ -118,7 +118,7 @@ class MemoryOptions:
     sharding: str = "none"  # over ``gpus`` data-parallel ranks
     offload: str = "none"
     gpus: int = 1
-    quant: str = "nf4-dq"  # base weights of QLoRA: NF4 with double quantisation (bitsandbytes' default)
+    quant: str = "nf4-dq"  # base weights of QLoRA: NF4 with double quantisation (as QLoRA recipes set it)
     lora_targets: str = "all"  # "all" linear layers (the presets' adapters) or "qv" (query and value only)
     lora_dropout: bool = True
     # A language model's loss: "chunked" (the logits' loss taken in pieces, as LitGPT does) or "plain"

@@ -94,7 +94,7 @@ class _Section:
 
     def dequant(self, phase: Phase, name: str, weights: float, double_quant: bool) -> None:
         """bitsandbytes' NF4 dequantisation of one linear's weight before its GEMM. With double
-        quantisation (bitsandbytes' ``compress_statistics``, the QLoRA recipe's default) the fp32
+        quantisation (bitsandbytes' ``compress_statistics``, as the QLoRA recipe sets it) the fp32
         absmax per 64 weights is itself stored in 8 bits: two more small kernels first, inside the
         same call (the absmax's blockwise dequantisation and its offset add; ~13 bytes per absmax)."""
         self.op(OpKind.DEQUANT, phase, name + ".dequant", fixed=weights)
