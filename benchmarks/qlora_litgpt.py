@@ -82,7 +82,29 @@ def _trace(c: ML.Case, tokens: int) -> Any:
     if targets == "qv":  # LitGPT's lora_query / lora_value only: the other linears carry no adapter
         keep = ("layers.attn.q.", "layers.attn.v.", "layers.attn.qkv.q.", "layers.attn.qkv.v.")
         tr = replace(tr, ops=tuple(o for o in tr.ops if ".lora" not in o.name or o.name.startswith(keep)))
+    if c.workload.mode == "qlora" and LITGPT_QUANTISES_HEAD:
+        tr = replace(tr, ops=tr.ops + _head_dequant(c))
     return tr
+
+
+#: LitGPT's bitsandbytes plugin (lightning's BitsandbytesPrecision, no ``ignore_modules`` from
+#: litgpt/finetune/lora.py) converts every ``nn.Linear``, the output head included; Hugging Face's
+#: loader keeps ``lm_head`` in 16 bits, as the product's trace does. So LitGPT's QLoRA steps also
+#: dequantise the head (vocabulary x hidden weights) in the forward and for its input gradient.
+LITGPT_QUANTISES_HEAD = True
+
+
+def _head_dequant(c: ML.Case) -> tuple[Any, ...]:
+    """The head's dequantisation ops of one LitGPT QLoRA step, built as the trace builds a base
+    linear's (``traces._Section.dequant``)."""
+    from gpuselect.estimate.trace import Phase
+    from gpuselect.workloads.traces import _Section
+
+    sec = _Section()
+    weights = float(c.shape.vocab * c.shape.hidden)
+    for phase in (Phase.FORWARD, Phase.BACKWARD):
+        sec.dequant(phase, "lm_head", weights, c.opts.quant == "nf4-dq")
+    return tuple(sec.fwd + sec.bwd)
 
 
 #: Alpaca2k in LitGPT: 2,000 samples, of which the data module holds out ``val_split_fraction``
