@@ -306,7 +306,7 @@ def main() -> int:
     print(
         f"\nFit on all {len(pairs)} pairs (mean |log| of the extra time, grid step 0.25): {fitted} bytes per weight "
         f"({fitted / DEQUANT_BYTES:.1f}x the kernel's traffic), loss {DQ.loss(pairs, fitted):.3f}; "
-        f"shipped: {shipped}"
+        f"steptime.json before: {shipped}"
     )
     b2, call, l2 = DQ.fit_with_call(pairs)
     print(f"  with a fixed cost per call as well: {b2} bytes per weight + {call * 1e6:.0f} us per call, loss {l2:.3f}")
