@@ -46,8 +46,8 @@ from gpuselect.estimate import roofline as R
 from gpuselect.estimate.fit import dequant as DQ
 from gpuselect.estimate.fit import throughput as T
 from gpuselect.estimate.perf import step_time
-from gpuselect.estimate.trace import DEQUANT_BYTES, OpKind
-from gpuselect.workloads.traces import transformer_trace
+from gpuselect.estimate.trace import DEQUANT_BYTES, OpKind, Phase
+from gpuselect.workloads.traces import _Section, transformer_trace
 
 GPUS = {"A100-SXM4-40GB": "nvidia-a100-sxm4-40gb", "NVIDIA A10G 24GB": "nvidia-a10g"}
 
@@ -97,9 +97,6 @@ LITGPT_QUANTISES_HEAD = True
 def _head_dequant(c: ML.Case) -> tuple[Any, ...]:
     """The head's dequantisation ops of one LitGPT QLoRA step, built as the trace builds a base
     linear's (``traces._Section.dequant``)."""
-    from gpuselect.estimate.trace import Phase
-    from gpuselect.workloads.traces import _Section
-
     sec = _Section()
     weights = float(c.shape.vocab * c.shape.hidden)
     for phase in (Phase.FORWARD, Phase.BACKWARD):
@@ -110,7 +107,7 @@ def _head_dequant(c: ML.Case) -> tuple[Any, ...]:
 #: Alpaca2k in LitGPT: 2,000 samples, of which the data module holds out ``val_split_fraction``
 #: (litgpt/data/alpaca_2k.py: 0.05 by default, 100 samples; many configs set 0.03847, 77).
 ALPACA2K = 2000
-ALPACA2K_TRAIN = 1900  # at the default split
+ALPACA2K_TRAIN = ALPACA2K - math.ceil(ALPACA2K * 0.05)  # at the default split: 1,900
 
 #: What the config hub's runs spent on evaluation, from each model's config_hub/finetune/<model>/
 #: lora.yaml as stored at the Lightning-AI/litgpt commits named (they may postdate the table's

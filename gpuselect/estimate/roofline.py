@@ -622,10 +622,10 @@ def _template(ops: tuple[Op, ...], precision: str, cpu: bool) -> list[tuple[Any,
     att = p["attention"]
     elem16 = element_bytes(precision)
     out: list[tuple[Any, ...]] = []
+    deq = dequant_bytes(p)
     for op in ops:
         elem = 4.0 if op.fp32_only else elem16
         if op.kind is OpKind.DEQUANT:
-            deq = dequant_bytes(p)
             b_ps, b_fix = op.elems_per_sample * deq, op.elems_fixed * deq
         else:
             b_ps, b_fix = op.elems_per_sample * elem, op.elems_fixed * elem

@@ -44,11 +44,16 @@ def loss(pairs: Sequence[Pair], bytes_per_weight: float) -> float:
     return statistics.fmean(abs(math.log(p.predicted_extra_s(bytes_per_weight) / p.extra_s)) for p in pairs)
 
 
-def fit(pairs: Sequence[Pair]) -> float:
-    """The grid value with the least loss (ties: the smaller value)."""
+def _usable(pairs: Sequence[Pair]) -> list[Pair]:
     usable = [p for p in pairs if p.extra_s > 0 and p.weights > 0 and p.stream_bytes_per_s > 0]
     if not usable:
         raise ValueError("no LoRA/QLoRA pair with a positive measured difference to fit on")
+    return usable
+
+
+def fit(pairs: Sequence[Pair]) -> float:
+    """The grid value with the least loss (ties: the smaller value)."""
+    usable = _usable(pairs)
     return min(GRID, key=lambda b: (round(loss(usable, b), 12), b))
 
 
@@ -66,9 +71,7 @@ def loss_with_call(pairs: Sequence[Pair], bytes_per_weight: float, call_s: float
 def fit_with_call(pairs: Sequence[Pair]) -> tuple[float, float, float]:
     """(bytes per weight, seconds per call, loss): the two-term alternative, to test whether a fixed
     per-call part explains the pairs better than the bytes alone."""
-    usable = [p for p in pairs if p.extra_s > 0 and p.weights > 0 and p.stream_bytes_per_s > 0]
-    if not usable:
-        raise ValueError("no LoRA/QLoRA pair with a positive measured difference to fit on")
+    usable = _usable(pairs)
     best = min(
         ((b, c) for b in GRID for c in CALL_GRID),
         key=lambda bc: (round(loss_with_call(usable, bc[0], bc[1]), 12), bc[1], bc[0]),
