@@ -300,6 +300,11 @@ def main() -> int:
         )
     for n in notes:
         print(f"  not fitted: {n}")
+    implied = [p.implied() for p in pairs]
+    print(
+        f"bytes per weight the pairs imply one by one: {min(implied):.1f}-{max(implied):.1f}, "
+        f"median {statistics.median(implied):.1f}"
+    )
     print(
         f"\nFit on all {len(pairs)} pairs (mean |log| of the extra time, grid step 0.25): {fitted} bytes per weight "
         f"({fitted / DEQUANT_BYTES:.1f}x the kernel's traffic), loss {DQ.loss(pairs, fitted):.3f}; "
