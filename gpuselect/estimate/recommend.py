@@ -409,8 +409,9 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
         else:  # miss
             choice = f"{name} (~{t})"
             budget = f" and the {money(rec.budget_usd)} budget" if rec.budget_usd else ""
+            both = "both " if rec.budget_usd else ""
             parts.append(
-                f"No option meets both the {deadline} deadline{budget}. The fastest option is {name}, about {t}{_range(o)}. "
+                f"No option meets {both}the {deadline} deadline{budget}. The fastest option is {name}, about {t}{_range(o)}. "
                 "Relax the deadline or budget, or shrink the workload."
             )
         parts.extend(_parallel_caveats(o, rec.stage))

@@ -284,3 +284,12 @@ def test_cli_estimate_names_a_foreign_benchmark(
     assert "not this machine's CPU or GPUs as detected" in cap.err
     doc = json.loads(cap.out)  # stdout stays one JSON document
     assert all("this CPU's measured" not in x["basis"] for x in doc["local"])
+
+
+def test_a_missed_deadline_names_only_the_limits_the_user_set() -> None:
+    late = [_row("g", 500.0, 900.0, 50.0)]
+    rec = recommend(late, SLOW_CPU, Assumptions(deadline_hours=72), PRESETS["resnet50"])
+    assert not rec.deadline_met
+    assert "No option meets the 72 h deadline. " in explain(rec)[1]
+    capped = recommend(late, SLOW_CPU, Assumptions(deadline_hours=72, budget_usd=10), PRESETS["resnet50"])
+    assert "No option meets both the 72 h deadline and the $10 budget." in explain(capped)[1]
