@@ -254,16 +254,17 @@ def layer_saved_elems_per_token(shape: TransformerShape, mode: str, o: MemoryOpt
     - the MLP keeps its activation function's input, and for gated MLPs both operands of the gate;
     - residual dropout (GPT-2, BERT) keeps a 1-byte mask after the attention and after the MLP;
     - LoRA adapters keep their (dropped-out) inputs and the dropout mask (1 byte)."""
-    h, f = shape.hidden, shape.ffn
-    kv = h * (shape.kv_heads or shape.heads) // shape.heads
+    h, f, q, kv = shape.hidden, shape.ffn, shape.q_dim, shape.kv_dim
     trains_base = mode == "full"
     keeps_inputs = trains_base or mode == "qlora"
     # LayerNorm's fused kernel keeps its input and two statistics (its weight's gradient comes from
     # them); an eager RMSNorm's ``weight * normed`` also keeps the normed tensor for the weight.
     total: float = norms * (h + (h if trains_base and shape.norm == "rmsnorm" else 0))
+    if shape.is_moe:
+        return total + _moe_layer_saved(shape, mode, o, keeps_inputs)
     if keeps_inputs:
         total += h + h + f  # qkv input, MLP input, down-projection input
-    total += h + 2 * kv + h  # q, k, v, attention output
+    total += q + 2 * kv + q  # q, k, v, attention output
     total += 3 * f if shape.gated_ffn else f
     if getattr(shape, "dropout", False):
         total += h  # two residual dropout masks of 1 byte (attention-probability dropout runs inside the fused kernel)
@@ -271,9 +272,30 @@ def layer_saved_elems_per_token(shape: TransformerShape, mode: str, o: MemoryOpt
         if o.lora_targets == "qv":
             inputs: float = h  # one dropout over the attention input feeds the query and value adapters
         else:  # PEFT-style: a dropout per adapted linear (q, k, v, o, the MLP's inputs and its down projection)
-            inputs = 3 * h + h + (2 if shape.gated_ffn else 1) * h + f
+            inputs = 3 * h + q + (2 if shape.gated_ffn else 1) * h + f
         total += inputs * (1.5 if o.lora_dropout else (0.0 if keeps_inputs else 1.0))
     return float(total)
+
+
+def _moe_layer_saved(shape: TransformerShape, mode: str, o: MemoryOptions, keeps_inputs: bool) -> float:
+    """A mixture-of-experts layer past its norms, per token (the trace's ``_moe_block``): attention as
+    in a dense layer; each of the token's top-k experts keeps its gathered input (where its weights
+    train or are 4-bit), both gate operands and its down projection's input, and its output for the
+    routing weight's gradient; the router keeps its fp32 probabilities (two 16-bit elements each)."""
+    h, f, k, n, g = shape.hidden, shape.ffn, shape.experts_per_token, shape.experts, shape.shared_ffn
+    q, kv = shape.q_dim, shape.kv_dim
+    total: float = q + 2 * kv + q + 2 * n  # q, k, v, attention output; router probabilities
+    if keeps_inputs:
+        total += 2 * h + k * (h + f)  # qkv and router input, each routed copy's input and down-projection input
+        total += g  # the shared expert's down-projection input
+    total += k * (3 * f + h) + (3 * g + h if g else 0)
+    if mode in ("lora", "qlora"):
+        if o.lora_targets == "qv":
+            inputs: float = h
+        else:  # a dropout per adapted linear: q, k, v, o, and each expert's gate, up and down
+            inputs = 3 * h + q + k * (2 * h + f) + ((2 * h + g) if g else 0)
+        total += inputs * (1.5 if o.lora_dropout else (0.0 if keeps_inputs else 1.0))
+    return total
 
 
 def activation_bytes_per_sample(w: Workload, o: MemoryOptions, shape: TransformerShape | None = None) -> float:
@@ -688,8 +710,9 @@ def _suggestions(
 def _as_adapter(w: Workload, mode: Mode, shape: TransformerShape | None, rank: int = 16) -> Workload:
     """The same model fine-tuned with rank-``rank`` adapters on every linear layer."""
     if shape is not None:
-        h, f = shape.hidden, shape.ffn
-        trainable = shape.layers * rank * (4 * 2 * h + (3 if shape.gated_ffn else 2) * (h + f))
+        from gpuselect.workloads.transformer import lora_params
+
+        trainable = lora_params(shape, rank)
     else:
         trainable = max(1, w.params // 200)
     return replace(w, mode=mode, trainable_params=min(w.params, trainable))

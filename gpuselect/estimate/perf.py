@@ -415,8 +415,10 @@ def step_time(
         step = device + host
         bd["host"] = host
     else:
-        step = max(device, host)
-        bd["host"] = max(0.0, host - device)
+        # After each sync the device waits for the host to dispatch the next kernel.
+        lag = getattr(trace, "syncs_per_step", 0) * d.dispatch_s
+        step = max(device, host) + lag
+        bd["host"] = max(0.0, host - device) + lag
         copy = trace.input_bytes_per_sample * batch / ((d.h2d_gbs or 1.0) * 1e9) + 2 * d.h2d_latency_s
         bd["copy"] = copy
         step += copy

@@ -133,6 +133,9 @@ class StepTrace:
     saved_bytes_per_sample_sel: float = 0.0
     source: str = ""  # how it was built (meta-device trace of ..., analytic from config ...)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # Times per step the host waits for the device to drain (an MoE expert loop's torch.where): after
+    # each, the device idles while the host dispatches the next kernel.
+    syncs_per_step: int = 0
 
     def flops_per_sample(self) -> float:
         return sum(op.flops_per_sample * op.count for op in self.ops)

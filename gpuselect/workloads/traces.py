@@ -56,6 +56,10 @@ class _Section:
     saved_bytes: dict[str, float] = field(default_factory=dict)  # bytes: dropout masks, token ids
     # what selective checkpointing keeps of a layer: its input and its linear layers' outputs
     kept_sel: dict[str, float] = field(default_factory=dict)
+    # Identical calls the ops added now stand for (an MoE layer's experts, run one after another):
+    # each op counts this many launches and each saved tensor this many copies.
+    repeat: int = 1
+    syncs: int = 0  # host waits for the device (a data-dependent shape read back, e.g. torch.where)
 
     def op(
         self,
@@ -85,7 +89,7 @@ class _Section:
             m_per_sample=m,
             n=n,
             k=k,
-            count=kernels,
+            count=kernels * self.repeat,
             fp32_only=fp32,
             causal=causal,
             host_dispatch=host_dispatch,
@@ -192,7 +196,7 @@ class _Section:
                 k=n_out,
             )
         if trainable:
-            self.saved[x] = tokens * n_in  # aten.mm keeps its input for the weight gradient
+            self.saved[x] = tokens * n_in * self.repeat  # aten.mm keeps its input for the weight gradient
             self.op(
                 OpKind.GEMM,
                 Phase.BACKWARD,
@@ -229,7 +233,7 @@ class _Section:
         if dropout:
             # native_dropout: output + 1-byte mask (half an element); backward: grad x mask / (1 - p)
             self.ew(name + ".lora_dropout", 2.5 * tokens * n_in, bwd=2.5 * tokens * n_in)
-            self.saved_bytes[name + ".lora_dropout.mask"] = tokens * n_in
+            self.saved_bytes[name + ".lora_dropout.mask"] = tokens * n_in * self.repeat
             x = name + ".dropped"  # lora_A keeps the dropped-out input for its weight gradient
         # fp32 -> 16-bit weight casts (read 4 B, write 2 B: 3 elements of 2 B), and the gradients back
         w = float(r * (n_in + n_out))
@@ -343,8 +347,8 @@ def _layer(
     shape: TransformerShape, mode: str, rank: int, lora_dropout: bool = True, double_quant: bool = True
 ) -> _Section:
     sec = _Section()
-    s, h, kv, f = float(shape.seq_len), shape.hidden, shape.kv_dim, shape.ffn
-    heads, d = shape.heads, shape.hidden // shape.heads
+    s, h, kv, f, q = float(shape.seq_len), shape.hidden, shape.kv_dim, shape.ffn, shape.q_dim
+    heads, d = shape.heads, shape.d_head
     full, lora, quant = mode == "full", mode != "full", mode == "qlora"
 
     def linear(name: str, x: str, n_in: int, n_out: int, adapters: tuple[tuple[str, int], ...] | None = None) -> None:
@@ -361,37 +365,37 @@ def _layer(
             "layers.attn.qkv",
             "ln1",
             h,
-            h + 2 * kv,
-            (("layers.attn.qkv.q", h), ("layers.attn.qkv.k", kv), ("layers.attn.qkv.v", kv)),
+            q + 2 * kv,
+            (("layers.attn.qkv.q", q), ("layers.attn.qkv.k", kv), ("layers.attn.qkv.v", kv)),
         )
-        sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "layers.attn.qkv.split_backward", elems=2 * s * (h + 2 * kv))
+        sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "layers.attn.qkv.split_backward", elems=2 * s * (q + 2 * kv))
     else:
-        linear("layers.attn.q", "ln1", h, h)
+        linear("layers.attn.q", "ln1", h, q)
         linear("layers.attn.k", "ln1", h, kv)
         linear("layers.attn.v", "ln1", h, kv)
     if shape.rotary:
         # rotate_half in eager: neg, cat, two muls, add, per q and per k
-        sec.ew("layers.attn.rope_q", 10 * s * h, bwd=10 * s * h, kernels=5)
+        sec.ew("layers.attn.rope_q", 10 * s * q, bwd=10 * s * q, kernels=5)
         sec.ew("layers.attn.rope_k", 10 * s * kv, bwd=10 * s * kv, kernels=5)
     causal = 0.5 if shape.is_causal else 1.0
-    att_flops = 4.0 * s * s * h * causal
+    att_flops = 4.0 * s * s * q * causal
     kv_att = kv
-    if kv < h and shape.repeat_kv:
+    if kv < q and shape.repeat_kv:
         # Grouped-query attention as Hugging Face (with an attention mask) and LitGPT run it: k and v
         # expanded to every query head and copied before the SDPA kernel (which then keeps the copies);
         # the backward sums the heads' gradients back into each group.
-        sec.ew("layers.attn.repeat_kv", 2 * (s * kv + s * h), bwd=2 * (s * h + s * kv), kernels=2)
-        kv_att = h
+        sec.ew("layers.attn.repeat_kv", 2 * (s * kv + s * q), bwd=2 * (s * q + s * kv), kernels=2)
+        kv_att = q
     if shape.attention == "eager":
-        _eager_attention(sec, shape, s, h, kv_att, heads, d)
+        _eager_attention(sec, shape, s, q, kv_att, heads, d)
     else:
-        io = s * h + 2 * s * kv_att  # q, k, v as the kernel reads them
+        io = s * q + 2 * s * kv_att  # q, k, v as the kernel reads them
         sec.op(
             OpKind.ATTENTION,
             Phase.FORWARD,
             "layers.attn.sdpa",
             flops=att_flops,
-            elems=io + s * h + heads * s,
+            elems=io + s * q + heads * s,
             m=s * heads,
             n=int(s),
             k=d,
@@ -402,20 +406,24 @@ def _layer(
             Phase.BACKWARD,
             "layers.attn.sdpa.backward",
             flops=ATTENTION_BACKWARD_FACTOR * att_flops,
-            elems=2 * io + 2 * s * h + 2 * heads * s,
+            elems=2 * io + 2 * s * q + 2 * heads * s,
             m=s * heads,
             n=int(s),
             k=d,
             causal=shape.is_causal,
         )
-        sec.saved.update({"q": s * h, "k": s * kv_att, "v": s * kv_att, "attn_out": s * h})
+        sec.saved.update({"q": s * q, "k": s * kv_att, "v": s * kv_att, "attn_out": s * q})
         sec.saved_fp32["attn.logsumexp"] = heads * s
-    linear("layers.attn.o", "attn_out", h, h)
+    linear("layers.attn.o", "attn_out", q, h)
     if shape.dropout:
         _dropout(sec, "layers.attn.dropout", s * h)
     sec.ew("layers.residual1", 3 * s * h, bwd=3 * s * h)  # backward: the residual stream's gradients accumulate
     _norm(sec, shape, "layers.norm2", s, x="x_mid", trainable=full)
-    if shape.gated_ffn:
+    if shape.is_moe:
+        _moe_block(
+            sec, shape, linear, full=full, quant=quant, double_quant=double_quant, rank=rank, lora_dropout=lora_dropout
+        )
+    elif shape.gated_ffn:
         linear("layers.mlp.gate", "ln2", h, f)
         linear("layers.mlp.up", "ln2", h, f)
         sec.ew("layers.mlp.silu", 2 * s * f, bwd=3 * s * f)
@@ -431,6 +439,79 @@ def _layer(
         _dropout(sec, "layers.mlp.dropout", s * h)
     sec.ew("layers.residual2", 3 * s * h, bwd=3 * s * h)
     return sec
+
+
+def _moe_block(
+    sec: _Section,
+    shape: TransformerShape,
+    linear: Any,
+    *,
+    full: bool,
+    quant: bool,
+    double_quant: bool,
+    rank: int,
+    lora_dropout: bool,
+) -> None:
+    """A mixture-of-experts FFN as Hugging Face's eager MoE blocks (Mixtral, Qwen-MoE, OLMoE) run it:
+    a router GEMM, fp32 softmax, top-k and one-hot mask, then a Python loop over the experts (each
+    one's ``torch.where`` reads its token count back: a host sync), gathering its tokens, its gated
+    MLP on them, the routing weight and an ``index_add_`` into the output. Routing is taken as
+    balanced: each expert gets tokens x top-k / experts. In the backward each expert's gather
+    scatters into a zeroed tensor of the whole layer's size, which autograd then adds up."""
+    s, h, f, n, k = float(shape.seq_len), shape.hidden, shape.ffn, shape.experts, shape.experts_per_token
+    lora = not full
+    sec.gemm("layers.moe.router", s, h, n, x="ln2", trainable=full)
+    # softmax (fp32), topk, sum and divide, to(dtype), one_hot and permute; backward: topk's scatter,
+    # the division's and the softmax's backward
+    sec.ew("layers.moe.routing", 6 * s * n + 6 * s * k, bwd=4 * s * n + 4 * s * k, kernels=7, bwd_kernels=4, fp32=True)
+    sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, "layers.moe.experts_hit", elems=s * k * n, kernels=3)  # sum, >0, nonzero
+    sec.saved_fp32["moe.probs"] = s * n
+    sec.syncs += 1 + n
+    t = s * k / n  # each expert's tokens
+    sec.repeat = n
+    try:
+        sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, "layers.moe.expert.where", elems=2 * s * k, kernels=2)
+        sec.ew("layers.moe.expert.gather", 2 * t * h + t, bwd=0.0)
+        # backward of the gather: zeros of the layer's size, then index_put with accumulate
+        sec.op(
+            OpKind.ELEMENTWISE, Phase.BACKWARD, "layers.moe.expert.gather.backward", elems=s * h + 3 * t * h, kernels=2
+        )
+        sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "layers.moe.expert.grad_accumulate", elems=3 * s * h)
+
+        def expert_linear(name: str, x: str, n_in: int, n_out: int) -> None:
+            sec.gemm(name, t, n_in, n_out, x=x, trainable=full, quant=quant, double_quant=double_quant)
+            sec.kept_sel[name] = t * n_out * n
+            if lora:
+                sec.adapter(name, t, n_in, n_out, x=x, rank=rank, dropout=lora_dropout)
+
+        expert_linear("layers.moe.expert.gate", "moe.expert_in", h, f)
+        expert_linear("layers.moe.expert.up", "moe.expert_in", h, f)
+        sec.ew("layers.moe.expert.silu", 2 * t * f, bwd=3 * t * f)
+        sec.ew("layers.moe.expert.mul", 3 * t * f, bwd=6 * t * f, bwd_kernels=2)
+        expert_linear("layers.moe.expert.down", "moe.expert_act", f, h)
+        # x routing weight (an index of the weights first), then index_add_ into the output;
+        # backward: the output's gradient gathered, times the weight, and the weight's gradient
+        sec.ew("layers.moe.expert.weight", 3 * t * h + 2 * t, bwd=5 * t * h, kernels=2, bwd_kernels=2)
+        sec.ew("layers.moe.expert.index_add", 3 * t * h, bwd=2 * t * h)
+        for key, elems in (("gate_out", t * f), ("silu_out", t * f), ("up_out", t * f), ("out", t * h)):
+            sec.saved["moe.expert_" + key] = elems * n
+        if quant:  # bitsandbytes' matmul keeps its input even for frozen weights
+            sec.saved["moe.expert_in"] = t * h * n
+            sec.saved["moe.expert_act"] = t * f * n
+    finally:
+        sec.repeat = 1
+    sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, "layers.moe.zeros", elems=s * h)
+    if shape.shared_ffn:  # Qwen2-MoE: an always-on gated MLP, scaled by sigmoid(x W_g), added on
+        g = shape.shared_ffn
+        linear("layers.moe.shared.gate", "ln2", h, g)
+        linear("layers.moe.shared.up", "ln2", h, g)
+        sec.ew("layers.moe.shared.silu", 2 * s * g, bwd=3 * s * g)
+        sec.ew("layers.moe.shared.mul", 3 * s * g, bwd=6 * s * g, bwd_kernels=2)
+        sec.saved.update({"moe.shared_gate_out": s * g, "moe.shared_silu_out": s * g, "moe.shared_up_out": s * g})
+        linear("layers.moe.shared.down", "moe.shared_act", g, h)
+        sec.gemm("layers.moe.shared.scale", s, h, 1, x="ln2", trainable=full)
+        sec.ew("layers.moe.shared.sigmoid_mul_add", 7 * s * h, bwd=8 * s * h, kernels=3, bwd_kernels=3)
+        sec.saved["moe.shared_out"] = s * h
 
 
 def _patch_embedding(shape: TransformerShape, mode: str) -> _Section:
@@ -573,6 +654,8 @@ def _times(ops: list[Op], n: int, phase: Phase | None = None) -> list[Op]:
 def _family(shape: TransformerShape) -> str:
     if shape.patch:
         return f"vision transformer ({shape.patch}x{shape.patch} patches, {shape.vocab} classes)"
+    if shape.is_moe:
+        return f"mixture-of-experts decoder ({shape.experts} experts, {shape.experts_per_token} per token)"
     if shape.gated_ffn and shape.rotary:
         return (
             "Llama-style decoder (gated FFN, RMSNorm, rotary, GQA)"
@@ -667,6 +750,12 @@ def transformer_trace(
         f"{' with double quantisation' if double_quant else ''}) dequantised in the forward, the backward and "
         "the recompute",
     }[mode]
+    if shape.is_moe:
+        what += (
+            f"; mixture of experts: {shape.experts_per_token} of {shape.experts} experts per token, routing taken as "
+            "balanced, the experts run one after another as Hugging Face's eager MoE block does (a host sync each)"
+            + ("; adapters on every expert's matrices, the router frozen" if mode != "full" else "")
+        )
     if shape.patch:
         input_bytes = 4.0 * shape.channels * shape.patch**2 * (s - 1) + 8.0  # fp32 image + label
     else:
@@ -686,6 +775,7 @@ def transformer_trace(
         saved_elems_per_sample_sel=saved16_sel,
         saved_fp32_elems_per_sample_sel=fp32_ckpt,
         saved_bytes_per_sample_sel=bytes_ckpt,
+        syncs_per_step=L * layer.syncs * (2 if checkpointing else 1),  # the recompute runs the expert loop again
         logits_elems_per_sample=(
             shape.vocab if shape.patch else s * shape.vocab if shape.lm_head else s * shape.head_outputs
         ),
@@ -722,7 +812,9 @@ def trace_to_dict(t: StepTrace) -> dict[str, Any]:
     d: dict[str, Any] = {
         k: getattr(t, k)
         for k in StepTrace.__dataclass_fields__
-        if k != "ops" and not (k.endswith("_sel") and not getattr(t, k))  # selective: transformers only
+        if k != "ops"
+        and not (k.endswith("_sel") and not getattr(t, k))  # selective: transformers only
+        and not (k == "syncs_per_step" and not t.syncs_per_step)  # MoE only: shipped traces read the same
     }
     d["notes"] = list(t.notes)
     d["ops"] = [

@@ -47,6 +47,41 @@ class TransformerShape:
     # score matrix materialised (matmul, scale, mask, softmax, dropout, matmul), as BERT in
     # NVIDIA's DeepLearningExamples and Hugging Face's "eager" implementation run it.
     attention: str = "fused"
+    # Mixture of experts (Mixtral, Qwen-MoE, OLMoE, gpt-oss): every layer's FFN is ``experts`` routed
+    # experts of intermediate size ``ffn`` each, ``experts_per_token`` of them per token, plus
+    # always-on shared experts of ``shared_ffn`` intermediate size in all (Qwen2-MoE). 0: dense.
+    experts: int = 0
+    experts_per_token: int = 0
+    shared_ffn: int = 0
+    # Per-head width where a config sets it apart from hidden / heads (Gemma, Qwen3: the attention's
+    # q, k, v are then wider or narrower than the residual stream). None: hidden / heads.
+    head_dim: int | None = None
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def ffn_matrices(self) -> int:
+        return 3 if self.gated_ffn else 2
+
+    def ffn_weights(self) -> tuple[int, int]:
+        """(stored, used per token) FFN weights of one layer: all experts are stored, the router's
+        top-k of them (and the shared experts and the router) run on each token."""
+        h, m = self.hidden, self.ffn_matrices
+        if not self.is_moe:
+            return h * self.ffn * m, h * self.ffn * m
+        shared = h * self.shared_ffn * m + (
+            h if self.shared_ffn else 0
+        )  # Qwen2-MoE: a sigmoid gate on the shared expert
+        router = h * self.experts
+        one = h * self.ffn * m
+        return self.experts * one + shared + router, self.experts_per_token * one + shared + router
+
+    def active_params(self) -> int:
+        """Parameters a token runs through: all of a dense model's, only the routed experts' share of an MoE's."""
+        stored, used = self.ffn_weights()
+        return self.params() - self.layers * (stored - used)
 
     @property
     def has_bias(self) -> bool:
@@ -57,14 +92,22 @@ class TransformerShape:
         return self.lm_head if self.causal is None else self.causal
 
     @property
+    def d_head(self) -> int:
+        return self.head_dim or self.hidden // self.heads
+
+    @property
+    def q_dim(self) -> int:
+        """Width of the queries and of the attention output (the output projection's input)."""
+        return self.heads * self.d_head
+
+    @property
     def kv_dim(self) -> int:
-        return self.hidden * (self.kv_heads or self.heads) // self.heads
+        return (self.kv_heads or self.heads) * self.d_head
 
     def params(self) -> int:
-        h, kv = self.hidden, (self.kv_heads or self.heads)
-        kv_dim = h * kv // self.heads
-        attn = h * h * 2 + h * kv_dim * 2  # q, o and k, v
-        ffn = h * self.ffn * (3 if self.gated_ffn else 2)
+        h, kv_dim = self.hidden, self.kv_dim
+        attn = h * self.q_dim * 2 + h * kv_dim * 2  # q, o and k, v
+        ffn = self.ffn_weights()[0]
         per_layer = attn + ffn + 4 * h  # + norms
         if self.norm == "rmsnorm":  # two weight-only norms per layer and a final one (Llama: exact counts)
             per_layer -= 2 * h
@@ -78,10 +121,9 @@ class TransformerShape:
         return self.layers * per_layer + emb + head + final_norm
 
     def forward_flops_per_sequence(self) -> float:
-        h, s, kv = self.hidden, self.seq_len, (self.kv_heads or self.heads)
-        kv_dim = h * kv // self.heads
-        dense = self.layers * (h * h * 2 + h * kv_dim * 2 + h * self.ffn * (3 if self.gated_ffn else 2))
-        attention = self.layers * 2 * s * h  # QK^T and AV, per token
+        h, s, q, kv_dim = self.hidden, self.seq_len, self.q_dim, self.kv_dim
+        dense = self.layers * (h * q * 2 + h * kv_dim * 2 + self.ffn_weights()[1])
+        attention = self.layers * 2 * s * q  # QK^T and AV, per token
         if self.patch:  # patch embedding on the patches, classifier on the class token
             stem = 2.0 * (s - 1) * self.channels * self.patch**2 * h
             return 2.0 * s * (dense + attention) + stem + 2.0 * h * self.vocab
@@ -101,9 +143,16 @@ LORA_TARGETS = "q, k, v, o and the FFN matrices (gate, up, down / fc1, fc2) of e
 
 def adapted_matrices(shape: TransformerShape) -> list[tuple[str, int, int]]:
     """(name, in features, out features) of each adapted matrix of one layer."""
-    h, kv, f = shape.hidden, shape.kv_dim, shape.ffn
-    mats = [("q", h, h), ("k", h, kv), ("v", h, kv), ("o", h, h)]
-    mats += [("gate", h, f), ("up", h, f), ("down", f, h)] if shape.gated_ffn else [("fc1", h, f), ("fc2", f, h)]
+    h, kv, f, q = shape.hidden, shape.kv_dim, shape.ffn, shape.q_dim
+    mats = [("q", h, q), ("k", h, kv), ("v", h, kv), ("o", q, h)]
+    ffn = [("gate", h, f), ("up", h, f), ("down", f, h)] if shape.gated_ffn else [("fc1", h, f), ("fc2", f, h)]
+    if not shape.is_moe:
+        return mats + ffn
+    # PEFT's "all-linear" on an MoE model adapts every expert's matrices (the router stays as it is)
+    mats += [(f"experts.{n}", i, o) for n, i, o in ffn] * shape.experts
+    if shape.shared_ffn:
+        g = shape.shared_ffn
+        mats += [("shared.gate", h, g), ("shared.up", h, g), ("shared.down", g, h)]
     return mats
 
 
@@ -203,7 +252,10 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
         cfg, str(p), ("intermediate_size", "n_inner", "ffn_dim", "d_ff"), default=4 * hidden, limit=1 << 20
     )
     kv = _positive_int(cfg, str(p), ("num_key_value_heads", "n_kv_heads"), default=heads, limit=4096)
-    if hidden % heads:
+    head_dim = _positive_int(cfg, str(p), ("head_dim",), default=0, limit=1 << 14) or None
+    if head_dim == hidden // heads and not hidden % heads:
+        head_dim = None  # the usual width: stated only for clarity
+    if hidden % heads and head_dim is None:
         raise DataError(f"{p}: hidden size {hidden} is not a multiple of the {heads} attention heads")
     if heads % kv:
         raise DataError(f"{p}: {heads} attention heads cannot be grouped into {kv} key/value heads")
@@ -225,6 +277,9 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
     seq = seq_len if seq_len is not None else min(positions, 4096)
     if not 0 < seq <= positions:
         raise DataError(f"{p}: sequence length {seq} must be between 1 and the model's {positions} positions")
+    experts, top_k, shared = _experts(cfg, str(p), gated)
+    if experts:
+        ffn = _positive_int(cfg, str(p), ("moe_intermediate_size", "intermediate_size"), limit=1 << 20)
     return TransformerShape(
         layers=layers,
         hidden=hidden,
@@ -240,7 +295,59 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
         norm="rmsnorm" if rms else "layernorm",
         rotary=rotary,
         fused_qkv=model_type in ("gpt2", "gpt_neox", "gpt_neo", "falcon", "phi3"),
+        experts=experts,
+        experts_per_token=top_k,
+        shared_ffn=shared,
+        head_dim=head_dim,
     )
+
+
+#: Config keys of what the trace does not build: the config is refused rather than read as a dense model.
+_UNMODELLED_MOE = {
+    "kv_lora_rank": "multi-head latent attention (DeepSeek-V2/V3)",
+    "q_lora_rank": "multi-head latent attention (DeepSeek-V2/V3)",
+    "ffn_config": "DBRX's nested expert settings",
+}
+
+
+def _experts(cfg: dict[str, Any], p: str, gated: bool) -> tuple[int, int, int]:
+    """(routed experts, experts per token, shared experts' intermediate size) of a mixture-of-experts
+    config; (0, 0, 0) for a dense model. Only models whose every layer is the same MoE block are
+    read: a config that mixes dense and MoE layers, or whose attention the trace does not build,
+    is refused with the reason."""
+    for key, what in _UNMODELLED_MOE.items():
+        if cfg.get(key) is not None:
+            raise DataError(f"{p}: {what} ({key}) is not modelled; the estimate would be wrong, so it is not made")
+    experts = _first(cfg, "num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+    if experts in (None, 0, 1) or isinstance(experts, bool):
+        return 0, 0, 0
+    n = _positive_int(cfg, p, ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"), limit=4096)
+    k = _positive_int(cfg, p, ("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_top_k"))
+    if k > n:
+        raise DataError(f"{p}: {k} experts per token is more than the {n} experts")
+    # each key's values that still mean "every layer is an MoE layer"
+    uniform: dict[str, tuple[object, ...]] = {
+        "first_k_dense_replace": (None, 0),
+        "decoder_sparse_step": (None, 1),
+        "moe_layer_freq": (None, 1),
+        "mlp_only_layers": (None, ()),
+    }
+    for key, ok in uniform.items():
+        value = cfg.get(key)
+        if (tuple(value) if isinstance(value, list) else value) not in ok:
+            raise DataError(
+                f"{p}: this model mixes dense and mixture-of-experts layers ({key} = {cfg.get(key)!r}), "
+                "which is not modelled; only models whose every layer has the same experts are"
+            )
+    if not gated:
+        raise DataError(f"{p}: mixture-of-experts models are modelled with gated (SwiGLU) experts; this one is not")
+    shared = _first(cfg, "shared_expert_intermediate_size")
+    if shared is None and _first(cfg, "n_shared_experts"):
+        per = _positive_int(cfg, p, ("moe_intermediate_size", "intermediate_size"), limit=1 << 20)
+        shared = per * _positive_int(cfg, p, ("n_shared_experts",), limit=4096)
+    if shared is not None and (isinstance(shared, bool) or not isinstance(shared, int) or not 0 <= shared <= 1 << 22):
+        raise DataError(f"{p}: shared_expert_intermediate_size must be a whole number, not {shared!r}")
+    return n, k, int(shared or 0)
 
 
 def _vit_shape(cfg: dict[str, Any], p: str) -> TransformerShape:
@@ -304,7 +411,14 @@ def workload_from_hf_config(
         mode=mode,
         lora_rank=lora_rank,
         description=f"transformer read from {path}: {shape.layers} layers, hidden {shape.hidden}, {shape.heads} heads, "
-        f"vocabulary {shape.vocab}, sequence {shape.seq_len}",
+        f"vocabulary {shape.vocab}, sequence {shape.seq_len}"
+        + (
+            f"; mixture of experts: {shape.experts_per_token} of {shape.experts} experts per token"
+            + (" and a shared expert" if shape.shared_ffn else "")
+            + f"; {shape.active_params() / 1e9:.1f} B of the {shape.params() / 1e9:.1f} B parameters active per token"
+            if shape.is_moe
+            else ""
+        ),
         dataset_size=100_000,
         epochs=1,
         batch_size=8,

@@ -288,3 +288,68 @@ def test_8b_lora_base_gemms_are_compute_bound_and_the_optimizer_sees_adapters_on
         lora = A.predict_step(w, d, e, 1, "bf16")[0].breakdown["optimizer"]
         full = A.predict_step(PRESETS["llama-8b-full"], d, e, 1, "bf16")[0].breakdown["optimizer"]
         assert lora < 0.01 * full
+
+
+def _mixtral_like(**kw: int):  # type: ignore[no-untyped-def]
+    from gpuselect.workloads.transformer import TransformerShape
+
+    return TransformerShape(
+        layers=4, hidden=1024, heads=8, vocab=32000, seq_len=1024, ffn=3584, kv_heads=2, gated_ffn=True,
+        tied_embeddings=False, norm="rmsnorm", rotary=True, **{"experts": 8, "experts_per_token": 2, **kw},
+    )  # fmt: skip
+
+
+def test_an_moe_expert_loop_costs_a_host_sync_per_expert(catalog) -> None:  # type: ignore[no-untyped-def]
+    """Hugging Face's eager MoE block reads each expert's token count back (torch.where): the
+    device idles once per expert while the host dispatches the next kernel; a CPU runs serially
+    already and pays nothing extra."""
+    from gpuselect.estimate.perf import step_time
+
+    tr = transformer_trace(_mixtral_like(), mode="lora")
+    assert tr.syncs_per_step == 4 * (8 + 1)
+    for gpu_id in ("nvidia-h100-sxm5-80gb", "nvidia-rtx-4090"):
+        d = R.catalog_device(catalog.get(gpu_id))
+        with_syncs, without = (step_time(t, d, 2, "bf16") for t in (tr, replace(tr, syncs_per_step=0)))
+        assert with_syncs.seconds - without.seconds == pytest.approx(tr.syncs_per_step * d.dispatch_s)
+        assert with_syncs.breakdown["host"] - without.breakdown["host"] == pytest.approx(
+            tr.syncs_per_step * d.dispatch_s
+        )
+
+
+def test_moe_routing_runs_only_the_top_k_experts_but_stores_them_all() -> None:
+    dense_ffn = _mixtral_like(experts=0, experts_per_token=0)
+    moe = transformer_trace(_mixtral_like(), mode="full")
+    same_active = transformer_trace(replace(_mixtral_like(), experts=2, experts_per_token=2), mode="full")
+    gemm = lambda t: sum(o.flops_per_sample * o.count for o in t.ops if o.kind is OpKind.GEMM)  # noqa: E731
+    # 8 experts with 2 per token do the GEMM work of 2 experts with 2 per token (router aside) ...
+    assert gemm(moe) == pytest.approx(gemm(same_active), rel=0.01)
+    # ... on four times the expert weights, in four times the launches of smaller GEMMs
+    assert moe.params - same_active.params == 4 * 6 * 1024 * 3584 * 3 + 4 * 6 * 1024
+    launches = lambda t: sum(o.count for o in t.ops if o.name.startswith("layers.moe.expert."))  # noqa: E731
+    assert launches(moe) == 4 * launches(same_active)
+    assert transformer_trace(dense_ffn).syncs_per_step == 0
+
+
+def test_an_moe_config_row_says_it_is_unvalidated_and_takes_the_widest_band(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from gpuselect.cli import main
+
+    cfg = {
+        "model_type": "mixtral", "hidden_act": "silu", "hidden_size": 1024, "intermediate_size": 3584,
+        "num_attention_heads": 8, "num_key_value_heads": 2, "num_hidden_layers": 4, "num_local_experts": 8,
+        "num_experts_per_tok": 2, "rms_norm_eps": 1e-5, "tie_word_embeddings": False, "vocab_size": 32000,
+        "max_position_embeddings": 4096,
+    }  # fmt: skip
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    args = ["estimate", "--config", str(p), "--seq-len", "1024", "--gpus", "nvidia-h100-sxm5-80gb", "--count", "1,2"]
+    assert main([*args, "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    doc = json.loads(A.BAND_FILE.read_text())
+    widest = max(v for k, v in doc["regimes"].items() if not k.startswith("cpu"))
+    assert len(rows) == 2 and all(r["fits"] for r in rows)
+    for r in rows:
+        assert r["error_band"] == pytest.approx(widest, abs=1e-4)
+        assert "mixture of experts: no measured MoE step validates this" in r["note"]
+        assert r["tokens_per_s"] > 0

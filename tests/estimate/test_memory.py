@@ -226,6 +226,34 @@ def test_frozen_layers_keep_less_and_qlora_keeps_linear_inputs() -> None:
     )  # bnb keeps linear inputs; the adapters' own input is one of them
 
 
+@pytest.mark.parametrize("mode", ["full", "lora", "qlora"])
+def test_moe_and_head_dim_layers_keep_what_their_traces_save(mode: str) -> None:
+    """The memory model's count per layer against the operator trace's saved tensors (which the
+    meta-device test checks against torch): for an MoE layer (top-k copies of each token through
+    its experts) and wider heads, at least as close as for the dense layer the count was built on
+    (the expert tensors are counted alike in both, so the MoE layers come closer)."""
+    from gpuselect.workloads.traces import transformer_trace
+
+    dense = TransformerShape(1, 1024, 8, 1000, 256, 1536, 2, True, False, norm="rmsnorm", rotary=True)
+
+    def ratio(shape: TransformerShape) -> float:
+        def saved(layers: int) -> float:
+            t = transformer_trace(replace(shape, layers=layers), mode=mode)
+            return t.saved_elems_per_sample + 2 * t.saved_fp32_elems_per_sample + t.saved_bytes_per_sample / 2
+
+        one_layer = (saved(2) - saved(1)) / shape.seq_len
+        return M.layer_saved_elems_per_token(shape, mode, MemoryOptions()) / one_layer
+
+    base = ratio(dense)
+    assert 0.75 < base <= 1.0
+    for shape in (
+        replace(dense, experts=8, experts_per_token=2),
+        replace(dense, experts=16, experts_per_token=4, shared_ffn=2048),
+        replace(dense, head_dim=256),
+    ):
+        assert base - 0.1 <= ratio(shape) <= 1.05
+
+
 def test_save_rules_the_count_relies_on() -> None:
     """PyTorch saves an operand only where the other side's gradient needs it (the rule behind
     layer_saved_elems_per_token): checked here on CPU with saved-tensor hooks."""

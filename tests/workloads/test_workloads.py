@@ -145,6 +145,125 @@ def test_bad_configs_are_rejected_with_a_reason(tmp_path: Path, content: str, wo
         shape_from_hf_config(p)
 
 
+_MIXTRAL = {
+    "model_type": "mixtral",
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 32,
+    "num_local_experts": 8,
+    "num_experts_per_tok": 2,
+    "rms_norm_eps": 1e-5,
+    "rope_theta": 1e6,
+    "tie_word_embeddings": False,
+    "vocab_size": 32000,
+    "max_position_embeddings": 32768,
+}
+_QWEN15_MOE = {
+    "model_type": "qwen2_moe",
+    "hidden_act": "silu",
+    "hidden_size": 2048,
+    "intermediate_size": 5632,
+    "moe_intermediate_size": 1408,
+    "shared_expert_intermediate_size": 5632,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 16,
+    "num_hidden_layers": 24,
+    "num_experts": 60,
+    "num_experts_per_tok": 4,
+    "decoder_sparse_step": 1,
+    "mlp_only_layers": [],
+    "rms_norm_eps": 1e-6,
+    "rope_theta": 1e6,
+    "tie_word_embeddings": False,
+    "vocab_size": 151936,
+    "max_position_embeddings": 8192,
+}
+_QWEN3_MOE = {
+    "model_type": "qwen3_moe",
+    "hidden_act": "silu",
+    "hidden_size": 2048,
+    "head_dim": 128,
+    "intermediate_size": 6144,
+    "moe_intermediate_size": 768,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "num_hidden_layers": 48,
+    "num_experts": 128,
+    "num_experts_per_tok": 8,
+    "rms_norm_eps": 1e-6,
+    "rope_theta": 1e6,
+    "tie_word_embeddings": False,
+    "vocab_size": 151936,
+    "max_position_embeddings": 40960,
+}
+_GEMMA_7B = {
+    "model_type": "gemma",
+    "hidden_act": "gelu",
+    "hidden_size": 3072,
+    "head_dim": 256,
+    "intermediate_size": 24576,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 16,
+    "num_hidden_layers": 28,
+    "rms_norm_eps": 1e-6,
+    "rope_theta": 10000.0,
+    "vocab_size": 256000,
+    "max_position_embeddings": 8192,
+}
+
+
+@pytest.mark.parametrize(
+    ("cfg", "total_b", "active_b"),
+    # the model cards' totals: Mixtral 8x7B 46.7 B (12.9 B active), Qwen1.5-MoE-A2.7B 14.3 B (2.7 B),
+    # Qwen3-30B-A3B 30.5 B (3.3 B), Gemma 7B 8.54 B (its 16 heads of 256 are wider than hidden 3072)
+    [(_MIXTRAL, 46.7, 12.9), (_QWEN15_MOE, 14.3, 2.7), (_QWEN3_MOE, 30.5, 3.3), (_GEMMA_7B, 8.54, 8.54)],
+    ids=["mixtral-8x7b", "qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "gemma-7b"],
+)
+def test_moe_and_head_dim_configs_count_what_the_model_cards_say(
+    tmp_path: Path, cfg: dict[str, object], total_b: float, active_b: float
+) -> None:
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    shape = shape_from_hf_config(p, seq_len=2048)
+    assert shape.params() / 1e9 == pytest.approx(total_b, rel=0.01)
+    assert shape.active_params() / 1e9 == pytest.approx(active_b, rel=0.03)
+    w = workload_from_hf_config(p, seq_len=2048)
+    # a token's forward: 2 FLOPs per active weight (the embedding lookup none, a tied table once, as
+    # the head), and attention's QK^T and AV at the queries' width (not hidden: Gemma's and Qwen3's differ)
+    lookup = 0 if shape.tied_embeddings else shape.vocab * shape.hidden
+    per_token = 2 * (shape.active_params() - lookup) + 4 * 2048 * shape.q_dim * shape.layers
+    assert w.forward_flops_per_sample / 2048 == pytest.approx(per_token, rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        ({"kv_lora_rank": 512, "q_lora_rank": 1536}, "multi-head latent attention"),
+        ({"first_k_dense_replace": 1}, "mixes dense and mixture-of-experts layers"),
+        ({"mlp_only_layers": [0, 5]}, "mixes dense"),
+        ({"decoder_sparse_step": 2}, "mixes dense"),
+        ({"num_experts_per_tok": 9}, "more than the 8 experts"),
+        ({"num_experts_per_tok": None}, "num_experts_per_tok"),
+        ({"hidden_act": "gelu", "model_type": "switch"}, "gated"),
+        ({"ffn_config": {"moe_num_experts": 16}}, "DBRX"),
+    ],
+)
+def test_moe_configs_the_trace_cannot_build_are_refused(tmp_path: Path, extra: dict[str, object], words: str) -> None:
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({**_MIXTRAL, **extra}))
+    with pytest.raises(DataError, match=words):
+        shape_from_hf_config(p)
+
+
+def test_a_config_with_one_expert_is_dense(tmp_path: Path) -> None:
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({**_MIXTRAL, "num_local_experts": 1, "num_experts_per_tok": 1}))
+    assert not shape_from_hf_config(p).is_moe
+
+
 @pytest.mark.parametrize(
     ("params", "flops"), [(0, 1e9), (-5, 1e9), (float("nan"), 1e9), (1e6, float("inf")), (1e30, 1e9), (1e6, 0)]
 )
