@@ -376,9 +376,8 @@ def step_time(
     (``roofline.DeviceModel``). ``comm``: a callable (compute seconds, backward seconds) ->
     ``parallel.CommTime`` for multi-GPU steps. ``optimizer_shards``: the GPUs the optimizer state
     is sharded over (ZeRO-1/2/3, FSDP): each updates only its shard."""
-    from gpuselect.estimate.roofline import compile_ops, device_time, params
+    from gpuselect.estimate.roofline import compile_ops, device_time
 
-    p = params()
     bd = {
         "compute": 0.0,
         "memory": 0.0,
@@ -409,7 +408,7 @@ def step_time(
     bd["optimizer"] = t_opt
     device += t_opt
     launches = _launches(trace) + opt_launches
-    host = launches * d.dispatch_s + p["host"]["step_fixed_us"] * 1e-6
+    host = launches * d.dispatch_s + d.step_fixed_s
     if d.kind == "cpu":
         # The CPU runs each op on the thread that dispatched it: no overlap.
         step = device + host
@@ -550,10 +549,8 @@ def _bench_components(
 def _bench_predict(
     comp: tuple[float, float, float, float, float, float], dispatch_s: float, scale: float, conv: float, cpu: bool
 ) -> float:
-    from gpuselect.estimate.roofline import params
-
     _t, launches, dev, dconv, floor, copy = comp
-    host = launches * dispatch_s + float(params()["host"]["step_fixed_us"]) * 1e-6
+    host = launches * dispatch_s  # a benchmark's per-op cost is fitted alone (DeviceModel.step_fixed_s 0)
     device = scale * (dev - dconv + conv * dconv) + floor
     # The CPU runs each op on the thread that dispatched it; a GPU overlaps the host with the device.
     return host + device if cpu else max(host, device) + copy
@@ -682,6 +679,7 @@ def apply_bench_fit(d: Any, f: BenchFit) -> Any:
         vector_tflops=d.vector_tflops / s,
         bandwidth_gbs=d.bandwidth_gbs / s,
         dispatch_s=f.dispatch_s,
+        step_fixed_s=0.0,  # the fit's per-op cost carries the whole host, as fit_bench_steps fits it
         conv_factor=_conv_factor(d) / f.conv_scale if f.conv_scale != 1.0 else d.conv_factor,
         notes=(*d.notes, f.describe()),
         bench_fit=f,
@@ -825,6 +823,17 @@ def benchmarked_gpu_device(e: GpuEntry, rec: dict[str, Any], *, fit_steps: bool 
         bandwidth_gbs=float(bw) if bw else d.bandwidth_gbs,
         mem_eff=1.0 if bw else d.mem_eff,
         dispatch_s=float(launch) * 1e-6 * p["host"]["dispatch_per_launch_overhead"] if launch else d.dispatch_s,
+        # the per-step share scales with the host as the per-op cost does (both against our H100 machine's)
+        step_fixed_s=(
+            float(launch)
+            * 1e-6
+            * p["host"]["dispatch_per_launch_overhead"]
+            / (p["host"]["dispatch_us"] * 1e-6)
+            * p["host"]["step_fixed_us"]
+            * 1e-6
+            if launch
+            else d.step_fixed_s
+        ),
         h2d_gbs=float(h2d) if h2d else d.h2d_gbs,
         notes=(*d.notes, "measured by gpuselect bench"),
     )

@@ -207,6 +207,10 @@ class DeviceModel:
     # Fused attention's rate against the GEMMs where it is not the architecture's fitted one (a
     # validation source that ran an older kernel: FlashAttention-2 on Hopper).
     attention_factor: float | None = None
+    # Host time per step whatever the op count (the training loop's Python, optimizer.step and
+    # zero_grad's own overhead, the backward call): a catalog row's, fitted with the per-op cost on
+    # two models of different op counts; 0 where a benchmark fitted its own per-op cost alone.
+    step_fixed_s: float = 0.0
 
     def gemm_efficiency(self, pc: str, m: float, n: int, k: int) -> float:
         p = params()["gemm"]
@@ -363,6 +367,7 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
     gen = e.pcie_gen or 3
     pcie = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}.get(gen, 16.0)
     h2d = host.get("h2d_gbs") or pcie * p["host"]["h2d_fraction_of_pcie"]
+    host_factor = p.doc.get("step", {}).get("dispatch_factor", 1.0)  # a rig's host against our H100 machine's
     return DeviceModel(
         name=e.name,
         kind="gpu",
@@ -375,10 +380,10 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
         gemm_eff=gemm_eff,
         mem_eff=mem_eff,
         kernel_floor_s=p["device"]["kernel_floor_us"] * 1e-6,
-        # A catalog row's host: the H100 machine's per-op cost x the factor fitted on the throughput
+        # A catalog row's host: the H100 machine's per-op and per-step costs x the factor fitted on the throughput
         # tables' benchmark rigs (step.dispatch_factor); a benchmarked machine uses its own.
-        dispatch_s=host.get("dispatch_s")
-        or p["host"]["dispatch_us"] * 1e-6 * p.doc.get("step", {}).get("dispatch_factor", 1.0),
+        dispatch_s=host.get("dispatch_s") or p["host"]["dispatch_us"] * 1e-6 * host_factor,
+        step_fixed_s=0.0 if host.get("dispatch_s") else p["host"]["step_fixed_us"] * 1e-6 * host_factor,
         h2d_gbs=h2d,
         h2d_latency_s=p["host"]["h2d_latency_us"] * 1e-6,
         notes=tuple(notes),

@@ -424,12 +424,7 @@ def _layer(
             sec, shape, linear, full=full, quant=quant, double_quant=double_quant, rank=rank, lora_dropout=lora_dropout
         )
     elif shape.gated_ffn:
-        linear("layers.mlp.gate", "ln2", h, f)
-        linear("layers.mlp.up", "ln2", h, f)
-        sec.ew("layers.mlp.silu", 2 * s * f, bwd=3 * s * f)
-        sec.ew("layers.mlp.mul", 3 * s * f, bwd=6 * s * f, bwd_kernels=2)
-        sec.saved.update({"gate_out": s * f, "silu_out": s * f, "up_out": s * f})
-        linear("layers.mlp.down", "mlp_act", f, h)
+        _gated_mlp(sec, linear, "layers.mlp", "ln2", h, f, s, saved="", act="mlp_act")
     else:
         linear("layers.mlp.fc1", "ln2", h, f)
         sec.ew("layers.mlp.gelu", 2 * s * f, bwd=3 * s * f, flops_per_elem=8.0)
@@ -439,6 +434,19 @@ def _layer(
         _dropout(sec, "layers.mlp.dropout", s * h)
     sec.ew("layers.residual2", 3 * s * h, bwd=3 * s * h)
     return sec
+
+
+def _gated_mlp(
+    sec: _Section, linear: Any, name: str, x: str, h: int, f: int, tokens: float, *, saved: str, act: str
+) -> None:
+    """A SwiGLU MLP on ``tokens``: gate and up from ``x``, silu(gate) * up, down. The gate's two
+    operands and silu's output are kept (times the section's repeat: one MLP per expert)."""
+    linear(f"{name}.gate", x, h, f)
+    linear(f"{name}.up", x, h, f)
+    sec.ew(f"{name}.silu", 2 * tokens * f, bwd=3 * tokens * f)
+    sec.ew(f"{name}.mul", 3 * tokens * f, bwd=6 * tokens * f, bwd_kernels=2)
+    sec.saved.update({f"{saved}{k}": tokens * f * sec.repeat for k in ("gate_out", "silu_out", "up_out")})
+    linear(f"{name}.down", act, f, h)
 
 
 def _moe_block(
@@ -484,17 +492,14 @@ def _moe_block(
             if lora:
                 sec.adapter(name, t, n_in, n_out, x=x, rank=rank, dropout=lora_dropout)
 
-        expert_linear("layers.moe.expert.gate", "moe.expert_in", h, f)
-        expert_linear("layers.moe.expert.up", "moe.expert_in", h, f)
-        sec.ew("layers.moe.expert.silu", 2 * t * f, bwd=3 * t * f)
-        sec.ew("layers.moe.expert.mul", 3 * t * f, bwd=6 * t * f, bwd_kernels=2)
-        expert_linear("layers.moe.expert.down", "moe.expert_act", f, h)
+        _gated_mlp(
+            sec, expert_linear, "layers.moe.expert", "moe.expert_in", h, f, t, saved="moe.expert_", act="moe.expert_act"
+        )
         # x routing weight (an index of the weights first), then index_add_ into the output;
         # backward: the output's gradient gathered, times the weight, and the weight's gradient
         sec.ew("layers.moe.expert.weight", 3 * t * h + 2 * t, bwd=5 * t * h, kernels=2, bwd_kernels=2)
         sec.ew("layers.moe.expert.index_add", 3 * t * h, bwd=2 * t * h)
-        for key, elems in (("gate_out", t * f), ("silu_out", t * f), ("up_out", t * f), ("out", t * h)):
-            sec.saved["moe.expert_" + key] = elems * n
+        sec.saved["moe.expert_out"] = t * h * n  # the routing weight's gradient needs the expert's output
         if quant:  # bitsandbytes' matmul keeps its input even for frozen weights
             sec.saved["moe.expert_in"] = t * h * n
             sec.saved["moe.expert_act"] = t * f * n
@@ -502,13 +507,9 @@ def _moe_block(
         sec.repeat = 1
     sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, "layers.moe.zeros", elems=s * h)
     if shape.shared_ffn:  # Qwen2-MoE: an always-on gated MLP, scaled by sigmoid(x W_g), added on
-        g = shape.shared_ffn
-        linear("layers.moe.shared.gate", "ln2", h, g)
-        linear("layers.moe.shared.up", "ln2", h, g)
-        sec.ew("layers.moe.shared.silu", 2 * s * g, bwd=3 * s * g)
-        sec.ew("layers.moe.shared.mul", 3 * s * g, bwd=6 * s * g, bwd_kernels=2)
-        sec.saved.update({"moe.shared_gate_out": s * g, "moe.shared_silu_out": s * g, "moe.shared_up_out": s * g})
-        linear("layers.moe.shared.down", "moe.shared_act", g, h)
+        _gated_mlp(
+            sec, linear, "layers.moe.shared", "ln2", h, shape.shared_ffn, s, saved="moe.shared_", act="moe.shared_act"
+        )
         sec.gemm("layers.moe.shared.scale", s, h, 1, x="ln2", trainable=full)
         sec.ew("layers.moe.shared.sigmoid_mul_add", 7 * s * h, bwd=8 * s * h, kernels=3, bwd_kernels=3)
         sec.saved["moe.shared_out"] = s * h

@@ -55,7 +55,7 @@ def test_gpu_fit_recovers_the_host_cost_of_host_bound_steps() -> None:
     e = catalog.get("nvidia-h100-sxm5-80gb")
     assert e is not None
     base = benchmarked_gpu_device(e, {"matmul_tflops": {"fp32": 50.0}, "memory_bandwidth_gbs": 2900.0}, fit_steps=False)
-    truth = replace(base, dispatch_s=30e-6)
+    truth = replace(base, dispatch_s=30e-6, step_fixed_s=0.0)  # the fit's own model: a per-op cost alone
     steps = [
         (m, b, step_time(bench_trace(m), truth, b, "fp32", optimizer="sgd-momentum").seconds)
         for m in ("simple_cnn", "transformer")

@@ -130,13 +130,18 @@ def test_no_card_is_unfit_for_want_of_a_precision(catalog) -> None:  # type: ign
 
 
 def test_h100_simple_cnn_curve_within_2x_and_median_35_percent(catalog) -> None:  # type: ignore[no-untyped-def]
-    """Our H100 record (docs/validation/h100-2026-11-22). In-sample for host.dispatch_us (one
-    parameter for five points); the point is that the *shape* of the curve follows: flat host-bound
-    step time, throughput growing ~linearly with the batch."""
+    """Our H100 record (docs/validation/h100-2026-11-22). In-sample for the host's per-op and
+    per-step costs (two parameters for this curve and the bench transformer's); the point is that
+    the *shape* of the curve follows: flat host-bound step time, throughput growing ~linearly with
+    the batch."""
     trace = S.simple_cnn_trace()
-    # The H100 machine as a benchmarked device: its own host's dispatch cost and pinned copy rate.
+    # The H100 machine as a benchmarked device: its own host's costs and pinned copy rate.
+    host = R.params()["host"]
     d = replace(
-        R.catalog_device(h100(catalog)), h2d_gbs=S.h100_h2d_gbs(), dispatch_s=R.params()["host"]["dispatch_us"] * 1e-6
+        R.catalog_device(h100(catalog)),
+        h2d_gbs=S.h100_h2d_gbs(),
+        dispatch_s=host["dispatch_us"] * 1e-6,
+        step_fixed_s=host["step_fixed_us"] * 1e-6,
     )
     errs = []
     for b, t in S.h100_steps():
@@ -146,6 +151,44 @@ def test_h100_simple_cnn_curve_within_2x_and_median_35_percent(catalog) -> None:
         if b <= 128:
             assert st.bound == "overhead"  # at 512 the device catches up with the host
     assert statistics.median(errs) <= 0.35
+
+
+def test_the_host_fit_separates_a_per_step_cost_from_the_per_op_cost(catalog) -> None:  # type: ignore[no-untyped-def]
+    """Two models of different op counts (the bench's simple CNN, 30 dispatches, and transformer,
+    62) identify both costs: steps made with known ones give them back."""
+    traces = {"simple_cnn": S.simple_cnn_trace(), "transformer": S.bench_transformer_trace()}
+    base = R.catalog_device(h100(catalog))
+
+    def predict(model: str, us: float, fixed: float, b: int) -> float:
+        d = replace(base, dispatch_s=us * 1e-6, step_fixed_s=fixed * 1e-6)
+        return step_time(traces[model], d, b, "fp32", optimizer="sgd-momentum").seconds
+
+    truth = (40.0, 900.0)
+    made = {m: [(b, predict(m, *truth, b)) for b in (1, 8, 32)] for m in traces}
+    import gpuselect.estimate.fit.steps as steps_mod
+
+    orig = steps_mod.h100_steps
+    try:
+        steps_mod.h100_steps = lambda model="simple_cnn": made[model]  # type: ignore[assignment]
+        us, fixed, err = S.fit_dispatch(predict)
+    finally:
+        steps_mod.h100_steps = orig
+    assert us == pytest.approx(truth[0], rel=0.05) and fixed == pytest.approx(truth[1], abs=60) and err < 0.02
+
+
+def test_a_catalog_rows_host_has_a_per_step_share_and_a_benchmark_fit_does_not(catalog) -> None:  # type: ignore[no-untyped-def]
+    from gpuselect.estimate.perf import BenchFit, apply_bench_fit
+
+    host, factor = R.params()["host"], R.params().doc["step"]["dispatch_factor"]
+    d = R.catalog_device(h100(catalog))
+    assert d.dispatch_s == pytest.approx(host["dispatch_us"] * 1e-6 * factor)
+    assert d.step_fixed_s == pytest.approx(host["step_fixed_us"] * 1e-6 * factor) and d.step_fixed_s > 0
+    trace = S.simple_cnn_trace()
+    st = step_time(trace, d, 1, "fp32")
+    assert st.host_s == pytest.approx(st.launches * d.dispatch_s + d.step_fixed_s)
+    fit = BenchFit(dispatch_s=60e-6, device_scale=1.0, conv_scale=1.0, steps=5, models=("simple_cnn",), rms_log_err=0.0)
+    fitted = apply_bench_fit(d, fit)
+    assert fitted.step_fixed_s == 0.0  # its per-op cost was fitted alone on its own steps
 
 
 def test_small_model_throughput_grows_with_batch_while_host_bound(catalog) -> None:  # type: ignore[no-untyped-def]
