@@ -350,6 +350,34 @@ _LAUNCHES: dict[int, tuple[Any, int]] = {}
 _DEVICE_TIMES: dict[tuple[int, int], tuple[Any, tuple[float, float, float, float, float]]] = {}
 
 
+#: Mixed precisions whose steps run under torch.autocast with fp32 weights (fp8 recipes cast
+#: their own way: ``roofline.fp8_cast_kernels``).
+AUTOCAST = ("fp16", "bf16")
+_WEIGHT_USES: dict[int, tuple[Any, int]] = {}
+
+
+def _autocast_weight_uses(trace: Any) -> int:
+    """Forward and recompute GEMM/convolution instances the framework dispatches that read a
+    weight (each casts it under autocast; a library's own kernels inside one call, such as cuDNN's
+    RNN steps, use the weights that call cast once)."""
+    from gpuselect.estimate.trace import OpKind, Phase
+
+    hit = _WEIGHT_USES.get(id(trace))
+    if hit is None or hit[0] is not trace:
+        if len(_WEIGHT_USES) > 1024:
+            _WEIGHT_USES.clear()
+        n = sum(
+            o.count
+            for o in trace.ops
+            if o.kind in (OpKind.GEMM, OpKind.CONV)
+            and o.elems_fixed > 0
+            and o.host_dispatch
+            and o.phase is not Phase.BACKWARD
+        )
+        hit = _WEIGHT_USES[id(trace)] = (trace, n)
+    return hit[1]
+
+
 def _launches(trace: Any) -> int:
     hit = _LAUNCHES.get(id(trace))
     if hit is None or hit[0] is not trace:
@@ -408,6 +436,17 @@ def step_time(
     bd["optimizer"] = t_opt
     device += t_opt
     launches = _launches(trace) + opt_launches
+    if precision in AUTOCAST and full_params and d.kind == "gpu":
+        # torch.autocast casts each trainable fp32 weight to 16 bits where a matmul or convolution
+        # uses it (forward and recompute), and autograd casts its 16-bit gradient back: two more
+        # ops per weighted GEMM instance, each a launch and a dispatch. The forward casts' traffic
+        # is the master-weight cast above; the gradients' (read 2, write 4 bytes) is added here.
+        casts = 2 * _autocast_weight_uses(trace)
+        t_cast = casts * d.kernel_floor_s + trainable * 6.0 / (d.bandwidth_gbs * 1e9 * d.mem_eff)
+        bd["kernel_floor"] += casts * d.kernel_floor_s
+        bd["memory"] += t_cast - casts * d.kernel_floor_s
+        device += t_cast
+        launches += casts
     host = launches * d.dispatch_s + d.step_fixed_s
     if d.kind == "cpu":
         # The CPU runs each op on the thread that dispatched it: no overlap.

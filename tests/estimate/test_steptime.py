@@ -467,3 +467,25 @@ def test_hopper_attention_is_calibrated_on_the_profiled_steps(catalog) -> None: 
     assert att["factor_by_arch"]["NVIDIA/Hopper"] == pytest.approx(att["hopper_fa2_chart"] * ratio, rel=1e-3)
     names = {k["name"] for p in json.loads(S.H100_PROFILE.read_text()) for k in p["top_kernels"]}
     assert any("sdpa_sm90" in n for n in names)
+
+
+def test_autocast_casts_each_trainable_weight_where_a_matmul_uses_it(catalog) -> None:  # type: ignore[no-untyped-def]
+    """Mixed precision (torch.autocast over fp32 weights) casts each weight a GEMM or convolution
+    reads, and autograd casts its gradient back: two launches and dispatches per weighted GEMM
+    instance in the forward (and recompute); pure 16-bit, fp32/tf32, frozen bases and CPUs have none."""
+    from gpuselect.estimate.perf import AUTOCAST, _autocast_weight_uses
+    from gpuselect.workloads.traces import transformer_trace
+
+    shape = PRESETS["llama-1b-full"].shape
+    assert shape is not None
+    trace = transformer_trace(shape)
+    uses = sum(o.count for o in trace.ops if o.kind is OpKind.GEMM and o.elems_fixed > 0 and o.phase is Phase.FORWARD)
+    assert uses == _autocast_weight_uses(trace) == shape.layers * 7 + 1  # q, k, v, o, gate, up, down; the head
+    assert _autocast_weight_uses(transformer_trace(shape, checkpointing=True)) == 2 * shape.layers * 7 + 1
+    d = R.catalog_device(h100(catalog))
+    mixed, true16 = (step_time(trace, d, 1, p) for p in ("bf16", "bf16-true"))
+    assert "bf16" in AUTOCAST and mixed.launches - true16.launches == 2 * uses
+    assert mixed.host_s - true16.host_s == pytest.approx(2 * uses * d.dispatch_s)
+    for prec in ("tf32", "fp32"):
+        assert step_time(trace, d, 1, prec).launches == true16.launches
+    assert step_time(trace, d, 1, "bf16", full_params=False).launches == true16.launches  # LoRA: 16-bit frozen base
