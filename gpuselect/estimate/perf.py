@@ -855,24 +855,18 @@ def benchmarked_gpu_device(e: GpuEntry, rec: dict[str, Any], *, fit_steps: bool 
 
         m = re.search(r"'host_to_device_pageable': \{'value': ([0-9.]+)", detail)
         h2d = float(m.group(1)) if m else None
+    dispatch_s, step_fixed_s = d.dispatch_s, d.step_fixed_s
+    if launch:  # the H100 machine's host costs over its bare-op launch, times this machine's launch
+        dispatch_s = float(launch) * 1e-6 * p["host"]["dispatch_per_launch_overhead"]
+        step_fixed_s = dispatch_s * p["host"]["step_fixed_us"] / p["host"]["dispatch_us"]
     d = replace(
         d,
         peak_tflops=peaks,
         gemm_eff=eff,
         bandwidth_gbs=float(bw) if bw else d.bandwidth_gbs,
         mem_eff=1.0 if bw else d.mem_eff,
-        dispatch_s=float(launch) * 1e-6 * p["host"]["dispatch_per_launch_overhead"] if launch else d.dispatch_s,
-        # the per-step share scales with the host as the per-op cost does (both against our H100 machine's)
-        step_fixed_s=(
-            float(launch)
-            * 1e-6
-            * p["host"]["dispatch_per_launch_overhead"]
-            / (p["host"]["dispatch_us"] * 1e-6)
-            * p["host"]["step_fixed_us"]
-            * 1e-6
-            if launch
-            else d.step_fixed_s
-        ),
+        dispatch_s=dispatch_s,
+        step_fixed_s=step_fixed_s,
         h2d_gbs=float(h2d) if h2d else d.h2d_gbs,
         notes=(*d.notes, "measured by gpuselect bench"),
     )

@@ -189,6 +189,12 @@ def test_a_catalog_rows_host_has_a_per_step_share_and_a_benchmark_fit_does_not(c
     fit = BenchFit(dispatch_s=60e-6, device_scale=1.0, conv_scale=1.0, steps=5, models=("simple_cnn",), rms_log_err=0.0)
     fitted = apply_bench_fit(d, fit)
     assert fitted.step_fixed_s == 0.0  # its per-op cost was fitted alone on its own steps
+    # A benchmark with a launch overhead but no training steps: both costs scale with its launch.
+    from gpuselect.estimate.perf import benchmarked_gpu_device
+
+    quick = benchmarked_gpu_device(h100(catalog), {"launch_overhead_us": 5.0}, fit_steps=False)
+    assert quick.dispatch_s == pytest.approx(5e-6 * host["dispatch_per_launch_overhead"])
+    assert quick.step_fixed_s == pytest.approx(quick.dispatch_s * host["step_fixed_us"] / host["dispatch_us"])
 
 
 def test_small_model_throughput_grows_with_batch_while_host_bound(catalog) -> None:  # type: ignore[no-untyped-def]
