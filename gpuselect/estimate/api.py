@@ -185,6 +185,9 @@ class EstimateRow:
     time_breakdown_s: dict[str, float] = field(default_factory=dict)  # one step, per GPU
     link_gbs: float | None = None  # several GPUs: the all-reduce link bandwidth used
     link_basis: str | None = None  # "spec ..." or "measured ... (FILE)"
+    # Whether today's frameworks run the card (Kepler: not since CUDA 12); a row that is not is
+    # shown with the reason but never recommended.
+    supported: bool = True
 
 
 @dataclass
@@ -260,6 +263,16 @@ def _price(e: GpuEntry) -> tuple[float | None, str | None]:
     if e.launch_price_usd:
         return e.launch_price_usd, f"launch price {e.launch_price_date or ''}".strip()
     return None, None
+
+
+#: Architectures today's training stacks no longer run, and why: their rows stay (a user may own
+#: one), but the advice never picks them.
+UNSUPPORTED_ARCHS: dict[tuple[str, str], str] = {
+    (
+        "NVIDIA",
+        "Kepler",
+    ): "Kepler: CUDA 12 and the PyTorch builds made with it no longer run this card; not recommended",
+}
 
 
 def regime(w: Workload, count: int, bound: str | None, *, traced: bool = True) -> str:
@@ -607,6 +620,10 @@ def _row(
     base.memory_breakdown_gb = fit.breakdown_gb
     base.max_batch = fit.max_batch
     notes = [f"{a.precision} is not supported here: runs {prec}"] if a.precision not in (Precision.AUTO, prec) else []
+    unsupported = UNSUPPORTED_ARCHS.get((e.vendor, e.architecture))
+    if unsupported:
+        base.supported = False
+        notes.append(unsupported)
     if not fit.fits:
         # What the option would run as, had it fit: a two-GPU row is never "single".
         base.parallelism = "single" if count == 1 else ("fsdp" if sharded else "ddp")

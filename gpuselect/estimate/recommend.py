@@ -141,8 +141,9 @@ _describe = describe
 
 
 def _recommendable(r: EstimateRow) -> bool:
-    """A purchase needs a known price, a rental a known hourly rate: no price, no advice to get it."""
-    return r.fits and r.total_time_h is not None and row_cost(r) is not None
+    """A purchase needs a known price, a rental a known hourly rate: no price, no advice to get it;
+    and today's frameworks must run the card."""
+    return r.fits and r.supported and r.total_time_h is not None and row_cost(r) is not None
 
 
 def _best(rows: list[EstimateRow], a: Assumptions) -> EstimateRow | None:

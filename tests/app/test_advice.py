@@ -293,3 +293,16 @@ def test_a_missed_deadline_names_only_the_limits_the_user_set() -> None:
     assert "No option meets the 72 h deadline. " in explain(rec)[1]
     capped = recommend(late, SLOW_CPU, Assumptions(deadline_hours=72, budget_usd=10), PRESETS["resnet50"])
     assert "No option meets both the 72 h deadline and the $10 budget." in explain(capped)[1]
+
+
+def test_a_card_todays_frameworks_do_not_run_is_shown_but_never_recommended(capsys: pytest.CaptureFixture[str]) -> None:
+    cheap_old = dataclasses.replace(_row("old", 1.0, None, 1.0), supported=False)
+    rec = recommend([cheap_old, _row("current", 50.0, None, 90.0)], SLOW_CPU, Assumptions(), PRESETS["resnet50"])
+    assert rec.option is not None and rec.option["gpu_id"] == "current"
+    # The K80 (Kepler, CUDA 12 dropped it) has a cloud price: its rows say why it is left out.
+    assert main(["estimate", "--workload", "resnet50", "--gpus", "nvidia-k80,nvidia-t4", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    k80 = [r for r in doc["rows"] if r["gpu_id"] == "nvidia-k80"]
+    assert k80 and all(not r["supported"] and "Kepler: CUDA 12" in r["note"] for r in k80)
+    assert all(r["supported"] for r in doc["rows"] if r["gpu_id"] == "nvidia-t4")
+    assert "K80" not in doc["recommendation"]["choice"]
