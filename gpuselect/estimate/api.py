@@ -277,8 +277,7 @@ UNSUPPORTED_ARCHS: dict[tuple[str, str], str] = {
 
 def regime(w: Workload, count: int, bound: str | None, *, traced: bool = True) -> str:
     """The validation regime a row belongs to (its error band comes from that regime's cases)."""
-    shape = getattr(w, "shape", None)
-    if getattr(shape, "is_moe", False):
+    if w.shape is not None and w.shape.is_moe:
         return "moe"  # no measured mixture-of-experts step: regime_band gives it the widest GPU band
     if bound == "overhead":
         return "overhead"
@@ -677,7 +676,7 @@ def _row(
         )
     if sharded:
         notes.append(f"model state sharded ({fit.options.sharding})")
-    if getattr(getattr(w, "shape", None), "is_moe", False):
+    if w.shape is not None and w.shape.is_moe:
         notes.append("mixture of experts: no measured MoE step validates this (widest band)")
     base.note = "; ".join(notes) or None
     thr = count * fit.batch_size / st.seconds

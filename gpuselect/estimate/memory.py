@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuselect.errors import GpuselectError, UsageError
-from gpuselect.estimate.trace import CHECKPOINTING_MODES, checkpointing_mode
+from gpuselect.estimate.trace import CHECKPOINTING_MODES, NF4_BLOCK, checkpointing_mode
 from gpuselect.types import LOSSES, MIXED_PRECISIONS, Mode, Offload, Optimizer, Sharding
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.transformer import TransformerShape
@@ -68,7 +68,11 @@ def as_checkpointing(value: object) -> bool | str:
 #: absmax per block of 64 (bitsandbytes' default); with double quantisation the absmax values are
 #: themselves 8-bit with an fp32 constant per 256 of them; int8 (LLM.int8): one fp32 scale per row,
 #: negligible next to the byte per weight.
-QUANT_BYTES = {"nf4": 0.5 + 4 / 64, "nf4-dq": 0.5 + 1 / 64 + 4 / (64 * 256), "int8": 1.0}
+QUANT_BYTES = {
+    "nf4": 0.5 + 4 / NF4_BLOCK,  # 4-bit codes and an fp32 absmax per block
+    "nf4-dq": 0.5 + 1 / NF4_BLOCK + 4 / (NF4_BLOCK * 256),  # the absmax in 8 bits, an fp32 constant per 256 of them
+    "int8": 1.0,
+}
 
 
 def _load_constants() -> dict[str, float]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -346,14 +347,24 @@ def fallback_trace(w: Workload, *, checkpointing: bool) -> Any:
     )
 
 
-_LAUNCHES: dict[int, tuple[Any, int]] = {}
 _DEVICE_TIMES: dict[tuple[int, int], tuple[Any, tuple[float, float, float, float, float]]] = {}
-
+_COUNTS: dict[tuple[int, str], tuple[Any, int]] = {}
 
 #: Mixed precisions whose steps run under torch.autocast with fp32 weights (fp8 recipes cast
 #: their own way: ``roofline.fp8_cast_kernels``).
 AUTOCAST = ("fp16", "bf16")
-_WEIGHT_USES: dict[int, tuple[Any, int]] = {}
+
+
+def _count(trace: Any, what: str, compute: Callable[[Any], int]) -> int:
+    """A per-step count of ``trace``'s ops, computed once per trace (keyed by identity: the same
+    step at other GPU counts and cards reuses it)."""
+    key = (id(trace), what)
+    hit = _COUNTS.get(key)
+    if hit is None or hit[0] is not trace:  # ids of dead objects can be reused
+        if len(_COUNTS) > 2048:
+            _COUNTS.clear()
+        hit = _COUNTS[key] = (trace, compute(trace))
+    return hit[1]
 
 
 def _autocast_weight_uses(trace: Any) -> int:
@@ -362,31 +373,27 @@ def _autocast_weight_uses(trace: Any) -> int:
     RNN steps, use the weights that call cast once)."""
     from gpuselect.estimate.trace import OpKind, Phase
 
-    hit = _WEIGHT_USES.get(id(trace))
-    if hit is None or hit[0] is not trace:
-        if len(_WEIGHT_USES) > 1024:
-            _WEIGHT_USES.clear()
-        n = sum(
+    return _count(
+        trace,
+        "autocast",
+        lambda t: sum(
             o.count
-            for o in trace.ops
+            for o in t.ops
             if o.kind in (OpKind.GEMM, OpKind.CONV)
             and o.elems_fixed > 0
             and o.host_dispatch
             and o.phase is not Phase.BACKWARD
-        )
-        hit = _WEIGHT_USES[id(trace)] = (trace, n)
-    return hit[1]
+        ),
+    )
 
 
 def _launches(trace: Any) -> int:
-    hit = _LAUNCHES.get(id(trace))
-    if hit is None or hit[0] is not trace:
-        if len(_LAUNCHES) > 1024:
-            _LAUNCHES.clear()
-        # the host dispatches these; kernels a library launches inside one call cost it nothing
-        n = trace.dispatches_per_step() if hasattr(trace, "dispatches_per_step") else trace.launches_per_step()
-        hit = _LAUNCHES[id(trace)] = (trace, n)
-    return hit[1]
+    # the host dispatches these; kernels a library launches inside one call cost it nothing
+    return _count(
+        trace,
+        "dispatches",
+        lambda t: t.dispatches_per_step() if hasattr(t, "dispatches_per_step") else t.launches_per_step(),
+    )
 
 
 def step_time(

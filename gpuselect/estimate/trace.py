@@ -73,7 +73,8 @@ def checkpointing_mode(value: object) -> str:
 #: weight is the GEMM's own traffic. The step model charges the fitted ``dequant.bytes_per_weight``
 #: of steptime.json instead (``roofline.dequant_bytes``): bitsandbytes' kernel, timed inside
 #: training steps, takes several times what this traffic would at the card's streaming bandwidth.
-DEQUANT_BYTES = 0.5 + 4 / 64 + 2.0
+NF4_BLOCK = 64  # weights per absmax (bitsandbytes' 4-bit default)
+DEQUANT_BYTES = 0.5 + 4 / NF4_BLOCK + 2.0
 
 
 class OpKind(StrEnum):

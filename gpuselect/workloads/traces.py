@@ -24,14 +24,13 @@ from importlib import resources
 from typing import Any
 
 from gpuselect.errors import DataError, UsageError
-from gpuselect.estimate.trace import Op, OpKind, Phase, StepTrace, checkpointing_mode
+from gpuselect.estimate.trace import NF4_BLOCK, Op, OpKind, Phase, StepTrace, checkpointing_mode
 from gpuselect.types import Mode, parse
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.transformer import LORA_TARGETS, TransformerShape, lora_params
 
 MODES: tuple[Mode, ...] = tuple(Mode)  # (gpuselect.types.Mode is the one source)
 ATTENTION_BACKWARD_FACTOR = 2.5  # FlashAttention-2: backward ~2.5x the forward's FLOPs
-NF4_BLOCK = 64  # weights per absmax (bitsandbytes' 4-bit default)
 #: Bytes per absmax that double quantisation's two kernels move: the 8-bit code read and the fp32
 #: value written (blockwise dequantisation; its own fp32 constant per 256 is negligible), then the
 #: offset add reading and writing it again.

@@ -71,9 +71,8 @@ class TransformerShape:
         h, m = self.hidden, self.ffn_matrices
         if not self.is_moe:
             return h * self.ffn * m, h * self.ffn * m
-        shared = h * self.shared_ffn * m + (
-            h if self.shared_ffn else 0
-        )  # Qwen2-MoE: a sigmoid gate on the shared expert
+        # Qwen2-MoE's shared expert has a sigmoid gate of its own (h weights)
+        shared = h * self.shared_ffn * m + (h if self.shared_ffn else 0)
         router = h * self.experts
         one = h * self.ffn * m
         return self.experts * one + shared + router, self.experts_per_token * one + shared + router
@@ -310,6 +309,10 @@ _UNMODELLED_MOE = {
 }
 
 
+#: Where configs give the routed experts per layer (Mixtral/gpt-oss, Qwen-MoE/OLMoE, DeepSeek, others).
+_EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+
+
 def _experts(cfg: dict[str, Any], p: str, gated: bool) -> tuple[int, int, int]:
     """(routed experts, experts per token, shared experts' intermediate size) of a mixture-of-experts
     config; (0, 0, 0) for a dense model. Only models whose every layer is the same MoE block are
@@ -318,10 +321,10 @@ def _experts(cfg: dict[str, Any], p: str, gated: bool) -> tuple[int, int, int]:
     for key, what in _UNMODELLED_MOE.items():
         if cfg.get(key) is not None:
             raise DataError(f"{p}: {what} ({key}) is not modelled; the estimate would be wrong, so it is not made")
-    experts = _first(cfg, "num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+    experts = _first(cfg, *_EXPERT_KEYS)
     if experts in (None, 0, 1) or isinstance(experts, bool):
         return 0, 0, 0
-    n = _positive_int(cfg, p, ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"), limit=4096)
+    n = _positive_int(cfg, p, _EXPERT_KEYS, limit=4096)
     k = _positive_int(cfg, p, ("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_top_k"))
     if k > n:
         raise DataError(f"{p}: {k} experts per token is more than the {n} experts")
