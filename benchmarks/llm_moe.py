@@ -29,7 +29,7 @@ from gpuselect.catalog import load_catalog
 from gpuselect.estimate import api as A
 from gpuselect.estimate.perf import step_time
 from gpuselect.workloads.traces import transformer_trace
-from gpuselect.workloads.transformer import shape_from_hf_config, transformer_workload
+from gpuselect.workloads.transformer import TransformerShape, shape_from_hf_config, transformer_workload
 
 CONFIGS: dict[str, dict[str, object]] = {
     "Mixtral-8x7B": {
@@ -59,6 +59,25 @@ CONFIGS: dict[str, dict[str, object]] = {
         "vocab_size": 50304, "max_position_embeddings": 4096,
     },
 }  # fmt: skip
+#: Read for their parameter counts only (the table that opens the output).
+COUNT_ONLY: dict[str, dict[str, object]] = {
+    "gpt-oss-20b": {
+        "model_type": "gpt_oss", "hidden_act": "silu", "hidden_size": 2880, "head_dim": 64, "intermediate_size": 2880,
+        "num_attention_heads": 64, "num_key_value_heads": 8, "num_hidden_layers": 24, "num_local_experts": 32,
+        "num_experts_per_tok": 4, "rms_norm_eps": 1e-5, "rope_theta": 150000, "tie_word_embeddings": False,
+        "vocab_size": 201088, "max_position_embeddings": 131072,
+    },
+    "Gemma-7B": {
+        "model_type": "gemma", "hidden_act": "gelu", "hidden_size": 3072, "head_dim": 256, "intermediate_size": 24576,
+        "num_attention_heads": 16, "num_key_value_heads": 16, "num_hidden_layers": 28, "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0, "vocab_size": 256000, "max_position_embeddings": 8192,
+    },
+    "Qwen3-0.6B": {
+        "model_type": "qwen3", "hidden_act": "silu", "hidden_size": 1024, "head_dim": 128, "intermediate_size": 3072,
+        "num_attention_heads": 16, "num_key_value_heads": 8, "num_hidden_layers": 28, "rms_norm_eps": 1e-6,
+        "rope_theta": 1e6, "tie_word_embeddings": True, "vocab_size": 151936, "max_position_embeddings": 40960,
+    },
+}  # fmt: skip
 GPUS = ("nvidia-h100-sxm5-80gb", "nvidia-a100-sxm4-80gb", "nvidia-rtx-4090")
 TOKENS = 2048
 
@@ -72,11 +91,34 @@ def main() -> int:
         "",
     ]
     with tempfile.TemporaryDirectory() as tmp:
-        for name, cfg in CONFIGS.items():
+
+        def read(name: str, cfg: dict[str, object]) -> TransformerShape:
             path = Path(tmp) / name / "config.json"
-            path.parent.mkdir()
+            path.parent.mkdir(exist_ok=True)
             path.write_text(json.dumps(cfg))
-            shape = shape_from_hf_config(path, seq_len=TOKENS)
+            return shape_from_hf_config(path, seq_len=TOKENS)
+
+        lines += [
+            "## Parameters, and how session 7's reader counted them (experts and head_dim ignored: one dense FFN of "
+            "intermediate_size, heads of hidden / heads)",
+            f"{'config':18s} {'total B':>8s} {'active B':>8s} {'session 7 B':>11s}",
+        ]
+        for name, cfg in {**CONFIGS, **COUNT_ONLY}.items():
+            shape = read(name, cfg)
+            before = replace(
+                shape,
+                experts=0,
+                experts_per_token=0,
+                shared_ffn=0,
+                head_dim=None,
+                ffn=int(str(cfg["intermediate_size"])),
+            )
+            lines.append(
+                f"{name:18s} {shape.params() / 1e9:8.2f} {shape.active_params() / 1e9:8.2f} {before.params() / 1e9:11.2f}"
+            )
+        lines.append("")
+        for name, cfg in CONFIGS.items():
+            shape = read(name, cfg)
             twin = replace(shape, experts=0, experts_per_token=0, shared_ffn=0, ffn=shape.ffn * shape.experts_per_token)
             lines.append(
                 f"## {name}: {shape.params() / 1e9:.1f} B parameters, {shape.active_params() / 1e9:.2f} B active per "
