@@ -50,7 +50,7 @@ def _summ(rs: list[Q.Ratio]) -> str:
 
 def views(catalog: Catalog, label: str) -> list[str]:
     """One line per view set: the ratio views and the absolute error per source."""
-    for cache in (R._COMPILED, R._TEMPLATES, P._DEVICE_TIMES, A._DEVICES):
+    for cache in (R._COMPILED, R._TEMPLATES, R._MERGED, P._DEVICE_TIMES, A._DEVICES):
         cache.clear()
     rows = Q.all_rows(catalog)
     ref, pair = Q.ratios(rows)
