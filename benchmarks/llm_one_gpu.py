@@ -45,7 +45,8 @@ def main() -> int:
         "# LLM fine-tuning on one GPU (benchmarks/llm_one_gpu.py)",
         f"step factors: {p['step']}; attention {{d0: {p['attention'].get('d0')}, s_causal: "
         f"{p['attention'].get('s_causal')}}}",
-        "checkpointing as the estimate picks it (full only where the model does not fit otherwise); "
+        "checkpointing as the estimate picks it (full where the model does not fit otherwise, or where it trains "
+        "faster at the larger batch it allows); "
         "s = seconds per step",
         "",
         f"{'workload':15s} {'mb':>2s} {'GPU':16s} {'tokens/s':>8s} {'bound':8s} {'ckpt':4s} {'compute':>8s} "

@@ -134,7 +134,7 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
         metavar="{full,selective,none}",
         help="activation checkpointing: full (alone: keeps each block's input, ~4/3 the compute), selective "
         "(transformers: keeps the linear layers' outputs, recomputes attention and elementwise ops) or none; "
-        "default: full only where the model does not fit otherwise",
+        "default: full where the model does not fit otherwise, or where it trains faster at the larger batch it allows",
     )
     parser.add_argument(
         "--no-checkpointing",

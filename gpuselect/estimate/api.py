@@ -72,8 +72,8 @@ class Assumptions:
     grid_kg_co2_per_kwh: float = 0.45  # IEA: world average carbon intensity of electricity, ~0.45 kg/kWh (2023)
     utilisation: float = 0.85  # fraction of TDP drawn while training
     optimizer: Optimizer = Optimizer.ADAMW
-    # none, selective, full (or a flag); None: full only where the model does not fit otherwise (common
-    # practice). Selective keeps the linear layers' outputs: transformers only, full elsewhere.
+    # none, selective, full (or a flag); None: full where the model does not fit otherwise, or where
+    # memory caps the batch and checkpointing's larger batch trains faster (_row). Selective keeps the linear layers' outputs: transformers only, full elsewhere.
     checkpointing: bool | str | None = None
     sharding: Sharding | None = None  # None: FSDP only where several GPUs need it to fit
     offload: Offload = Offload.NONE  # optimizer, or also params, in CPU memory
@@ -642,19 +642,40 @@ def _row(
     base.fits = True
     if fit_out is not None:
         fit_out.append(fit)  # handed to the same card's multi-GPU rows (no shared state: the GUI estimates in threads)
-    st, par = predict_step(
-        w,
-        device or device_for(e),
-        e,
-        fit.batch_size,
-        prec,
-        count=count,
-        checkpointing=ckpt,
-        sharding=fit.options.sharding if count > 1 else "none",
-        optimizer=a.optimizer,
-        offload=a.offload,
-        a=a,
-    )
+    dev = device or device_for(e)
+
+    def step(f: Fit, ck: bool | str) -> tuple[StepTime, str]:
+        return predict_step(
+            w,
+            dev,
+            e,
+            f.batch_size,
+            prec,
+            count=count,
+            checkpointing=ck,
+            sharding=f.options.sharding if count > 1 else "none",
+            optimizer=a.optimizer,
+            offload=a.offload,
+            a=a,
+        )
+
+    st, par = step(fit, ckpt)
+    if a.checkpointing is None and a.batch_size is None and not ckpt and fit.batch_size < w.default_batch_size:
+        # Left to choose, a user whose batch memory caps below the workload's own checkpoints if
+        # that trains faster: a larger batch fills the GPU better and, sharded, spreads the
+        # step's fixed gather and reduce over more samples (a third more compute against both).
+        alt = plan(w, e.vram_gb, mo, checkpointing=True, sharding=a.sharding, batch_size=None)
+        if alt.fits and alt.batch_size > fit.batch_size:
+            st2, par2 = step(alt, True)
+            if alt.batch_size / st2.seconds > fit.batch_size / st.seconds:
+                fit, ckpt, st, par = alt, True, st2, par2
+                sharded = fit.options.sharding != "none" and count > 1
+                base.checkpointing = "full"
+                base.batch_size = fit.batch_size
+                base.sharded = sharded
+                base.peak_memory_gb = round(fit.peak_gb, 2)
+                base.memory_breakdown_gb = fit.breakdown_gb
+                base.max_batch = fit.max_batch
     base.parallelism = par
     if count > 1:
         cp = parallel.CommParams(**roofline_params().doc.get("comm", {}))

@@ -151,6 +151,26 @@ def test_70b_qlora_on_two_24gb_cards_with_parameter_offload_gives_a_compute_boun
     assert floor < step < 4 * floor
 
 
+def test_left_to_choose_checkpointing_takes_the_faster_of_none_and_full(catalog) -> None:  # type: ignore[no-untyped-def]
+    """Llama 3.1 8B full on eight RTX A6000s over PCIe: without checkpointing only batch 1 fits,
+    and the step waits on FSDP's gathers; checkpointed, batch 8 fits and spreads them. The
+    default takes whichever trains faster, and says which it took; where checkpointing is slower
+    (H100s at batch 2, compute-bound) it keeps none."""
+    w = PRESETS["llama-8b-full"]
+
+    def row(gid: str, n: int, ck: str | None):  # type: ignore[no-untyped-def]
+        a = A.Assumptions(counts=(n,), checkpointing=ck)
+        return A.estimate(w, a, catalog, gpu_ids=[gid], local=[]).rows[0]
+
+    for gid, n, want in (("nvidia-rtx-a6000", 8, "full"), ("nvidia-h100-sxm5-80gb", 4, "none")):
+        auto, none, full = row(gid, n, None), row(gid, n, "none"), row(gid, n, "full")
+        assert none.fits and full.fits and full.batch_size > none.batch_size
+        assert auto.checkpointing == want
+        assert auto.tokens_per_s == pytest.approx(max(none.tokens_per_s, full.tokens_per_s))
+        assert auto.batch_size == (full if want == "full" else none).batch_size
+    assert row("nvidia-rtx-a6000", 8, "full").tokens_per_s > 1.5 * row("nvidia-rtx-a6000", 8, "none").tokens_per_s
+
+
 def test_nvlink_bridges_join_pairs_of_3090s_and_a6000s_and_4090s_stage_through_host(catalog) -> None:  # type: ignore[no-untyped-def]
     """RTX 3090 and RTX A6000 pairs take their NVLink bridge (112.5 GB/s); four of them, PCIe. The
     RTX 4090 has neither a bridge nor PCIe peer-to-peer: NCCL stages through host memory."""

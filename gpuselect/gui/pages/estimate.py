@@ -240,9 +240,10 @@ class EstimatePage(QWidget):
         from gpuselect.estimate.memory import CHECKPOINTINGS
 
         self.checkpointing = QComboBox()
-        self.checkpointing.addItems(["auto", *CHECKPOINTINGS])  # auto: full only where the model does not fit otherwise
+        self.checkpointing.addItems(["auto", *CHECKPOINTINGS])  # auto: as the estimate's default
         self.checkpointing.setToolTip(
-            "Activation checkpointing: auto = full only where the model does not fit otherwise;\n"
+            "Activation checkpointing: auto = full where the model does not fit otherwise, or where it trains faster\n"
+            "at the larger batch it allows;\n"
             "selective keeps the linear layers' outputs and recomputes attention and elementwise ops (transformers;\n"
             "other models checkpoint fully); full keeps each block's input (~4/3 the compute)"
         )
