@@ -73,7 +73,8 @@ class Assumptions:
     utilisation: float = 0.85  # fraction of TDP drawn while training
     optimizer: Optimizer = Optimizer.ADAMW
     # none, selective, full (or a flag); None: full where the model does not fit otherwise, or where
-    # memory caps the batch and checkpointing's larger batch trains faster (_row). Selective keeps the linear layers' outputs: transformers only, full elsewhere.
+    # memory caps the batch and checkpointing's larger batch trains faster (_row). Selective keeps
+    # the linear layers' outputs: transformers only, full elsewhere.
     checkpointing: bool | str | None = None
     sharding: Sharding | None = None  # None: FSDP only where several GPUs need it to fit
     offload: Offload = Offload.NONE  # optimizer, or also params, in CPU memory
@@ -662,8 +663,8 @@ def _row(
     st, par = step(fit, ckpt)
     if a.checkpointing is None and a.batch_size is None and not ckpt and fit.batch_size < w.default_batch_size:
         # Left to choose, a user whose batch memory caps below the workload's own checkpoints if
-        # that trains faster: a larger batch fills the GPU better and, sharded, spreads the
-        # step's fixed gather and reduce over more samples (a third more compute against both).
+        # that trains faster: a larger batch fills the GPU better and, sharded, spreads the step's
+        # fixed gathers and reduces over more samples, against about a third more compute.
         alt = plan(w, e.vram_gb, mo, checkpointing=True, sharding=a.sharding, batch_size=None)
         if alt.fits and alt.batch_size > fit.batch_size:
             st2, par2 = step(alt, True)
