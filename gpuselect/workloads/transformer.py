@@ -321,6 +321,10 @@ def _experts(cfg: dict[str, Any], p: str, gated: bool) -> tuple[int, int, int]:
     for key, what in _UNMODELLED_MOE.items():
         if cfg.get(key) is not None:
             raise DataError(f"{p}: {what} ({key}) is not modelled; the estimate would be wrong, so it is not made")
+    given = {key: cfg[key] for key in _EXPERT_KEYS if cfg.get(key) is not None}
+    if len({repr(v) for v in given.values()}) > 1:
+        named = ", ".join(f"{key} = {v!r}" for key, v in given.items())
+        raise DataError(f"{p}: the expert counts disagree ({named}); which one the model uses is unclear")
     experts = _first(cfg, *_EXPERT_KEYS)
     if experts in (None, 0, 1) or isinstance(experts, bool):
         return 0, 0, 0
