@@ -313,6 +313,15 @@ _UNMODELLED_MOE = {
 _EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 
 
+def _names_moe(cfg: dict[str, Any]) -> bool:
+    """Whether the config's architecture or model type is a mixture-of-experts one by name."""
+    names = [cfg.get("model_type")]
+    archs = cfg.get("architectures")
+    if isinstance(archs, list):
+        names += archs
+    return any(isinstance(n, str) and ("moe" in n.lower() or "mixtral" in n.lower()) for n in names)
+
+
 def _experts(cfg: dict[str, Any], p: str, gated: bool) -> tuple[int, int, int]:
     """(routed experts, experts per token, shared experts' intermediate size) of a mixture-of-experts
     config; (0, 0, 0) for a dense model. Only models whose every layer is the same MoE block are
@@ -326,6 +335,12 @@ def _experts(cfg: dict[str, Any], p: str, gated: bool) -> tuple[int, int, int]:
         named = ", ".join(f"{key} = {v!r}" for key, v in given.items())
         raise DataError(f"{p}: the expert counts disagree ({named}); which one the model uses is unclear")
     experts = _first(cfg, *_EXPERT_KEYS)
+    if experts in (None, 0) and _names_moe(cfg):
+        # Hugging Face's own defaults would build experts here (MixtralConfig: 8); reading it as
+        # dense would undercount the model several times over.
+        raise DataError(
+            f"{p}: it names a mixture-of-experts model but gives no expert count ({', '.join(_EXPERT_KEYS)})"
+        )
     if experts in (None, 0, 1) or isinstance(experts, bool):
         return 0, 0, 0
     n = _positive_int(cfg, p, _EXPERT_KEYS, limit=4096)

@@ -249,6 +249,8 @@ def test_moe_and_head_dim_configs_count_what_the_model_cards_say(
         ({"num_experts_per_tok": None}, "num_experts_per_tok"),
         ({"hidden_act": "gelu", "model_type": "switch"}, "gated"),
         ({"ffn_config": {"moe_num_experts": 16}}, "DBRX"),
+        ({"num_local_experts": 0}, "names a mixture-of-experts model but gives no expert count"),
+        ({"num_local_experts": None}, "no expert count"),
         ({"num_experts": 16}, r"expert counts disagree \(num_local_experts = 8, num_experts = 16\)"),
     ],
 )
