@@ -612,13 +612,18 @@ def _row(
     ckpt = fit.options.checkpointing
     if ckpt == "selective" and w.shape is None:
         ckpt = True  # selective is a transformer's; other workloads checkpoint fully (docs/memory.md)
-    base.checkpointing = "full" if ckpt is True else fit.options.recompute
-    sharded = fit.options.sharding != "none" and count > 1
-    base.batch_size = fit.batch_size
-    base.sharded = sharded
-    base.peak_memory_gb = round(fit.peak_gb, 2)
-    base.memory_breakdown_gb = fit.breakdown_gb
-    base.max_batch = fit.max_batch
+
+    def show(f: Fit, ck: bool | str) -> bool:
+        """Put fit ``f``'s memory figures on the row; whether its state is sharded."""
+        base.checkpointing = "full" if ck is True else f.options.recompute
+        base.batch_size = f.batch_size
+        base.sharded = f.options.sharding != "none" and count > 1
+        base.peak_memory_gb = round(f.peak_gb, 2)
+        base.memory_breakdown_gb = f.breakdown_gb
+        base.max_batch = f.max_batch
+        return base.sharded
+
+    sharded = show(fit, ckpt)
     notes = [f"{a.precision} is not supported here: runs {prec}"] if a.precision not in (Precision.AUTO, prec) else []
     unsupported = UNSUPPORTED_ARCHS.get((e.vendor, e.architecture))
     if unsupported:
@@ -670,13 +675,7 @@ def _row(
             st2, par2 = step(alt, True)
             if alt.batch_size / st2.seconds > fit.batch_size / st.seconds:
                 fit, ckpt, st, par = alt, True, st2, par2
-                sharded = fit.options.sharding != "none" and count > 1
-                base.checkpointing = "full"
-                base.batch_size = fit.batch_size
-                base.sharded = sharded
-                base.peak_memory_gb = round(fit.peak_gb, 2)
-                base.memory_breakdown_gb = fit.breakdown_gb
-                base.max_batch = fit.max_batch
+                sharded = show(fit, ckpt)
     base.parallelism = par
     if count > 1:
         cp = parallel.CommParams(**roofline_params().doc.get("comm", {}))
