@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 # ruff: noqa: E402 - a standalone script: the imports below need the repository root on sys.path, set above
 from gpuselect.catalog import load_catalog
 from gpuselect.estimate.api import Assumptions, estimate
-from gpuselect.estimate.roofline import params
+from gpuselect.estimate.perf import workload_trace
+from gpuselect.estimate.roofline import _merged_template, params
 from gpuselect.workloads.presets import PRESETS
 
 LLAMA_CONFIG = {
@@ -61,9 +62,12 @@ def main() -> None:
             result = estimate(PRESETS[wid], Assumptions(), catalog, local=[])
             times.append(1000 * (time.perf_counter() - s))
         warm = times[1:]  # the first call builds the workload's trace and compiles it per GPU
+        # what each GPU's compile loops over: the trace's ops, merged where identical (bf16, GPU)
+        ops = workload_trace(PRESETS[wid], checkpointing=False).ops
+        distinct = len(_merged_template(ops, "bf16", "bf16", False))
         print(
             f"{wid:16s} {len(result.rows)} rows: first {times[0]:.0f} ms, then median {statistics.median(warm):.1f} ms "
-            f"(min {min(warm):.1f}, max {max(warm):.1f})"
+            f"(min {min(warm):.1f}, max {max(warm):.1f}); {len(ops)} ops, {distinct} distinct"
         )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with tempfile.TemporaryDirectory() as tmp:

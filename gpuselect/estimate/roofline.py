@@ -680,7 +680,7 @@ _MERGED: dict[tuple[int, int, str, str, bool], tuple[object, object, list[tuple[
 def _merged_template(ops: tuple[Op, ...], precision: str, cprec: str, cpu: bool) -> list[tuple[Any, ...]]:
     """``_template`` with the convolutions at their own precision ``cprec`` and identical entries
     merged into one with the summed count: a trace repeats the same op per layer (ResNet-50's
-    245 ops are 112 distinct ones, Llama QLoRA's 231 are 71), and ``compile_ops`` and
+    245 ops are 112 distinct ones, Llama QLoRA's 163 are 71), and ``compile_ops`` and
     ``device_time`` run per entry for every GPU on a first call. Each entry's time is count x
     its one instance's, so the merge changes no figure beyond float rounding."""
     p = params()
