@@ -331,7 +331,7 @@ def other_terms(catalog: Catalog) -> list[str]:
             tot, comp, mem, flo, bwd = orig_dt(d, compiled, batch)
             if d.kind == "cpu":
                 return tot, comp, mem, flo, bwd
-            n = sum(c[1] for c in compiled)
+            n = sum(c[1] for c in compiled.template)
             return tot + n * _g * 1e-6, comp, mem, flo + n * _g * 1e-6, bwd
 
         with patched(R, "device_time", dt):

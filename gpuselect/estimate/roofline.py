@@ -30,7 +30,7 @@ import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gpuselect.catalog.schema import GpuEntry
 from gpuselect.errors import DataError
@@ -603,9 +603,21 @@ def fp8_cast_bytes(op: Op, batch: float, precision: str) -> float:
 
 
 # Compiled form of op_time for the estimate loop (134 GPUs x several counts x ~100 ops must take
-# milliseconds): per (trace, device, precision) the constants of every op, so that each batch
-# size costs only arithmetic. Same formulas as op_time (tests check they agree).
-_COMPILED: dict[tuple[int, int, int, str], tuple[object, object, object, list[tuple[float, ...]]]] = {}
+# milliseconds): per (trace, precision) the constants of every op (the merged template), per
+# device its rates and bandwidths, so that each batch size costs only arithmetic. Same formulas
+# as op_time (tests check they agree).
+class Compiled(NamedTuple):
+    """One trace at one precision on one device: the merged template (shared by every device)
+    and the device's rates per template class, its bandwidths and attention's saturation rows."""
+
+    template: list[tuple[Any, ...]]
+    rates: tuple[float, float, float, float, float]
+    bw_stream: float  # GEMM/conv/attention/dequant operands, and fp32-only GEMMs
+    bw_elem: float  # eager elementwise/norm/embedding kernels
+    aux_att: float
+
+
+_COMPILED: dict[tuple[int, int, int, str], tuple[object, object, object, Compiled]] = {}
 
 
 _TEMPLATES: dict[tuple[int, int, str, bool], tuple[object, object, list[tuple[Any, ...]]]] = {}
@@ -703,7 +715,7 @@ def _merged_template(ops: tuple[Op, ...], precision: str, cprec: str, cpu: bool)
     return out
 
 
-def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tuple[float, ...]]:
+def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> Compiled:
     p = params()
     key = (id(ops), id(d), id(p), precision)
     hit = _COMPILED.get(key)
@@ -749,26 +761,20 @@ def compile_ops(d: DeviceModel, ops: tuple[Op, ...], precision: str) -> list[tup
             * step.get("gemm_factor", 1.0)
             * d.gemm_eff.get("16", e_pc)
         )
-    rates = (0.0, rate, att_rate, conv_rate, rate16)  # per template class: -, GEMM, attention, conv, 16-bit GEMM
+    # per template class: vector FP32 (memory-bound kernels), GEMM, attention, conv, 16-bit GEMM
+    rates = (vec, rate, att_rate, conv_rate, rate16)
     tmpl = _merged_template(ops, precision, cprec, d.kind == "cpu")
-    aux_att = float(d.units * att["rows_per_unit"])
-    out: list[tuple[float, ...]] = []
-    for cls, count, f_ps, b_ps, b_fix, m_ps, ntiles, g_op, backward, stream in tmpl:
-        if cls == 0:
-            out.append((0.0, count, f_ps, b_ps, b_fix, 0.0, 0.0, vec, bw_stream if stream else bw, backward))
-        elif cls == 2:  # kind 2: attention; m saturation at units x rows_per_unit
-            out.append((2.0, count, f_ps, b_ps, b_fix, m_ps, aux_att, rates[2] * g_op, bw_stream, backward))
-        else:
-            out.append((1.0, count, f_ps, b_ps, b_fix, m_ps, ntiles, rates[cls] * g_op, bw_stream, backward))
+    # The merged template is shared by every GPU; per GPU only these constants differ, so a first
+    # call over the catalog builds no per-op list per GPU (and a checkpointed trace, whose ops are
+    # the same shapes with other counts, costs no more to compile than its plain one).
+    out = Compiled(tmpl, rates, bw_stream, bw, float(d.units * att["rows_per_unit"]))
     if len(_COMPILED) > 4096:
         _COMPILED.clear()
     _COMPILED[key] = (ops, d, p, out)
     return out
 
 
-def device_time(
-    d: DeviceModel, compiled: list[tuple[float, ...]], batch: int
-) -> tuple[float, float, float, float, float]:
+def device_time(d: DeviceModel, compiled: Compiled, batch: int) -> tuple[float, float, float, float, float]:
     """(total, compute-bound, memory-bound, floor-bound, backward) seconds of the compiled ops at ``batch``."""
     floor = d.kernel_floor_s
     units = d.units
@@ -776,35 +782,38 @@ def device_time(
     tile = g["tile_cpu" if d.kind == "cpu" else "tile"]
     small = 0.0 if d.kind == "cpu" else float(g.get("small_tile_eff", 0.0))
     tile2, tile4, small2 = max(1, tile // 2), max(1, tile // 4), small * small
+    rates, bw_stream, bw_elem, aux_att = compiled.rates, compiled.bw_stream, compiled.bw_elem, compiled.aux_att
     tot = comp = mem = flo = bwd = 0.0
     ceil = math.ceil  # local names and plain comparisons: this loop runs ops x GPUs on a first call
-    for kind, count, f_ps, b_ps, b_fix, m_ps, aux, rate, bw, backward in compiled:
+    for cls, count, f_ps, b_ps, b_fix, m_ps, ntiles, g_op, backward, stream in compiled.template:
         flops = f_ps * batch
         if not flops:
             t_c = 0.0
-        elif kind == 1.0 and aux > 0 and m_ps > 0:
-            # wave_fill inlined (aux: the output columns n)
+        elif cls == 0:
+            t_c = flops / rates[0]
+        elif cls == 2:  # attention: m saturates at units x rows_per_unit
+            sat = m_ps * batch / aux_att
+            t_c = flops / (rates[2] * g_op * (sat if sat < 1.0 else 1.0))
+        elif ntiles > 0 and m_ps > 0:
+            # wave_fill inlined (ntiles: the output columns n)
             m = m_ps * batch
-            tiles = ceil(m / tile) * ceil(aux / tile)
+            tiles = ceil(m / tile) * ceil(ntiles / tile)
             fill = tiles / (ceil(tiles / units) * units)
             if fill < small:  # a 64 tile may finish sooner
-                tiles = ceil(m / tile2) * ceil(aux / tile2)
+                tiles = ceil(m / tile2) * ceil(ntiles / tile2)
                 f = small * tiles / (ceil(tiles / units) * units)
                 if f > fill:
                     fill = f
                 if fill < small2:
-                    tiles = ceil(m / tile4) * ceil(aux / tile4)
+                    tiles = ceil(m / tile4) * ceil(ntiles / tile4)
                     f = small2 * tiles / (ceil(tiles / units) * units)
                     if f > fill:
                         fill = f
-            t_c = flops / (rate * (fill if fill > 1e-4 else 1e-4))
-        elif kind == 2.0:
-            sat = m_ps * batch / aux
-            t_c = flops / (rate * (sat if sat < 1.0 else 1.0))
+            t_c = flops / (rates[cls] * g_op * (fill if fill > 1e-4 else 1e-4))
         else:
-            t_c = flops / rate
+            t_c = flops / (rates[cls] * g_op)
         nbytes = b_ps * batch + b_fix
-        t_m = nbytes / bw if nbytes else 0.0
+        t_m = nbytes / (bw_elem if cls == 0 and not stream else bw_stream) if nbytes else 0.0
         if t_c >= t_m:
             if t_c >= floor:
                 one = t_c * count
