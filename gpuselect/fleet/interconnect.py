@@ -13,13 +13,18 @@ Pure: no torch."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from gpuselect.errors import DataError
+from gpuselect.safe_io import finite_number, read_json
+
+#: The bus bandwidths a measurement may report (GB/s): `--network-gbs`'s range. Outside it a
+#: figure is a corrupt or hand-edited report, not a network.
+BUSBW_RANGE_GBS = (0.01, 100_000.0)
+#: A fleet report of a thousand ranks is well under this.
+MAX_REPORT_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -57,11 +62,27 @@ def from_fleet_doc(doc: Any, source: str) -> MeasuredInterconnect:
     if not isinstance(doc, dict) or doc.get("kind") != "fleet" or not isinstance(doc.get("report"), dict):
         raise DataError(f"{source} is not a `gpuselect fleet --output FILE.json` report")
     rep = doc["report"]
-    points = [p for p in rep.get("bandwidth") or [] if isinstance(p, dict) and p.get("op") == "all_reduce"]
+    bandwidth = rep.get("bandwidth") or []
+    if not isinstance(bandwidth, list):
+        raise DataError(f"{source}: its bandwidth entry is not a list of measurements")
+    points = [p for p in bandwidth if isinstance(p, dict) and p.get("op") == "all_reduce"]
+    lo, hi = BUSBW_RANGE_GBS
+    for p in points:
+        bw = p.get("busbw_gbs")
+        if bw is None:
+            continue
+        if not finite_number(bw) or not lo <= bw <= hi:
+            raise DataError(
+                f"{source} reports an all-reduce bus bandwidth of {str(bw)[:40]} GB/s, outside {lo:g} to {hi:,.0f}: "
+                "the report is corrupt or was edited; measure again"
+            )
     ok = [
         p
         for p in points
-        if isinstance(p.get("busbw_gbs"), (int, float)) and p["busbw_gbs"] > 0 and isinstance(p.get("bytes"), int)
+        if isinstance(p.get("busbw_gbs"), (int, float))
+        and isinstance(p.get("bytes"), int)
+        and not isinstance(p.get("bytes"), bool)
+        and p["bytes"] > 0
     ]
     if not ok:
         raise DataError(f"{source} has no all-reduce bandwidth: run fleet under torchrun with at least two ranks")
@@ -74,7 +95,9 @@ def from_fleet_doc(doc: Any, source: str) -> MeasuredInterconnect:
             return None, None, 0
         largest = max(p["bytes"] for p in pts)
         top = [p for p in pts if p["bytes"] == largest]
-        return float(statistics.median(p["busbw_gbs"] for p in top)), int(top[0].get("ranks") or 0), largest
+        ranks = top[0].get("ranks")
+        n = ranks if isinstance(ranks, int) and not isinstance(ranks, bool) and 0 < ranks < 1 << 20 else 0
+        return float(statistics.median(p["busbw_gbs"] for p in top)), n, largest
 
     intra, intra_ranks, b1 = at_largest("intra-node")
     inter, _, b2 = at_largest("inter-node")
@@ -93,12 +116,9 @@ def from_fleet_doc(doc: Any, source: str) -> MeasuredInterconnect:
 
 
 def load_interconnect(path: str) -> MeasuredInterconnect:
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path} is not JSON (fleet reports for --interconnect are the .json ones): {exc}") from exc
+    # The bounded reader: a regular file under the size limit, UTF-8, JSON nested sanely; anything
+    # else (a device, a pipe, a folder, a huge or binary file) is one sentence, not a hang or a crash.
+    doc = read_json(path, what="fleet report", max_bytes=MAX_REPORT_BYTES)
     return from_fleet_doc(doc, path)
 
 

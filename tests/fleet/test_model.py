@@ -244,3 +244,28 @@ def test_ranks_table_writes_rates_without_scientific_notation() -> None:
     md = writers.to_markdown(rep)
     assert "fp8 1,221 TFLOP/s, fp32 51.5 TFLOP/s; mem 2,948 GB/s" in md
     assert "e+0" not in md
+
+
+@pytest.mark.parametrize("bad", [1e-300, 1e308, True, "fast", -5.0, 0.0])
+def test_a_bandwidth_no_network_has_is_refused(bad: object) -> None:
+    doc = json.loads(writers.to_json(_report(_points({"node0": 180.0, "node1": 120.0}))))
+    doc["report"]["bandwidth"][0]["busbw_gbs"] = bad
+    with pytest.raises(DataError, match="bus bandwidth of .* outside 0.01 to 100,000"):
+        from_fleet_doc(doc, "fleet.json")
+
+
+def test_interconnect_files_are_read_bounded(tmp_path) -> None:
+    from gpuselect.fleet.interconnect import load_interconnect
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000)
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(b"\xff\xfe\x00garbage\xff")
+    ok = tmp_path / "fleet.json"
+    ok.write_text(writers.to_json(_report(_points({"node0": 180.0, "node1": 120.0}))))
+    for path, why in ((deep, "nests too deeply"), (binary, "not text in UTF-8"), (tmp_path, "is a folder")):
+        with pytest.raises(DataError, match=why):
+            load_interconnect(str(path))
+    with pytest.raises(DataError, match="not a regular file"):
+        load_interconnect("/dev/zero")  # read unbounded, this filled the machine's memory
+    assert load_interconnect(str(ok)).intra_node_gbs == pytest.approx(150.0)
