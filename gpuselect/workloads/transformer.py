@@ -6,6 +6,7 @@ code is executed).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -237,7 +238,7 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
     cfg = read_json(p, what="model config", max_bytes=4 * 1024 * 1024)  # bounded; UTF-8 or UTF-16 with a BOM
     if not isinstance(cfg, dict):
         raise DataError(f"{p}: expected a JSON object of model settings")
-    model_type = str(cfg.get("model_type", "")).lower()
+    model_type = _model_type(cfg)
     if model_type in ("vit", "deit") or "patch_size" in cfg:
         return _vit_shape(cfg, str(p))
     hidden = _positive_int(cfg, str(p), ("hidden_size", "n_embd", "d_model", "dim"), limit=1 << 17)
@@ -259,16 +260,15 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
     if heads % kv:
         raise DataError(f"{p}: {heads} attention heads cannot be grouped into {kv} key/value heads")
     act = str(_first(cfg, "hidden_act", "activation_function") or "").lower()
-    gated = act in ("silu", "swiglu", "swish") or model_type in ("llama", "mistral", "qwen2", "gemma", "mixtral")
-    rms = "rms_norm_eps" in cfg or model_type in ("llama", "mistral", "qwen2", "gemma", "mixtral")
+    gated = act in ("silu", "swiglu", "swish") or model_type in _LLAMA_LIKE
+    rms = "rms_norm_eps" in cfg or model_type in _LLAMA_LIKE
     rotary = any(k in cfg for k in ("rope_theta", "rotary_pct", "rotary_emb_base", "rope_scaling")) or model_type in (
-        "llama",
-        "mistral",
-        "qwen2",
-        "gemma",
-        "mixtral",
+        *_LLAMA_LIKE,
         "gpt_neox",
     )
+    tied = cfg.get("tie_word_embeddings", model_type not in _UNTIED_BY_DEFAULT)
+    if not isinstance(tied, bool):
+        raise DataError(f"{p}: tie_word_embeddings must be true or false, not {str(tied)[:40]!r}")
     drop = _first(cfg, "resid_pdrop", "hidden_dropout_prob", "hidden_dropout", "dropout")
     if drop is None and model_type in ("gpt2", "bert", "roberta"):
         drop = 0.1  # the Hugging Face default of these configs
@@ -288,7 +288,7 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
         ffn=ffn,
         kv_heads=kv,
         gated_ffn=gated,
-        tied_embeddings=bool(cfg.get("tie_word_embeddings", True)),
+        tied_embeddings=tied,
         lm_head=model_type not in ("bert", "roberta"),
         dropout=dropout,
         norm="rmsnorm" if rms else "layernorm",
@@ -299,6 +299,56 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
         shared_ffn=shared,
         head_dim=head_dim,
     )
+
+
+#: Hugging Face model types whose layers are Llama's: a gated (SwiGLU) FFN, RMSNorm, rotary positions.
+_LLAMA_LIKE = (
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen2_moe",
+    "qwen3",
+    "qwen3_moe",
+    "gemma",
+    "gemma2",
+    "olmoe",
+    "phi3",
+)
+#: Model types whose transformers config class defaults ``tie_word_embeddings`` to False (the
+#: library's base default, and GPT-2's, BERT's, Gemma's and Falcon's, is True).
+_UNTIED_BY_DEFAULT = (
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen2_moe",
+    "qwen3",
+    "qwen3_moe",
+    "olmoe",
+    "phi3",
+    "gpt_neox",
+)
+_KNOWN_TYPES = (*_LLAMA_LIKE, "gpt2", "gpt_neox", "gpt_neo", "falcon", "bert", "roberta", "vit", "deit")
+
+
+def _model_type(cfg: dict[str, Any]) -> str:
+    """The config's ``model_type``; where it gives none, the one its ``architectures`` name
+    (``LlamaForCausalLM`` -> ``llama``, ``GPT2LMHeadModel`` -> ``gpt2``), so that a config saved
+    without the key is not read as a GPT-2-style network."""
+    mt = cfg.get("model_type")
+    if isinstance(mt, str) and mt.strip():
+        return mt.strip().lower()
+    archs = cfg.get("architectures")
+    if isinstance(archs, list):
+        for a in archs:
+            if not isinstance(a, str):
+                continue
+            stem = re.split(r"For[A-Z]|LMHeadModel$|Model$", a, maxsplit=1)[0].lower()
+            for known in _KNOWN_TYPES:
+                if stem and stem == known.replace("_", ""):
+                    return known
+    return ""
 
 
 #: Config keys of what the trace does not build: the config is refused rather than read as a dense model.
@@ -433,7 +483,9 @@ def workload_from_hf_config(
         mode=mode,
         lora_rank=lora_rank,
         description=f"transformer read from {path}: {shape.layers} layers, hidden {shape.hidden}, {shape.heads} heads, "
-        f"vocabulary {shape.vocab}, sequence {shape.seq_len}"
+        f"vocabulary {shape.vocab}, sequence {shape.seq_len}; "
+        f"{'gated (SwiGLU)' if shape.gated_ffn else 'plain'} FFN, {'RMSNorm' if shape.norm == 'rmsnorm' else 'LayerNorm'}, "
+        f"{'rotary' if shape.rotary else 'learned'} positions, {'tied' if shape.tied_embeddings else 'untied'} embeddings"
         + (
             f"; mixture of experts: {shape.experts_per_token} of {shape.experts} experts per token"
             + (" and a shared expert" if shape.shared_ffn else "")

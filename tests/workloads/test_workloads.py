@@ -305,3 +305,57 @@ def test_workloads_show_the_memory_models_activations(capsys: pytest.CaptureFixt
     assert main(["workloads"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("llama-8b-full "))
     assert f"{by_id['llama-8b-full']['activation_bytes_per_sample'] / 1e6:.1f}" in line
+
+
+LLAMA_8B = {
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 32,
+    "vocab_size": 128256,
+    "max_position_embeddings": 8192,
+}
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        {"architectures": ["LlamaForCausalLM"]},  # no model_type: the architecture names it
+        {"model_type": "llama"},  # transformers' LlamaConfig: tie_word_embeddings defaults to False
+        {"model_type": "llama", "tie_word_embeddings": False},
+    ],
+)
+def test_a_llama_config_is_read_as_llama_with_its_own_defaults(tmp_path: Path, keys: dict[str, object]) -> None:
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({**LLAMA_8B, **keys}))
+    shape = shape_from_hf_config(p, seq_len=2048)
+    # before: 5.63 B (read as GPT-2 style) and 7.50 B (tied embeddings) instead of the model card's 8.03 B
+    assert shape.params() == PRESETS["llama-8b-full"].params
+    assert shape.gated_ffn and shape.norm == "rmsnorm" and shape.rotary and not shape.tied_embeddings
+    assert "gated (SwiGLU) FFN, RMSNorm, rotary positions, untied embeddings" in workload_from_hf_config(p).description
+
+
+def test_tie_word_embeddings_must_be_a_boolean(tmp_path: Path) -> None:
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({**LLAMA_8B, "model_type": "llama", "tie_word_embeddings": "yes"}))
+    with pytest.raises(DataError, match="tie_word_embeddings must be true or false"):
+        shape_from_hf_config(p)
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--workload", "llama-8b-lora", "--seq-len", "8192"], "--seq-len applies to --config only"),
+        (["--workload", "resnet50", "--flops-per-sample", "5"], "--flops-per-sample goes with --params"),
+        (["--workload", "resnet50", "--factory", "build"], "--factory and --input-shape go with --model"),
+        (["--workload", "llama-8b-lora", "--lora-rank", "65536"], "larger than the model's hidden size 4096"),
+        (["--workload", "resnet50", "--gpus", " , "], "--gpus names no GPU"),
+    ],
+)
+def test_an_option_the_workload_cannot_use_is_refused(
+    argv: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["estimate", *argv, "--format", "json"]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1
