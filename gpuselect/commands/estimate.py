@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     import csv
     import dataclasses
     import io
+    import json
 
     from gpuselect.app.money import MoneyFormat
     from gpuselect.commands import estimate_options as opts
@@ -68,6 +69,10 @@ def run(args: argparse.Namespace) -> int:
         for r in result.rows:
             row = dataclasses.asdict(r)
             row["suggestions"] = "; ".join(r.suggestions)
+            # nested figures (memory and time breakdowns) as JSON in their cell, not Python reprs
+            row = {
+                k: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list, tuple)) else v for k, v in row.items()
+            }
             wr.writerow(row)
         print(buf.getvalue(), end="")
         return 0
@@ -80,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         + (f", budget {money(a.budget_usd)}" if a.budget_usd else "")
         + f", electricity {money.per_kwh(a.electricity_usd_per_kwh)}"
     )
+    if w.id.startswith("config:"):  # what the config was read as, so a wrong guess shows
+        print(f"Model: {w.description}")
     print(
         "Several GPUs: "
         + (
