@@ -275,7 +275,14 @@ def interconnect(args: argparse.Namespace) -> Any:
 
 
 def gpu_ids(args: argparse.Namespace) -> list[str] | None:
-    return None if args.gpus == "all" else [g.strip() for g in args.gpus.split(",") if g.strip()]
+    if args.gpus == "all":
+        return None
+    ids = [g.strip() for g in args.gpus.split(",") if g.strip()]
+    if not ids:  # an empty list would read as every GPU
+        from gpuselect.errors import UsageError
+
+        raise UsageError("--gpus names no GPU: give catalog ids separated by commas, or all")
+    return ids
 
 
 def load_bench(args: argparse.Namespace) -> Any:

@@ -40,6 +40,13 @@ def build_workload(
 
     if mode is not None:
         mode = parse(Mode, mode, "--mode")
+    # An option the chosen source does not read is refused, not silently dropped.
+    if seq_len is not None and not (config and not workload):
+        raise UsageError("--seq-len applies to --config only; a preset keeps the sequence length it was traced at")
+    if flops_per_sample is not None and (params is None or workload or config or model):
+        raise UsageError("--flops-per-sample goes with --params")
+    if (factory or input_shape) and (not model or workload or config):
+        raise UsageError("--factory and --input-shape go with --model")
     if workload:
         w = get_preset(workload)
     elif config:

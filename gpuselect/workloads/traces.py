@@ -944,6 +944,11 @@ def with_mode(w: Workload, mode: Mode | str, lora_rank: int | None = None) -> Wo
             return w
         raise UsageError(f"--mode {mode} needs a transformer (a transformer preset or --config); {w.id} is not one")
     shape = w.shape
+    if mode != "full" and rank > shape.hidden:
+        raise UsageError(
+            f"--lora-rank {rank} is larger than the model's hidden size {shape.hidden}: such adapters would hold "
+            "more weights than the layers they adapt"
+        )
     if mode == w.mode and rank == w.lora_rank:
         return w
     m = re.fullmatch(r"(.+)-(full|lora|qlora)", w.id)
