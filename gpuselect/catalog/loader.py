@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuselect import notices
-from gpuselect.catalog.schema import FAMILIES, FORM_FACTORS, GpuEntry
+from gpuselect.catalog.schema import ARCHITECTURES, FAMILIES, FORM_FACTORS, GpuEntry
 from gpuselect.errors import DataError
 from gpuselect.safe_io import read_toml
 from gpuselect.types import Family, FormFactor
@@ -168,6 +168,17 @@ def validate_entry(raw: dict[str, Any], file: str, *, partial: bool = False) -> 
         bad("id", "must be lower-case letters, digits, '.' and '-'")
     if "family" in clean and clean["family"] not in FAMILIES:
         bad("family", f"must be one of {', '.join(FAMILIES)}")
+    if "architecture" in clean:
+        vendor = clean.get("vendor")
+        known = ARCHITECTURES.get(vendor, ()) if vendor else tuple(a for v in ARCHITECTURES.values() for a in v)
+        canon = {a.lower(): a for a in known}.get(clean["architecture"].strip().lower())
+        if canon is None:
+            # the estimator's efficiencies and precisions are per architecture: an unknown name
+            # would silently run the card at another architecture's rates, or in fp32
+            del clean["architecture"]
+            bad("architecture", f"is not one the estimator knows; one of: {', '.join(known) or 'none for this vendor'}")
+        else:
+            clean["architecture"] = canon
     if "form_factor" in clean and clean["form_factor"] not in FORM_FACTORS:
         bad("form_factor", f"must be one of {', '.join(FORM_FACTORS)}")
     for key in ("release_date", "launch_price_date", "street_price_date", "cloud_price_date"):

@@ -21,6 +21,36 @@ FORM_FACTORS: tuple[FormFactor, ...] = tuple(FormFactor)
 PRECISIONS: tuple[Precision, ...] = SPEC_PRECISIONS
 
 
+#: Per vendor, the architectures the estimator knows, oldest first (its efficiencies, precisions
+#: and "nearest architecture" fallbacks are per architecture): a catalog entry names one of these.
+ARCHITECTURES: dict[str, tuple[str, ...]] = {
+    "NVIDIA": (
+        "Kepler",
+        "Maxwell",
+        "Pascal",
+        "Volta",
+        "Turing",
+        "Ampere",
+        "Ada Lovelace",
+        "Hopper",
+        "Blackwell",
+        "Blackwell Ultra",
+    ),
+    "AMD": (
+        "GCN 5.0 (Vega 10)",
+        "GCN 5.1 (Vega 20)",
+        "CDNA 1",
+        "RDNA 2",
+        "CDNA 2",
+        "RDNA 3",
+        "CDNA 3",
+        "RDNA 4",
+        "CDNA 4",
+    ),
+    "Intel": ("Xe-HPG", "Xe-HPC", "Gaudi"),
+}
+
+
 @dataclass(frozen=True)
 class GpuEntry:
     id: str  # stable, lower-case: "nvidia-rtx-4090", "nvidia-a100-sxm4-80gb", "amd-mi300x"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gpuselect.catalog.schema import GpuEntry
+from gpuselect.catalog.schema import ARCHITECTURES, GpuEntry
 from gpuselect.errors import DataError
 from gpuselect.estimate.trace import DEQUANT_BYTES, Op, OpKind
 
@@ -42,32 +42,7 @@ if TYPE_CHECKING:
 PARAMS_FILE = Path(__file__).resolve().parent / "data" / "steptime.json"
 
 #: Per vendor, architectures oldest first: "nearest" for borrowing efficiencies.
-ARCH_ORDER: dict[str, tuple[str, ...]] = {
-    "NVIDIA": (
-        "Kepler",
-        "Maxwell",
-        "Pascal",
-        "Volta",
-        "Turing",
-        "Ampere",
-        "Ada Lovelace",
-        "Hopper",
-        "Blackwell",
-        "Blackwell Ultra",
-    ),
-    "AMD": (
-        "GCN 5.0 (Vega 10)",
-        "GCN 5.1 (Vega 20)",
-        "CDNA 1",
-        "RDNA 2",
-        "CDNA 2",
-        "RDNA 3",
-        "CDNA 3",
-        "RDNA 4",
-        "CDNA 4",
-    ),
-    "Intel": ("Xe-HPG", "Xe-HPC", "Gaudi"),
-}
+ARCH_ORDER = ARCHITECTURES
 #: Tensor-core precision classes (``precision_class``).
 TENSOR_CLASSES = ("tf32", "16", "fp8")
 TF32_ARCHS = frozenset({"Ampere", "Ada Lovelace", "Hopper", "Blackwell", "Blackwell Ultra", "CDNA 3", "CDNA 4"})

@@ -156,6 +156,7 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
         (("fp16_tflops = 88.2", "fp16_tflops = 1800.0"), "fp16_tflops", "sparse"),
         (('release_date = "2024-01-01"', 'release_date = "last year"'), "release_date", "YYYY-MM"),
         (('name = "Test Card 9000"\n', 'name = "Test Card 9000"\ncolour = "green"\n'), "colour", "unknown field"),
+        (('architecture = "Ada Lovelace"', 'architecture = "Zork"'), "architecture", "not one the estimator knows"),
     ],
 )
 def test_validation_failures_name_file_entry_field(
@@ -278,3 +279,14 @@ def test_builtin_files_each_parse_alone() -> None:
     for path in catalog_dir().glob("*.toml"):
         if path.name != "sources.toml":
             assert validate_file(path) == [], path.name
+
+
+def test_overlay_architecture_is_one_the_estimator_knows(tmp_path: Path) -> None:
+    # An unknown name ran the card in fp32 at another architecture's rates, without a word.
+    zork = _write(tmp_path, "z.toml", '[[gpu]]\nid = "nvidia-h100-sxm5-80gb"\narchitecture = "Zork"\n')
+    cat = load_catalog(overlay=zork)
+    assert cat.get("nvidia-h100-sxm5-80gb").architecture == "Hopper"
+    assert any("architecture" in p and "not one the estimator knows" in p for p in cat.problems)
+    lower = _write(tmp_path, "h.toml", '[[gpu]]\nid = "nvidia-h100-sxm5-80gb"\narchitecture = "hopper"\n')
+    cat = load_catalog(overlay=lower)
+    assert cat.problems == [] and cat.get("nvidia-h100-sxm5-80gb").architecture == "Hopper"
