@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import csv
+import io
 import json
 import re
 from enum import Enum
@@ -200,6 +202,10 @@ def test_csv_writes_plain_strings(capsys: pytest.CaptureFixture[str]) -> None:
     header, first = lines[0].split(","), lines[1].split(",")
     assert first[header.index("family")] == "instinct"
     assert "Precision." not in "\n".join(lines) and "Family." not in "\n".join(lines)
+    # nested figures are JSON in their cell (they were Python reprs: {'weights': 7.5, ...})
+    row = next(csv.DictReader(io.StringIO("\n".join(lines))))
+    assert json.loads(row["memory_breakdown_gb"])["weights"] > 0
+    assert json.loads(row["time_breakdown_s"])["compute"] > 0
 
 
 # --- workload ids ------------------------------------------------------------------------------

@@ -250,7 +250,7 @@ def test_ranks_table_writes_rates_without_scientific_notation() -> None:
 def test_a_bandwidth_no_network_has_is_refused(bad: object) -> None:
     doc = json.loads(writers.to_json(_report(_points({"node0": 180.0, "node1": 120.0}))))
     doc["report"]["bandwidth"][0]["busbw_gbs"] = bad
-    with pytest.raises(DataError, match="bus bandwidth of .* outside 0.01 to 100,000"):
+    with pytest.raises(DataError, match=r"bus bandwidth of .* outside 0\.01 to 100,000"):
         from_fleet_doc(doc, "fleet.json")
 
 
