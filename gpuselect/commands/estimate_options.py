@@ -12,6 +12,11 @@ from gpuselect.commands import enum_type
 from gpuselect.types import LOSSES, Mode, Offload, Optimizer, Precision, Sharding, values
 
 
+def _plain(x: float) -> str:
+    """A range bound as people write it: 1,048,576 and 10,000,000,000,000, not 1.04858e+06."""
+    return f"{x:,.0f}" if x == int(x) else f"{x:g}"
+
+
 def _number(kind: type, lo: float, hi: float, what: str):  # type: ignore[no-untyped-def]
     def parse(text: str) -> float:
         try:
@@ -22,7 +27,8 @@ def _number(kind: type, lo: float, hi: float, what: str):  # type: ignore[no-unt
         if isinstance(value, float) and not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"{what} must be a finite number, not {text!r}")
         if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"{what} {text} is outside {lo:g}..{hi:g}")
+            # argparse already names the option: the message gives the value and the plain range
+            raise argparse.ArgumentTypeError(f"{text} is outside {_plain(lo)}..{_plain(hi)}")
         return value
 
     return parse

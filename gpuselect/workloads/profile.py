@@ -61,11 +61,18 @@ def profile_factory(
     return Profile(counter.get_total_flops() / batch, int(params), 2.0 * sum(sizes) / batch)
 
 
+def _not_a_file(p: Path) -> str:
+    """Why ``p`` cannot be the model file, in one sentence (relative paths are to the working folder)."""
+    if not p.exists():
+        return f"the model file {p} does not exist" + (f" (looked in {Path.cwd()})" if not p.is_absolute() else "")
+    return f"{p} is not a Python file" + (" but a folder" if p.is_dir() else "")
+
+
 def profile_user_model(path: str | Path, factory_name: str, input_shape: tuple[int, ...]) -> Profile:
     """Import ``path``, call ``factory_name()`` on the meta device and count. Runs the user's code."""
     p = Path(path)
     if not p.is_file():
-        raise UsageError(f"{p} is not a Python file")
+        raise UsageError(_not_a_file(p))
     if not input_shape or any(d <= 0 for d in input_shape):
         raise UsageError(f"the input shape must be positive sizes, not {input_shape}")
     spec = importlib.util.spec_from_file_location(f"gpuselect_user_model_{p.stem}", p)
@@ -107,7 +114,7 @@ def trace_user_model(
 
     p = Path(path)
     if not p.is_file():
-        raise UsageError(f"{p} is not a Python file")
+        raise UsageError(_not_a_file(p))
     if not input_shape or any(d <= 0 for d in input_shape):
         raise UsageError(f"the input shape must be positive sizes, not {input_shape}")
     root = str(Path(__file__).resolve().parents[2])
