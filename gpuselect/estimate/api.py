@@ -939,6 +939,7 @@ def estimate(
                 rows.append(r)
                 if r.fits and r.meets_deadline:
                     break  # more GPUs of this kind only cost more
+    _note_slower_than_one(rows)
     by_id = {e.id: e for e in catalog.entries}
     own = own_option(owned, by_id, lambda e, n: _row(w, e, n, a, perf, None), a)
     owned_n = own.count if own is not None else 0
@@ -947,6 +948,18 @@ def estimate(
     excluded = [f"{g.device} ({g.name}): {g.problem}" for g in owned if g.problem]
     local = local or []
     return EstimateResult(w, a, rows, local, recommend(rows, local, a, w, own=own, owned_n=owned_n, excluded=excluded))
+
+
+def _note_slower_than_one(rows: list[EstimateRow]) -> None:
+    """A box of several cards that trains slower than one of them says why, so the row does not
+    read as a mistake: each step's gradient exchange (or sharded gathers) outweighs the split batch."""
+    one = {r.gpu_id: r.throughput_samples_per_s for r in rows if r.count == 1 and r.fits and r.throughput_samples_per_s}
+    for r in rows:
+        single, thr = one.get(r.gpu_id), r.throughput_samples_per_s
+        if r.count > 1 and r.fits and single and thr is not None and thr < single:
+            cost = "communication outweighs" if r.bound == "communication" else "overheads outweigh"
+            why = f"slower than one of these GPUs: the step's {cost} splitting the batch"
+            r.note = f"{r.note}; {why}" if r.note else why
 
 
 # The recommendation lives in recommend.py; these names stay importable from here.

@@ -221,3 +221,16 @@ def test_a_corrupt_dequant_parameter_is_one_clear_sentence(bad: object) -> None:
     doc = {**R.params().doc, "dequant": {"bytes_per_weight": bad}}
     with pytest.raises(DataError, match=r"dequant\.bytes_per_weight"):
         R.dequant_bytes(R.Params(doc))
+
+
+def test_a_box_slower_than_one_of_its_cards_says_why() -> None:
+    catalog = load_catalog(use_overlay=False)
+    rows = A.estimate(
+        PRESETS["lstm-lm"], A.Assumptions(), catalog, gpu_ids=["nvidia-rtx-4090", "nvidia-h100-sxm5-80gb"]
+    ).rows
+    one = {r.gpu_id: r.throughput_samples_per_s for r in rows if r.count == 1}
+    multi = [r for r in rows if r.count > 1 and r.fits]
+    slower = [r for r in multi if r.throughput_samples_per_s < one[r.gpu_id]]
+    assert slower  # the LSTM's small step over PCIe: two RTX 4090s train it slower than one
+    for r in multi:
+        assert ("slower than one of these GPUs" in (r.note or "")) == (r in slower)
