@@ -228,7 +228,8 @@ def _positive_int(
             return default
         raise DataError(f"{path}: the config has none of {', '.join(keys)}")
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= limit:
-        raise DataError(f"{path}: {keys[0]} must be a whole number between 1 and {limit}, not {value!r}")
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."  # a 400-digit number stays one line
+        raise DataError(f"{path}: {keys[0]} must be a whole number between 1 and {limit:,}, not {shown}")
     return value
 
 
