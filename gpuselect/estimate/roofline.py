@@ -55,6 +55,7 @@ BF16_ARCHS = frozenset(
         "Hopper",
         "Blackwell",
         "Blackwell Ultra",
+        "CDNA 1",  # MI100: bf16 matrix cores at half its fp16 rate, so auto keeps fp16 there
         "CDNA 2",
         "CDNA 3",
         "CDNA 4",
@@ -97,9 +98,12 @@ def supports(e: GpuEntry, precision: str) -> bool:
 
 
 def resolve_precision(e: GpuEntry, requested: str) -> str:
-    """``auto``: bf16 on Ampere and newer (CDNA 2+), fp16 mixed on Volta/Turing, else fp32.
+    """``auto``: bf16 on Ampere and newer (CDNA 2+), fp16 mixed on Volta/Turing (and the MI100,
+    whose bf16 is half its fp16 rate), else fp32.
     An explicit request the card cannot run falls back along ``FALLBACK``; fp32 always runs."""
     chain = ("bf16", "fp16", "fp32") if requested == "auto" else FALLBACK[requested]
+    if requested == "auto" and supports(e, "fp16") and (e.bf16_tflops or 0) < 0.99 * (e.fp16_tflops or 0):
+        chain = ("fp16", "fp32")  # a card whose bf16 runs slower than its fp16 (MI100) trains fastest in fp16
     return next(p for p in chain if supports(e, p))
 
 

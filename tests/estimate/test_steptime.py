@@ -105,6 +105,8 @@ def test_big_gemm_is_compute_bound_and_tiny_gemm_hits_the_floor(catalog) -> None
         ("nvidia-rtx-4090", "fp8", "fp8"),
         ("amd-mi300x", "fp8", "fp8"),
         ("amd-mi250", "tf32", "fp32"),
+        ("amd-mi100", "bf16", "bf16"),  # it runs bf16 (it fell back to fp16) ...
+        ("amd-mi100", "auto", "fp16"),  # ... at half its fp16 rate, so auto trains in fp16
     ],
 )
 def test_precision_auto_and_fallback(catalog, gpu: str, requested: str, used: str) -> None:  # type: ignore[no-untyped-def]
