@@ -185,6 +185,8 @@ def local_estimates(w: Any, a: Any, machine: Machine, catalog: Any, perf: Any) -
             features=cpu.features,
             name=cpu.model or "this CPU",
             bench=cpu_rec,
+            # what the OS reports as installed, in the binary GB the memory model counts in
+            ram_gb=machine.snapshot.memory.total_bytes / 2**30 if machine.snapshot.memory.total_bytes else None,
         )
     ]
     for g in machine.snapshot.gpus:

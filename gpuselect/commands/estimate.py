@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuselect.app.money import MoneyFormat
     from gpuselect.commands import estimate_options as opts
     from gpuselect.estimate.parallel import describe_reference_networks
-    from gpuselect.estimate.recommend import STAGE_SHORT, explain, fmt_hours
+    from gpuselect.estimate.recommend import STAGE_SHORT, explain, fmt_hours, memory_need
     from gpuselect.output import json_document
 
     settings = opts.user_settings()
@@ -105,9 +105,7 @@ def run(args: argparse.Namespace) -> int:
             else f"{fmt_hours(loc.total_time_h)} (±{100 * loc.error_band:.0f} %; {loc.basis})"
         )
         if loc.peak_memory_gb is not None and loc.vram_gb:  # "will it fit my card?"
-            state += f"; needs {loc.peak_memory_gb:.1f} of your {loc.vram_gb:g} GB" + (
-                "" if loc.fits else ", does not fit"
-            )
+            state += f"; {memory_need(loc)}"
         print(f"Your machine, {loc.device} ({loc.name}): {state}")
     if rec.own and int(rec.own["count"]) > 1:
         print(

@@ -760,10 +760,49 @@ def local_cpu_estimate(
     measured_tflops: float | None = None,
     name: str = "this CPU",
     bench: dict[str, Any] | None = None,
+    ram_gb: float | None = None,
 ) -> LocalEstimate:
     """The CPU as a device: the step-time model with the CPU's measured matmul rate, bandwidth and
     per-op cost (``bench``: its `gpuselect bench` record), or rough figures when unmeasured
-    (stated). A workload the benchmark trained itself is reported as measured."""
+    (stated). A workload the benchmark trained itself is reported as measured. ``ram_gb``: the
+    machine's memory, which the training state and activations must fit in (unchecked without it)."""
+    loc = _local_cpu_time(
+        w, a, cores=cores, mhz=mhz, features=features, measured_tflops=measured_tflops, name=name, bench=bench
+    )
+    if ram_gb is None or not (finite_number(ram_gb) and ram_gb > 0):
+        loc.fits = True  # not checked: the faces say so where they show memory
+        return loc
+    prec = (
+        "fp32" if a.precision in (Precision.AUTO, Precision.FP32, Precision.TF32, Precision.FP8) else str(a.precision)
+    )
+    fit = plan(
+        w,
+        float(ram_gb),
+        MemoryOptions(precision=prec, optimizer=a.optimizer, loss=a.loss),
+        checkpointing=as_checkpointing(a.checkpointing) if a.checkpointing is not None else None,
+        sharding=None,
+        batch_size=a.batch_size,
+    )
+    loc.fits = fit.fits
+    loc.peak_memory_gb = round(fit.peak_gb, 2)
+    loc.memory_breakdown_gb = fit.breakdown_gb
+    loc.vram_gb = float(ram_gb)
+    loc.max_batch = fit.max_batch
+    loc.checkpointing = "full" if fit.options.checkpointing is True else fit.options.recompute
+    return loc
+
+
+def _local_cpu_time(
+    w: Workload,
+    a: Assumptions,
+    *,
+    cores: int | None,
+    mhz: float | None,
+    features: list[str],
+    measured_tflops: float | None,
+    name: str,
+    bench: dict[str, Any] | None,
+) -> LocalEstimate:
     from gpuselect.estimate.perf import cpu_device
 
     a.validate()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpuselect.types import CONSUMER_FAMILIES, Family, FormFactor, Stage
 
@@ -238,7 +238,8 @@ def recommend(
             "count": 1,
             "total_time_h": cpu.total_time_h,
             "cost_usd": 0.0,
-            "meets_deadline": bool(cpu.total_time_h is not None and cpu.total_time_h <= a.deadline_hours),
+            "meets_deadline": bool(cpu.fits and cpu.total_time_h is not None and cpu.total_time_h <= a.deadline_hours),
+            "fits": cpu.fits,
             "kind": "cpu",
             "owned": 1,
             "error_band": cpu.error_band,
@@ -277,6 +278,7 @@ def recommend(
     measured = bool(cpu and "measured" in cpu.basis and "unmeasured" not in cpu.basis)  # from its own benchmark
     cpu_ok = bool(
         cpu
+        and cpu.fits  # the machine's memory holds the training state (where it was checked)
         and cpu.total_time_h is not None
         and cpu.total_time_h <= a.deadline_hours
         and (cpu.total_time_h * (1 + cpu.error_band) <= a.deadline_hours or measured)
@@ -452,3 +454,11 @@ def verdict_line(rec: Recommendation, money: Money = usd) -> str:
     """One line: the stage and the choice, as the CLI, the GUI and the report's cover print it."""
     choice, _ = explain(rec, money)
     return f"Stage {rec.stage} — {STAGE_SHORT[rec.stage]}: {choice}"
+
+
+def memory_need(loc: Any) -> str:
+    """A local device's "needs X of your Y GB" (its RAM for the CPU), and whether it fits."""
+    where = " of RAM" if loc.device == "cpu" else ""
+    return f"needs {loc.peak_memory_gb:,.1f} of your {loc.vram_gb:,.1f} GB{where}" + (
+        "" if loc.fits else ", does not fit"
+    )

@@ -16,6 +16,7 @@ from gpuselect.estimate.recommend import (
     STAGE_SHORT,
     explain,
     fmt_hours,
+    memory_need,
     option_name,
     verdict_line,
 )
@@ -255,8 +256,9 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
     choice, why = explain(rec, money)
     s.lines.append(f"Stage {rec.stage} — {STAGE_SHORT[rec.stage]}: {choice}. {why}")
     for loc in result.local:
+        need = f"; {memory_need(loc)}" if loc.device == "cpu" and loc.peak_memory_gb is not None and loc.vram_gb else ""
         s.lines.append(
-            f"Your machine, {loc.device} ({loc.name}): {fmt_hours(loc.total_time_h)} (+/- {100 * loc.error_band:.0f} %; {loc.basis})."
+            f"Your machine, {loc.device} ({loc.name}): {fmt_hours(loc.total_time_h)} (+/- {100 * loc.error_band:.0f} %; {loc.basis}){need}."
         )
     ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)
     singles, multis = shown_options(result, top)

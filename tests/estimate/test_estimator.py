@@ -464,3 +464,18 @@ def test_a_gpu_of_a_two_die_board_is_estimated_as_one_die() -> None:
     owned = [OwnedGpu(f"gpu{i}", "AMD Instinct MI250X", "amd-mi250x") for i in range(2)]
     own_option(owned, {board.id: board}, make_row, a)
     assert made == [(board.vram_gb / 2, 2)]  # two dies, each a 64 GB GPU
+
+
+def test_the_cpu_must_hold_the_training_state_in_its_ram(catalog) -> None:  # type: ignore[no-untyped-def]
+    # It was "fits: yes" for every workload, a 70B full fine-tune on a 23 GB machine included.
+    w, a = PRESETS["simple-cnn"], A.Assumptions(deadline_hours=1e6)
+    ample = A.local_cpu_estimate(w, a, cores=16, mhz=3000, features=[], ram_gb=64)
+    tiny = A.local_cpu_estimate(w, a, cores=16, mhz=3000, features=[], ram_gb=0.01)
+    assert ample.fits and ample.peak_memory_gb is not None and ample.peak_memory_gb < 64
+    assert not tiny.fits and tiny.peak_memory_gb is not None and tiny.peak_memory_gb > 0.01
+    ids = ["nvidia-rtx-4090"]
+    assert A.estimate(w, a, catalog, gpu_ids=ids, local=[ample]).recommendation.action == "cpu"
+    rec = A.estimate(w, a, catalog, gpu_ids=ids, local=[tiny]).recommendation
+    assert rec.action != "cpu" and rec.per_stage["1"]["fits"] is False  # type: ignore[index]
+    big = A.local_cpu_estimate(PRESETS["llama-70b-full"], A.Assumptions(), cores=16, mhz=3000, features=[], ram_gb=23.5)
+    assert not big.fits and big.peak_memory_gb is not None and big.peak_memory_gb > 1000
