@@ -560,7 +560,7 @@ def build_report(
             "Launch prices and some datacenter tensor figures: Epoch AI, 'Machine Learning Hardware' (CC BY 4.0)."
         )
     sections.append(method)
-    return Report(
+    report = Report(
         title="gpuselect hardware report",
         generated_at=dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         app_version=__version__,
@@ -573,3 +573,26 @@ def build_report(
         sources=sources,
         summary=summary_text(health, len(snapshot.gpus), estimate, money),
     )
+    if redact and estimate is not None and str(estimate.workload.id).startswith("config:"):
+        # A config's workload is named after its folder or file ("secretproject (from config.json)"):
+        # a redacted report names neither, wherever the name went into a sentence or a table.
+        name = str(estimate.workload.name)
+        report = _replace_text(report, name, "a model from a config file")
+    return report
+
+
+def _replace_text(obj: Any, old: str, new: str) -> Any:
+    """``obj`` (the report's dataclasses, lists, dicts and strings) with ``old`` replaced in every string."""
+    if isinstance(obj, str):
+        return obj.replace(old, new)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.replace(
+            obj, **{f.name: _replace_text(getattr(obj, f.name), old, new) for f in dataclasses.fields(obj) if f.init}
+        )
+    if isinstance(obj, list):
+        return [_replace_text(x, old, new) for x in obj]
+    if isinstance(obj, tuple):
+        return tuple(_replace_text(x, old, new) for x in obj)
+    if isinstance(obj, dict):
+        return {k: _replace_text(v, old, new) for k, v in obj.items()}
+    return obj

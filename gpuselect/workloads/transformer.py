@@ -460,12 +460,15 @@ def workload_from_hf_config(
     path: str | Path, *, seq_len: int | None = None, mode: Mode = Mode.FULL, lora_rank: int = 16
 ) -> Workload:
     shape = shape_from_hf_config(path, seq_len=seq_len)
-    name = Path(path).parent.name or Path(path).stem
+    # A Hugging Face model folder's config.json is named after its folder (Llama-3.1-8B/config.json);
+    # any other file after itself (llama8b.json), so the name is the file the user gave.
+    file = Path(path)
+    name = (file.parent.resolve().name or file.stem) if file.name == "config.json" else file.stem
     if shape.patch:
         side = round((shape.seq_len - 1) ** 0.5) * shape.patch
         return transformer_workload(
             f"config:{name}",
-            f"{name} (from config.json)",
+            f"{name} (from {file.name})",
             shape,
             mode=mode,
             lora_rank=lora_rank,
@@ -479,7 +482,7 @@ def workload_from_hf_config(
         )
     return transformer_workload(
         f"config:{name}",
-        f"{name} (from config.json)",
+        f"{name} (from {file.name})",
         shape,
         mode=mode,
         lora_rank=lora_rank,

@@ -171,7 +171,7 @@ def test_settings_redaction_applies_to_the_cli_report(tmp_path: Path, monkeypatc
     # A host name that cannot occur by chance in a report (this VM's own is "vm", two letters).
     monkeypatch.setattr(socket, "gethostname", lambda: "host-0f3a9c-secret")
     _settings_file({"redact_reports": True})
-    cfg = tmp_path / "secret-project" / "llama" / "config.json"
+    cfg = tmp_path / "secret-project" / "secret-llama" / "config.json"
     cfg.parent.mkdir(parents=True)
     cfg.write_text(
         json.dumps(
@@ -190,8 +190,11 @@ def test_settings_redaction_applies_to_the_cli_report(tmp_path: Path, monkeypatc
     body = out.read_text()
     assert socket.gethostname() not in body and "[redacted]" in body
     assert "secret-project" not in body and "config.json" in body
-    assert main(["report", "-o", str(out), "--no-redact"]) == 0  # the flag overrides the setting
-    assert socket.gethostname() in out.read_text()
+    # the workload is named after the config's folder: a redacted report names it neutrally
+    assert "secret-llama" not in body and "a model from a config file" in body
+    assert main(["report", "-o", str(out), "--no-redact", "--config", str(cfg)]) == 0  # the flag overrides the setting
+    body = out.read_text()
+    assert socket.gethostname() in body and "secret-llama (from config.json)" in body
 
 
 def test_scrub_paths() -> None:
