@@ -86,6 +86,9 @@ class Recommendation:
     deadline_hours: float = 72.0
     budget_usd: float | None = None
     workload: str = ""
+    #: Where the pick is to rent one consumer card: a rented option of a higher stage (one box) that
+    #: is faster and costs less to rent, so a renter is not steered to the slower, dearer card.
+    better_rental: dict[str, object] | None = None
 
 
 def row_cost(r: EstimateRow) -> float | None:
@@ -304,6 +307,30 @@ def recommend(
             else:
                 rec.stage, rec.action = stage_of(fastest, a), "miss"
                 rec.option = own_d if fastest is own else describe(fastest)
+    if rec.action == "rent" and rec.stage == Stage.ONE_GPU and rec.option is not None:
+        rent = rec.option.get("cloud_cost_usd")
+        t = rec.option.get("total_time_h")
+        rivals = [
+            r
+            for r in by_stage[Stage.WORKSTATION_OR_RENTED]
+            if _recommendable(r)
+            and good(r)
+            and r.cloud_cost_usd is not None
+            and isinstance(rent, (int, float))
+            and r.cloud_cost_usd < rent
+            and isinstance(t, (int, float))
+            and (r.total_time_h or math.inf) <= t
+        ]
+        if rivals:
+            rival = min(rivals, key=lambda r: (r.cloud_cost_usd, r.total_time_h))
+            buy = rec.option.get("buy_cost_usd")
+            if isinstance(buy, (int, float)) and (a.budget_usd is None or buy <= a.budget_usd):
+                # The consumer card stays the stage's answer as the card to buy; renters get the rival.
+                rec.better_rental = describe(rival, kind="rent")
+                rec.action = "buy"
+                rec.option = {**rec.option, "kind": "buy"}
+            else:  # buying is out (no price, or over the budget): the cheaper, faster rental is the answer
+                rec.stage, rec.option = Stage.WORKSTATION_OR_RENTED, describe(rival, kind="rent")
     rec.stage_name = STAGE_NAMES[rec.stage]
     rec.deadline_met = rec.action in ("cpu", "have", "buy", "rent")
     opt = rec.option
@@ -409,6 +436,15 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             }[rec.stage]
             parts.append(f"{lead}{_cap(name)} finishes in about {t}{_range(o)}{cost_txt}: {where}.")
             choice = _cap(choice) + f" (~{t})"
+            alt = rec.better_rental
+            if alt is not None:
+                alt_t = fmt_hours(alt.get("total_time_h"))  # type: ignore[arg-type]
+                alt_cost = money(float(alt["cloud_cost_usd"]))  # type: ignore[arg-type]
+                choice += f", or rent {option_name(alt)} (~{alt_t}, {alt_cost})"
+                parts.append(
+                    f"Renting, {option_name(alt)} is faster and costs less: about {alt_t}{_range(alt)} for {alt_cost}; "
+                    f"{name} is the smallest card that is enough, the one to buy."
+                )
         else:  # miss
             choice = f"{name} (~{t})"
             budget = f" and the {money(rec.budget_usd)} budget" if rec.budget_usd else ""

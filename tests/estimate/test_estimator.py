@@ -479,3 +479,18 @@ def test_the_cpu_must_hold_the_training_state_in_its_ram(catalog) -> None:  # ty
     assert rec.action != "cpu" and rec.per_stage["1"]["fits"] is False  # type: ignore[index]
     big = A.local_cpu_estimate(PRESETS["llama-70b-full"], A.Assumptions(), cores=16, mhz=3000, features=[], ram_gb=23.5)
     assert not big.fits and big.peak_memory_gb is not None and big.peak_memory_gb > 1000
+
+
+def test_a_renter_is_not_steered_to_a_slower_dearer_consumer_card(catalog) -> None:  # type: ignore[no-untyped-def]
+    # Llama 8B QLoRA: one RTX 5090 is enough (stage 2), but a rented datacenter card was faster and
+    # cheaper to rent, while the verdict said "Rent 1x RTX 5090".
+    w = PRESETS["llama-8b-qlora"]
+    rec = A.estimate(w, A.Assumptions(), catalog, local=[]).recommendation
+    assert rec.stage == 2 and rec.action == "buy" and rec.option is not None and rec.better_rental is not None
+    alt, pick = rec.better_rental, rec.option
+    assert alt["cloud_cost_usd"] < pick["cloud_cost_usd"] and alt["total_time_h"] <= pick["total_time_h"]  # type: ignore[operator]
+    assert rec.choice.startswith("Buy ") and f"or rent {alt['count']}x {alt['name']}" in rec.choice
+    # With a budget that buying the card exceeds, the cheaper rental is the answer.
+    tight = A.estimate(w, A.Assumptions(budget_usd=100), catalog, local=[]).recommendation
+    assert tight.action == "rent" and tight.option is not None and tight.option["gpu_id"] == alt["gpu_id"]
+    assert tight.better_rental is None
