@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 import platform
 import re
 from dataclasses import dataclass, field
@@ -69,6 +70,14 @@ class Report:
     summary: str = ""  # page 1: the verdict, the machine's health, the recommended option with time, cost and range
     accuracy: dict[str, Any] | None = None
     sources: list[str] = field(default_factory=list)
+
+
+def _three(v: float) -> str:
+    """Three significant digits without scientific notation: 32,900 and 0.0123, not 3.29e+04."""
+    if v == 0 or not math.isfinite(v):
+        return f"{v:g}"
+    decimals = max(0, 2 - math.floor(math.log10(abs(v))))
+    return f"{v:,.{decimals}f}" if decimals else f"{float(f'{v:.3g}'):,.0f}"
 
 
 def _fmt(v: Any, unit: str = "", digits: int = 1) -> str:
@@ -168,7 +177,7 @@ def _bench_section(bench: Any) -> Section:
         ratio = d.spec_ratio or {}
         for p, v in d.matmul_tflops.items():
             if v is not None:
-                rows.append([d.device, f"matmul {p} (TFLOP/s)", f"{v:,.3g}", _pct(ratio.get(f"matmul_{p}"))])
+                rows.append([d.device, f"matmul {p} (TFLOP/s)", _three(v), _pct(ratio.get(f"matmul_{p}"))])
         rows.append(
             [d.device, "memory bandwidth (GB/s)", _fmt(d.memory_bandwidth_gbs), _pct(ratio.get("memory_bandwidth"))]
         )
@@ -194,7 +203,7 @@ def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
     s = Section("Workload and assumptions")
     text = (
         f"{w.name}: {w.description}. {w.params / 1e6:,.1f} M parameters ({w.trainable_params / 1e6:,.2f} M trained), "
-        f"{w.forward_flops_per_sample / 1e9:,.3g} GFLOP per sample forward. Figures: {w.source}."
+        f"{_three(w.forward_flops_per_sample / 1e9)} GFLOP per sample forward. Figures: {w.source}."
     )
     s.lines.append(scrub_paths(text) if redact else text)
     dataset = a.dataset_size or w.default_dataset_size

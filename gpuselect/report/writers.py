@@ -119,7 +119,7 @@ def _batch_chart(chart: dict[str, Any], width: float, font: str) -> Any:
             math.ceil(max(vals)) if max(vals) > min(vals) else math.floor(min(vals)) + 1,
         )
         axis.valueSteps = _log_ticks(axis.valueMin, axis.valueMax)
-        axis.labelTextFormat = lambda v: f"{10**v:g}"
+        axis.labelTextFormat = lambda v: f"{10**v:,.0f}" if v >= 0 else f"{10**v:g}"  # 1,000,000, not 1e+06
         axis.labels.fontName = font
         axis.labels.fontSize = 7
     d.add(lp)
@@ -168,9 +168,7 @@ def hours_tick(h: float) -> str:
         return f"{h * 3600:g} s"
     if h < 1:
         return f"{h * 60:g} min"
-    if h < 10_000:
-        return f"{h:,.0f} h"
-    return f"1e{round(math.log10(h))} h"
+    return f"{h:,.0f} h"  # one unit along the axis: 10,000 h, not 1e4 h
 
 
 def _label_box(x: float, y: float, text: str, font: str, size: float) -> tuple[float, float, float, float]:
