@@ -247,15 +247,19 @@ def _option_row(
 
 def shown_options(result: Any, top: int) -> tuple[list[Any], list[Any]]:
     """The options the estimate table shows, fastest first: (one GPU, several GPUs); the
-    recommended option is always among them."""
+    recommended option, each stage's best (the chart's bars) and a better rental are always among them."""
     ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)
     singles = [r for r in ok if r.count == 1][:top]
     multis = [r for r in ok if r.count > 1][: max(3, top // 3)]
-    opt = result.recommendation.option or {}
-    if opt.get("gpu_id") and opt.get("kind") != "have":
-        chosen = next((r for r in ok if r.gpu_id == opt["gpu_id"] and r.count == opt.get("count")), None)
-        if chosen is not None and chosen not in singles + multis:
-            (singles if chosen.count == 1 else multis).append(chosen)
+    rec = result.recommendation
+    named = [rec.option or {}, *(o for o in rec.per_stage.values() if o), rec.better_rental or {}]
+    for opt in named:
+        if opt.get("gpu_id") and opt.get("kind") not in ("have", "cpu"):
+            chosen = next((r for r in ok if r.gpu_id == opt["gpu_id"] and r.count == opt.get("count")), None)
+            if chosen is not None and chosen not in singles + multis:
+                (singles if chosen.count == 1 else multis).append(chosen)
+    singles.sort(key=lambda r: r.total_time_h)
+    multis.sort(key=lambda r: r.total_time_h)
     return singles, multis
 
 
