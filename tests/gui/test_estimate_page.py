@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import QPoint
+from PySide6.QtCore import QPoint, Qt
 
 from gpuselect.gui.pages.estimate import EstimatePage
 from gpuselect.hardware.snapshot import detect
@@ -64,7 +64,9 @@ def test_currency_everywhere(qtbot) -> None:
     assert page.result.assumptions.electricity_usd_per_kwh == pytest.approx(0.2)  # the core still gets US dollars
     verdict = page.recommendation.text()
     assert "€" in verdict and "$" not in verdict
-    buy_col = 7
+    buy_col = [page.model.headerData(i, Qt.Orientation.Horizontal) for i in range(page.model.columnCount())].index(
+        "Buy"
+    )
     cells = [page.proxy.index(i, buy_col).data() for i in range(page.proxy.rowCount())]
     assert any(c.startswith("€") for c in cells) and not any("$" in c for c in cells)
     assert page.scatter_plot.getAxis("left").labelText == "cost (€)"
@@ -132,6 +134,11 @@ def test_a_config_json_with_lora(qtbot, tmp_path: Path) -> None:
     page.recompute()
     qtbot.waitUntil(lambda: "Cannot estimate" in page.error.text(), timeout=20_000)
     assert page.result is _run_fail
+    # the answer on screen is the last valid input's: greyed out, not left looking current
+    assert not page.recommendation.isEnabled() and not page.views.isEnabled()
+    page.config_path.setText(str(cfg))
+    _run(qtbot, page)
+    assert page.recommendation.isEnabled() and page.views.isEnabled()
     page.shutdown()
 
 
@@ -348,4 +355,25 @@ def test_loss_choice_reaches_the_rows_and_this_machines_gpus(qtbot) -> None:
     assert (
         next(r for r in page.result.rows if r.gpu_id == "nvidia-h100-sxm5-80gb" and r.count == 1).peak_memory_gb > row
     )
+    page.shutdown()
+
+
+def test_a_new_preset_resets_the_batch_and_the_table_marks_the_pick_and_the_deadline(qtbot) -> None:
+    page = _page(qtbot, preset="vgg16")
+    page.batch.setValue(512)
+    page.presets.setCurrentRow(list(PRESETS).index("llama-70b-full"))
+    assert page.batch.value() == 0  # auto: VGG16's 512 would not fit a 70B model, and said nothing
+    page.presets.setCurrentRow(list(PRESETS).index("resnet50"))
+    _run(qtbot, page)
+    cols = [page.model.headerData(i, Qt.Orientation.Horizontal) for i in range(page.model.columnCount())]
+    gpu, deadline = cols.index("GPU"), cols.index("Deadline")
+    cells = [
+        (page.model.index(i, gpu).data(), page.model.index(i, deadline).data(), page.model.rows[i])
+        for i in range(page.model.rowCount())
+    ]
+    starred = [r for name, _, r in cells if "★ recommended" in name]
+    o = page.result.recommendation.option
+    assert len(starred) == 1 and (starred[0].gpu_id, starred[0].count) == (o["gpu_id"], o["count"])
+    assert {d for _, d, r in cells if r.fits and r.total_time_h} == {"meets", "misses"}
+    assert all(d == ("meets" if r.meets_deadline else "misses") for _, d, r in cells if r.fits and r.total_time_h)
     page.shutdown()

@@ -319,7 +319,7 @@ class EstimatePage(QWidget):
         self.fits_only.setChecked(True)
         self.model = RowsModel(
             [
-                Column("GPU", lambda r: f"{r.count}x {r.name}"),
+                Column("GPU", lambda r: f"{r.count}x {r.name}" + ("  ★ recommended" if self._is_chosen(r) else "")),
                 Column("Family", lambda r: r.family),
                 Column(
                     "VRAM",
@@ -340,6 +340,11 @@ class EstimatePage(QWidget):
                     fmt=lambda v: "—" if v is None else fmt_hours(v),
                     numeric=True,
                     tooltip="± the error band in the next column",
+                ),
+                Column(
+                    "Deadline",
+                    lambda r: ("meets" if r.meets_deadline else "misses") if r.fits and r.total_time_h else "",
+                    tooltip="whether this option finishes inside your deadline",
                 ),
                 Column(
                     "±",
@@ -532,8 +537,9 @@ class EstimatePage(QWidget):
 
     @Slot()
     def _workload_changed(self) -> None:
-        """A new workload: dataset and epochs show its own figures (a preset's at once, others' once read)."""
-        for spin in (self.dataset, self.epochs):
+        """A new workload: dataset and epochs show its own figures (a preset's at once, others' once read),
+        and the batch goes back to auto (a CNN's 512 would not fit a 70B model, and said nothing)."""
+        for spin in (self.dataset, self.epochs, self.batch):
             spin.blockSignals(True)
             spin.setValue(0)
             spin.blockSignals(False)
@@ -621,10 +627,10 @@ class EstimatePage(QWidget):
         try:
             spec = self.workload_spec()
         except Exception as exc:  # noqa: BLE001 - a UsageError from a bad shape: said in the window
-            self.error.setText(f"<b>Cannot estimate:</b> {exc}")
+            self._stale(f"<b>Cannot estimate:</b> {exc}")
             return
         if not spec.given:
-            self.error.setText(
+            self._stale(
                 {1: "Choose a config.json to estimate.", 2: "Choose a model file, its factory and input shape."}.get(
                     self.source.currentIndex(), ""
                 )
@@ -651,6 +657,7 @@ class EstimatePage(QWidget):
         self.worker = None
         self.result = result
         self.error.setText("")
+        self._set_stale(False)
         self._show_defaults(result.workload)
         self.model.set_rows(result.rows)
         self._show(result)
@@ -662,10 +669,36 @@ class EstimatePage(QWidget):
     @Slot(str)
     def _on_failed(self, message: str) -> None:
         self.worker = None
-        self.error.setText(f"<b>Cannot estimate:</b> {message}")
+        self._stale(f"<b>Cannot estimate:</b> {message}")
         if self._dirty:
             self._dirty = False
             self.recompute()
+
+    def _stale(self, message: str) -> None:
+        """The input is not one that can be estimated: say why, and grey out the answer shown, which
+        is the last valid input's (it was left looking current)."""
+        self.error.setText(message)
+        self._set_stale(self.result is not None)
+
+    def _set_stale(self, stale: bool) -> None:
+        for w in self._answer_widgets():
+            w.setEnabled(not stale)
+        self.recommendation.setToolTip(
+            "This answer is for the last valid input; fix the input above to update it."
+            if stale
+            else "Stages: 1 no GPU, 2 one consumer GPU, 3 a workstation or rented datacenter GPUs, 4 a cluster"
+        )
+
+    def _answer_widgets(self) -> list[QWidget]:
+        return [
+            self.recommendation,
+            self.memory_text,
+            self.memory_bar,
+            self.local_memory_text,
+            self.local_memory_bar,
+            self.memory_legend,
+            self.views,
+        ]
 
     def _show(self, result: Any) -> None:
         from html import escape
@@ -692,6 +725,12 @@ class EstimatePage(QWidget):
         self._show_memory(self._chosen_row(result))
         self._show_local_memory(result)
 
+    def _is_chosen(self, r: Any) -> bool:
+        o = self.result.recommendation.option if self.result is not None else None
+        if not o:
+            return False
+        return bool(r.gpu_id == o.get("gpu_id") and r.count == o.get("count") and o.get("kind") != "have")
+
     def _chosen_row(self, result: Any) -> Any:
         o = result.recommendation.option or result.recommendation.own
         if not o:
@@ -700,7 +739,9 @@ class EstimatePage(QWidget):
 
     @Slot(object, object)
     def _on_row_selected(self, current: Any, _previous: Any) -> None:
-        if current.isValid():
+        # Only the user's pick: a model reset (a theme or currency change re-sets the rows) also moves
+        # the current row, and the bar switched to another option than the headline's.
+        if current.isValid() and self.table.hasFocus():
             self._show_memory(self.model.rows[self.proxy.mapToSource(current).row()])
 
     def _show_local_memory(self, result: Any) -> None:
