@@ -72,6 +72,21 @@ class Report:
     sources: list[str] = field(default_factory=list)
 
 
+#: The regimes of the step-time bands (steptime_bands.json), as the report names them.
+REGIME_LABELS = {
+    "overhead": "small overhead-bound models",
+    "cnn": "CNNs",
+    "transformer": "transformers",
+    "llm": "LLMs on one GPU",
+    "llm_multi": "LLMs on several GPUs",
+    "other": "other workloads",
+    "reference": "calibrated reference models",
+    "approximate": "workloads given as parameters and FLOPs",
+    "cpu": "a benchmarked CPU",
+    "cpu_spec": "an unmeasured CPU",
+}
+
+
 def _three(v: float) -> str:
     """Three significant digits without scientific notation: 32,900 and 0.0123, not 3.29e+04."""
     if v == 0 or not math.isfinite(v):
@@ -546,24 +561,24 @@ def build_report(
     if estimate is not None:
         import json
 
-        from gpuselect.estimate.api import ERROR_BAND_FILE
-        from gpuselect.workloads.model import public_id
+        from gpuselect.estimate.api import BAND_FILE
 
         try:
-            accuracy = json.loads(ERROR_BAND_FILE.read_text())
-            # Keyed by the calibration data's ids: the report shows the public ones.
-            if isinstance(accuracy.get("p90_by_model"), dict):
-                accuracy["p90_by_model"] = {public_id(k): v for k, v in accuracy["p90_by_model"].items()}
-            method.lines.append(
-                f"Validated accuracy (leave one GPU out, docs/accuracy.md): median error {100 * accuracy['median']:.1f} %, "
-                f"90th percentile {100 * accuracy['p90']:.1f} % over {accuracy['n']} measurements; every estimate "
-                "carries a validated error band: the 90th-percentile error of its reference model at its precision, of anchoring for workloads "
-                "without measurements, compounded with the errors measured on independent data for AMD cards "
-                "and several GPUs (docs/accuracy-external.md)."
+            accuracy = json.loads(BAND_FILE.read_text())
+            bands, cases = accuracy["regimes"], accuracy.get("cases", {})
+            shown = ", ".join(
+                f"{label} ±{100 * float(bands[k]):.0f} % ({cases.get(k, 0)} cases)"
+                for k, label in REGIME_LABELS.items()
+                if k in bands
             )
-        except (OSError, ValueError, KeyError):
             method.lines.append(
-                "Validated accuracy: the error-band file is missing; rerun benchmarks/estimator_accuracy.py."
+                "Accuracy (docs/accuracy.md): each estimate's ± is the band of its regime, wide enough to cover "
+                f"80 % of that regime's validation cases (measured training throughput, predicted without "
+                f"fitting on its own source): {shown}."
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            method.lines.append(
+                "Accuracy: the error-band file is missing or corrupt; rerun benchmarks/estimator_validation.py --fit."
             )
     sources = []
     if catalog is not None:

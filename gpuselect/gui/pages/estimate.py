@@ -351,8 +351,8 @@ class EstimatePage(QWidget):
                     lambda r: 100 * r.error_band,
                     fmt=num(0, " %"),
                     numeric=True,
-                    tooltip="validated 90th-percentile error of this row's time (docs/accuracy.md); wider for workloads\n"
-                    "without measurements, AMD cards and several GPUs (docs/accuracy-external.md)",
+                    tooltip="error band of this row's regime (small overhead-bound models, CNNs, transformers, LLMs on one\n"
+                    "or several GPUs): wide enough to cover 80 % of that regime's validation cases (docs/accuracy.md)",
                 ),
                 Column(
                     "Buy",
