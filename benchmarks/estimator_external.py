@@ -38,7 +38,9 @@ from gpuselect.workloads.transformer import TransformerShape, transformer_worklo
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "gpuselect" / "estimate" / "data" / "other_throughput.csv"
 OUT = ROOT / "docs" / "accuracy-external.md"
-BANDS = ROOT / "gpuselect" / "estimate" / "data" / "external_band.json"  # read by the app (api.external_bands)
+BANDS = (
+    ROOT / "gpuselect" / "estimate" / "data" / "external_band.json"
+)  # the retired per-model estimator's bands; the app now takes the step-time regime bands (steptime_bands.json)
 REFERENCE_GPU = "V100 PCIe 32GB"
 
 # Shapes from the models' published configs (Hugging Face model cards / the GPT-3 paper, table 2.1).

@@ -53,8 +53,6 @@ from gpuselect.workloads.model import Workload
 PRECISIONS: tuple[Precision, ...] = TRAINING_PRECISIONS
 BAND_FILE = Path(__file__).resolve().parent / "data" / "steptime_bands.json"
 CLUSTER_COUNTS = (16, 32, 64, 128, 256, 512, 1024)
-ERROR_BAND_FILE = Path(__file__).resolve().parent / "data" / "error_band.json"
-EXTERNAL_BAND_FILE = Path(__file__).resolve().parent / "data" / "external_band.json"
 
 
 @dataclass(frozen=True)
@@ -215,47 +213,6 @@ class EstimateResult:
     rows: list[EstimateRow]
     local: list[LocalEstimate]
     recommendation: Recommendation
-
-
-def error_band(precision: str, *, anchored_kind: str | None = None, model: str | None = None) -> float:
-    """The validated p90 relative error (benchmarks/estimator_accuracy.py): for a measured
-    reference ``model``, its own p90 at that precision where it had enough rows, else the
-    precision's; for any other workload the anchored band of its kind, or the overall anchored
-    band where its kind was not tested."""
-    try:
-        bands = json.loads(ERROR_BAND_FILE.read_text())
-        if anchored_kind is not None:
-            by_kind = bands.get("p90_anchored_by_kind") or {}
-            return float(by_kind.get(anchored_kind, bands["p90_anchored"]))
-        pc = "fp32" if precision in ("fp32", "tf32") else "fp16"
-        own = (bands.get("p90_by_model") or {}).get(model or "", {}).get(pc)
-        if own is not None:
-            return float(own)
-        return float(bands["p90_by_precision"].get(pc, bands["p90"]))
-    except (OSError, KeyError, ValueError, TypeError):
-        return 1.0
-
-
-def external_bands() -> dict[str, float]:
-    """p90 errors measured on data the model was not fitted on (benchmarks/estimator_external.py):
-    ``p90_amd`` (AMD cards against a V100) and ``p90_scaling`` (data-parallel scaling)."""
-    try:
-        doc = json.loads(EXTERNAL_BAND_FILE.read_text())
-        return {k: float(doc[k]) for k in ("p90_amd", "p90_scaling")}
-    except (OSError, KeyError, ValueError, TypeError):
-        return {}
-
-
-def combined_band(band: float, e: GpuEntry, count: int, external: dict[str, float]) -> float:
-    """A row's band: the workload's, compounded with the validated error of each extrapolation the
-    row adds (a vendor absent from the calibration data, more than one GPU). Compounding
-    ((1+a)(1+b)-1) is conservative: it assumes the errors can add up in the same direction."""
-    factor = 1.0 + band
-    if e.vendor != "NVIDIA":
-        factor *= 1.0 + external.get("p90_amd", 1.0)  # not validated at all without that file: +100 %
-    if count > 1:
-        factor *= 1.0 + external.get("p90_scaling", 1.0)
-    return round(factor - 1.0, 4)  # a p90 known to ~3 digits; no 0.11200000000000001 in the JSON
 
 
 def _price(e: GpuEntry) -> tuple[float | None, str | None]:
