@@ -494,7 +494,6 @@ def verdict_line(rec: Recommendation, money: Money = usd) -> str:
 
 def memory_need(loc: Any) -> str:
     """A local device's "needs X of your Y GB" (its RAM for the CPU), and whether it fits."""
-    where = " of RAM" if loc.device == "cpu" else ""
-    return f"needs {loc.peak_memory_gb:,.1f} of your {loc.vram_gb:,.1f} GB{where}" + (
-        "" if loc.fits else ", does not fit"
-    )
+    cpu = loc.device == "cpu"
+    have = f"{loc.vram_gb:,.1f} GB of RAM" if cpu else f"{loc.vram_gb:g} GB"  # a card's size as sold: 24 GB
+    return f"needs {loc.peak_memory_gb:,.1f} of your {have}" + ("" if loc.fits else ", does not fit")
