@@ -12,6 +12,15 @@ def _num(v: object) -> str:
     return measured(v) if isinstance(v, float) else str(v)
 
 
+def with_unit(text: str, value: object, unit: str | None) -> str:
+    """``text`` (the value as shown) with its unit, singular for one: "1 GPU", "2 GPUs"."""
+    if not unit:
+        return text
+    if value == 1 and unit.endswith("s") and unit[:-1].isalpha():
+        unit = unit[:-1]
+    return f"{text} {unit}"
+
+
 def format_health(report: HealthReport, *, verbose: bool = False) -> str:
     lines = []
     for f in report.findings:
@@ -20,8 +29,9 @@ def format_health(report: HealthReport, *, verbose: bool = False) -> str:
         lines.append(f"[{f.severity.symbol} {f.severity.value.upper()}] {f.device or ''}: {f.title}")
         lines.append(f"    {f.detail}")
         if f.value is not None or f.threshold is not None:
-            unit = f" {f.unit}" if f.unit else ""
-            lines.append(f"    measured: {_num(f.value)}{unit}; threshold: {_num(f.threshold)}{unit}")
+            lines.append(
+                f"    measured: {with_unit(_num(f.value), f.value, f.unit)}; threshold: {with_unit(_num(f.threshold), f.threshold, f.unit)}"
+            )
         if f.remedy:
             lines.append(f"    what to do: {f.remedy}")
     c = report.counts

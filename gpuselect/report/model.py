@@ -21,6 +21,7 @@ from gpuselect.estimate.recommend import (
     option_name,
     verdict_line,
 )
+from gpuselect.health.text import with_unit
 
 REDACTED = "[redacted]"
 
@@ -161,14 +162,13 @@ def _health_section(health: Any) -> Section:
     )
     rows = [["Severity", "Device", "Finding", "Measured", "Threshold", "What to do"]]
     for f in health.findings:
-        unit = f" {f.unit}" if f.unit else ""
         rows.append(
             [
                 f.severity.value.upper(),
                 f.device or "",
                 f.title,
-                "" if f.value is None else f"{f.value}{unit}",
-                "" if f.threshold is None else f"{f.threshold}{unit}",
+                "" if f.value is None else with_unit(f"{f.value}", f.value, f.unit),
+                "" if f.threshold is None else with_unit(f"{f.threshold}", f.threshold, f.unit),
                 f.remedy or "",
             ]
         )
@@ -516,6 +516,11 @@ def summary_text(health: Any, n_gpus: int, result: Any, money: MoneyFormat) -> s
         machine = f"This machine ({gpus}) has {c.get('critical', 0)} critical finding(s): {'; '.join(crit)}."
     elif worst == "warning":
         machine = f"This machine ({gpus}) has {c.get('warning', 0)} warning(s) and no critical finding."
+    elif not c.get("ok", 0):  # nothing checked passed (no GPU, no readings): not "passed its checks"
+        machine = (
+            f"This machine ({gpus}) has no warning and no critical finding; "
+            f"{c.get('unknown', 0)} check(s) could not be made here."
+        )
     else:
         machine = f"This machine ({gpus}) passed its health checks: no warning and no critical finding."
     if result is None:
