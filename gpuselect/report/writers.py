@@ -249,6 +249,7 @@ def _stage_chart(chart: dict[str, Any], width: float, font: str) -> Any:
             d.add(String(x, base - 10, hours_tick(t), fontName=font, fontSize=6.5, textAnchor="middle"))
             last = x + w / 2
     d.add(String(x0 + (width - x0) / 2, 2, "training time (log scale)", fontName=font, fontSize=7, textAnchor="middle"))
+    labels: list[tuple[float, float, str]] = []
     for i, key in enumerate(str(s.value) for s in Stage):
         y = top - (i + 1) * row_h + 8
         chosen = int(key) == chart["stage"]
@@ -281,9 +282,13 @@ def _stage_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         money = "" if cost is None or kind == "cpu" else f", {sym}{float(cost):,.0f} {how}".rstrip()
         rng = f" ({hours_tick_short(float(lo))}–{hours_tick_short(float(hi))})" if lo and hi else ""
         label = f"{who}: {hours_tick_short(t)}{rng}{money}" + ("  — recommended" if chosen else "")
-        d.add(String(x0 + 2, y - 8, label, fontName=font, fontSize=6.5))
+        labels.append((x0 + 2, y - 8, label))
     xd = ax.pos(deadline)
     d.add(Line(xd, base, xd, top + 4, strokeColor=colors.HexColor(RED), strokeDashArray=[3, 2], strokeWidth=1.2))
+    # The labels over the deadline line, each on a white ground: the line crossed their digits.
+    for lx, ly, label in labels:
+        d.add(Rect(lx - 1, ly - 2, stringWidth(label, font, 6.5) + 2, 8.5, fillColor=colors.white, strokeColor=None))
+        d.add(String(lx, ly, label, fontName=font, fontSize=6.5))
     d.add(
         String(
             min(xd + 2, width - 60),
