@@ -794,6 +794,8 @@ class EstimatePage(QWidget):
                 spans += [float(v[k]) for k in ("total_time_h", "time_low_h", "time_high_h") if v.get(k)]
         left = 10 ** math.floor(math.log10(min(spans)) - 0.3)
         fg = self._text_colour()
+        # The error whiskers cross the grey bars: white text colour (dark theme) vanished on them.
+        whisker = QColor("#f6e05e") if fg.lightness() > 128 else fg
         for i, key in enumerate(str(s.value) for s in Stage):
             v = rec.per_stage.get(key)
             y = 4 - i
@@ -821,7 +823,7 @@ class EstimatePage(QWidget):
                         left=np.array([math.log10(t) - math.log10(float(lo))]),
                         right=np.array([math.log10(float(hi)) - math.log10(t)]),
                         beam=0.15,
-                        pen=pg.mkPen(fg, width=1.5),
+                        pen=pg.mkPen(whisker, width=1.5),
                     )
                 )
             cost = v.get("cost_usd")
