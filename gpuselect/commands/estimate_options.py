@@ -85,7 +85,10 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
         help="LoRA/QLoRA adapter rank (default 16)",
     )
     parser.add_argument(
-        "--seq-len", type=_number(int, 1, 1_048_576, "the sequence length"), help="with --config: tokens per sample"
+        "--seq-len",
+        type=_number(int, 1, 1_048_576, "the sequence length"),
+        help="tokens per sample, with --config or a Llama or GPT-2 preset (default: the config's positions up to 4,096; "
+        "the preset's 2,048 or 1,024)",
     )
     parser.add_argument(
         "--precision",

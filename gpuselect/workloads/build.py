@@ -35,14 +35,14 @@ def build_workload(
     lora_rank: int | None = None,
 ) -> Workload:
     """The workload the options describe, in ``mode`` (default: the preset's own, else full)."""
-    from gpuselect.workloads.presets import custom_workload, get_preset
+    from gpuselect.workloads.presets import custom_workload, get_preset, with_seq_len
     from gpuselect.workloads.transformer import workload_from_hf_config
 
     if mode is not None:
         mode = parse(Mode, mode, "--mode")
     # An option the chosen source does not read is refused, not silently dropped.
-    if seq_len is not None and not (config and not workload):
-        raise UsageError("--seq-len applies to --config only; a preset keeps the sequence length it was traced at")
+    if seq_len is not None and not (workload or config):
+        raise UsageError("--seq-len applies to --config and the Llama and GPT-2 presets")
     if flops_per_sample is not None and (params is None or workload or config or model):
         raise UsageError("--flops-per-sample goes with --params")
     if (factory or input_shape) and (not model or workload or config):
@@ -77,9 +77,10 @@ def build_workload(
         w = custom_workload(params, flops_per_sample)
     else:
         raise UsageError("choose a workload: --workload, --config, --model or --params")
-    if mode is None and lora_rank is None:
-        return w
-    target = mode or w.mode
-    if lora_rank is not None and target == Mode.FULL:
-        raise UsageError("--lora-rank needs --mode lora or qlora (or a LoRA/QLoRA preset)")
-    return with_mode(w, target, lora_rank)
+    if mode is not None or lora_rank is not None:
+        target = mode or w.mode
+        if lora_rank is not None and target == Mode.FULL:
+            raise UsageError("--lora-rank needs --mode lora or qlora (or a LoRA/QLoRA preset)")
+        w = with_mode(w, target, lora_rank)
+    # A preset's sequence length last: the mode first swaps to its sibling preset (full -> QLoRA)
+    return with_seq_len(w, seq_len) if workload and seq_len is not None else w

@@ -5,6 +5,9 @@ are derived from the cited papers and model cards and say so in ``source``.
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 from gpuselect.errors import UsageError
 from gpuselect.types import Mode
 from gpuselect.workloads.model import PUBLIC_IDS, Workload, public_id
@@ -453,6 +456,39 @@ CANONICAL_IDS: dict[str, str] = PUBLIC_IDS
 _BY_CANONICAL: dict[str, str] = {v: k for k, v in CANONICAL_IDS.items()}
 #: The id to show users: hyphenated, lower-case.
 canonical_id = public_id
+
+
+#: Presets whose sequence length ``--seq-len`` may change, and their models' positions.
+SEQ_LEN_PRESETS = {"llama-": 131_072, "gpt2-": 1024}
+
+
+def with_seq_len(w: Workload, seq_len: int) -> Workload:
+    """A language-model preset trained on ``seq_len``-token samples (the same number of samples):
+    its step is the transformer arithmetic of the new shape, as for ``--config``."""
+    limit = next((n for prefix, n in SEQ_LEN_PRESETS.items() if w.id.startswith(prefix)), None)
+    if w.shape is None or limit is None:
+        raise UsageError(
+            f"--seq-len applies to --config and the Llama and GPT-2 presets; {w.public_id} trains fixed-size samples"
+        )
+    if not 1 <= seq_len <= limit:
+        raise UsageError(f"--seq-len {seq_len:,} is beyond {w.public_id}'s {limit:,} positions")
+    if seq_len == w.shape.seq_len:
+        return w
+    base = re.sub(r" \(seq [\d,]+\)$", "", w.name)
+    return transformer_workload(
+        f"{w.id}@seq{seq_len}",
+        f"{base} (seq {seq_len:,})",
+        replace(w.shape, seq_len=seq_len),
+        description=re.sub(r"\d[\d,]*-token sequences", f"{seq_len:,}-token sequences", w.description),
+        mode=w.mode,
+        kind=w.kind,
+        dataset_size=w.default_dataset_size,
+        epochs=w.default_epochs,
+        batch_size=w.default_batch_size,
+        source=w.source,
+        lora_rank=w.lora_rank,
+        sample_unit=w.sample_unit,
+    )
 
 
 def get_preset(workload_id: str) -> Workload:

@@ -346,7 +346,9 @@ def test_tie_word_embeddings_must_be_a_boolean(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
-        (["--workload", "llama-8b-lora", "--seq-len", "8192"], "--seq-len applies to --config only"),
+        (["--workload", "resnet50", "--seq-len", "8192"], "--seq-len applies to --config and the Llama and GPT-2"),
+        (["--workload", "gpt2-124m", "--seq-len", "4096"], "beyond gpt2-124m's 1,024 positions"),
+        (["--params", "1e6", "--flops-per-sample", "1e6", "--seq-len", "8"], "--seq-len applies to --config"),
         (["--workload", "resnet50", "--flops-per-sample", "5"], "--flops-per-sample goes with --params"),
         (["--workload", "resnet50", "--factory", "build"], "--factory and --input-shape go with --model"),
         (["--workload", "llama-8b-lora", "--lora-rank", "65536"], "larger than the model's hidden size 4096"),
@@ -359,3 +361,18 @@ def test_an_option_the_workload_cannot_use_is_refused(
     assert main(["estimate", *argv, "--format", "json"]) == 2
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1
+
+
+def test_a_language_model_preset_takes_another_sequence_length() -> None:
+    from gpuselect.workloads.build import build_workload
+
+    base = PRESETS["llama-8b-lora"]
+    long = build_workload(workload="llama-8b-lora", seq_len=8192)
+    assert long.seq_len == 8192 and long.params == base.params and long.mode == "lora"
+    # 4x the tokens, and attention grows with the square of the length: more than 4x the FLOPs
+    assert long.forward_flops_per_sample > 4 * base.forward_flops_per_sample
+    assert long.name == "Llama 3.1 8B LoRA fine-tuning (seq 8,192)"
+    # the mode first (the full preset's QLoRA sibling), then the length
+    q = build_workload(workload="llama-8b-full", seq_len=4096, mode="qlora")
+    assert q.name == "Llama 3.1 8B QLoRA fine-tuning (seq 4,096)" and q.mode == "qlora" and q.seq_len == 4096
+    assert build_workload(workload="llama-8b-lora", seq_len=2048) is base  # its own length: the preset itself

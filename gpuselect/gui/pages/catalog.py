@@ -78,7 +78,9 @@ class CatalogPage(QWidget):
                     numeric=True,
                     tooltip="dense tensor TFLOP/s with FP32 accumulate",
                 ),
-                Column("BF16 TFLOPS", lambda e: e.bf16_tflops, fmt=num(0), numeric=True, tooltip="dense tensor TFLOP/s"),
+                Column(
+                    "BF16 TFLOPS", lambda e: e.bf16_tflops, fmt=num(0), numeric=True, tooltip="dense tensor TFLOP/s"
+                ),
                 Column("W", lambda e: e.tdp_w, fmt=num(0), numeric=True),
                 Column("Launch $", lambda e: e.launch_price_usd, fmt=num(0), numeric=True),
                 Column("Cloud $/h", lambda e: e.cloud_usd_per_hour, fmt=num(2), numeric=True),
