@@ -181,8 +181,8 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
         type=_number(int, 1, 4096, "--max-gpus"),
         default=8,
         metavar="N",
-        help="the largest box considered first (default 8); when none meets the deadline or holds the model, "
-        "datacenter cards are tried over nodes up to 1,024 GPUs",
+        help="the largest box considered first (default 8; counts 1, 2, 4 ... up to N: --count gives others); when "
+        "none meets the deadline or holds the model, datacenter cards are tried over nodes up to 1,024 GPUs",
     )
     parser.add_argument(
         "--count", type=_counts, metavar="N[,N...]", help="evaluate exactly these GPU counts (e.g. 1,8,64)"
