@@ -363,6 +363,11 @@ def test_a_new_preset_resets_the_batch_and_the_table_marks_the_pick_and_the_dead
     page.batch.setValue(512)
     page.presets.setCurrentRow(list(PRESETS).index("llama-70b-full"))
     assert page.batch.value() == 0  # auto: VGG16's 512 would not fit a 70B model, and said nothing
+    page.batch.setValue(64)
+    page.batch.lineEdit().selectAll()
+    page.batch.lineEdit().insert("Auto")  # typed, not stepped down to 0: it left the old value
+    page.batch.interpretText()
+    assert page.batch.value() == 0 and page.batch.text() == "auto"
     page.presets.setCurrentRow(list(PRESETS).index("resnet50"))
     _run(qtbot, page)
     cols = [page.model.headerData(i, Qt.Orientation.Horizontal) for i in range(page.model.columnCount())]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pyqtgraph as pg
 from PySide6.QtCore import QSortFilterProxyModel, Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QColor, QPainter, QPalette
+from PySide6.QtGui import QColor, QPainter, QPalette, QValidator
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -47,6 +47,23 @@ SOURCES = ("Preset", "config.json", "Model file (.py)", "Parameters and FLOPs")
 BUY_COLOUR, RENT_COLOUR, CHOSEN, OTHER = (43, 108, 176), (221, 107, 32), (43, 108, 176), (160, 174, 192)
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
 MEMORY_COLOURS = ("#2b6cb0", "#805ad5", "#d69e2e", "#38a169", "#dd6b20", "#718096")
+
+
+class SpecialSpinBox(QSpinBox):
+    """A spin box whose special-value text ("auto", "workload default") can be typed as well as
+    reached by stepping down to 0: typing "auto" over 512 left 512."""
+
+    def validate(self, text: str, pos: int) -> tuple[QValidator.State, str, int]:
+        special, typed = self.specialValueText().lower(), text.strip().lower()
+        if special and typed and special.startswith(typed):
+            state = QValidator.State.Acceptable if typed == special else QValidator.State.Intermediate
+            return (state, text, pos)
+        return super().validate(text, pos)
+
+    def valueFromText(self, text: str) -> int:
+        if self.specialValueText() and text.strip().lower() == self.specialValueText().lower():
+            return self.minimum()
+        return super().valueFromText(text)
 
 
 def pareto(points: list[tuple[float, float, Any]]) -> list[tuple[float, float, Any]]:
@@ -158,7 +175,7 @@ class EstimatePage(QWidget):
         self.mode.addItems(values(Mode))
         self.mode.setToolTip("full fine-tuning, LoRA adapters, or QLoRA (LoRA on a 4-bit base)")
         self.mode.setAccessibleName("Training mode")
-        self.seq_len = QSpinBox(minimum=0, maximum=1_048_576)
+        self.seq_len = SpecialSpinBox(minimum=0, maximum=1_048_576)
         self.seq_len.setSpecialValueText("from the config")  # the stubs lack the keyword form
         self.seq_len.setAccessibleName("Sequence length")
         config_box = QWidget()
@@ -211,14 +228,14 @@ class EstimatePage(QWidget):
         self.precision.setToolTip(
             "bf16/fp16: mixed precision on tensor cores; TF32: NVIDIA's 19-bit tensor format for FP32 math (Ampere+)"
         )
-        self.batch = QSpinBox(minimum=0, maximum=1_000_000)
+        self.batch = SpecialSpinBox(minimum=0, maximum=1_000_000)
         self.batch.setSpecialValueText("auto")  # the stubs lack the keyword form
         self.batch.setToolTip("Per-GPU batch; auto = the workload's default, capped by the GPU's memory (VRAM)")
-        self.dataset = QSpinBox(minimum=0, maximum=2_000_000_000)
+        self.dataset = SpecialSpinBox(minimum=0, maximum=2_000_000_000)
         self.dataset.setSpecialValueText("workload default")  # the stubs lack the keyword form
         self.dataset.setGroupSeparatorShown(True)
         self.dataset.setToolTip("Samples per epoch; starts at the workload's own figure")
-        self.epochs = QSpinBox(minimum=0, maximum=100_000)
+        self.epochs = SpecialSpinBox(minimum=0, maximum=100_000)
         self.epochs.setSpecialValueText("workload default")  # the stubs lack the keyword form
         self.deadline = QDoubleSpinBox(minimum=0.01, maximum=1e6, value=72.0, suffix=" h", decimals=2)
         self.budget = QDoubleSpinBox(minimum=0, maximum=1e10, value=0, prefix="$", decimals=0)
