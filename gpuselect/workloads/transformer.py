@@ -318,18 +318,7 @@ _LLAMA_LIKE = (
 )
 #: Model types whose transformers config class defaults ``tie_word_embeddings`` to False (the
 #: library's base default, and GPT-2's, BERT's, Gemma's and Falcon's, is True).
-_UNTIED_BY_DEFAULT = (
-    "llama",
-    "mistral",
-    "mixtral",
-    "qwen2",
-    "qwen2_moe",
-    "qwen3",
-    "qwen3_moe",
-    "olmoe",
-    "phi3",
-    "gpt_neox",
-)
+_UNTIED_BY_DEFAULT = (*(t for t in _LLAMA_LIKE if not t.startswith("gemma")), "gpt_neox")
 _KNOWN_TYPES = (*_LLAMA_LIKE, "gpt2", "gpt_neox", "gpt_neo", "falcon", "bert", "roberta", "vit", "deit")
 
 
