@@ -328,7 +328,9 @@ def recommend(
                 # The consumer card stays the stage's answer as the card to buy; renters get the rival.
                 rec.better_rental = describe(rival, kind="rent")
                 rec.action = "buy"
-                rec.option = {**rec.option, "kind": "buy"}
+                rec.option = {**rec.option, "kind": "buy", "cost_usd": buy}
+                if per_stage.get("2") is not None and per_stage["2"]["gpu_id"] == rec.option["gpu_id"]:  # type: ignore[index]
+                    per_stage["2"] = rec.option  # the chart's stage-2 bar says the same as the headline
             else:  # buying is out (no price, or over the budget): the cheaper, faster rental is the answer
                 rec.stage, rec.option = Stage.WORKSTATION_OR_RENTED, describe(rival, kind="rent")
     rec.stage_name = STAGE_NAMES[rec.stage]
