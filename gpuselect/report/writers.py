@@ -355,7 +355,9 @@ def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         d.add(String(0, height - 30, "No option with a known price fits.", fontName=font, fontSize=8))
         return d
     px0, py0, pw, ph = 52, 34, width - 62, height - 80
-    ax = LogAxis.covering([t for t, *_ in pts] + [chart["deadline_h"]], px0, pw)
+    # this machine's times too, as the GUI's chart draws them: its legend entry had no mark off the axis
+    local_h = [t for t, _ in chart["local"] if t and t > 0 and math.isfinite(t)]
+    ax = LogAxis.covering([t for t, *_ in pts] + [chart["deadline_h"], *local_h], px0, pw)
     ay = LogAxis.covering([c for _, c, *_ in pts] + ([chart["budget"]] if chart.get("budget") else []), py0, ph)
     d.add(Rect(px0, py0, pw, ph, fillColor=None, strokeColor=colors.HexColor("#718096"), strokeWidth=0.6))
     last = -math.inf
@@ -422,6 +424,8 @@ def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         anchors.append((ax.pos(front[-1][0]), ay.pos(front[-1][1]), f"cheapest: {front[-1][2]} ({front[-1][3]})"))
     anchors += [(ax.pos(t), py0 + 4, f"your {who}") for t, who in chart["local"] if 10**ax.lo <= t <= 10**ax.hi]
     for x, y, text in place_labels(anchors, font, 6.5, (px0 + 1, py0 + 1, px0 + pw - 1, py0 + ph - 1), taken):
+        # on a white ground: the labels sat over the points and the front's line
+        d.add(Rect(x - 1, y - 2, stringWidth(text, font, 6.5) + 2, 8.5, fillColor=colors.white, strokeColor=None))
         d.add(
             String(
                 x,
