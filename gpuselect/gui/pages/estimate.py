@@ -850,8 +850,12 @@ class EstimatePage(QWidget):
             who = option_name(v).replace("this machine's CPU", "CPU")
             who = who if len(who) <= 30 else who[:29] + "…"
             label = pg.TextItem(
-                ("★ " if chosen else "") + f"{who}: {fmt_hours(t)}\n{rng}{money}", anchor=(0, 1), color=fg
+                ("★ " if chosen else "") + f"{who}: {fmt_hours(t)}\n{rng}{money}",
+                anchor=(0, 1),
+                color=fg,
+                fill=pg.mkBrush(self.palette().color(QPalette.ColorRole.Window)),  # the deadline line crossed it
             )
+            label.setZValue(20)  # above the deadline line, added later
             label.setPos(math.log10(left), y + 0.2)
             p.addItem(label)
         p.addItem(
