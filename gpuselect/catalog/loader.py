@@ -343,5 +343,7 @@ def validate_file(path: Path) -> list[Problem]:
     """Problems of one catalog or overlay file (``gpuselect catalog --validate``)."""
     if not path.exists():
         raise DataError(f"{path} does not exist")
-    _, problems, _ = parse_file(path, partial=True)
+    entries, problems, _ = parse_file(path, partial=True)
+    if not entries and not problems:  # an empty file is not a catalog that passed
+        problems = [Problem(path.name, None, None, "holds no [[gpu]] entries")]
     return problems

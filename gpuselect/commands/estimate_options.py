@@ -134,7 +134,8 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
         default=Optimizer.ADAMW,
         help="sets the optimizer state held per trainable parameter (default adamw: two fp32 values)",
     )
-    parser.add_argument(
+    ckpt = parser.add_mutually_exclusive_group()  # both at once: the last one silently won
+    ckpt.add_argument(
         "--checkpointing",
         nargs="?",
         const="full",
@@ -145,7 +146,7 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
         "(transformers: keeps the linear layers' outputs, recomputes attention and elementwise ops) or none; "
         "default: full where the model does not fit otherwise, or where it trains faster at the larger batch it allows",
     )
-    parser.add_argument(
+    ckpt.add_argument(
         "--no-checkpointing",
         dest="checkpointing",
         action="store_const",

@@ -290,3 +290,11 @@ def test_overlay_architecture_is_one_the_estimator_knows(tmp_path: Path) -> None
     lower = _write(tmp_path, "h.toml", '[[gpu]]\nid = "nvidia-h100-sxm5-80gb"\narchitecture = "hopper"\n')
     cat = load_catalog(overlay=lower)
     assert cat.problems == [] and cat.get("nvidia-h100-sxm5-80gb").architecture == "Hopper"
+
+
+def test_an_empty_catalog_file_is_not_valid(tmp_path: Path) -> None:
+    assert [p.message for p in validate_file(_write(tmp_path, "empty.toml", ""))] == ["holds no [[gpu]] entries"]
+    assert [p.message for p in validate_file(_write(tmp_path, "c.toml", "# only a comment\n"))] == [
+        "holds no [[gpu]] entries"
+    ]
+    assert validate_file(_write(tmp_path, "ok.toml", VALID)) == []

@@ -386,7 +386,15 @@ def test_cli_precision_auto_count_and_json_fields(capsys: pytest.CaptureFixture[
             assert key in r
 
 
-@pytest.mark.parametrize("argv", [["--count", "0"], ["--count", "1,x"], ["--precision", "fp4"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--count", "0"],
+        ["--count", "1,x"],
+        ["--precision", "fp4"],
+        ["--checkpointing", "full", "--no-checkpointing"],  # the last one silently won
+    ],
+)
 def test_cli_rejects_bad_counts_and_precisions(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["estimate", "--workload", "simple-cnn", *argv])
