@@ -727,8 +727,7 @@ def local_cpu_estimate(
         w, a, cores=cores, mhz=mhz, features=features, measured_tflops=measured_tflops, name=name, bench=bench
     )
     if ram_gb is None or not (finite_number(ram_gb) and ram_gb > 0):
-        loc.fits = True  # not checked: the faces say so where they show memory
-        return loc
+        return loc  # not checked: fits stays True, and no memory figure is shown
     prec = (
         "fp32" if a.precision in (Precision.AUTO, Precision.FP32, Precision.TF32, Precision.FP8) else str(a.precision)
     )
@@ -745,7 +744,7 @@ def local_cpu_estimate(
     loc.memory_breakdown_gb = fit.breakdown_gb
     loc.vram_gb = float(ram_gb)
     loc.max_batch = fit.max_batch
-    loc.checkpointing = "full" if fit.options.checkpointing is True else fit.options.recompute
+    loc.checkpointing = fit.options.recompute
     return loc
 
 

@@ -307,29 +307,31 @@ def recommend(
             else:
                 rec.stage, rec.action = stage_of(fastest, a), "miss"
                 rec.option = own_d if fastest is own else describe(fastest)
-    if rec.action == "rent" and rec.stage == Stage.ONE_GPU and rec.option is not None:
-        rent = rec.option.get("cloud_cost_usd")
-        t = rec.option.get("total_time_h")
+    pick = rec.option or {}
+    rent, t, buy = pick.get("cloud_cost_usd"), pick.get("total_time_h"), pick.get("buy_cost_usd")
+    if (
+        rec.action == "rent"
+        and rec.stage == Stage.ONE_GPU
+        and isinstance(rent, float | int)
+        and isinstance(t, float | int)
+    ):
         rivals = [
             r
             for r in by_stage[Stage.WORKSTATION_OR_RENTED]
             if _recommendable(r)
             and good(r)
             and r.cloud_cost_usd is not None
-            and isinstance(rent, (int, float))
             and r.cloud_cost_usd < rent
-            and isinstance(t, (int, float))
             and (r.total_time_h or math.inf) <= t
         ]
         if rivals:
             rival = min(rivals, key=lambda r: (r.cloud_cost_usd, r.total_time_h))
-            buy = rec.option.get("buy_cost_usd")
-            if isinstance(buy, (int, float)) and (a.budget_usd is None or buy <= a.budget_usd):
+            if isinstance(buy, float | int) and (a.budget_usd is None or buy <= a.budget_usd):
                 # The consumer card stays the stage's answer as the card to buy; renters get the rival.
                 rec.better_rental = describe(rival, kind="rent")
                 rec.action = "buy"
-                rec.option = {**rec.option, "kind": "buy", "cost_usd": buy}
-                if per_stage.get("2") is not None and per_stage["2"]["gpu_id"] == rec.option["gpu_id"]:  # type: ignore[index]
+                rec.option = {**pick, "kind": "buy", "cost_usd": buy}
+                if (per_stage.get("2") or {}).get("gpu_id") == pick.get("gpu_id"):
                     per_stage["2"] = rec.option  # the chart's stage-2 bar says the same as the headline
             else:  # buying is out (no price, or over the budget): the cheaper, faster rental is the answer
                 rec.stage, rec.option = Stage.WORKSTATION_OR_RENTED, describe(rival, kind="rent")

@@ -41,8 +41,6 @@ if TYPE_CHECKING:
 
 PARAMS_FILE = Path(__file__).resolve().parent / "data" / "steptime.json"
 
-#: Per vendor, architectures oldest first: "nearest" for borrowing efficiencies.
-ARCH_ORDER = ARCHITECTURES
 #: Tensor-core precision classes (``precision_class``).
 TENSOR_CLASSES = ("tf32", "16", "fp8")
 TF32_ARCHS = frozenset({"Ampere", "Ada Lovelace", "Hopper", "Blackwell", "Blackwell Ultra", "CDNA 3", "CDNA 4"})
@@ -281,7 +279,7 @@ def _k0(d: DeviceModel, g: dict[str, Any]) -> float:
 
 def _nearest(vendor: str, arch: str, available: dict[str, Any]) -> tuple[str | None, int]:
     """The nearest architecture of the same vendor with data, and how many generations away."""
-    order = ARCH_ORDER.get(vendor, ())
+    order = ARCHITECTURES.get(vendor, ())  # oldest first: "nearest" for borrowing efficiencies
     key = f"{vendor}/{arch}"
     if key in available:
         return key, 0

@@ -285,10 +285,8 @@ def _stage_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         labels.append((x0 + 2, y - 8, label))
     xd = ax.pos(deadline)
     d.add(Line(xd, base, xd, top + 4, strokeColor=colors.HexColor(RED), strokeDashArray=[3, 2], strokeWidth=1.2))
-    # The labels over the deadline line, each on a white ground: the line crossed their digits.
-    for lx, ly, label in labels:
-        d.add(Rect(lx - 1, ly - 2, stringWidth(label, font, 6.5) + 2, 8.5, fillColor=colors.white, strokeColor=None))
-        d.add(String(lx, ly, label, fontName=font, fontSize=6.5))
+    for lx, ly, label in labels:  # after the deadline line, which crossed their digits
+        _grounded_label(d, lx, ly, label, font)
     d.add(
         String(
             min(xd + 2, width - 60),
@@ -301,6 +299,16 @@ def _stage_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     )
     d._axis = ax  # for tests: the transform the marks used
     return d
+
+
+def _grounded_label(d: Any, x: float, y: float, text: str, font: str, colour: Any = None) -> None:
+    """A 6.5-point chart label on a white ground, so no line or mark drawn before it crosses it."""
+    from reportlab.graphics.shapes import Rect, String
+    from reportlab.lib import colors
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    d.add(Rect(x - 1, y - 2, stringWidth(text, font, 6.5) + 2, 8.5, fillColor=colors.white, strokeColor=None))
+    d.add(String(x, y, text, fontName=font, fontSize=6.5, fillColor=colour or colors.black))
 
 
 def hours_tick_short(h: float) -> str:
@@ -424,18 +432,8 @@ def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         anchors.append((ax.pos(front[-1][0]), ay.pos(front[-1][1]), f"cheapest: {front[-1][2]} ({front[-1][3]})"))
     anchors += [(ax.pos(t), py0 + 4, f"your {who}") for t, who in chart["local"] if 10**ax.lo <= t <= 10**ax.hi]
     for x, y, text in place_labels(anchors, font, 6.5, (px0 + 1, py0 + 1, px0 + pw - 1, py0 + ph - 1), taken):
-        # on a white ground: the labels sat over the points and the front's line
-        d.add(Rect(x - 1, y - 2, stringWidth(text, font, 6.5) + 2, 8.5, fillColor=colors.white, strokeColor=None))
-        d.add(
-            String(
-                x,
-                y,
-                text,
-                fontName=font,
-                fontSize=6.5,
-                fillColor=colors.HexColor(GREEN) if text.startswith("your ") else colors.black,
-            )
-        )
+        # grounded: the labels sat over the points and the front's line
+        _grounded_label(d, x, y, text, font, colors.HexColor(GREEN) if text.startswith("your ") else colors.black)
     ly = height - 28  # legend
     d.add(Circle(px0 + 4, ly + 2, 1.8, fillColor=colors.HexColor(BLUE), strokeColor=None))
     d.add(String(px0 + 10, ly, "buy (price + electricity)", fontName=font, fontSize=7))
