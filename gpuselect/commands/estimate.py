@@ -135,15 +135,14 @@ def run(args: argparse.Namespace) -> int:
                 f"{fmt_hours(r.total_time_h):>9s} {100 * r.error_band:4.0f}% {money(r.buy_cost_usd):>9s} {money(r.cloud_cost_usd):>9s} {r.energy_kwh or 0:8,.1f}"
                 + ("" if r.meets_deadline else "  (misses deadline)")
             )
-    nofit = sum(1 for r in result.rows if r.count == 1 and not r.fits)
-    misfits = [r for r in result.rows if r.count == 1 and not r.fits and r.peak_memory_gb is not None]
+    misfits = [r for r in result.rows if not r.fits and r.peak_memory_gb is not None]
     if misfits and len({r.gpu_id for r in result.rows}) <= 3:  # the user named the cards: say why each does not fit
         print("\nDoes not fit:")
         for r in misfits:
             tip = f"; try {r.suggestions[0]}" if r.suggestions else ""
-            print(f"1x {r.name}: {r.note}{tip}")
+            print(f"{r.count}x {r.name}: {r.note}{tip}")
     print(
-        f"\n{len(ok)} of {len(result.rows)} options fit; {nofit} single GPUs do not. ± is the error band of each row's "
+        f"\n{len(ok)} of {len(result.rows)} options fit. ± is the error band of each row's "
         "regime (small overhead-bound models, CNNs, transformers, LLMs on one or many GPUs, AMD), wide enough to cover "
         "80 % of that regime's validation cases (docs/accuracy.md). Rates are for the whole option; `bound` says what "
         "limits a step. `--format json` has every row with its per-step time breakdown and what would make a GPU fit."

@@ -332,7 +332,9 @@ def predict_step(
         d = multi_gpu_device(d)
     opt = "adam8bit" if optimizer == "paged-adamw8bit" else optimizer
     mixed_p = precision in MIXED_PRECISIONS
-    par = "single" if count == 1 else ("fsdp" if sharding == "fsdp" else "ddp")
+    # Parameters offloaded to the host are sharded over the ranks (FSDP's CPUOffload, ZeRO-3's
+    # offload_param: neither exists without sharding), so each GPU gathers the rest from its peers.
+    par = "single" if count == 1 else ("fsdp" if sharding == "fsdp" or offload == "params" else "ddp")
     comm = None
     if count > 1 and e is not None:
         from gpuselect.estimate.roofline import params
@@ -358,7 +360,7 @@ def predict_step(
                     grad_bytes, backward_s, e, count, a.gpus_per_node, a.network_gbs, cp, measured=measured
                 )
 
-    shards = count if count > 1 and sharding in ("zero1", "zero2", "fsdp") else 1
+    shards = count if count > 1 and (sharding in ("zero1", "zero2", "fsdp") or par == "fsdp") else 1
     st = step_time(
         trace, d, batch, precision, optimizer=opt, full_params=w.mode == "full", comm=comm, optimizer_shards=shards
     )
@@ -574,7 +576,7 @@ def _row(
         """Put fit ``f``'s memory figures on the row; whether its state is sharded."""
         base.checkpointing = "full" if ck is True else f.options.recompute
         base.batch_size = f.batch_size
-        base.sharded = f.options.sharding != "none" and count > 1
+        base.sharded = (f.options.sharding != "none" or f.options.offload == "params") and count > 1
         base.peak_memory_gb = round(f.peak_gb, 2)
         base.memory_breakdown_gb = f.breakdown_gb
         base.max_batch = f.max_batch

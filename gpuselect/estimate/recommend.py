@@ -89,6 +89,9 @@ class Recommendation:
     #: Where the pick is to rent one consumer card: a rented option of a higher stage (one box) that
     #: is faster and costs less to rent, so a renter is not steered to the slower, dearer card.
     better_rental: dict[str, object] | None = None
+    #: Where nothing fits: what to change, in words (the option closest to fitting and its row's
+    #: first suggestion; LoRA/QLoRA only for a workload that trains every parameter).
+    fit_hint: str = ""
 
 
 def row_cost(r: EstimateRow) -> float | None:
@@ -304,6 +307,7 @@ def recommend(
             fastest = min(cands, key=lambda r: r.total_time_h or math.inf, default=None)  # type: ignore[union-attr]
             if fastest is None:
                 rec.stage, rec.action = Stage.CLUSTER, "none"
+                rec.fit_hint = _fit_hint(rows, w)
             else:
                 rec.stage, rec.action = stage_of(fastest, a), "miss"
                 rec.option = own_d if fastest is own else describe(fastest)
@@ -342,6 +346,20 @@ def recommend(
         rec.crosses_deadline = float(opt["time_high_h"]) > a.deadline_hours  # type: ignore[arg-type]
     rec.choice, rec.rationale = explain(rec, usd)
     return rec
+
+
+def _fit_hint(rows: list[EstimateRow], w: Workload) -> str:
+    """What would make the workload fit: the option that misses by the least, what it needs and its
+    row's first suggestion; else the generic levers (LoRA/QLoRA only where every parameter trains)."""
+    misfits = [r for r in rows if not r.fits and r.peak_memory_gb and r.vram_gb]
+    levers = "raise the GPU limit (--max-gpus), offload to CPU memory (--offload) or checkpoint activations"
+    if w.trainable_params >= w.params:
+        levers += ", or train adapters only (LoRA/QLoRA)"
+    if not misfits:
+        return f"Try to {levers}."
+    r = min(misfits, key=lambda r: (r.peak_memory_gb or 0.0) / (r.vram_gb or 1.0))
+    what = f"The closest, {r.count}x {r.name}, needs {r.peak_memory_gb:.1f} of its {r.vram_gb:g} GB per GPU"
+    return f"{what}; try {r.suggestions[0]}." if r.suggestions else f"{what}. Try to {levers}."
 
 
 def option_name(o: dict[str, object]) -> str:
@@ -393,9 +411,9 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
     parts: list[str] = []
     if rec.action == "none" or o is None:
         choice = "no option in the catalog fits this workload"
-        parts.append(
-            f"{rec.workload} does not fit any catalog GPU with these settings, even sharded; raise the GPU limit or use LoRA/QLoRA."
-        )
+        parts.append(f"{rec.workload} does not fit any GPU considered with these settings, even sharded.")
+        if rec.fit_hint:
+            parts.append(rec.fit_hint)
     else:
         name = option_name(o)
         t = fmt_hours(o.get("total_time_h"))  # type: ignore[arg-type]

@@ -494,3 +494,38 @@ def test_a_renter_is_not_steered_to_a_slower_dearer_consumer_card(catalog) -> No
     tight = A.estimate(w, A.Assumptions(budget_usd=100), catalog, local=[]).recommendation
     assert tight.action == "rent" and tight.option is not None and tight.option["gpu_id"] == alt["gpu_id"]
     assert tight.better_rental is None
+
+
+def test_nothing_fits_names_the_closest_option_and_what_would_make_it_fit(
+    catalog, capsys: pytest.CaptureFixture[str]
+) -> None:  # type: ignore[no-untyped-def]
+    # 70B QLoRA on two 24 GB cards: the verdict said "raise the GPU limit or use LoRA/QLoRA" to a
+    # user already on QLoRA, and the CLI's "Does not fit" list showed single GPUs only.
+    w = PRESETS["llama-70b-qlora"]
+    ids = ["nvidia-rtx-4090", "nvidia-rtx-3090"]
+    res = A.estimate(w, A.Assumptions(counts=(2,)), catalog, gpu_ids=ids, local=[])
+    rec = res.recommendation
+    assert rec.action == "none" and not any(r.fits for r in res.rows)
+    closest = min(res.rows, key=lambda r: (r.peak_memory_gb or 0) / r.vram_gb)
+    assert f"The closest, 2x {closest.name}, needs {closest.peak_memory_gb:.1f}" in rec.rationale
+    assert "parameters offloaded to CPU memory" in rec.rationale and "LoRA/QLoRA" not in rec.rationale
+    # A full fine-tune with no suggestion left still hears of adapters.
+    from gpuselect.estimate.recommend import _fit_hint
+
+    assert "LoRA/QLoRA" in _fit_hint([], PRESETS["llama-8b-full"])
+    assert "LoRA/QLoRA" not in _fit_hint([], w) and "--offload" in _fit_hint([], w)
+    assert main(["estimate", "--workload", "llama-70b-qlora", "--gpus", ",".join(ids), "--count", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "Does not fit:\n2x GeForce RTX" in out and "0 of 2 options fit." in out
+
+
+def test_parameter_offload_over_several_gpus_is_sharded(catalog) -> None:  # type: ignore[no-untyped-def]
+    # FSDP's CPUOffload and ZeRO-3's offload_param exist only sharded: the row said "ddp" and left
+    # out the gathers of the other ranks' shards.
+    w, ids = PRESETS["llama-70b-qlora"], ["nvidia-rtx-4090"]
+    plain = A.estimate(w, A.Assumptions(counts=(2,), offload="params"), catalog, gpu_ids=ids, local=[]).rows[0]
+    fsdp = A.estimate(w, A.Assumptions(counts=(2,), offload="params", sharding="fsdp"), catalog, gpu_ids=ids, local=[])
+    r2 = fsdp.rows[0]
+    assert plain.fits and plain.parallelism == "fsdp" and plain.sharded
+    assert plain.time_breakdown_s["communication"] == pytest.approx(r2.time_breakdown_s["communication"])
+    assert plain.tokens_per_s == pytest.approx(r2.tokens_per_s)
