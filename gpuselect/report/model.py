@@ -213,6 +213,13 @@ def _pct(v: float | None) -> str:
     return "" if v is None else f"{100 * v:.0f} %"
 
 
+def _ckpt(c: bool | str | None) -> str:
+    """The assumed checkpointing as the CLI spells it (None: the estimate's own choice)."""
+    if c is None:
+        return "auto"
+    return "full" if c is True else "none" if c is False else str(c)
+
+
 def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
     w, a = result.workload, result.assumptions
     s = Section("Workload and assumptions")
@@ -226,7 +233,9 @@ def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
     s.lines.append(
         f"Precision {a.precision}, optimizer {a.optimizer}, batch {a.batch_size or 'auto'}, {dataset:,} samples x {epochs} epochs, "
         f"deadline {fmt_hours(a.deadline_hours)}, budget {money(a.budget_usd) if a.budget_usd else 'none'}, "
-        f"electricity {money.per_kwh(a.electricity_usd_per_kwh)}, grid {a.grid_kg_co2_per_kwh} kg CO2/kWh, up to {a.max_gpus} GPUs in a box; "
+        f"electricity {money.per_kwh(a.electricity_usd_per_kwh)}, grid {a.grid_kg_co2_per_kwh} kg CO2/kWh, "
+        f"checkpointing {_ckpt(a.checkpointing)}, {a.loss} loss, sharding {a.sharding or 'auto'}, offload {a.offload}, "
+        f"up to {a.max_gpus} GPUs in a box; "
         + (
             f"clusters over nodes of {a.gpus_per_node} joined by {a.network_gbs:g} GB/s per node."
             if a.network_gbs is not None

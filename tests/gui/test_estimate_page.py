@@ -358,6 +358,34 @@ def test_loss_choice_reaches_the_rows_and_this_machines_gpus(qtbot) -> None:
     page.shutdown()
 
 
+def test_sharding_and_offload_choices_reach_the_rows_and_the_advice(qtbot) -> None:
+    """The GUI's sharding and offload are the CLI's --sharding / --offload: 70B QLoRA on two 24 GB
+    cards fits no way the defaults allow, the advice names parameter offload, and choosing it fits."""
+    page = _page(qtbot, None, "llama-70b-qlora")
+    assert [page.sharding.itemText(i) for i in range(page.sharding.count())] == [
+        "auto",
+        "none",
+        "zero1",
+        "zero2",
+        "fsdp",
+    ]
+    assert [page.offload.itemText(i) for i in range(page.offload.count())] == ["none", "optimizer", "params"]
+    page.max_gpus.setCurrentText("2")
+    _run(qtbot, page, 60_000)
+    assert page.result.assumptions.sharding is None and page.result.assumptions.offload == "none"
+    on_4090 = [r for r in page.result.rows if r.gpu_id == "nvidia-rtx-4090" and r.count == 2]
+    assert on_4090 and not on_4090[0].fits and "offloaded to CPU memory" in on_4090[0].suggestions[-1]
+    page.offload.setCurrentText("params")
+    _run(qtbot, page, 60_000)
+    assert page.result.assumptions.offload == "params"
+    r = next(r for r in page.result.rows if r.gpu_id == "nvidia-rtx-4090" and r.count == 2)
+    assert r.fits and r.parallelism == "fsdp" and r.time_breakdown_s["offload"] > 0
+    page.sharding.setCurrentText("zero2")
+    _run(qtbot, page, 60_000)
+    assert page.result.assumptions.sharding == "zero2"
+    page.shutdown()
+
+
 def test_a_new_preset_resets_the_batch_and_the_table_marks_the_pick_and_the_deadline(qtbot) -> None:
     page = _page(qtbot, preset="vgg16")
     page.batch.setValue(512)

@@ -230,3 +230,14 @@ def test_a_far_too_big_peak_is_cut_at_the_end_of_the_memory_scale() -> None:
     assert big_w > d._axis and sum(w for *_, w in big) == pytest.approx(d._axis)  # shortened to the scale
     assert [w / d._axis for *_, w in big] == pytest.approx([0.1, 0.2, 0.6, 0.05, 0.02, 0.03])  # in proportion
     assert sum(w for *_, w in small) == pytest.approx(small_w) and small_w > 0.4 * d._axis  # not flattened
+
+
+def test_the_assumptions_name_checkpointing_loss_sharding_and_offload(tmp_path: Path) -> None:
+    # They change the memory figures and the times: a report that leaves them out cannot be rerun.
+    out = tmp_path / "r.md"
+    argv = ["report", "-o", str(out), "--workload", "llama-8b-lora", "--gpus", "nvidia-rtx-4090"]
+    assert main([*argv, "--checkpointing", "selective", "--loss", "plain", "--offload", "optimizer"]) == 0
+    text = out.read_text()
+    assert "checkpointing selective, plain loss, sharding auto, offload optimizer" in text
+    assert main([*argv, "--sharding", "zero2"]) == 0
+    assert "checkpointing auto, chunked loss, sharding zero2, offload none" in out.read_text()

@@ -41,7 +41,7 @@ from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
 from gpuselect.gui.plots import themed_plot
 from gpuselect.gui.workers import CLOSING_PROPERTY, GeneratorWorker, call_in_generator
 from gpuselect.report.model import local_gpu_groups, local_marks
-from gpuselect.types import LOSSES, TRAINING_PRECISIONS, Family, Mode, Precision, Stage, values
+from gpuselect.types import LOSSES, TRAINING_PRECISIONS, Family, Mode, Offload, Precision, Sharding, Stage, values
 
 SOURCES = ("Preset", "config.json", "Model file (.py)", "Parameters and FLOPs")
 BUY_COLOUR, RENT_COLOUR, CHOSEN, OTHER = (43, 108, 176), (221, 107, 32), (43, 108, 176), (160, 174, 192)
@@ -271,6 +271,19 @@ class EstimatePage(QWidget):
             "chunked = in pieces (as LitGPT does); plain = one cross-entropy over fp32-upcast logits\n"
             "(as Hugging Face's models and Trainer do: about 14 bytes per logit at its backward)"
         )
+        # Several GPUs: how the state is split, and what lives in host memory (as --sharding / --offload)
+        self.sharding = QComboBox()
+        self.sharding.addItems(["auto", *values(Sharding)])
+        self.sharding.setToolTip(
+            "How several GPUs split the training state: auto = FSDP only where the model does not fit otherwise;\n"
+            "zero1 splits the optimizer state, zero2 also the gradients, fsdp everything (weights gathered per layer)"
+        )
+        self.offload = QComboBox()
+        self.offload.addItems(values(Offload))
+        self.offload.setToolTip(
+            "Keep the optimizer state (optimizer) or also the weights and gradients (params) in CPU memory:\n"
+            "less GPU memory, slower steps (copies over PCIe, the optimizer step on the CPU)"
+        )
         form = QFormLayout()
         widget: QWidget
         for label, widget in (
@@ -284,6 +297,8 @@ class EstimatePage(QWidget):
             ("&Max GPUs:", self.max_gpus),
             ("Chec&kpointing:", self.checkpointing),
             ("L&oss:", self.loss),
+            ("Shardin&g:", self.sharding),
+            ("Offload (hos&t):", self.offload),
             ("&Network:", self.network),
         ):
             lab = QLabel(label)
@@ -498,6 +513,8 @@ class EstimatePage(QWidget):
             self.max_gpus.currentIndexChanged,
             self.checkpointing.currentIndexChanged,
             self.loss.currentIndexChanged,
+            self.sharding.currentIndexChanged,
+            self.offload.currentIndexChanged,
             self.network.valueChanged,
         ):
             sig.connect(self._schedule)
@@ -631,6 +648,8 @@ class EstimatePage(QWidget):
             grid_kg_co2_per_kwh=self.grid,
             checkpointing=None if self.checkpointing.currentText() == "auto" else self.checkpointing.currentText(),
             loss=self.loss.currentText(),
+            sharding=None if self.sharding.currentText() == "auto" else self.sharding.currentText(),
+            offload=self.offload.currentText(),
             network_gbs=self.network.value() or None,
         )
 
