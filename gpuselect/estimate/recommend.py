@@ -397,11 +397,28 @@ def fmt_hours(h: float | None) -> str:
     return f"{h / 24:,.0f} days"
 
 
+def fmt_hours_range(lo: float, hi: float) -> str:
+    """Two durations in one unit, the larger's ("69–102 min", "30.0–53.4 h", "753–1,634 days"), so a
+    range never reads "69 min to 1.7 h"; the two apart where the smaller would round to nothing."""
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi * 3600 < 90:
+        return f"{fmt_hours(lo)} to {fmt_hours(hi)}"
+    if hi < 1.5:
+        a, b, unit, fmt = lo * 60, hi * 60, "min", "{:,.0f}"
+    elif hi < 1000:
+        a, b, unit = lo, hi, "h"
+        fmt = "{:,.0f}" if hi >= 100 else "{:,.1f}"
+    else:
+        a, b, unit, fmt = lo / 24, hi / 24, "days", "{:,.0f}"
+    if float(fmt.format(a).replace(",", "")) <= 0:
+        return f"{fmt_hours(lo)} to {fmt_hours(hi)}"
+    return f"{fmt.format(a)}–{fmt.format(b)} {unit}"
+
+
 def _range(o: dict[str, object]) -> str:
     lo, hi = o.get("time_low_h"), o.get("time_high_h")
     if lo is None or hi is None:
         return ""
-    return f" (range {fmt_hours(float(lo))} to {fmt_hours(float(hi))})"  # type: ignore[arg-type]
+    return f" (range {fmt_hours_range(float(lo), float(hi))})"  # type: ignore[arg-type]
 
 
 def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:

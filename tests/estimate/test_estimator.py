@@ -529,3 +529,22 @@ def test_parameter_offload_over_several_gpus_is_sharded(catalog) -> None:  # typ
     assert plain.fits and plain.parallelism == "fsdp" and plain.sharded
     assert plain.time_breakdown_s["communication"] == pytest.approx(r2.time_breakdown_s["communication"])
     assert plain.tokens_per_s == pytest.approx(r2.tokens_per_s)
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "text"),
+    [
+        (69 / 60, 1.7, "1.1–1.7 h"),  # was "69 min to 1.7 h"
+        (0.5, 1.2, "30–72 min"),
+        (30.0, 53.4, "30.0–53.4 h"),
+        (186.0, 272.0, "186–272 h"),
+        (753 * 24, 1634 * 24, "753–1,634 days"),
+        (400.0, 1200.0, "17–50 days"),
+        (10 / 3600, 1.2, "10 s to 72 min"),  # the smaller would read "0 min": each in its own unit
+        (5 / 3600, 30 / 3600, "5 s to 30 s"),
+    ],
+)
+def test_a_time_range_is_written_in_one_unit(lo: float, hi: float, text: str) -> None:
+    from gpuselect.estimate.recommend import fmt_hours_range
+
+    assert fmt_hours_range(lo, hi) == text

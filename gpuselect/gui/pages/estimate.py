@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuselect.app.money import MoneyFormat
-from gpuselect.estimate.recommend import STAGE_SHORT, explain, fmt_hours, option_name
+from gpuselect.estimate.recommend import STAGE_SHORT, explain, fmt_hours, fmt_hours_range, option_name
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
 from gpuselect.gui.plots import themed_plot
 from gpuselect.gui.workers import CLOSING_PROPERTY, GeneratorWorker, call_in_generator
@@ -865,7 +865,7 @@ class EstimatePage(QWidget):
             cost = v.get("cost_usd")
             how = {"have": "power", "rent": "to rent", "buy": "to buy"}.get(str(v.get("kind")), "")
             money = f" · {self.money(float(cost))} {how}" if isinstance(cost, (int, float)) and how else ""
-            rng = f"{fmt_hours(float(lo))}–{fmt_hours(float(hi))}" if lo and hi else ""
+            rng = fmt_hours_range(float(lo), float(hi)) if lo and hi else ""
             who = option_name(v).replace("this machine's CPU", "CPU")
             who = who if len(who) <= 30 else who[:29] + "…"
             label = pg.TextItem(
