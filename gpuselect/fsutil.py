@@ -12,10 +12,69 @@ from pathlib import Path
 
 from gpuselect.errors import OutputError
 
+#: How much of each end of an existing file ``written_by_gpuselect`` reads (a PDF keeps its
+#: creator near the end, JSON and Markdown name gpuselect at the start).
+_SNIFF_BYTES = 16 * 1024
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+
+def written_by_gpuselect(path: Path) -> bool:
+    """Whether an existing regular file looks like gpuselect's own output (its reports name it in
+    their first or last 16 KiB: JSON's and Markdown's heading, a PDF's creator); an empty file
+    holds nothing to lose."""
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            return True
+        with open(path, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+            if size > _SNIFF_BYTES:
+                fh.seek(max(_SNIFF_BYTES, size - _SNIFF_BYTES))
+                head += fh.read(_SNIFF_BYTES)
+    except OSError:
+        return False
+    return b"gpuselect" in head
+
+
+def check_output(
+    path: str | os.PathLike[str], *, inputs: tuple[str | os.PathLike[str] | None, ...] = (), force: bool = False
+) -> None:
+    """Refuse, before any work, to write where something would be lost: an empty path, a folder
+    that does not exist, one of the command's own input files, a read-only file, or (without
+    ``force``) an existing file gpuselect did not write."""
+    if not str(path).strip():
+        raise OutputError("the output file name is empty; give a file name to write to")
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise OutputError(f"cannot write {target}: the folder {folder} does not exist")
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(st.st_mode):
+        return  # a folder is refused when written; a device or pipe is written in place
+    for given in inputs:
+        if given is None:
+            continue
+        with contextlib.suppress(OSError):
+            if os.path.samefile(given, target):
+                raise OutputError(f"{target} is also an input of this command; write the output to another file")
+    if not os.access(target, os.W_OK):
+        raise OutputError(f"{target} is read-only; choose another file or make it writable")
+    if not force and not written_by_gpuselect(target):
+        raise OutputError(
+            f"{target} exists and was not written by gpuselect; choose another file, or pass --force to replace it"
+        )
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, make_parents: bool = False) -> Path:
     """Write ``data`` to ``path``: a regular file (or a new one) through a temporary file in the
-    same folder and a rename; a device, pipe or socket in place; a folder is refused."""
+    same folder and a rename; a device, pipe or socket in place; a folder is refused, and so is a
+    folder that does not exist unless ``make_parents`` (a typo must not create a tree)."""
+    if not str(path).strip():
+        raise OutputError("the output file name is empty; give a file name to write to")
     target = given = Path(path)
     try:
         st = os.stat(target)  # follows links: /dev/stdout -> /proc/self/fd/1 -> the terminal/pipe
@@ -32,6 +91,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         # A link to a regular file: replace the file it points to, keep the link.
         target = Path(os.path.realpath(target))
     folder = target.parent if str(target.parent) else Path(".")
+    if st is not None and not os.access(target, os.W_OK):
+        raise OutputError(f"{target} is read-only; choose another file or make it writable")
+    if not make_parents and not folder.is_dir():
+        raise OutputError(f"cannot write {target}: the folder {folder} does not exist")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
@@ -68,5 +131,5 @@ def _write_in_place(target: Path, data: bytes) -> None:
         raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
-    return atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: str | os.PathLike[str], text: str, *, make_parents: bool = False) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"), make_parents=make_parents)

@@ -119,4 +119,4 @@ def save(settings: Settings, path: Path | None = None) -> Path:
             read_json(p, what="settings file", max_bytes=MAX_BYTES)
         except DataError:
             p.rename(p.with_name(f"{p.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}"))  # keep what was there
-    return atomic_write_text(p, json.dumps(dataclasses.asdict(settings), indent=2) + "\n")
+    return atomic_write_text(p, json.dumps(dataclasses.asdict(settings), indent=2) + "\n", make_parents=True)

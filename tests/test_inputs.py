@@ -277,8 +277,47 @@ def test_report_to_a_regular_file_and_through_a_link_keeps_the_link(tmp_path: Pa
     real.write_text("old")
     link = tmp_path / "link.md"
     link.symlink_to(real)
-    assert main(["report", "-o", str(link)]) == 0
+    assert main(["report", "-o", str(link)]) == 1  # not a report of ours: kept without --force
+    assert real.read_text() == "old"
+    assert main(["report", "-o", str(link), "--force"]) == 0
     assert link.is_symlink() and real.read_text().startswith("# ")
+    assert main(["report", "-o", str(link)]) == 0  # our own report: replaced
+
+
+def test_a_report_never_replaces_an_input_a_read_only_file_or_a_foreign_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `report --config self.json -o self.json` replaced the model's config with the report; a
+    # text file became a PDF; a read-only file was replaced; a typo'd folder was created.
+    cfg = tmp_path / "self.json"
+    text = json.dumps({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 2, "vocab_size": 100})
+    cfg.write_text(text)
+    for force in ([], ["--force"]):
+        assert main(["report", "--config", str(cfg), "-o", str(cfg), *force]) == 1
+        assert "is also an input of this command" in capsys.readouterr().err
+        assert cfg.read_text() == text
+    precious = tmp_path / "precious.txt"
+    precious.write_text("precious data")
+    assert main(["report", "-o", str(precious)]) == 1
+    assert "was not written by gpuselect" in capsys.readouterr().err and precious.read_text() == "precious data"
+    ours = tmp_path / "r.pdf"
+    assert main(["report", "-o", str(ours)]) == 0
+    ours.chmod(0o444)
+    before = ours.read_bytes()
+    # root may write a 0444 file: the check asks the OS (os.access), so ask it as a user would be answered
+    real_access = os.access
+    monkeypatch.setattr("gpuselect.fsutil.os.access", lambda p, m: False if Path(p) == ours else real_access(p, m))
+    assert main(["report", "-o", str(ours)]) == 1
+    assert "is read-only" in capsys.readouterr().err and ours.read_bytes() == before
+
+
+def test_a_report_into_a_missing_folder_or_to_an_empty_name_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", "-o", str(tmp_path / "typo" / "deeper" / "r.pdf")]) == 1
+    assert "does not exist" in capsys.readouterr().err and not (tmp_path / "typo").exists()
+    assert main(["report", "-o", ""]) == 1
+    assert "output file name is empty" in capsys.readouterr().err
 
 
 def test_report_to_dev_stdout_prints_it(tmp_path: Path) -> None:

@@ -65,6 +65,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--output", "-o", metavar="FILE", help="rank 0 writes the report here: .json, .md or .pdf")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing file that gpuselect did not write (a report it wrote is replaced anyway)",
+    )
     add_format_option(parser)
     add_probe_option(parser)
     parser.add_argument(
@@ -105,13 +110,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
     import sys
 
     from gpuselect.fleet.run import FleetConfig, run_fleet
     from gpuselect.fleet.writers import format_of, to_json, to_text, write
 
     if args.output:
+        from gpuselect.fsutil import check_output
+
         format_of(args.output)  # a bad suffix fails before any work
+        if os.environ.get("RANK", "0").strip() in ("", "0"):  # only rank 0 writes (its folder may be elsewhere)
+            check_output(args.output, inputs=(args.from_file,), force=args.force)
 
     def on_output(rep: FleetReport) -> None:
         if args.output:

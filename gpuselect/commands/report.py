@@ -17,6 +17,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--format", choices=("pdf", "json", "md"), default=None, help="default: from the file name, else pdf"
     )
     parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing file that gpuselect did not write (a report it wrote is replaced anyway)",
+    )
+    parser.add_argument(
         "--redact",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -45,8 +50,11 @@ def run(args: argparse.Namespace) -> int:
         load_workload,
     )
     from gpuselect.commands import estimate_options as opts
+    from gpuselect.fsutil import check_output
     from gpuselect.report.writers import write
 
+    inputs = tuple(getattr(args, k, None) for k in ("config", "bench", "interconnect", "model"))
+    check_output(args.output, inputs=inputs, force=args.force)  # before any work: nothing is lost
     fmt = args.format or {".json": "json", ".md": "md"}.get(Path(args.output).suffix.lower(), "pdf")
     settings = opts.user_settings()
     spec = opts.workload_spec(args)

@@ -111,3 +111,11 @@ def test_redraw_a_saved_report(capsys: pytest.CaptureFixture[str], tmp_path) -> 
     bad.write_text('{"kind": "fleet", "report": {"nope": 1}}')
     assert main(["fleet", "--from", str(bad)]) == 2
     assert "another version or damaged" in capsys.readouterr().err
+    # The saved report is the input: redrawing it over itself would lose the measurements.
+    before = saved.read_bytes()
+    assert main(["fleet", "--from", str(saved), "--output", str(saved)]) == 1
+    assert "is also an input" in capsys.readouterr().err and saved.read_bytes() == before
+    notes = tmp_path / "notes.md"
+    notes.write_text("my notes")
+    assert main(["fleet", "--from", str(saved), "--output", str(notes)]) == 1
+    assert notes.read_text() == "my notes" and "--force" in capsys.readouterr().err
