@@ -29,6 +29,8 @@ class MoneyFormat:
         if usd is None:
             return "—"
         v = usd * self.rate
+        if v != 0 and abs(v) < 0.005:
+            return f"under {self.symbol}0.01"
         return f"{self.symbol}{v:,.0f}" if abs(v) >= 10 or v == 0 else f"{self.symbol}{v:,.2f}"
 
     def axis(self, usd: float) -> str:

@@ -37,7 +37,11 @@ Money = Callable[[float], str]
 
 
 def usd(v: float) -> str:
-    return f"${v:,.0f}"
+    """US dollars as the faces write money (``app.money.MoneyFormat``): whole dollars from 10 up,
+    cents below, never "$0.00" for a cost that is not zero."""
+    if v != 0 and abs(v) < 0.005:
+        return "under $0.01"
+    return f"${v:,.0f}" if abs(v) >= 10 or v == 0 else f"${v:,.2f}"
 
 
 def plausible_count(e: GpuEntry, count: int, gpus_per_node: int = 8) -> bool:
@@ -92,6 +96,9 @@ class Recommendation:
     #: Where nothing fits: what to change, in words (the option closest to fitting and its row's
     #: first suggestion; LoRA/QLoRA only for a workload that trains every parameter).
     fit_hint: str = ""
+    #: Where nothing meets both: "budget" (some option meets the deadline: the cheapest of those is
+    #: the option) or "deadline" (none does: the fastest with a price is).
+    missed: str = ""
 
 
 def row_cost(r: EstimateRow) -> float | None:
@@ -309,6 +316,13 @@ def recommend(
                 rec.stage, rec.action = Stage.CLUSTER, "none"
                 rec.fit_hint = _fit_hint(rows, w)
             else:
+                in_time = [r for r in rows if _recommendable(r) and r.meets_deadline]
+                if a.budget_usd is not None and in_time:
+                    # The budget is what fails: the cheapest option in time is what the user can weigh.
+                    fastest = min(in_time, key=lambda r: (row_cost(r) or math.inf, r.total_time_h or math.inf))
+                    rec.missed = "budget"
+                else:
+                    rec.missed = "deadline"
                 rec.stage, rec.action = stage_of(fastest, a), "miss"
                 rec.option = own_d if fastest is own else describe(fastest)
     pick = rec.option or {}
@@ -414,6 +428,20 @@ def fmt_hours_range(lo: float, hi: float) -> str:
     return f"{fmt.format(a)}–{fmt.format(b)} {unit}"
 
 
+def _cpu_lead(cpu: dict[str, object], deadline_h: float) -> str:
+    """Why the CPU is not the answer, as the stage-1 test decided it: it cannot hold the training
+    state in RAM, it misses the deadline, or only its error range reaches past it."""
+    t = float(cpu["total_time_h"])  # type: ignore[arg-type]
+    deadline = fmt_hours(deadline_h)
+    if cpu.get("fits") is False:
+        return "The CPU cannot hold the training state in this machine's RAM. "
+    if t > deadline_h:
+        return f"The CPU would need ~{fmt_hours(t)}, beyond your {deadline} deadline. "
+    hi = cpu.get("time_high_h")
+    upto = f" (up to {fmt_hours(float(hi))} with its error range)" if isinstance(hi, float | int) else ""
+    return f"The CPU would need ~{fmt_hours(t)}{upto}, too close to your {deadline} deadline to count on. "
+
+
 def _range(o: dict[str, object]) -> str:
     lo, hi = o.get("time_low_h"), o.get("time_high_h")
     if lo is None or hi is None:
@@ -467,7 +495,7 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             if rec.own:
                 lead = f"{_cap(option_name(rec.own))} would need ~{fmt_hours(rec.own.get('total_time_h'))}, beyond your {deadline} deadline. "  # type: ignore[arg-type]
             elif rec.per_stage.get("1") and rec.per_stage["1"].get("total_time_h"):  # type: ignore[union-attr]
-                lead = f"The CPU would need ~{fmt_hours(rec.per_stage['1']['total_time_h'])}, beyond your {deadline} deadline. "  # type: ignore[index, arg-type]
+                lead = _cpu_lead(rec.per_stage["1"], rec.deadline_hours)  # type: ignore[arg-type]
             where = {
                 Stage.ONE_GPU: "one consumer card is enough",
                 Stage.WORKSTATION_OR_RENTED: "a workstation with these cards or rented datacenter GPUs",
@@ -480,18 +508,30 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 alt_t = fmt_hours(alt.get("total_time_h"))  # type: ignore[arg-type]
                 alt_cost = money(float(alt["cloud_cost_usd"]))  # type: ignore[arg-type]
                 choice += f", or rent {option_name(alt)} (~{alt_t}, {alt_cost})"
+                same = (
+                    isinstance(o.get("cloud_cost_usd"), float | int) and money(float(o["cloud_cost_usd"])) == alt_cost
+                )  # type: ignore[arg-type]
                 parts.append(
-                    f"Renting, {option_name(alt)} is faster and costs less: about {alt_t}{_range(alt)} for {alt_cost}; "
+                    f"Renting, {option_name(alt)} is faster and costs {'about the same' if same else 'less'}: "
+                    f"about {alt_t}{_range(alt)} for {alt_cost}; "
                     f"{name} is the smallest card that is enough, the one to buy."
                 )
         else:  # miss
             choice = f"{name} (~{t})"
             budget = f" and the {money(rec.budget_usd)} budget" if rec.budget_usd else ""
             both = "both " if rec.budget_usd else ""
-            parts.append(
-                f"No option meets {both}the {deadline} deadline{budget}. The fastest option is {name}, about {t}{_range(o)}. "
-                "Relax the deadline or budget, or shrink the workload."
-            )
+            if rec.missed == "budget":
+                cost = o.get("cost_usd")
+                price = f" for about {money(float(cost))}" if isinstance(cost, float | int) else ""
+                parts.append(
+                    f"No option meets both the {deadline} deadline{budget}. The cheapest that meets the deadline is "
+                    f"{name}, about {t}{_range(o)}{price}. Raise the budget, or shrink the workload."
+                )
+            else:
+                parts.append(
+                    f"No option meets {both}the {deadline} deadline{budget}. The fastest option with a known price is "
+                    f"{name}, about {t}{_range(o)}. Relax the deadline or budget, or shrink the workload."
+                )
         parts.extend(_parallel_caveats(o, rec.stage))
         if rec.crosses_deadline:
             parts.append(

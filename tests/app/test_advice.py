@@ -250,12 +250,16 @@ def test_a_benchmark_of_another_machine_does_not_stand_for_this_one() -> None:
     """Seen with the H100 run's file on the 2-core VM: its 16-core Xeon's matmul rate became this
     CPU's estimate. Devices this machine lacks are dropped, and a sentence says so."""
     from gpuselect.app.machine import load_bench
+    from gpuselect.hardware.snapshot import detect
     from tests.fakes import fake_nvml as F
 
     bench = load_bench(H100_BENCH)
     assert {d.name for d in bench.devices} == {"Intel(R) Xeon(R) Processor", "NVIDIA H100 80GB HBM3"}
-    m = this_machine(nvml=rtx3090(), bench=bench)
-    assert m.snapshot.cpu.model != "Intel(R) Xeon(R) Processor"  # the test machine is not the H100 server
+    # This machine's CPU as another model: the host running the tests may well be a VM whose CPU
+    # reads "Intel(R) Xeon(R) Processor" too (then the name cannot tell the two apart).
+    snap = detect(probe=False, nvml=rtx3090())
+    snap = dataclasses.replace(snap, cpu=dataclasses.replace(snap.cpu, model="AMD EPYC 7B13 64-Core Processor"))
+    m = this_machine(snapshot=snap, bench=bench)
     assert m.bench.devices == [] and len(m.bench_notes) == 1
     assert (
         "Intel(R) Xeon(R) Processor (cpu)" in m.bench_notes[0] and "NVIDIA H100 80GB HBM3 (cuda:0)" in m.bench_notes[0]
@@ -263,22 +267,28 @@ def test_a_benchmark_of_another_machine_does_not_stand_for_this_one() -> None:
     local = _estimate(m, "simple-cnn", 72).local
     assert all("measured" not in x.basis or "unmeasured" in x.basis for x in local)
     # On an H100 machine the GPU's result is its own; only the other CPU is dropped.
-    m8 = this_machine(nvml=F.h100x8(), bench=bench)
+    snap8 = detect(probe=False, nvml=F.h100x8())
+    m8 = this_machine(snapshot=dataclasses.replace(snap8, cpu=snap.cpu), bench=bench)
     assert [d.name for d in m8.bench.devices] == ["NVIDIA H100 80GB HBM3"]
     assert "Intel(R) Xeon(R) Processor (cpu)" in m8.bench_notes[0] and "H100" not in m8.bench_notes[0]
     # A benchmark of this machine passes untouched.
     own = dataclasses.replace(bench, devices=[dataclasses.replace(bench.devices[0], name=m.snapshot.cpu.model)])
-    mine = this_machine(nvml=rtx3090(), bench=own)
+    mine = this_machine(snapshot=snap, bench=own)
     assert mine.bench_notes == [] and len(mine.bench.devices) == 1
     # Apple's MPS is not among the detected GPUs: its result is not judged foreign.
     mps = dataclasses.replace(bench.devices[1], device="mps", kind="mps", name="Apple MPS")
-    assert this_machine(nvml=rtx3090(), bench=dataclasses.replace(own, devices=[mps])).bench_notes == []
+    assert this_machine(snapshot=snap, bench=dataclasses.replace(own, devices=[mps])).bench_notes == []
 
 
 def test_cli_estimate_names_a_foreign_benchmark(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: rtx3090())
+    from gpuselect.hardware import cpu as cpu_mod
+
+    real = cpu_mod.detect_cpu()  # as another model: a VM's CPU may read "Intel(R) Xeon(R) Processor" too
+    other = dataclasses.replace(real, model="AMD EPYC 7B13 64-Core Processor")
+    monkeypatch.setattr("gpuselect.hardware.snapshot.detect_cpu", lambda *a, **k: other)
     assert main(["estimate", "--workload", "simple-cnn", "--bench", str(H100_BENCH), "--format", "json"]) == 0
     cap = capsys.readouterr()
     assert "not this machine's CPU or GPUs as detected" in cap.err
