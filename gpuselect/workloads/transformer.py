@@ -240,6 +240,18 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
     if not isinstance(cfg, dict):
         raise DataError(f"{p}: expected a JSON object of model settings")
     model_type = _model_type(cfg)
+    if cfg.get("is_encoder_decoder") is True or model_type in _ENCODER_DECODER:
+        raise DataError(
+            f"{p}: {model_type or 'this model'} is an encoder-decoder model, which gpuselect does not build from a "
+            "config (decoder-only GPT/Llama-style and encoder-only BERT/ViT-style models only)"
+        )
+    if isinstance(cfg.get("text_config"), dict) and not any(
+        k in cfg for k in ("hidden_size", "n_embd", "d_model", "dim")
+    ):
+        raise DataError(
+            f"{p}: the language model's settings are nested under text_config (a multimodal config such as "
+            "LLaVA's), which gpuselect does not read; save that part as its own config.json"
+        )
     if model_type in ("vit", "deit") or "patch_size" in cfg:
         return _vit_shape(cfg, str(p))
     hidden = _positive_int(cfg, str(p), ("hidden_size", "n_embd", "d_model", "dim"), limit=1 << 17)
@@ -319,6 +331,12 @@ _LLAMA_LIKE = (
 #: Model types whose transformers config class defaults ``tie_word_embeddings`` to False (the
 #: library's base default, and GPT-2's, BERT's, Gemma's and Falcon's, is True).
 _UNTIED_BY_DEFAULT = (*(t for t in _LLAMA_LIKE if not t.startswith("gemma")), "gpt_neox")
+#: Encoder-decoder model types (their ``is_encoder_decoder`` is often left to the class default):
+#: read with the decoder-only keys they would lose a whole stack.
+_ENCODER_DECODER = frozenset(
+    "t5 mt5 umt5 longt5 switch_transformers bart mbart pegasus pegasus_x marian whisper fsmt prophetnet led "
+    "blenderbot blenderbot-small m2m_100 nllb_moe seamless_m4t plbart bigbird_pegasus".split()
+)
 _KNOWN_TYPES = (*_LLAMA_LIKE, "gpt2", "gpt_neox", "gpt_neo", "falcon", "bert", "roberta", "vit", "deit")
 
 

@@ -376,3 +376,38 @@ def test_a_language_model_preset_takes_another_sequence_length() -> None:
     q = build_workload(workload="llama-8b-full", seq_len=4096, mode="qlora")
     assert q.name == "Llama 3.1 8B QLoRA fine-tuning (seq 4,096)" and q.mode == "qlora" and q.seq_len == 4096
     assert build_workload(workload="llama-8b-lora", seq_len=2048) is base  # its own length: the preset itself
+
+
+@pytest.mark.parametrize(
+    ("cfg", "words"),
+    [
+        # T5-small was read as a 6-layer decoder-only model at an invented 2,048 tokens (35 M of its 60 M)
+        (
+            {"model_type": "t5", "d_model": 512, "num_layers": 6, "num_heads": 8, "d_ff": 2048, "vocab_size": 32128},
+            "t5 is an encoder-decoder model",
+        ),
+        (
+            {
+                "architectures": ["BartForConditionalGeneration"],
+                "is_encoder_decoder": True,
+                "d_model": 768,
+                "encoder_layers": 6,
+                "num_hidden_layers": 6,
+                "encoder_attention_heads": 12,
+                "vocab_size": 50265,
+            },
+            "is an encoder-decoder model",
+        ),
+        (
+            {"model_type": "llava", "text_config": {"model_type": "llama", "hidden_size": 4096}, "vocab_size": 32064},
+            "nested under text_config",
+        ),
+    ],
+)
+def test_configs_of_models_the_builder_cannot_build_are_refused(
+    tmp_path: Path, cfg: dict[str, object], words: str
+) -> None:
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    with pytest.raises(DataError, match=words):
+        shape_from_hf_config(p)
