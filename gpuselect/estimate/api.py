@@ -662,10 +662,10 @@ def _row(
     thr = count * fit.batch_size / st.seconds
     if w.seq_len:
         base.tokens_per_s = thr * w.seq_len
-    samples = (a.dataset_size or w.default_dataset_size) * (a.epochs or w.default_epochs)
     base.throughput_samples_per_s = thr
-    base.epoch_time_s = (a.dataset_size or w.default_dataset_size) / thr
-    hours = samples / thr / 3600
+    # An epoch is at least one step: a dataset smaller than the global batch still pays a whole one.
+    base.epoch_time_s = max((a.dataset_size or w.default_dataset_size) / thr, st.seconds)
+    hours = base.epoch_time_s * (a.epochs or w.default_epochs) / 3600
     base.total_time_h = hours
     base.meets_deadline = hours <= a.deadline_hours
     kwh = e.tdp_w * a.utilisation * count * hours / 1000

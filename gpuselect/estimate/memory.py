@@ -673,8 +673,11 @@ def _suggestions(
             "attention core and elementwise ops)"
         )
     if o.recompute != "full":
+        # The recompute is one more forward: a third more than forward + backward, half more where
+        # frozen weights need no weight gradients (LoRA/QLoRA: the backward is one forward's work).
+        more = "about a third" if w.mode == "full" else "about half"
         if ok(checkpointing=True):
-            tips.append("full activation checkpointing (about a third more compute)")
+            tips.append(f"full activation checkpointing ({more} more compute)")
         elif batch_size is not None and batch_size > 1:
             mb = max_batch_size(w, vram_gb, replace(o, checkpointing=True), shape)
             if mb >= 1:
