@@ -112,7 +112,11 @@ def run(args: argparse.Namespace) -> int:
             f"Your {rec.own['count']}x {rec.own['name']} together: {fmt_hours(rec.own['total_time_h'])}"
             f" (±{100 * float(rec.own['error_band']):.0f} %; electricity {money(rec.own['cost_usd'])})"
         )
-    ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)
+    # Cards today's frameworks no longer run (Kepler ...) after the rest: never the top of a list.
+    ok = sorted(
+        (r for r in result.rows if r.fits and r.total_time_h is not None),
+        key=lambda r: (not r.supported, r.total_time_h),
+    )
     sym = money.symbol
     for title, rows in (
         ("Single GPUs, fastest first", [r for r in ok if r.count == 1]),
@@ -134,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{r.parallelism:>5s} {r.bound or '—':>13s} "
                 f"{fmt_hours(r.total_time_h):>9s} {100 * r.error_band:4.0f}% {money(r.buy_cost_usd):>9s} {money(r.cloud_cost_usd):>9s} {r.energy_kwh or 0:8,.1f}"
                 + ("" if r.meets_deadline else "  (misses deadline)")
+                + ("" if r.supported else "  (not supported by today's frameworks)")
             )
     misfits = [r for r in result.rows if not r.fits and r.peak_memory_gb is not None]
     if misfits and len({r.gpu_id for r in result.rows}) <= 3:  # the user named the cards: say why each does not fit

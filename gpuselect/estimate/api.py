@@ -735,11 +735,11 @@ def local_cpu_estimate(
     )
     fit = plan(
         w,
-        float(ram_gb),
+        usable_ram_gb(float(ram_gb)),
         MemoryOptions(precision=prec, optimizer=a.optimizer, loss=a.loss),
         checkpointing=as_checkpointing(a.checkpointing) if a.checkpointing is not None else None,
         sharding=None,
-        batch_size=a.batch_size,
+        batch_size=a.batch_size or w.default_batch_size,  # the batch the time is for
     )
     loc.fits = fit.fits
     loc.peak_memory_gb = round(fit.peak_gb, 2)
@@ -748,6 +748,12 @@ def local_cpu_estimate(
     loc.max_batch = fit.max_batch
     loc.checkpointing = fit.options.recompute
     return loc
+
+
+def usable_ram_gb(ram_gb: float) -> float:
+    """What training may take of a machine's RAM: the operating system, the data loader and the
+    page cache keep the rest (a tenth, at least 1 GB), or the machine swaps."""
+    return max(0.0, ram_gb - max(1.0, 0.1 * ram_gb))
 
 
 def _local_cpu_time(

@@ -573,6 +573,13 @@ def verdict_line(rec: Recommendation, money: Money = usd) -> str:
 
 def memory_need(loc: Any) -> str:
     """A local device's "needs X of your Y GB" (its RAM for the CPU), and whether it fits."""
-    cpu = loc.device == "cpu"
-    have = f"{loc.vram_gb:,.1f} GB of RAM" if cpu else f"{loc.vram_gb:g} GB"  # a card's size as sold: 24 GB
+    if loc.device == "cpu":
+        from gpuselect.estimate.api import usable_ram_gb
+
+        usable = usable_ram_gb(loc.vram_gb)
+        return (
+            f"needs {loc.peak_memory_gb:,.1f} of the {usable:,.1f} GB of your {loc.vram_gb:,.1f} GB of RAM it may use"
+            + ("" if loc.fits else ", does not fit")
+        )
+    have = f"{loc.vram_gb:g} GB"  # a card's size as sold: 24 GB
     return f"needs {loc.peak_memory_gb:,.1f} of your {have}" + ("" if loc.fits else ", does not fit")

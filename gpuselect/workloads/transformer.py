@@ -334,7 +334,29 @@ _UNTIED_BY_DEFAULT = (*(t for t in _LLAMA_LIKE if not t.startswith("gemma")), "g
 #: Encoder-decoder model types (their ``is_encoder_decoder`` is often left to the class default):
 #: read with the decoder-only keys they would lose a whole stack.
 _ENCODER_DECODER = frozenset(
-    ["t5", "mt5", "umt5", "longt5", "switch_transformers", "bart", "mbart", "pegasus", "pegasus_x", "marian", "whisper", "fsmt", "prophetnet", "led", "blenderbot", "blenderbot-small", "m2m_100", "nllb_moe", "seamless_m4t", "plbart", "bigbird_pegasus"]
+    [
+        "t5",
+        "mt5",
+        "umt5",
+        "longt5",
+        "switch_transformers",
+        "bart",
+        "mbart",
+        "pegasus",
+        "pegasus_x",
+        "marian",
+        "whisper",
+        "fsmt",
+        "prophetnet",
+        "led",
+        "blenderbot",
+        "blenderbot-small",
+        "m2m_100",
+        "nllb_moe",
+        "seamless_m4t",
+        "plbart",
+        "bigbird_pegasus",
+    ]
 )
 _KNOWN_TYPES = (*_LLAMA_LIKE, "gpt2", "gpt_neox", "gpt_neo", "falcon", "bert", "roberta", "vit", "deit")
 
