@@ -136,10 +136,16 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"{r.count}x {r.name[:30]:31s} {r.batch_size or 0:6d} {mem:>11s} {speed:11,.0f} {r.precision_used or '—':>9s} "
                 f"{r.parallelism:>5s} {r.bound or '—':>13s} "
-                f"{fmt_hours(r.total_time_h):>9s} {100 * r.error_band:4.0f}% {money(r.buy_cost_usd):>9s} {money(r.cloud_cost_usd):>9s} {r.energy_kwh or 0:8,.1f}"
+                f"{fmt_hours(r.total_time_h):>9s} {100 * r.error_band:4.0f}%{'*' if r.band_note else ' '}{money(r.buy_cost_usd):>9s} {money(r.cloud_cost_usd):>9s} {r.energy_kwh or 0:8,.1f}"
                 + ("" if r.meets_deadline else "  (misses deadline)")
                 + ("" if r.supported else "  (not supported by today's frameworks)")
             )
+    paths = {p for r in ok if r.band_note for p in r.band_note.split(": ", 1)[-1].split(", ")}
+    if paths:
+        print(
+            f"\n* no measured step validates {', '.join(sorted(paths))}: the band is borrowed from the "
+            "validated regime (docs/accuracy.md)"
+        )
     misfits = [r for r in result.rows if not r.fits and r.peak_memory_gb is not None]
     if misfits and len({r.gpu_id for r in result.rows}) <= 3:  # the user named the cards: say why each does not fit
         print("\nDoes not fit:")

@@ -40,6 +40,7 @@ from gpuselect.types import (
     SERVER_FORM_FACTORS,
     TRAINING_PRECISIONS,
     Family,
+    Mode,
     Offload,
     Optimizer,
     Precision,
@@ -187,6 +188,9 @@ class EstimateRow:
     # Whether today's frameworks run the card (Kepler: not since CUDA 12); a row that is not is
     # shown with the reason but never recommended.
     supported: bool = True
+    #: Where no measured step of this path validates the row (offload, PCIe-only multi-GPU, QLoRA's
+    #: tokens per step, mixture of experts), what: its band is borrowed from the validated regime.
+    band_note: str | None = None
 
 
 @dataclass
@@ -659,6 +663,7 @@ def _row(
     if w.shape is not None and w.shape.is_moe:
         notes.append("mixture of experts: no measured MoE step validates this (widest band)")
     base.note = "; ".join(notes) or None
+    base.band_note = unvalidated_paths(w, a, count, base.link_basis) or None
     thr = count * fit.batch_size / st.seconds
     if w.seq_len:
         base.tokens_per_s = thr * w.seq_len
@@ -748,6 +753,21 @@ def local_cpu_estimate(
     loc.max_batch = fit.max_batch
     loc.checkpointing = fit.options.recompute
     return loc
+
+
+def unvalidated_paths(w: Workload, a: Assumptions, count: int, link_basis: str | None) -> str:
+    """The parts of a row's step no measured step validates (docs/accuracy.md, "What validates each
+    path"), in words; empty where the row's regime band is its own."""
+    out = []
+    if a.offload != Offload.NONE:
+        out.append("parameter offload" if a.offload == Offload.PARAMS else "optimizer offload")
+    if count > 1 and link_basis is not None and "PCIe" in link_basis and "network" not in link_basis:
+        out.append("PCIe-only multi-GPU")
+    if w.mode == Mode.QLORA:
+        out.append("QLoRA's tokens per step")
+    if w.shape is not None and w.shape.is_moe:
+        out.append("mixture of experts")
+    return ("not validated by a measured step: " + ", ".join(out)) if out else ""
 
 
 def usable_ram_gb(ram_gb: float) -> float:

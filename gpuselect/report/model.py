@@ -350,6 +350,14 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
                 r.error_band,
             )
         )
+        if r.band_note:
+            rows[-1][-1] += " (*)"
+    paths = {p for r in singles + multis if r.band_note for p in r.band_note.split(": ", 1)[-1].split(", ")}
+    if paths:
+        s.lines.append(
+            f"(*) No measured step validates {', '.join(sorted(paths))}: those rows' bands are borrowed from "
+            "the validated regime."
+        )
     s.table = rows
     per_stage = {k: _in_currency(v, money) for k, v in rec.per_stage.items() if v}
     points = []

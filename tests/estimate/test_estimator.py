@@ -583,3 +583,22 @@ def test_the_cpu_leaves_the_system_a_tenth_of_its_ram_and_times_the_batch_it_mea
     room = A.local_cpu_estimate(w, a, cores=16, mhz=3000, features=[], ram_gb=need / 0.85 + 0.1)
     assert not tight.fits and room.fits and room.peak_memory_gb == need  # the same batch whatever the RAM
     assert A.usable_ram_gb(8.0) == pytest.approx(7.0) and A.usable_ram_gb(64.0) == pytest.approx(57.6)
+
+
+def test_rows_no_measured_step_validates_say_so(catalog, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    # Every LoRA/QLoRA, offload and PCIe-only row printed its regime's band as if validated.
+    ids = ["nvidia-rtx-4090", "nvidia-h100-sxm5-80gb"]
+    rows = A.estimate(PRESETS["llama-8b-lora"], A.Assumptions(counts=(1, 4)), catalog, gpu_ids=ids, local=[]).rows
+    by = {(r.gpu_id, r.count): r for r in rows}
+    assert by[("nvidia-h100-sxm5-80gb", 1)].band_note is None  # LoRA on one GPU: our H100 steps
+    assert by[("nvidia-h100-sxm5-80gb", 4)].band_note is None  # NVLink
+    assert by[("nvidia-rtx-4090", 4)].band_note == "not validated by a measured step: PCIe-only multi-GPU"
+    q = A.estimate(
+        PRESETS["llama-70b-qlora"], A.Assumptions(counts=(2,), offload="params"), catalog, gpu_ids=ids[:1], local=[]
+    ).rows[0]
+    assert q.band_note is not None and all(
+        p in q.band_note for p in ("parameter offload", "PCIe-only multi-GPU", "QLoRA's tokens per step")
+    )
+    assert main(["estimate", "--workload", "llama-8b-lora", "--gpus", ",".join(ids), "--count", "1,4"]) == 0
+    out = capsys.readouterr().out
+    assert "21%*" in out and "* no measured step validates PCIe-only multi-GPU" in out

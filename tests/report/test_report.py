@@ -241,3 +241,14 @@ def test_the_assumptions_name_checkpointing_loss_sharding_and_offload(tmp_path: 
     assert "checkpointing selective, plain loss, sharding auto, offload optimizer" in text
     assert main([*argv, "--sharding", "zero2"]) == 0
     assert "checkpointing auto, chunked loss, sharding zero2, offload none" in out.read_text()
+
+
+def test_rows_no_measured_step_validates_are_marked_in_the_report(tmp_path: Path) -> None:
+    out = tmp_path / "r.md"
+    argv = ["report", "-o", str(out), "--workload", "llama-8b-lora", "--gpus", "nvidia-rtx-4090", "--count", "1,4"]
+    assert main(argv) == 0
+    text = out.read_text()
+    assert "(*) No measured step validates PCIe-only multi-GPU" in text
+    marked = [ln for ln in text.splitlines() if ln.startswith("| 4x GeForce RTX 4090")]
+    assert marked and marked[0].rstrip(" |").endswith("(*)")
+    assert not any(ln.startswith("| 1x GeForce RTX 4090") and "(*)" in ln for ln in text.splitlines())

@@ -979,6 +979,7 @@ class EstimatePage(QWidget):
         self.hover.setText(
             f"{self.result.workload.name} on {r.count}x {r.name}: {fmt_hours(r.total_time_h)} "
             f"(±{100 * r.error_band:.0f} %), {self.money(cost)} to {kind}; batch {r.batch_size} per GPU"
+            + (f"; band borrowed: {r.band_note}" if r.band_note else "")
         )
 
     def changeEvent(self, event: Any) -> None:
