@@ -26,6 +26,8 @@ def compute(args: argparse.Namespace, bench: object = None, settings: object = N
     settings = settings or opts.user_settings()
     w = load_workload(opts.workload_spec(args))
     a = opts.assumptions(args, settings)
+    for note in opts.option_notes(args, w, a):
+        print(f"gpuselect: note: {note}", file=sys.stderr)
     machine = this_machine(bench=bench)
     for note in machine.bench_notes:  # stderr: JSON and CSV on stdout stay clean
         print(f"gpuselect: {note}", file=sys.stderr)

@@ -156,7 +156,7 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
     parser.add_argument(
         "--loss",
         choices=LOSSES,
-        default=LOSSES[0],
+        default=None,  # chunked (Assumptions'); None tells a given choice from the default
         help="how a language model's loss is computed, which sets the memory peak of checkpointed runs: "
         "chunked (default; in pieces, as LitGPT does) or plain (one cross-entropy over fp32-upcast logits, as "
         "Hugging Face's models and Trainer do: ~14 bytes per logit at its backward)",
@@ -180,7 +180,7 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
     parser.add_argument(
         "--max-gpus",
         type=_number(int, 1, 4096, "--max-gpus"),
-        default=8,
+        default=None,  # 8 (Assumptions'); None tells a given limit from the default
         metavar="N",
         help="the largest box considered first (default 8; counts 1, 2, 4 ... up to N: --count gives others); when "
         "none meets the deadline or holds the model, datacenter cards are tried over nodes up to 1,024 GPUs",
@@ -273,6 +273,21 @@ def assumptions(args: argparse.Namespace, settings: Any) -> Any:
         network_gbs=getattr(args, "network_gbs", None),
         interconnect=interconnect(args),
     )
+
+
+def option_notes(args: argparse.Namespace, w: Any, a: Any) -> list[str]:
+    """Options given that this workload or these counts do not use, in words (printed on stderr,
+    so a user who asked for them is not left to guess why nothing changed)."""
+    notes = []
+    if a.checkpointing == "selective" and w.shape is None:
+        notes.append(f"selective checkpointing is for transformers: {w.name} checkpoints fully where it checkpoints")
+    if getattr(args, "loss", None) is not None and not w.seq_len:
+        notes.append(f"--loss applies to language models: {w.name} has no token loss, so it changes nothing")
+    if args.count and args.max_gpus is not None:
+        notes.append("--count evaluates exactly its counts: --max-gpus is not used")
+    if args.sharding not in (None, "none") and args.count and max(args.count) == 1:
+        notes.append(f"--sharding {args.sharding} splits state over several GPUs: one GPU holds all of it")
+    return notes
 
 
 def interconnect(args: argparse.Namespace) -> Any:

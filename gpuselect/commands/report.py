@@ -62,7 +62,11 @@ def run(args: argparse.Namespace) -> int:
     machine = this_machine(bench=None if args.no_bench else opts.load_bench(args))
     for note in machine.bench_notes:
         print(f"gpuselect: {note}", file=sys.stderr)
-    result = estimate_for_machine(load_workload(spec), a, machine, gpu_ids=opts.gpu_ids(args)) if spec.given else None
+    w = load_workload(spec) if spec.given else None
+    if w is not None:
+        for note in opts.option_notes(args, w, a):
+            print(f"gpuselect: note: {note}", file=sys.stderr)
+    result = estimate_for_machine(w, a, machine, gpu_ids=opts.gpu_ids(args)) if w is not None else None
     report = build_machine_report(machine, result, settings=settings, redact=args.redact)
     path = write(report, args.output, fmt, paper=args.paper)
     print(f"wrote {path} ({fmt})", file=sys.stderr)

@@ -455,7 +455,7 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
     o = rec.option
     parts: list[str] = []
     if rec.action == "none" or o is None:
-        choice = "no option in the catalog fits this workload"
+        choice = "no option considered fits this workload"
         parts.append(f"{rec.workload} does not fit any GPU considered with these settings, even sharded.")
         if rec.fit_hint:
             parts.append(rec.fit_hint)

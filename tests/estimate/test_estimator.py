@@ -602,3 +602,18 @@ def test_rows_no_measured_step_validates_say_so(catalog, capsys: pytest.CaptureF
     assert main(["estimate", "--workload", "llama-8b-lora", "--gpus", ",".join(ids), "--count", "1,4"]) == 0
     out = capsys.readouterr().out
     assert "21%*" in out and "* no measured step validates PCIe-only multi-GPU" in out
+
+
+def test_options_this_workload_does_not_use_are_named(capsys: pytest.CaptureFixture[str]) -> None:
+    # Selective checkpointing on a CNN became full, --loss on a CNN and --max-gpus beside --count
+    # did nothing, and nothing said so.
+    argv = ["estimate", "--workload", "resnet50", "--gpus", "nvidia-h100-sxm5-80gb", "--format", "json"]
+    assert main([*argv, "--checkpointing", "selective", "--loss", "plain", "--count", "2", "--max-gpus", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "selective checkpointing is for transformers" in err and "--loss applies to language models" in err
+    assert "--max-gpus is not used" in err
+    assert main([*argv, "--sharding", "fsdp", "--count", "1"]) == 0
+    assert "one GPU holds all of it" in capsys.readouterr().err
+    assert main(argv) == 0 and "note:" not in capsys.readouterr().err  # defaults say nothing
+    assert main(["estimate", "--workload", "llama-1b-lora", "--loss", "plain", "--gpus", "nvidia-rtx-4090"]) == 0
+    assert "note:" not in capsys.readouterr().err
