@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from gpuselect import __version__, notices
 from gpuselect.errors import GpuselectError
@@ -43,10 +44,18 @@ def _command_module(name: str) -> ModuleType:
     return importlib.import_module(f"gpuselect.commands.{name}")
 
 
+class _Parser(argparse.ArgumentParser):
+    """One sentence for a bad option, like every other input error (not the whole usage block
+    before it, which buried the sentence under twenty lines)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     # allow_abbrev=False everywhere: an abbreviation must never pick an option (``--mode`` was
     # once read as ``--model``, which runs a file's code).
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="gpuselect",
         allow_abbrev=False,
         description=(
