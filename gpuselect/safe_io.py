@@ -157,3 +157,67 @@ def finite_number(value: Any) -> bool:
         return math.isfinite(float(value))
     except OverflowError:  # an int too large for a float
         return False
+
+
+def check_fields(obj: Any, where: str) -> None:
+    """Raise ``DataError`` unless every field of dataclass ``obj`` (and of the dataclasses, lists
+    and dicts inside it) holds what its annotation says: a document read back from JSON (a saved
+    fleet report) may have been edited, and a string where a number belongs would fail far later
+    as an internal error. Numbers must be finite; ``Any`` is not checked."""
+    import dataclasses
+    import types
+    import typing
+
+    def ok(value: Any, tp: Any, at: str) -> None:
+        if tp is Any:
+            return
+        origin = typing.get_origin(tp)
+        if origin in (typing.Union, types.UnionType):
+            errors = []
+            for alt in typing.get_args(tp):
+                try:
+                    ok(value, alt, at)
+                    return
+                except DataError as exc:
+                    errors.append(exc)
+            raise errors[-1]
+        if tp is type(None):
+            if value is not None:
+                raise DataError(f"{where}: {at} should be empty (null), not {type(value).__name__}")
+            return
+        if origin in (list, tuple):
+            if not isinstance(value, (list, tuple)):
+                raise DataError(f"{where}: {at} should be a list, not {type(value).__name__}")
+            args = typing.get_args(tp)
+            for i, v in enumerate(value):
+                ok(v, args[0] if args else Any, f"{at}[{i}]")
+            return
+        if origin is dict:
+            if not isinstance(value, dict):
+                raise DataError(f"{where}: {at} should be an object, not {type(value).__name__}")
+            args = typing.get_args(tp)
+            for k, v in value.items():
+                ok(v, args[1] if len(args) == 2 else Any, f"{at}.{k}")
+            return
+        if dataclasses.is_dataclass(tp):
+            if not isinstance(value, tp):
+                raise DataError(f"{where}: {at} should be an object, not {type(value).__name__}")
+            check(value, at)
+            return
+        if tp is float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise DataError(f"{where}: {at} should be a finite number, not {str(value)[:40]!r}")
+            return
+        if tp is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise DataError(f"{where}: {at} should be a whole number, not {str(value)[:40]!r}")
+            return
+        if isinstance(tp, type) and not isinstance(value, tp):
+            raise DataError(f"{where}: {at} should be {tp.__name__}, not {type(value).__name__}")
+
+    def check(o: Any, prefix: str) -> None:
+        hints = typing.get_type_hints(type(o))
+        for f in dataclasses.fields(o):
+            ok(getattr(o, f.name), hints.get(f.name, Any), f"{prefix}.{f.name}" if prefix else f.name)
+
+    check(obj, "")

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import time
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,8 +70,12 @@ def validate(values: dict[str, Any]) -> tuple[Settings, list[str]]:
                 continue
             clean[key] = float(value)
         elif key == "currency_symbol":
-            if not isinstance(value, str) or not 0 < len(value.strip()) <= 5:
-                problems.append(f"currency_symbol must be 1 to 5 characters, not {value!r}")
+            if (
+                not isinstance(value, str)
+                or not 0 < len(value.strip()) <= 5
+                or any(unicodedata.category(ch).startswith("C") for ch in value)
+            ):  # printed before every cost: an escape sequence there would rewrite the terminal
+                problems.append(f"currency_symbol must be 1 to 5 printable characters, not {value!r}")
                 continue
             clean[key] = value.strip()
         elif key == "redact_reports":

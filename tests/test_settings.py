@@ -54,3 +54,12 @@ def test_corrupt_file_is_reported_and_kept_when_saving(tmp_path: Path) -> None:
     backups = list(tmp_path.glob("settings.json.corrupt-*"))
     assert len(backups) == 1 and backups[0].read_text() == "{ this is not json"
     assert load(p)[0].currency_symbol == "£"
+
+
+def test_a_currency_symbol_with_a_control_character_is_refused(tmp_path: Path) -> None:
+    # "\u001b[2J" was accepted and cleared the terminal before every cost.
+    p = tmp_path / "settings.json"
+    for bad in ("\u001b[2J", "$\u0007", "\u200e€"):
+        p.write_text(json.dumps({"currency_symbol": bad}))
+        s, problems = load(p)
+        assert s.currency_symbol == "$" and "printable characters" in " ".join(problems)

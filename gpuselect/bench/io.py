@@ -9,6 +9,7 @@ instead of turning into "about -0.0 h" or "~nan h".
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +30,11 @@ _DEVICE_RANGES: dict[str, tuple[float, float]] = {
 _TFLOPS_RANGE = (0.0, 100_000.0)
 _SPEC_RATIO_RANGE = (0.0, 100.0)
 _STEP_RANGES: dict[str, tuple[float, float]] = {"samples_per_s": (0.0, 1e9), "step_ms": (0.0, 1e9)}
+
+
+#: The device kinds ``gpuselect bench`` measures (``bench.model.DeviceResult.kind``).
+BENCH_KINDS = ("cpu", "cuda", "rocm", "mps", "xpu")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class _Checker:
@@ -65,12 +71,27 @@ def validate_bench_doc(doc: Any, *, source: str) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("kind") != "bench" or not isinstance(doc.get("devices"), list):
         raise DataError(f"{source} is not a `gpuselect bench --format json` result")
     c = _Checker(source)
+    if not doc["devices"]:
+        raise c.fail("its device list", "is empty: nothing was measured")
+    if "report" in doc and not isinstance(doc["report"], dict):
+        raise c.fail("its report entry", "must be a JSON object")
     for i, dev in enumerate(doc["devices"]):
         if not isinstance(dev, dict):
             raise c.fail(f"device #{i + 1}", "must be a JSON object")
         name = dev.get("device")
         if not isinstance(name, str) or not name:
             raise c.fail(f"device #{i + 1}", "has no device name")
+        for key in ("device", "name", "kind"):
+            text = dev.get(key)
+            if text is not None and (not isinstance(text, str) or len(text) > 200 or _CONTROL.search(text)):
+                # printed to terminals: an escape sequence there could clear or rewrite the screen
+                raise c.fail(f"device #{i + 1} {key}", "must be plain text (no control characters, at most 200)")
+        kind = dev.get("kind", str(name).split(":")[0])
+        if kind not in BENCH_KINDS:
+            raise c.fail(
+                f"{name}",
+                f"is of kind {str(kind)[:20]!r}, which gpuselect does not benchmark ({', '.join(BENCH_KINDS)})",
+            )
         for prec, value in c.table(f"{name} matmul_tflops", dev.get("matmul_tflops")).items():
             c.number(f"{name} matmul_tflops.{prec}", value, *_TFLOPS_RANGE)
         for key, (lo, hi) in _DEVICE_RANGES.items():

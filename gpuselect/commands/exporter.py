@@ -79,17 +79,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _load_bench(path: str) -> list[dict]:  # type: ignore[type-arg]
-    import json
-    from pathlib import Path
+    from gpuselect.bench.io import load_bench_file
 
-    from gpuselect.errors import DataError
-
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path} is not JSON: {exc}") from exc
-    if not isinstance(doc, dict) or doc.get("kind") != "bench" or not isinstance(doc.get("devices"), list):
-        raise DataError(f"{path} is not a `gpuselect bench --format json` result")
-    return [d for d in doc["devices"] if isinstance(d, dict)]
+    # The bounded, checked reader --bench uses everywhere: a FIFO, /dev/zero, a binary or a damaged
+    # file is one sentence, not a hang, a full memory or an internal error.
+    return [d for d in load_bench_file(path)["devices"] if isinstance(d, dict)]

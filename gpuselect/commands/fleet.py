@@ -153,21 +153,27 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _load(path: str) -> FleetReport:
-    import json
-    from pathlib import Path
-
     from gpuselect.errors import DataError
+    from gpuselect.fleet.interconnect import MAX_REPORT_BYTES
     from gpuselect.fleet.model import report_from_dict
+    from gpuselect.output import SCHEMA_VERSION
+    from gpuselect.safe_io import check_fields, read_json
 
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path} is not JSON: {exc}") from exc
+    # The bounded reader: a FIFO, /dev/zero or a 200 MB file is one sentence, not a hang.
+    doc = read_json(path, what="fleet report", max_bytes=MAX_REPORT_BYTES)
     if not isinstance(doc, dict) or doc.get("kind") != "fleet" or not isinstance(doc.get("report"), dict):
         raise DataError(f"{path} is not a `gpuselect fleet --output FILE.json` report")
+    if doc.get("schema_version") != SCHEMA_VERSION:
+        raise DataError(
+            f"{path} is a fleet report of another version or damaged (schema {str(doc.get('schema_version'))[:20]}; "
+            f"this gpuselect reads {SCHEMA_VERSION})"
+        )
     try:
-        return report_from_dict(doc["report"])
-    except TypeError as exc:
+        rep = report_from_dict(doc["report"])
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
         raise DataError(f"{path} is a fleet report of another version or damaged: {exc}") from exc
+    check_fields(rep, str(path))
+    for p in rep.bandwidth:
+        if p.busbw_gbs < 0 or p.algbw_gbs < 0 or p.bytes <= 0:
+            raise DataError(f"{path} reports a {p.op} of {p.bytes} B at {p.busbw_gbs} GB/s: damaged; measure again")
+    return rep

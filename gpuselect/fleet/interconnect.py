@@ -68,12 +68,14 @@ def from_fleet_doc(doc: Any, source: str) -> MeasuredInterconnect:
     points = [p for p in bandwidth if isinstance(p, dict) and p.get("op") == "all_reduce"]
     lo, hi = BUSBW_RANGE_GBS
     for p in points:
+        # Every point must be a measurement at all (small buffers run far below the range the
+        # estimate uses: 8 B all-reduces are latency, ~1e-4 GB/s, on any link).
         bw = p.get("busbw_gbs")
         if bw is None:
             continue
-        if not finite_number(bw) or not lo <= bw <= hi:
+        if not finite_number(bw) or not 0 <= bw <= hi:
             raise DataError(
-                f"{source} reports an all-reduce bus bandwidth of {str(bw)[:40]} GB/s, outside {lo:g} to {hi:,.0f}: "
+                f"{source} reports an all-reduce bus bandwidth of {str(bw)[:40]} GB/s, outside 0 to {hi:,.0f}: "
                 "the report is corrupt or was edited; measure again"
             )
     ok = [
@@ -102,6 +104,12 @@ def from_fleet_doc(doc: Any, source: str) -> MeasuredInterconnect:
     intra, intra_ranks, b1 = at_largest("intra-node")
     inter, _, b2 = at_largest("inter-node")
     world, world_ranks, b3 = at_largest("all-ranks")
+    for name, bw, at in (("intra-node", intra, b1), ("inter-node", inter, b2), ("all-ranks", world, b3)):
+        if bw is not None and not lo <= bw:  # the figure the estimate uses: --network-gbs's range
+            raise DataError(
+                f"{source}: its {name} all-reduce reaches {bw:.3g} GB/s at its largest buffer ({at:,} B), below "
+                f"{lo:g} GB/s: measure with larger buffers (fleet --max-bytes) or check the link"
+            )
     return MeasuredInterconnect(
         source=source,
         backend=str(rep.get("backend")),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -119,3 +120,43 @@ def test_redraw_a_saved_report(capsys: pytest.CaptureFixture[str], tmp_path) -> 
     notes.write_text("my notes")
     assert main(["fleet", "--from", str(saved), "--output", str(notes)]) == 1
     assert notes.read_text() == "my notes" and "--force" in capsys.readouterr().err
+
+
+def test_a_damaged_saved_report_is_one_sentence(capsys: pytest.CaptureFixture[str], tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Each of these was an internal error (exit 70), /dev/zero filled memory and a FIFO hung.
+    import os
+
+    saved = tmp_path / "fleet.json"
+    writers.write(_report(_points({"node0": 150.0, "node1": 100.0})), saved)
+    good = json.loads(saved.read_text())
+
+    def edited(change) -> Path:  # type: ignore[no-untyped-def]
+        doc = json.loads(json.dumps(good))
+        change(doc["report"])
+        p = tmp_path / "edited.json"
+        p.write_text(json.dumps(doc))
+        return p
+
+    cases = [
+        lambda r: r["bandwidth"][0].__setitem__("busbw_gbs", "fast"),
+        lambda r: r["bandwidth"][0].__setitem__("bytes", "8"),
+        lambda r: r["bandwidth"][0].__setitem__("busbw_gbs", -5.0),
+        lambda r: r.__setitem__("notes", 5),
+        lambda r: r["ranks"].__setitem__(0, 5),
+        lambda r: r.__setitem__("complete", "no"),
+    ]
+    for change in cases:
+        assert main(["fleet", "--from", str(edited(change))]) == 2
+        err = capsys.readouterr().err
+        assert "error:" in err and "internal error" not in err
+    nan = tmp_path / "nan.json"
+    nan.write_text(saved.read_text().replace('"busbw_gbs": 150.0', '"busbw_gbs": NaN', 1))
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(os.urandom(4096))
+    v99 = tmp_path / "v99.json"
+    v99.write_text(json.dumps({**good, "schema_version": 99}))
+    for path in (nan, fifo, binary, v99, Path("/dev/zero")):
+        assert main(["fleet", "--from", str(path)]) == 2
+        assert "internal error" not in capsys.readouterr().err

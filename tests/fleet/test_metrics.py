@@ -4,6 +4,7 @@ exporter scraped over loopback, with a time bound and stale data served when col
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import urllib.request
@@ -149,3 +150,35 @@ def test_exporter_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path) -> 
     bad.write_text('{"kind": "estimate"}')
     assert main(["exporter", "--bench", str(bad)]) == 2
     assert "not a `gpuselect bench" in capsys.readouterr().err
+    # The bounded, checked reader: these hung, filled memory or were internal errors.
+    import os
+
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(os.urandom(2048))
+    for path in (str(fifo), "/dev/zero", str(binary)):
+        assert main(["exporter", "--bench", path, "--port", "0"]) == 2
+        assert "internal error" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("devices", "report", "words"),
+    [
+        ([], None, "is empty: nothing was measured"),
+        ([{"device": "tpu:0", "kind": "tpu"}], None, "which gpuselect does not benchmark"),
+        ([{"device": "cpu", "name": "evil\u001b[2J"}], None, "must be plain text"),
+        ([{"device": "cpu"}], "x", "its report entry must be a JSON object"),
+    ],
+)
+def test_a_bench_file_that_measured_nothing_usable_is_refused(
+    tmp_path, capsys: pytest.CaptureFixture[str], devices: list[object], report: object, words: str
+) -> None:  # type: ignore[no-untyped-def]
+    doc: dict[str, object] = {"schema_version": 1, "kind": "bench", "devices": devices}
+    if report is not None:
+        doc["report"] = report
+    p = tmp_path / "bench.json"
+    p.write_text(json.dumps(doc))
+    assert main(["estimate", "--workload", "simple-cnn", "--bench", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "internal error" not in err
