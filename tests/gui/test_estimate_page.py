@@ -258,6 +258,14 @@ def test_the_windows_last_benchmark_anchors_this_machine(qtbot) -> None:
     _run(qtbot, w.estimate)
     cpu = next(loc for loc in w.estimate.result.local if loc.device == "cpu")
     assert "measured" in cpu.basis and "unmeasured" not in cpu.basis
+    # A run that ends re-estimates at once: the page showed the old figures until an input changed.
+    faster = BenchReport([DeviceResult("cpu", cpu_name, "cpu", matmul_tflops={"fp32": 4.0})], True, "2.13")
+    before = w.estimate.result
+    w.bench._on_finished(faster)
+    qtbot.waitUntil(lambda: w.estimate.result is not before and w.estimate.worker is None, timeout=30_000)
+    again = next(loc for loc in w.estimate.result.local if loc.device == "cpu")
+    assert again.throughput_samples_per_s is not None and cpu.throughput_samples_per_s is not None
+    assert again.throughput_samples_per_s > cpu.throughput_samples_per_s
     w.close()
     qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=10_000)
 

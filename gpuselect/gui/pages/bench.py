@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Slot
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QCheckBox,
     QHBoxLayout,
@@ -82,6 +82,9 @@ def result_rows(report: Any) -> list[tuple[str, str, float | None, str, float | 
 
 
 class BenchPage(QWidget):
+    #: A run ended (finished or cancelled with partial results): the Estimate page re-reads it.
+    report_ready = Signal(object)
+
     def __init__(self, parent: QWidget | None = None, config: BenchConfig | None = None) -> None:
         super().__init__(parent)
         self.config = config
@@ -208,6 +211,7 @@ class BenchPage(QWidget):
         self.step.setText("Cancelled: partial results" if report.cancelled else f"Done in {report.duration_s:.1f} s")
         self._plot(report)
         self._show_notice(torch_gpu_notice(self.snapshot, report))
+        self.report_ready.emit(report)
 
     @Slot(str)
     def _on_failed(self, message: str) -> None:
