@@ -7,7 +7,9 @@ factory function they name). Only point it at code you trust.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,6 +96,22 @@ def profile_user_model(path: str | Path, factory_name: str, input_shape: tuple[i
 
 #: How long the user's file may take to import and trace (seconds).
 TRACE_TIMEOUT_S = 60.0
+#: Trace subprocesses running now, so that a closing window stops them (``stop_user_traces``)
+#: instead of waiting out the time limit.
+_LIVE: set[Any] = set()
+_STOPPED: set[int] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def stop_user_traces() -> int:
+    """Kill every running trace of a user's model file (the desktop app closing); how many."""
+    with _LIVE_LOCK:
+        procs = list(_LIVE)
+    for proc in procs:
+        _STOPPED.add(proc.pid)
+        with contextlib.suppress(OSError):
+            proc.kill()
+    return len(procs)
 
 
 def trace_user_model(
@@ -131,22 +149,32 @@ def trace_user_model(
             "--out",
             str(out),
         ]
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=tmp,
+            stdin=subprocess.DEVNULL,
+        )
+        with _LIVE_LOCK:
+            _LIVE.add(proc)
         try:
-            proc = subprocess.run(
-                cmd,
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-                env=env,
-                cwd=tmp,
-                stdin=subprocess.DEVNULL,
-                check=False,
-            )
+            _out, err = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
             raise DataError(
                 f"tracing {factory_name}() from {p} took longer than {timeout_s:g} s and was stopped"
             ) from None
-        last = next((ln.strip() for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
+        if proc.returncode is not None and proc.returncode < 0 and proc.pid in _STOPPED:
+            _STOPPED.discard(proc.pid)
+            raise DataError(f"tracing {factory_name}() from {p} was stopped")
+        last = next((ln.strip() for ln in reversed((err or "").splitlines()) if ln.strip()), "")
         if proc.returncode == 4:
             raise UsageError(last or f"{p} has no function {factory_name!r}")
         if proc.returncode != 0:

@@ -164,6 +164,29 @@ def test_a_model_file_is_profiled_in_the_worker(qtbot, tmp_path: Path) -> None:
     page.shutdown()
 
 
+def test_a_model_file_that_never_returns_is_stopped_when_the_page_closes(qtbot, tmp_path: Path) -> None:
+    # Quit during such a trace left the window up for the trace's 60 s limit, and the page said
+    # "--model needs --factory and --input-shape" all along, both fields filled.
+    model = tmp_path / "loop.py"
+    model.write_text("def make():\n    while True:\n        pass\n")
+    page = _page(qtbot)
+    page.source.setCurrentIndex(2)
+    page.model_path.setText(str(model))
+    page.recompute()
+    assert "factory function" in page.error.text() and page.worker is None  # waits for the rest
+    page.factory.setText("make")
+    page.input_shape.setText("1,28,28")
+    page.recompute()
+    assert page.worker is not None and page.error.text().startswith("Measuring the model")
+    from gpuselect.workloads import profile
+
+    qtbot.waitUntil(lambda: len(profile._LIVE) == 1, timeout=20_000)
+    t0 = time.perf_counter()
+    page.shutdown()
+    assert page.worker is None or page.worker._thread.isFinished()  # shutdown waited for it
+    assert time.perf_counter() - t0 < 15 and not profile._LIVE
+
+
 def test_the_gui_thread_never_waits_for_an_estimate(qtbot) -> None:
     page = _page(qtbot, "h100x8")
     t0 = time.perf_counter()

@@ -672,6 +672,10 @@ class EstimatePage(QWidget):
                 )
             )
             return
+        if self.source.currentIndex() == 2 and (spec.factory is None or spec.input_shape is None):
+            # the file alone: wait for the rest rather than fail (the message stayed up while it ran)
+            self._stale("Give the model's factory function and one sample's input shape.")
+            return
         a = self.assumptions()
         snap = self.local_snapshot
         bench = self.bench_source() if self.bench_source is not None else self.local_bench
@@ -687,6 +691,12 @@ class EstimatePage(QWidget):
         self.worker.finished.connect(self._on_result)
         self.worker.failed.connect(self._on_failed)
         self.worker.start()
+        if self.source.currentIndex() == 2:
+            from gpuselect.workloads.profile import TRACE_TIMEOUT_S
+
+            self.error.setText(
+                f"Measuring the model: its code runs in a separate process (at most {TRACE_TIMEOUT_S:.0f} s)…"
+            )
 
     @Slot(object)
     def _on_result(self, result: Any) -> None:
@@ -997,5 +1007,8 @@ class EstimatePage(QWidget):
         # Closing: no debounced or "once more" recompute may start a worker after this.
         self.setProperty(CLOSING_PROPERTY, True)
         self._debounce.stop()
+        from gpuselect.workloads.profile import stop_user_traces
+
+        stop_user_traces()  # a model file being traced: stopped now, not after its time limit
         if self.worker is not None:
             self.worker.shutdown()
