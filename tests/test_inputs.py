@@ -153,6 +153,7 @@ def test_cli_starts_with_a_deeply_nested_settings_and_overlay(tmp_path: Path) ->
     # Each file is named once; the settings file only where the command reads settings.
     assert sum("catalog_overlay.toml nests too deeply" in w for w in warnings) == 1, warnings
     assert sum("settings.json" in w for w in warnings) <= 1 and len(warnings) == len(set(warnings)) <= 2, warnings
+    assert sum("settings.json" in ln for ln in out.stderr.splitlines()) == 1, out.stderr  # once, not also as "note:"
 
 
 # --- the catalog overlay ------------------------------------------------------------------

@@ -324,12 +324,9 @@ def load_bench(args: argparse.Namespace) -> Any:
 
 
 def user_settings() -> Any:
-    """The settings file, its problems said on stderr (the CLI goes on with the defaults)."""
-    import sys
-
+    """The settings file; its problems reach stderr once, through ``notices`` (``settings.load``
+    records each; printing them here too said every one twice)."""
     from gpuselect.settings import load
 
-    s, problems = load()
-    for p in problems:
-        print(f"note: {p}", file=sys.stderr)
+    s, _problems = load()
     return s
