@@ -173,3 +173,26 @@ def test_gui_without_a_display_is_one_sentence(
     assert main([]) == 2
     err = capsys.readouterr().err
     assert "no display found" in err and "Traceback" not in err
+
+
+def test_gui_without_qts_x11_libraries_names_them_and_the_packages(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # On a minimal Debian 12 Qt's xcb plugin aborted the process (SIGABRT) for want of libxcb-icccm4.
+    import ctypes.util
+
+    monkeypatch.setenv("DISPLAY", ":0")
+    monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    real = ctypes.util.find_library
+    monkeypatch.setattr(ctypes.util, "find_library", lambda n: None if n == "xcb-icccm" else real(n) or f"lib{n}.so")
+    if not sys.platform.startswith("linux"):
+        pytest.skip("X11 libraries are looked up on Linux")
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert "xcb-icccm" in err and "sudo apt install libxcb-icccm4" in err
+    # Where the lookup sees no X11 library at all it cannot tell: it leaves Qt to try.
+    monkeypatch.setattr(ctypes.util, "find_library", lambda n: None)
+    from gpuselect.commands.gui import _missing_xcb_libraries
+
+    assert _missing_xcb_libraries() == []
