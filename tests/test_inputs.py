@@ -312,6 +312,13 @@ def test_a_report_never_replaces_an_input_a_read_only_file_or_a_foreign_file(
     assert "is read-only" in capsys.readouterr().err and ours.read_bytes() == before
 
 
+def test_a_report_named_for_another_format_is_asked_about(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "x.txt"
+    assert main(["report", "-o", str(out)]) == 2
+    assert "name it .pdf, .json or .md, or give --format" in capsys.readouterr().err and not out.exists()
+    assert main(["report", "-o", str(out), "--format", "md"]) == 0 and out.read_text().startswith("# ")
+
+
 def test_a_report_into_a_missing_folder_or_to_an_empty_name_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -55,7 +55,14 @@ def run(args: argparse.Namespace) -> int:
 
     inputs = tuple(getattr(args, k, None) for k in ("config", "bench", "interconnect", "model"))
     check_output(args.output, inputs=inputs, force=args.force)  # before any work: nothing is lost
-    fmt = args.format or {".json": "json", ".md": "md"}.get(Path(args.output).suffix.lower(), "pdf")
+    suffix = Path(args.output).suffix.lower()
+    known = {".json": "json", ".md": "md", ".pdf": "pdf"}
+    if args.format is None and suffix and suffix not in known:
+        # A PDF was written into notes.txt: a suffix that names another format is asked about.
+        from gpuselect.errors import UsageError
+
+        raise UsageError(f"{args.output} ends in {suffix}: name it .pdf, .json or .md, or give --format")
+    fmt = args.format or known.get(suffix, "pdf")
     settings = opts.user_settings()
     spec = opts.workload_spec(args)
     a = opts.assumptions(args, settings) if spec.given else None  # bad options fail before a benchmark runs
