@@ -14,7 +14,6 @@ from PySide6.QtCore import QEvent, QSettings, Qt, QThreadPool, QTimer, Slot
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
-    QFileDialog,
     QMainWindow,
     QMessageBox,
     QTabWidget,
@@ -86,7 +85,9 @@ class MainWindow(QMainWindow):
     def export_report(self) -> None:
         """File -> Export (Ctrl+E): ask where, then write. Takes no argument on purpose: QAction's
         ``triggered(bool checked)`` would otherwise arrive as the path."""
-        path, _ = QFileDialog.getSaveFileName(
+        from gpuselect.gui.dialogs import save_file_name
+
+        path = save_file_name(
             self, "Export report", "gpuselect-report.pdf", "PDF (*.pdf);;Markdown (*.md);;JSON (*.json)"
         )
         if path:

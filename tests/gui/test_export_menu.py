@@ -8,17 +8,16 @@ import pytest
 pytest.importorskip("PySide6")
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFileDialog
 
 from gpuselect.gui.app import MainWindow
 
 
 def _answer_dialog(monkeypatch: pytest.MonkeyPatch, path: str, asked: list[str]) -> None:
-    def fake(*args: object, **kwargs: object) -> tuple[str, str]:
+    def fake(*args: object, **kwargs: object) -> str:
         asked.append(path)
-        return path, "Markdown (*.md)"
+        return path
 
-    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(fake))
+    monkeypatch.setattr("gpuselect.gui.dialogs.save_file_name", fake)
 
 
 def _close(qtbot, w: MainWindow) -> None:
@@ -63,3 +62,27 @@ def test_cancelled_dialog_writes_nothing(qtbot, tmp_path, monkeypatch: pytest.Mo
     w.export_action.trigger()
     assert asked == [""] and w._export_worker is None and list(tmp_path.iterdir()) == []
     _close(qtbot, w)
+
+
+def test_the_file_dialogs_icons_never_open_a_file(qtbot) -> None:
+    """Typing /proc/ in the export dialog froze the window: Qt's default icon provider sniffed
+    /proc/kmsg's contents, a read that blocks forever. Ours answers from the file's kind alone."""
+    import threading
+
+    from PySide6.QtCore import QFileInfo
+
+    from gpuselect.gui.dialogs import KindOnlyIcons
+
+    provider = KindOnlyIcons()
+    answers: list[str] = []
+
+    def ask() -> None:
+        for name in ("/proc/kmsg", "/dev/zero", "/proc"):
+            info = QFileInfo(name)
+            provider.icon(info)
+            answers.append(provider.type(info))
+
+    t = threading.Thread(target=ask, daemon=True)
+    t.start()
+    t.join(10)
+    assert not t.is_alive() and answers == ["File", "File", "Folder"]

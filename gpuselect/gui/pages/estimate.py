@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QHeaderView,
@@ -564,7 +563,9 @@ class EstimatePage(QWidget):
         return self.budget.value() / self.money.rate if self.budget.value() else None
 
     def _browse(self, edit: QLineEdit, filt: str) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open", edit.text(), filt)
+        from gpuselect.gui.dialogs import open_file_name
+
+        path = open_file_name(self, "Open", edit.text(), filt)
         if path:
             edit.setText(path)
             edit.editingFinished.emit()

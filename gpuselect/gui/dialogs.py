@@ -1,0 +1,52 @@
+"""File dialogs that never read a file's contents.
+
+Qt's own (non-native) file dialog asks its icon provider for each entry's icon and type, and the
+default provider sniffs the contents of files without a known suffix (``QMimeDatabase``): typing
+``/proc/`` made it read ``/proc/kmsg``, which blocks forever, and froze the window. These icons
+and types come from the file's kind alone.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QFileInfo
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import QFileDialog, QFileIconProvider, QWidget
+
+
+class KindOnlyIcons(QFileIconProvider):
+    """A folder, a drive or a file: nothing that needs the file opened."""
+
+    def icon(self, what: object) -> QIcon:  # type: ignore[override]
+        if isinstance(what, QFileInfo):
+            kind = QFileIconProvider.IconType.Folder if what.isDir() else QFileIconProvider.IconType.File
+            return super().icon(kind)
+        return super().icon(what)  # type: ignore[arg-type]
+
+    def type(self, info: QFileInfo) -> str:  # type: ignore[override]
+        return "Folder" if info.isDir() else "File"
+
+
+def _dialog(parent: QWidget | None, title: str, start: str, filters: str, save: bool) -> str:
+    dlg = QFileDialog(parent, title, start, filters)
+    dlg.setOption(QFileDialog.Option.DontUseNativeDialog, True)  # the provider applies to Qt's dialog only
+    dlg.setIconProvider(KindOnlyIcons())
+    dlg.resize(900, 520)  # wide enough for the date column (Qt's default cut it to "24 11 2...6")
+    if save:
+        dlg.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dlg.setFileMode(QFileDialog.FileMode.AnyFile)
+    else:
+        dlg.setFileMode(QFileDialog.FileMode.ExistingFile)
+    if not dlg.exec():
+        return ""
+    files = dlg.selectedFiles()
+    return files[0] if files else ""
+
+
+def save_file_name(parent: QWidget | None, title: str, start: str, filters: str) -> str:
+    """Where to save ('' if cancelled); Qt's dialog asks before replacing a file."""
+    return _dialog(parent, title, start, filters, save=True)
+
+
+def open_file_name(parent: QWidget | None, title: str, start: str, filters: str) -> str:
+    """Which file to open ('' if cancelled)."""
+    return _dialog(parent, title, start, filters, save=False)
