@@ -199,7 +199,7 @@ def check_fields(obj: Any, where: str) -> None:
             for k, v in value.items():
                 ok(v, args[1] if len(args) == 2 else Any, f"{at}.{k}")
             return
-        if dataclasses.is_dataclass(tp):
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
             if not isinstance(value, tp):
                 raise DataError(f"{where}: {at} should be an object, not {type(value).__name__}")
             check(value, at)

@@ -88,6 +88,13 @@ def load_bench(path: str | Path) -> Any:
     return bench_from_doc(load_bench_file(path))
 
 
+def _share(v: Any) -> float | None:
+    """A fraction from a saved result, or None where it is missing or not one."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+        return None
+    return float(v)
+
+
 def bench_from_doc(doc: dict[str, Any]) -> Any:
     """Rebuild a BenchReport from its JSON document."""
     from gpuselect.bench.model import BenchReport, DeviceResult, Timing, TrainStep
@@ -109,6 +116,7 @@ def bench_from_doc(doc: dict[str, Any]) -> Any:
             meta.get("torch_version"),
             bool(meta.get("cancelled", False)),
             float(meta.get("duration_s", 0.0)),
+            other_cpu_share=_share(meta.get("other_cpu_share")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"the benchmark result is not in the expected form ({type(exc).__name__}: {exc})") from exc

@@ -10,6 +10,7 @@ within that.
 from __future__ import annotations
 
 import functools
+import os
 import statistics
 import threading
 import time
@@ -586,9 +587,34 @@ def _telemetry(dev: _Device) -> dict[str, Any] | None:
     return read_telemetry().get(dev.uuid)
 
 
+def _cpu_seconds() -> tuple[float, float] | None:
+    """(CPU seconds every process has used, of which this process's), from /proc/stat; None where
+    there is none (not Linux)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            fields = fh.readline().split()
+        # user nice system idle iowait irq softirq steal ...: busy = all but idle and iowait
+        ticks = [int(x) for x in fields[1:9]]
+        busy = sum(ticks) - ticks[3] - ticks[4]
+        return busy / os.sysconf("SC_CLK_TCK"), time.process_time()
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def other_cpu_share(
+    before: tuple[float, float] | None, after: tuple[float, float] | None, wall_s: float
+) -> float | None:
+    """The share of all CPUs' time that other processes used between two ``_cpu_seconds``."""
+    if before is None or after is None or wall_s <= 0:
+        return None
+    others = (after[0] - before[0]) - (after[1] - before[1])
+    return round(min(1.0, max(0.0, others / (wall_s * (os.cpu_count() or 1)))), 3)
+
+
 def run_benchmark(cfg: BenchConfig, cancel: CancelFlag | None = None) -> Generator[ProgressEvent, None, BenchReport]:
     cancel = cancel or threading.Event()
     start = time.perf_counter()
+    cpu0 = _cpu_seconds()
     try:
         import torch  # lazily: only a real benchmark pays for it
     except ImportError:
@@ -650,6 +676,7 @@ def run_benchmark(cfg: BenchConfig, cancel: CancelFlag | None = None) -> Generat
     except Cancelled:
         report.cancelled = True
     report.duration_s = round(time.perf_counter() - start, 2)
+    report.other_cpu_share = other_cpu_share(cpu0, _cpu_seconds(), time.perf_counter() - start)
     if not report.cancelled:
         done = total
         yield event("done")

@@ -26,8 +26,28 @@ def spec_ratios(res: DeviceResult, entry: GpuEntry) -> dict[str, float]:
     return ratios
 
 
+#: Other processes' share of the CPUs during a benchmark above which its figures are flagged.
+BUSY_SHARE_WARN = 0.25
+
+
 def bench_findings(report: BenchReport) -> list[Finding]:
     findings: list[Finding] = []
+    busy = report.other_cpu_share
+    if busy is not None and busy > BUSY_SHARE_WARN:
+        findings.append(
+            Finding(
+                "bench.busy_machine",
+                Severity.WARNING,
+                "this machine",
+                f"other processes used {100 * busy:.0f} % of the CPUs while the benchmark ran",
+                "its figures (and this machine's estimates made from them) are likely low",
+                remedy="close other work and run the benchmark again",
+                value=busy,
+                threshold=BUSY_SHARE_WARN,
+                unit="of the CPUs",
+                source=SOURCE,
+            )
+        )
     for res in report.devices:
         if not res.spec_ratio:
             continue

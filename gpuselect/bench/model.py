@@ -94,6 +94,9 @@ class BenchReport:
     torch_version: str | None
     cancelled: bool = False
     duration_s: float = 0.0
+    #: Share of the machine's CPU time other processes used while it ran (Linux; None elsewhere):
+    #: a busy machine's figures are low, and they feed this machine's estimates.
+    other_cpu_share: float | None = None
     method: str = (
         "median of repeated, synchronised runs after warm-up; matmul TFLOP/s = 2*M*N*K/time; "
         "bandwidth counts bytes read + written; training steps include forward, backward, "

@@ -508,9 +508,8 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 alt_t = fmt_hours(alt.get("total_time_h"))  # type: ignore[arg-type]
                 alt_cost = money(float(alt["cloud_cost_usd"]))  # type: ignore[arg-type]
                 choice += f", or rent {option_name(alt)} (~{alt_t}, {alt_cost})"
-                same = (
-                    isinstance(o.get("cloud_cost_usd"), float | int) and money(float(o["cloud_cost_usd"])) == alt_cost
-                )  # type: ignore[arg-type]
+                rent = o.get("cloud_cost_usd")
+                same = isinstance(rent, float | int) and money(float(rent)) == alt_cost
                 parts.append(
                     f"Renting, {option_name(alt)} is faster and costs {'about the same' if same else 'less'}: "
                     f"about {alt_t}{_range(alt)} for {alt_cost}; "

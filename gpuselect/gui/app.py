@@ -47,6 +47,7 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.settings_page, "&Settings")
         self.settings_page.changed.connect(self.estimate.apply_settings)
         self.estimate.bench_source = lambda: self.bench.report  # the last benchmark anchors this machine's figures
+        self.estimate.bench_running = lambda: self.bench.worker is not None
         self.bench.report_ready.connect(lambda _r: self.estimate.recompute())  # not only at the next input change
         self.estimate.apply_settings(self.settings_page.settings)
         self.setCentralWidget(self.tabs)

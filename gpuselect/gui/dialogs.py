@@ -16,13 +16,12 @@ from PySide6.QtWidgets import QFileDialog, QFileIconProvider, QWidget
 class KindOnlyIcons(QFileIconProvider):
     """A folder, a drive or a file: nothing that needs the file opened."""
 
-    def icon(self, what: object) -> QIcon:  # type: ignore[override]
+    def icon(self, what: QFileInfo | QFileIconProvider.IconType) -> QIcon:
         if isinstance(what, QFileInfo):
-            kind = QFileIconProvider.IconType.Folder if what.isDir() else QFileIconProvider.IconType.File
-            return super().icon(kind)
-        return super().icon(what)  # type: ignore[arg-type]
+            what = QFileIconProvider.IconType.Folder if what.isDir() else QFileIconProvider.IconType.File
+        return super().icon(what)
 
-    def type(self, info: QFileInfo) -> str:  # type: ignore[override]
+    def type(self, info: QFileInfo) -> str:
         return "Folder" if info.isDir() else "File"
 
 

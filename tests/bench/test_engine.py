@@ -296,3 +296,25 @@ def test_a_tiny_rate_keeps_its_digits_in_json_and_text() -> None:
     res = DeviceResult("cpu", "CPU", "cpu", matmul_tflops={"fp32": 0.1234, "fp16": 0.001238})
     text = format_bench(BenchReport([res], quick=True, torch_version="x"))
     assert "0.00124 TFLOP/s" in text and "0.123 TFLOP/s" in text
+
+
+def test_a_benchmark_on_a_busy_machine_says_so() -> None:
+    # Two `yes` loops on a 2-core VM halved the bandwidth and the training steps, and nothing said so.
+    import os
+
+    from gpuselect.bench.engine import _cpu_seconds, other_cpu_share
+    from gpuselect.bench.findings import BUSY_SHARE_WARN, bench_findings
+    from gpuselect.bench.model import BenchReport
+
+    n = os.cpu_count() or 1
+    assert other_cpu_share((100.0, 10.0), (100.0 + 10 * n, 10.0), 10.0) == 1.0  # others had every CPU
+    assert other_cpu_share((100.0, 10.0), (100.0 + 10 * n, 10.0 + 10 * n), 10.0) == 0.0  # it was all ours
+    assert other_cpu_share(None, (1.0, 1.0), 10.0) is None
+    if os.path.exists("/proc/stat"):
+        snap = _cpu_seconds()
+        assert snap is not None and snap[0] > 0
+    busy = BenchReport(devices=[], quick=True, torch_version=None, other_cpu_share=0.6)
+    quiet = BenchReport(devices=[], quick=True, torch_version=None, other_cpu_share=0.05)
+    found = [f for f in bench_findings(busy) if f.id == "bench.busy_machine"]
+    assert found and found[0].value == 0.6 and found[0].threshold == BUSY_SHARE_WARN
+    assert not [f for f in bench_findings(quiet) if f.id == "bench.busy_machine"]

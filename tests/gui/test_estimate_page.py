@@ -293,6 +293,27 @@ def test_the_windows_last_benchmark_anchors_this_machine(qtbot) -> None:
     qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=10_000)
 
 
+def test_an_estimate_waits_while_a_benchmark_runs(qtbot) -> None:
+    # Switching to Estimate during a benchmark ran an estimate beside it: the benchmark's
+    # transformer steps came out 40x slow, and those figures then fed "your machine".
+    from gpuselect.gui.app import MainWindow
+
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.estimate.local_snapshot = detect(nvml=F.rtx3090(), probe=False)
+    running = [True]
+    w.estimate.bench_running = lambda: running[0]
+    w.estimate.recompute()
+    assert w.estimate.worker is None and "Waiting for the benchmark" in w.estimate.error.text()
+    running[0] = False
+    before = w.estimate.result
+    w.bench.report_ready.emit(None)  # the run ended
+    qtbot.waitUntil(lambda: w.estimate.result is not before and w.estimate.worker is None, timeout=30_000)
+    assert w.estimate.error.text() == ""
+    w.close()
+    qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=10_000)
+
+
 def test_settings_page_takes_prices_in_the_currency(qtbot) -> None:
     from gpuselect.gui.pages.settings import SettingsPage
 

@@ -210,7 +210,10 @@ class BenchPage(QWidget):
         self.model.set_rows(result_rows(report))
         self.step.setText("Cancelled: partial results" if report.cancelled else f"Done in {report.duration_s:.1f} s")
         self._plot(report)
-        self._show_notice(torch_gpu_notice(self.snapshot, report))
+        from gpuselect.bench.findings import bench_findings
+
+        busy = [f"{f.title}: {f.detail}; {f.remedy}" for f in bench_findings(report) if f.id == "bench.busy_machine"]
+        self._show_notice(" ".join(x for x in (torch_gpu_notice(self.snapshot, report), *busy) if x) or None)
         self.report_ready.emit(report)
 
     @Slot(str)
@@ -219,6 +222,7 @@ class BenchPage(QWidget):
         self.start_button.setEnabled(True)
         self.cancel_button.setEnabled(False)
         self.step.setText(f"Benchmark failed: {message}")
+        self.report_ready.emit(self.report)  # the last good result stands: the Estimate page may go on
 
     def _plot(self, report: Any) -> None:
         self.spec_plot.clear()

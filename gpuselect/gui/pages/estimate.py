@@ -537,6 +537,9 @@ class EstimatePage(QWidget):
         self.local_snapshot: Any = None  # set by the window when the Hardware page has detected the machine
         self.local_bench: Any = None  # a benchmark report that anchors this machine's estimates
         self.bench_source: Any = None  # or a callable the window sets: the Benchmark page's last report
+        # or a callable the window sets: whether a benchmark runs now (an estimate then waits: its
+        # CPU time made the benchmark's figures low, and those figures then fed this page)
+        self.bench_running: Any = None
         self._workload_changed()
 
     # --- settings and inputs -----------------------------------------------------------------------
@@ -649,8 +652,8 @@ class EstimatePage(QWidget):
             grid_kg_co2_per_kwh=self.grid,
             checkpointing=None if self.checkpointing.currentText() == "auto" else self.checkpointing.currentText(),
             loss=self.loss.currentText(),
-            sharding=None if self.sharding.currentText() == "auto" else self.sharding.currentText(),
-            offload=self.offload.currentText(),
+            sharding=None if self.sharding.currentText() == "auto" else Sharding(self.sharding.currentText()),
+            offload=Offload(self.offload.currentText()),
             network_gbs=self.network.value() or None,
         )
 
@@ -660,6 +663,10 @@ class EstimatePage(QWidget):
     def recompute(self) -> None:
         if self.worker is not None:
             self._dirty = True
+            return
+        if self.bench_running is not None and self.bench_running():
+            self._dirty = True  # the window re-runs it when the benchmark ends
+            self.error.setText("Waiting for the benchmark to finish…")
             return
         try:
             spec = self.workload_spec()
