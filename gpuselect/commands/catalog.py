@@ -15,6 +15,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--family", choices=values(Family), type=enum_type(Family), help="only this family")
     parser.add_argument("--validate", metavar="FILE", help="check one catalog or overlay file and report every problem")
     parser.add_argument("--no-overlay", action="store_true", help="ignore the user overlay file")
+    parser.add_argument(
+        "gpu", nargs="?", metavar="GPU", help="show one GPU: every figure and its source (a catalog id or name)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
     for problem in catalog.problems:
         print(f"gpuselect: warning: {problem} (skipped)", file=sys.stderr)
     entries = catalog.by_family(args.family) if args.family else catalog.entries
+    if args.gpu:
+        return _show_one(catalog, args.gpu, args.format)
     if args.format == "json":
         print(
             json_document(
@@ -65,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
             return "—" if v is None else fmt.format(v)
 
         print(
-            f"{'id':32s} {'name':28s} {'family':11s} {'VRAM':>5s} {'GB/s':>6s} {'FP32':>6s} {'FP16':>7s} {'BF16':>7s} {'W':>5s} {'$/h':>6s}"
+            f"{'id':32s} {'name':28s} {'family':11s} {'VRAM':>5s} {'GB/s':>6s} {'FP32':>6s} {'FP16':>7s} {'BF16':>7s} {'W':>5s} {'$/h':>6s}\n"
+            f"{'':32s} {'':28s} {'':11s} {'GB':>5s} {'':>6s} {'TFLOPS':>6s} {'TFLOPS':>7s} {'TFLOPS':>7s} {'':>5s} {'cloud':>6s}"
         )
         for e in entries:
             print(
@@ -77,4 +83,32 @@ def run(args: argparse.Namespace) -> int:
             f"{len(entries)} GPUs. TFLOPS are dense; FP16/BF16 are tensor rates with FP32 accumulate. "
             f"`--format json` shows every figure's source. Your overlay: {overlay_path()}"
         )
+    return 0
+
+
+def _show_one(catalog: object, query: str, fmt: str) -> int:
+    """One GPU's every figure with its source: what `catalog --format json` holds for it."""
+    import dataclasses
+
+    from gpuselect.errors import UsageError
+    from gpuselect.output import json_document
+
+    e = catalog.get(query.strip().lower())  # type: ignore[attr-defined]
+    if e is None:
+        hit = catalog.match(query)  # type: ignore[attr-defined]
+        e = hit.entry if hit is not None else None
+    if e is None:
+        raise UsageError(f"no GPU in the catalog matches {query!r}; `gpuselect catalog` lists them")
+    if fmt == "json":
+        print(json_document({"entry": e}, kind="catalog_entry"))
+        return 0
+    print(f"{e.name} ({e.id})")
+    for f in dataclasses.fields(e):
+        v = getattr(e, f.name)
+        if f.name in ("id", "name", "sources") or v in (None, [], {}, "", ()):
+            continue
+        print(f"  {f.name:26s} {', '.join(v) if isinstance(v, (list, tuple)) else v}")
+    print("Sources:")
+    for key, src in e.sources.items():
+        print(f"  {key}: {catalog.source_text(src)}")  # type: ignore[attr-defined]
     return 0

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     rec = result.recommendation
     choice, why = explain(rec, money)
     print(
-        f"{w.name}: {w.params / 1e6:,.1f} M parameters, {w.training_flops_per_sample / 1e9:,.2f} GFLOP per sample to train; "
+        f"{w.name}: {w.params / 1e6:,.1f} M parameters, {_gflop(w.training_flops_per_sample)} per sample to train; "
         f"{a.precision}, {a.optimizer}, deadline {fmt_hours(a.deadline_hours)}"
         + (f", budget {money(a.budget_usd)}" if a.budget_usd else "")
         + f", electricity {money.per_kwh(a.electricity_usd_per_kwh)}"
@@ -161,3 +161,9 @@ def run(args: argparse.Namespace) -> int:
         "limits a step. `--format json` has every row with its per-step time breakdown and what would make a GPU fit."
     )
     return 0
+
+
+def _gflop(flops: float) -> str:
+    """GFLOP to two places, or three significant digits where that would read 0.00."""
+    g = flops / 1e9
+    return f"{g:,.2f} GFLOP" if g >= 0.01 or g == 0 else f"{g:.3g} GFLOP"

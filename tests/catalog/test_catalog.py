@@ -298,3 +298,20 @@ def test_an_empty_catalog_file_is_not_valid(tmp_path: Path) -> None:
         "holds no [[gpu]] entries"
     ]
     assert validate_file(_write(tmp_path, "ok.toml", VALID)) == []
+
+
+def test_catalog_shows_one_gpu_with_its_sources(capsys: pytest.CaptureFixture[str]) -> None:
+    # `catalog --show X` was "unrecognized arguments": there was no way to see one card.
+    from gpuselect.cli import main
+
+    assert main(["catalog", "nvidia-rtx-4090", "--no-overlay"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("GeForce RTX 4090 (nvidia-rtx-4090)") and "memory_bandwidth_gbs       1008.0" in out
+    assert "Sources:\n  core: " in out and "tensor: NVIDIA Ada GPU Architecture whitepaper" in out
+    assert main(["catalog", "GeForce RTX 4090", "--format", "json", "--no-overlay"]) == 0
+    assert json.loads(capsys.readouterr().out)["entry"]["id"] == "nvidia-rtx-4090"
+    assert main(["catalog", "no such card"]) == 2
+    assert "no GPU in the catalog matches" in capsys.readouterr().err
+    assert main(["catalog", "--no-overlay"]) == 0
+    head = capsys.readouterr().out.splitlines()[:2]
+    assert "VRAM" in head[0] and "GB" in head[1] and "TFLOPS" in head[1]  # the units under the columns
