@@ -205,7 +205,7 @@ def _bench_section(bench: Any) -> Section:
     if not chart:  # a chart with nothing to show is left out; say why instead
         why = "; ".join(f"{d.device}: {v}" for d in bench.devices for k, v in d.skipped.items() if "train" in k.lower())
         s.lines.append("No training step was measured in this run" + (f" ({why})." if why else "."))
-    s.chart = {"kind": "batch", "title": "Training samples/s by batch size (CPU vs GPU)", "series": chart}
+    s.chart = {"kind": "batch", "title": "Training samples/s by batch size, per device", "series": chart}
     return s
 
 

@@ -130,7 +130,7 @@ class BenchPage(QWidget):
         self.table.verticalHeader().setVisible(False)
         self.spec_plot = themed_plot(title="% of spec", left="%")
         self.batch_plot = themed_plot(
-            title="Training samples/s by batch size (CPU vs GPU)", left="samples/s", bottom="batch size"
+            title="Training samples/s by batch size, per device", left="samples/s", bottom="batch size"
         )
         self.batch_plot.setLogMode(x=True, y=True)
         self.batch_plot.addLegend(offset=(-10, -10))  # bottom right: large batches sit high, small ones low

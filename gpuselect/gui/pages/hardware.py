@@ -431,7 +431,7 @@ class HardwarePage(QWidget):
             cpu = snap.cpu.model or "the CPU"
             cores = f", {snap.cpu.logical_cores} threads" if snap.cpu.logical_cores else ""
             self.status.setText(
-                f"No GPU found: training runs on {cpu}{cores}, {snap.memory.total_bytes / GIB:.0f} GiB RAM. {health}"
+                f"No GPU found: training runs on {cpu}{cores}, {snap.memory.total_bytes / GIB:.1f} GiB RAM. {health}"
             )
         else:
             self.status.setText(f"{gpus}. {health}")
