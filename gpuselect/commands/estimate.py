@@ -157,7 +157,8 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"\n{len(ok)} of {len(result.rows)} options fit. ± is the error band of each row's "
         "regime (small overhead-bound models, CNNs, transformers, LLMs on one or many GPUs, AMD), wide enough to cover "
-        "80 % of that regime's validation cases (docs/accuracy.md). Rates are for the whole option; `bound` says what "
+        "80 % of that regime's validation cases (docs/accuracy.md); a time's range is time ÷ (1 + band) to time × "
+        "(1 + band). Rates are for the whole option; `bound` says what "
         "limits a step. `--format json` has every row with its per-step time breakdown and what would make a GPU fit."
     )
     return 0
