@@ -75,7 +75,7 @@ class Assumptions:
     # memory caps the batch and checkpointing's larger batch trains faster (_row). Selective keeps
     # the linear layers' outputs: transformers only, full elsewhere.
     checkpointing: bool | str | None = None
-    sharding: Sharding | None = None  # None: FSDP only where several GPUs need it to fit
+    sharding: Sharding | None = None  # None: FSDP where several GPUs need it to fit, or where it trains faster
     offload: Offload = Offload.NONE  # optimizer, or also params, in CPU memory
     # A language model's loss: "chunked" (in pieces, as LitGPT computes it) or "plain" (one
     # cross-entropy over fp32-upcast logits, as Hugging Face's models do): sets the memory peak.
@@ -638,6 +638,26 @@ def _row(
             st2, par2 = step(alt, True)
             if alt.batch_size / st2.seconds > fit.batch_size / st.seconds:
                 fit, ckpt, st, par = alt, True, st2, par2
+                sharded = show(fit, ckpt)
+    if (
+        a.sharding is None
+        and a.batch_size is None
+        and count > 1
+        and not sharded
+        and fit.batch_size < w.default_batch_size
+    ):
+        # Left to choose, several GPUs whose replicated state caps the batch are sharded if that
+        # trains faster (FSDP: a larger batch fits, each GPU updates only its shard), as the
+        # checkpointing above: an A100 80GB box trained a 3B model slower than an A100 40GB one,
+        # which had to shard.
+        alt = plan(w, e.vram_gb, mo, checkpointing=a.checkpointing, sharding=Sharding.FSDP, batch_size=None)
+        ck2: bool | str = alt.options.checkpointing
+        if ck2 == "selective" and w.shape is None:
+            ck2 = True
+        if alt.fits and alt.batch_size > fit.batch_size:
+            st2, par2 = step(alt, ck2)
+            if alt.batch_size / st2.seconds > fit.batch_size / st.seconds:
+                fit, ckpt, st, par = alt, ck2, st2, par2
                 sharded = show(fit, ckpt)
     base.parallelism = par
     if count > 1:

@@ -617,3 +617,19 @@ def test_options_this_workload_does_not_use_are_named(capsys: pytest.CaptureFixt
     assert main(argv) == 0 and "note:" not in capsys.readouterr().err  # defaults say nothing
     assert main(["estimate", "--workload", "llama-1b-lora", "--loss", "plain", "--gpus", "nvidia-rtx-4090"]) == 0
     assert "note:" not in capsys.readouterr().err
+
+
+def test_left_to_choose_a_bigger_card_box_is_never_slower_for_want_of_sharding(catalog) -> None:  # type: ignore[no-untyped-def]
+    # 4x/8x A100 80GB (DDP, batch 2) trained Llama 3.2 3B slower than 4x/8x A100 40GB, which had to
+    # shard (FSDP, batch 2): the default sharded only what did not fit.
+    w = PRESETS["llama-3b-full"]
+    ids = ["nvidia-a100-sxm4-80gb", "nvidia-a100-sxm4-40gb"]
+    rows = A.estimate(w, A.Assumptions(counts=(4, 8)), catalog, gpu_ids=ids, local=[]).rows
+    by = {(r.gpu_id, r.count): r for r in rows}
+    for n in (4, 8):
+        big, small = by[(ids[0], n)], by[(ids[1], n)]
+        assert big.throughput_samples_per_s >= small.throughput_samples_per_s  # type: ignore[operator]
+        assert big.parallelism == "fsdp" and big.batch_size > small.batch_size  # type: ignore[operator]
+    # Told not to shard, it does not.
+    ddp = A.estimate(w, A.Assumptions(counts=(4,), sharding="none"), catalog, gpu_ids=ids[:1], local=[]).rows[0]
+    assert ddp.parallelism == "ddp" and ddp.throughput_samples_per_s < by[(ids[0], 4)].throughput_samples_per_s  # type: ignore[operator]

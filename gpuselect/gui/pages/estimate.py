@@ -277,7 +277,8 @@ class EstimatePage(QWidget):
         self.sharding = QComboBox()
         self.sharding.addItems(["auto", *values(Sharding)])
         self.sharding.setToolTip(
-            "How several GPUs split the training state: auto = FSDP only where the model does not fit otherwise;\n"
+            "How several GPUs split the training state: auto = FSDP where the model does not fit otherwise, or where\n"
+            "a replicated state caps the batch and sharding trains faster;\n"
             "zero1 splits the optimizer state, zero2 also the gradients, fsdp everything (weights gathered per layer)"
         )
         self.offload = QComboBox()
