@@ -167,8 +167,8 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
         type=enum_type(Sharding),
         default=None,
         help="split optimizer state (zero1), also gradients (zero2), or everything (fsdp) over the GPUs of an "
-        "option; default: FSDP where several GPUs need it to fit, or where replicas cap the batch and sharding "
-        "trains faster",
+        "option; default: FSDP where several GPUs need it to fit, or where a transformer's replicas cap the "
+        "batch and sharding trains faster",
     )
     parser.add_argument(
         "--offload",

@@ -644,6 +644,7 @@ def _row(
         and a.batch_size is None
         and count > 1
         and not sharded
+        and w.shape is not None  # transformers, where FSDP is how frameworks train; CNNs stay DDP
         and fit.batch_size < w.default_batch_size
     ):
         # Left to choose, several GPUs whose replicated state caps the batch are sharded if that

@@ -278,7 +278,7 @@ class EstimatePage(QWidget):
         self.sharding.addItems(["auto", *values(Sharding)])
         self.sharding.setToolTip(
             "How several GPUs split the training state: auto = FSDP where the model does not fit otherwise, or where\n"
-            "a replicated state caps the batch and sharding trains faster;\n"
+            "a transformer's replicated state caps the batch and sharding trains faster;\n"
             "zero1 splits the optimizer state, zero2 also the gradients, fsdp everything (weights gathered per layer)"
         )
         self.offload = QComboBox()
