@@ -138,6 +138,14 @@ class RowFilter(QSortFilterProxyModel):
         return not (self.fits_only and not r.fits)
 
 
+def _choice(items: list[str], tooltip: str) -> QComboBox:
+    """A drop-down of the estimate's options, the first item selected."""
+    box = QComboBox()
+    box.addItems(items)
+    box.setToolTip(tooltip)
+    return box
+
+
 class EstimatePage(QWidget):
     computed = Signal(object)
 
@@ -258,34 +266,30 @@ class EstimatePage(QWidget):
         )
         from gpuselect.estimate.memory import CHECKPOINTINGS
 
-        self.checkpointing = QComboBox()
-        self.checkpointing.addItems(["auto", *CHECKPOINTINGS])  # auto: as the estimate's default
-        self.checkpointing.setToolTip(
+        self.checkpointing = _choice(
+            ["auto", *CHECKPOINTINGS],  # auto: as the estimate's default
             "Activation checkpointing: auto = full where the model does not fit otherwise, or where it trains faster\n"
             "at the larger batch it allows;\n"
             "selective keeps the linear layers' outputs and recomputes attention and elementwise ops (transformers;\n"
-            "other models checkpoint fully); full keeps each block's input (~4/3 the compute)"
+            "other models checkpoint fully); full keeps each block's input (~4/3 the compute)",
         )
-        self.loss = QComboBox()
-        self.loss.addItems(list(LOSSES))
-        self.loss.setToolTip(
+        self.loss = _choice(
+            list(LOSSES),
             "How a language model's loss is computed, which sets the memory peak of checkpointed runs:\n"
             "chunked = in pieces (as LitGPT does); plain = one cross-entropy over fp32-upcast logits\n"
-            "(as Hugging Face's models and Trainer do: about 14 bytes per logit at its backward)"
+            "(as Hugging Face's models and Trainer do: about 14 bytes per logit at its backward)",
         )
         # Several GPUs: how the state is split, and what lives in host memory (as --sharding / --offload)
-        self.sharding = QComboBox()
-        self.sharding.addItems(["auto", *values(Sharding)])
-        self.sharding.setToolTip(
+        self.sharding = _choice(
+            ["auto", *values(Sharding)],
             "How several GPUs split the training state: auto = FSDP where the model does not fit otherwise, or where\n"
             "a transformer's replicated state caps the batch and sharding trains faster;\n"
-            "zero1 splits the optimizer state, zero2 also the gradients, fsdp everything (weights gathered per layer)"
+            "zero1 splits the optimizer state, zero2 also the gradients, fsdp everything (weights gathered per layer)",
         )
-        self.offload = QComboBox()
-        self.offload.addItems(values(Offload))
-        self.offload.setToolTip(
+        self.offload = _choice(
+            values(Offload),
             "Keep the optimizer state (optimizer) or also the weights and gradients (params) in CPU memory:\n"
-            "less GPU memory, slower steps (copies over PCIe, the optimizer step on the CPU)"
+            "less GPU memory, slower steps (copies over PCIe, the optimizer step on the CPU)",
         )
         form = QFormLayout()
         widget: QWidget
