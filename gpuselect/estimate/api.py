@@ -652,9 +652,7 @@ def _row(
         # checkpointing above: an A100 80GB box trained a 3B model slower than an A100 40GB one,
         # which had to shard.
         alt = plan(w, e.vram_gb, mo, checkpointing=a.checkpointing, sharding=Sharding.FSDP, batch_size=None)
-        ck2: bool | str = alt.options.checkpointing
-        if ck2 == "selective" and w.shape is None:
-            ck2 = True
+        ck2: bool | str = alt.options.checkpointing  # a transformer's: selective stays selective
         if alt.fits and alt.batch_size > fit.batch_size:
             st2, par2 = step(alt, ck2)
             if alt.batch_size / st2.seconds > fit.batch_size / st.seconds:
