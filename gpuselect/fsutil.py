@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -18,21 +19,34 @@ _SNIFF_BYTES = 16 * 1024
 
 
 def written_by_gpuselect(path: Path) -> bool:
-    """Whether an existing regular file looks like gpuselect's own output (its reports name it in
-    their first or last 16 KiB: JSON's and Markdown's heading, a PDF's creator); an empty file
-    holds nothing to lose."""
+    """Whether an existing regular file is one of gpuselect's reports by its signature, not by a
+    mention (a user's notes that name gpuselect are not ours): JSON that starts with our
+    ``schema_version`` and ``kind``, Markdown whose first line is a gpuselect report's title, a PDF
+    whose creator is gpuselect. An empty file holds nothing to lose."""
     try:
         size = path.stat().st_size
         if size == 0:
             return True
         with open(path, "rb") as fh:
             head = fh.read(_SNIFF_BYTES)
+            tail = b""
             if size > _SNIFF_BYTES:
                 fh.seek(max(_SNIFF_BYTES, size - _SNIFF_BYTES))
-                head += fh.read(_SNIFF_BYTES)
+                tail = fh.read(_SNIFF_BYTES)
     except OSError:
         return False
-    return b"gpuselect" in head
+    if head.startswith(b"%PDF"):
+        return re.search(rb"/Creator \(gpuselect[ )]", head + tail) is not None
+    if re.match(rb'\{\s*"schema_version": \d+,\s*"kind": "(report|fleet|estimate|bench|catalog)"', head):
+        return True
+    first = head.split(b"\n", 1)[0].strip()
+    return first in (b"# gpuselect hardware report", b"# gpuselect fleet report")
+
+
+def _read_only(target: Path, st: os.stat_result) -> bool:
+    """No write permission, or none in its mode bits: root may write a 0444 file, but its owner
+    marked it read-only, and a report must not replace it."""
+    return not os.access(target, os.W_OK) or not st.st_mode & 0o222
 
 
 def check_output(
@@ -61,7 +75,7 @@ def check_output(
         with contextlib.suppress(OSError):
             if os.path.samefile(given, target):
                 raise OutputError(f"{target} is also an input of this command; write the output to another file")
-    if not os.access(target, os.W_OK):
+    if _read_only(target, st):
         raise OutputError(f"{target} is read-only; choose another file or make it writable")
     if not force and not written_by_gpuselect(target):
         raise OutputError(
@@ -91,7 +105,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, make_parent
         # A link to a regular file: replace the file it points to, keep the link.
         target = Path(os.path.realpath(target))
     folder = target.parent if str(target.parent) else Path(".")
-    if st is not None and not os.access(target, os.W_OK):
+    if st is not None and _read_only(target, st):
         raise OutputError(f"{target} is read-only; choose another file or make it writable")
     if not make_parents and not folder.is_dir():
         raise OutputError(f"cannot write {target}: the folder {folder} does not exist")

@@ -286,7 +286,7 @@ def test_report_to_a_regular_file_and_through_a_link_keeps_the_link(tmp_path: Pa
 
 
 def test_a_report_never_replaces_an_input_a_read_only_file_or_a_foreign_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # `report --config self.json -o self.json` replaced the model's config with the report; a
     # text file became a PDF; a read-only file was replaced; a typo'd folder was created.
@@ -297,17 +297,24 @@ def test_a_report_never_replaces_an_input_a_read_only_file_or_a_foreign_file(
         assert main(["report", "--config", str(cfg), "-o", str(cfg), *force]) == 1
         assert "is also an input of this command" in capsys.readouterr().err
         assert cfg.read_text() == text
-    precious = tmp_path / "precious.txt"
+    precious = tmp_path / "precious.md"
     precious.write_text("precious data")
     assert main(["report", "-o", str(precious)]) == 1
     assert "was not written by gpuselect" in capsys.readouterr().err and precious.read_text() == "precious data"
+    # a file that mentions gpuselect is not one of its reports (it was replaced by its mention alone)
+    for name, text in (
+        ("thesis.md", "# My notes\n\nI used gpuselect to pick a GPU.\n"),
+        ("d.json", '{"tool": "gpuselect"}'),
+    ):
+        mine = tmp_path / name
+        mine.write_text(text)
+        assert main(["report", "-o", str(mine)]) == 1 and mine.read_text() == text
+        capsys.readouterr()
     ours = tmp_path / "r.pdf"
     assert main(["report", "-o", str(ours)]) == 0
     ours.chmod(0o444)
     before = ours.read_bytes()
-    # root may write a 0444 file: the check asks the OS (os.access), so ask it as a user would be answered
-    real_access = os.access
-    monkeypatch.setattr("gpuselect.fsutil.os.access", lambda p, m: False if Path(p) == ours else real_access(p, m))
+    # root may write a 0444 file (os.access says yes), but its owner marked it read-only: kept
     assert main(["report", "-o", str(ours)]) == 1
     assert "is read-only" in capsys.readouterr().err and ours.read_bytes() == before
 
