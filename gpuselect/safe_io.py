@@ -221,3 +221,22 @@ def check_fields(obj: Any, where: str) -> None:
             ok(getattr(o, f.name), hints.get(f.name, Any), f"{prefix}.{f.name}" if prefix else f.name)
 
     check(obj, "")
+
+
+_CONTROL = frozenset(chr(c) for c in (*range(0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)))
+
+
+def check_plain_text(value: Any, where: str, *, at: str = "") -> None:
+    """Raise ``DataError`` where a string anywhere in ``value`` (a parsed document) holds a control
+    character other than tab and newline: printed to a terminal, an escape sequence in a saved
+    file could clear the screen or retitle the window."""
+    if isinstance(value, str):
+        if any(ch in _CONTROL for ch in value):
+            raise DataError(f"{where}: {at or 'a text'} holds a control character; the file is damaged or was edited")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            check_plain_text(k, where, at=f"{at}.{k}" if at else str(k))
+            check_plain_text(v, where, at=f"{at}.{k}" if at else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            check_plain_text(v, where, at=f"{at}[{i}]")

@@ -157,10 +157,11 @@ def _load(path: str) -> FleetReport:
     from gpuselect.fleet.interconnect import MAX_REPORT_BYTES
     from gpuselect.fleet.model import report_from_dict
     from gpuselect.output import SCHEMA_VERSION
-    from gpuselect.safe_io import check_fields, read_json
+    from gpuselect.safe_io import check_fields, check_plain_text, read_json
 
     # The bounded reader: a FIFO, /dev/zero or a 200 MB file is one sentence, not a hang.
     doc = read_json(path, what="fleet report", max_bytes=MAX_REPORT_BYTES)
+    check_plain_text(doc, str(path))
     if not isinstance(doc, dict) or doc.get("kind") != "fleet" or not isinstance(doc.get("report"), dict):
         raise DataError(f"{path} is not a `gpuselect fleet --output FILE.json` report")
     if doc.get("schema_version") != SCHEMA_VERSION:
@@ -176,4 +177,13 @@ def _load(path: str) -> FleetReport:
     for p in rep.bandwidth:
         if p.busbw_gbs < 0 or p.algbw_gbs < 0 or p.bytes <= 0:
             raise DataError(f"{path} reports a {p.op} of {p.bytes} B at {p.busbw_gbs} GB/s: damaged; measure again")
+    from gpuselect.fleet.writers import to_markdown, to_text
+
+    try:  # every field rendered once: one the types allow but the writers cannot use fails here, named
+        to_text(rep)
+        to_markdown(rep)
+    except (KeyError, ValueError, TypeError, AttributeError, IndexError) as exc:
+        raise DataError(
+            f"{path} is a fleet report of another version or damaged ({type(exc).__name__}: {exc})"
+        ) from exc
     return rep

@@ -144,6 +144,8 @@ def test_a_damaged_saved_report_is_one_sentence(capsys: pytest.CaptureFixture[st
         lambda r: r.__setitem__("notes", 5),
         lambda r: r["ranks"].__setitem__(0, 5),
         lambda r: r.__setitem__("complete", "no"),
+        lambda r: r["nodes"][0].__setitem__("health_worst", "bad"),
+        lambda r: r["notes"].append("\u001b[2J\u001b]0;pwn\u0007"),  # reached the terminal raw
     ]
     for change in cases:
         assert main(["fleet", "--from", str(edited(change))]) == 2
