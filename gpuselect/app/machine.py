@@ -4,6 +4,7 @@ user's GPUs as owned cards, a critical finding keeping a card out of the plan)."
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -99,15 +100,20 @@ def bench_from_doc(doc: dict[str, Any]) -> Any:
     """Rebuild a BenchReport from its JSON document."""
     from gpuselect.bench.model import BenchReport, DeviceResult, Timing, TrainStep
 
+    def known(cls: Any, values: dict[str, Any]) -> dict[str, Any]:
+        # a newer gpuselect's extra keys are left out, not an error that names Python internals
+        names = {f.name for f in dataclasses.fields(cls)}
+        return {k: v for k, v in values.items() if k in names}
+
     try:
         devices = []
         for d in doc["devices"]:
-            d = dict(d)
+            d = known(DeviceResult, dict(d))
             d.setdefault("name", d.get("device", "?"))
             d.setdefault("kind", str(d.get("device", "cpu")).split(":")[0])
-            d["train_steps"] = [TrainStep(**s) for s in d.get("train_steps", [])]
+            d["train_steps"] = [TrainStep(**known(TrainStep, s)) for s in d.get("train_steps", [])]
             for k in ("matmul_detail", "bandwidth_detail", "transfer_detail"):
-                d[k] = {n: Timing(**t) for n, t in (d.get(k) or {}).items()}
+                d[k] = {n: Timing(**known(Timing, t)) for n, t in (d.get(k) or {}).items()}
             devices.append(DeviceResult(**d))
         meta = doc.get("report", {})
         return BenchReport(

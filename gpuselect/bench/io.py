@@ -71,6 +71,8 @@ def validate_bench_doc(doc: Any, *, source: str) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("kind") != "bench" or not isinstance(doc.get("devices"), list):
         raise DataError(f"{source} is not a `gpuselect bench --format json` result")
     c = _Checker(source)
+    if doc.get("schema_version", 1) != 1:
+        raise c.fail("its schema_version", f"is {str(doc.get('schema_version'))[:20]}; this gpuselect reads 1")
     if not doc["devices"]:
         raise c.fail("its device list", "is empty: nothing was measured")
     if "report" in doc and not isinstance(doc["report"], dict):

@@ -594,7 +594,11 @@ def _row(
         notes.append(unsupported)
     if not fit.fits:
         # What the option would run as, had it fit: a two-GPU row is never "single".
-        base.parallelism = "single" if count == 1 else ("fsdp" if sharded else "ddp")
+        base.parallelism = (
+            "single"
+            if count == 1
+            else ("fsdp" if fit.options.sharding == "fsdp" or fit.options.offload == "params" else "ddp")
+        )
         base.suggestions = suggestions(w, e.vram_gb, fit.options, a.batch_size)
         base.note = "; ".join(
             [
@@ -678,7 +682,11 @@ def _row(
             + (" (full: selective is offered for transformers only)" if a.checkpointing == "selective" else "")
         )
     if sharded:
-        notes.append(f"model state sharded ({fit.options.sharding})")
+        how = "fsdp" if fit.options.offload == "params" else fit.options.sharding
+        notes.append(
+            f"model state sharded ({how}"
+            + (", parameters offloaded to the host)" if fit.options.offload == "params" else ")")
+        )
     if w.shape is not None and w.shape.is_moe:
         notes.append("mixture of experts: no measured MoE step validates this (widest band)")
     base.note = "; ".join(notes) or None

@@ -661,6 +661,13 @@ def _suggestions(
     def ok(w2: Workload = w, b: int | None = batch_size, **kw: Any) -> bool:
         return fit_with(w2, vram_gb, replace(o, **kw), batch_size=b, shape=shape).fits
 
+    if o.gpus > 1 and o.sharding != "fsdp" and o.offload != "params":
+        # Several GPUs held to a weaker split: sharding everything is the first thing to try.
+        if ok(sharding="fsdp"):
+            tips.append(f"sharding everything over the {o.gpus} GPUs (--sharding fsdp, FSDP / ZeRO-3)")
+        elif ok(sharding="fsdp", checkpointing=True):
+            tips.append(f"sharding everything over the {o.gpus} GPUs (--sharding fsdp) with activation checkpointing")
+
     if batch_size is not None and batch_size > 1:
         mb = max_batch_size(w, vram_gb, o, shape)
         if mb >= 1:

@@ -235,7 +235,11 @@ def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
         f"deadline {fmt_hours(a.deadline_hours)}, budget {money(a.budget_usd) if a.budget_usd else 'none'}, "
         f"electricity {money.per_kwh(a.electricity_usd_per_kwh)}, grid {a.grid_kg_co2_per_kwh} kg CO2/kWh, "
         f"checkpointing {_ckpt(a.checkpointing)}, {a.loss} loss, sharding {a.sharding or 'auto'}, offload {a.offload}, "
-        f"up to {a.max_gpus} GPUs in a box; "
+        + (
+            f"counts {', '.join(str(c) for c in a.counts)} GPUs; "
+            if a.counts
+            else f"up to {a.max_gpus} GPUs in a box; "
+        )
         + (
             f"clusters over nodes of {a.gpus_per_node} joined by {a.network_gbs:g} GB/s per node."
             if a.network_gbs is not None

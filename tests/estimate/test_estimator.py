@@ -633,3 +633,25 @@ def test_left_to_choose_a_bigger_card_box_is_never_slower_for_want_of_sharding(c
     # Told not to shard, it does not.
     ddp = A.estimate(w, A.Assumptions(counts=(4,), sharding="none"), catalog, gpu_ids=ids[:1], local=[]).rows[0]
     assert ddp.parallelism == "ddp" and ddp.throughput_samples_per_s < by[(ids[0], 4)].throughput_samples_per_s  # type: ignore[operator]
+
+
+def test_a_weaker_sharding_is_labelled_as_it_runs_and_fsdp_is_suggested(catalog) -> None:  # type: ignore[no-untyped-def]
+    # --sharding zero2 that did not fit was labelled "fsdp" and advised 8-bit Adam, though
+    # --sharding fsdp fits the same two H100s; a parameter-offload row's note said "sharded (none)".
+    w, ids = PRESETS["llama-8b-full"], ["nvidia-h100-sxm5-80gb"]
+    for sharding in ("none", "zero1", "zero2"):
+        r = A.estimate(w, A.Assumptions(counts=(2,), sharding=sharding), catalog, gpu_ids=ids, local=[]).rows[0]
+        assert not r.fits and r.parallelism == "ddp"
+        assert r.suggestions[0].startswith("sharding everything over the 2 GPUs (--sharding fsdp")
+    fsdp = A.estimate(w, A.Assumptions(counts=(2,), sharding="fsdp"), catalog, gpu_ids=ids, local=[]).rows[0]
+    assert fsdp.fits and fsdp.parallelism == "fsdp"
+    q = A.estimate(
+        PRESETS["llama-70b-qlora"],
+        A.Assumptions(counts=(2,), offload="params"),
+        catalog,
+        gpu_ids=["nvidia-rtx-4090"],
+        local=[],
+    ).rows[0]
+    assert (
+        q.note is not None and "sharded (fsdp, parameters offloaded to the host)" in q.note and "(none)" not in q.note
+    )

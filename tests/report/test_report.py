@@ -252,3 +252,11 @@ def test_rows_no_measured_step_validates_are_marked_in_the_report(tmp_path: Path
     marked = [ln for ln in text.splitlines() if ln.startswith("| 4x GeForce RTX 4090")]
     assert marked and marked[0].rstrip(" |").endswith("(*)")
     assert not any(ln.startswith("| 1x GeForce RTX 4090") and "(*)" in ln for ln in text.splitlines())
+
+
+def test_the_assumptions_say_which_counts_were_evaluated(tmp_path: Path) -> None:
+    out = tmp_path / "r.md"
+    argv = ["report", "-o", str(out), "--workload", "llama-8b-lora", "--gpus", "nvidia-rtx-4090", "--count", "2,4"]
+    assert main(argv) == 0
+    text = out.read_text()
+    assert "counts 2, 4 GPUs" in text and "up to 8 GPUs in a box" not in text  # only 2 and 4 were evaluated
