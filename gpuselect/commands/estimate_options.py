@@ -216,6 +216,10 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
 def workload_spec(args: argparse.Namespace) -> Any:
     from gpuselect.app.workflows import WorkloadSpec, parse_shape
 
+    if (args.input_shape or args.factory) and not args.model:
+        from gpuselect.errors import UsageError
+
+        raise UsageError("--factory and --input-shape go with --model")  # a preset's input shape is its own
     if args.model and (not args.factory or not args.input_shape):
         from gpuselect.errors import UsageError
 
@@ -286,6 +290,8 @@ def option_notes(args: argparse.Namespace, w: Any, a: Any) -> list[str]:
         notes.append(f"--loss applies to language models: {w.name} has no token loss, so it changes nothing")
     if args.count and args.max_gpus is not None:
         notes.append("--count evaluates exactly its counts: --max-gpus is not used")
+    if getattr(args, "network_gbs", None) is not None and args.count and max(args.count) <= 8:
+        notes.append("--network-gbs joins nodes of 8 GPUs: none of these counts spans nodes")
     if args.sharding not in (None, "none") and args.count and max(args.count) == 1:
         notes.append(f"--sharding {args.sharding} splits state over several GPUs: one GPU holds all of it")
     return notes

@@ -414,8 +414,10 @@ def fmt_hours(h: float | None) -> str:
 def fmt_hours_range(lo: float, hi: float) -> str:
     """Two durations in one unit, the larger's ("69–102 min", "30.0–53.4 h", "753–1,634 days"), so a
     range never reads "69 min to 1.7 h"; the two apart where the smaller would round to nothing."""
-    if not (math.isfinite(lo) and math.isfinite(hi)) or hi * 3600 < 90:
+    if not (math.isfinite(lo) and math.isfinite(hi)):
         return f"{fmt_hours(lo)} to {fmt_hours(hi)}"
+    if hi * 3600 < 90:  # seconds, as fmt_hours writes them
+        return f"{fmt_hours(lo)} to {fmt_hours(hi)}" if lo * 3600 < 1 else f"{lo * 3600:.0f}–{hi * 3600:.0f} s"
     if hi < 1.5:
         a, b, unit, fmt = lo * 60, hi * 60, "min", "{:,.0f}"
     elif hi < 1000:
@@ -490,7 +492,9 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 costs.append(f"{money(float(o['cloud_cost_usd']))} rented")  # type: ignore[arg-type]
             if o.get("buy_cost_usd") is not None:
                 costs.append(f"{money(float(o['buy_cost_usd']))} to buy and run")  # type: ignore[arg-type]
-            cost_txt = (" for about " + " or ".join(costs)) if costs else ""
+            cost_txt = (
+                (" for " + ("" if costs[0].startswith("under") else "about ") + " or ".join(costs)) if costs else ""
+            )
             lead = ""
             if rec.own:
                 lead = f"{_cap(option_name(rec.own))} would need ~{fmt_hours(rec.own.get('total_time_h'))}, beyond your {deadline} deadline. "  # type: ignore[arg-type]
@@ -576,9 +580,9 @@ def memory_need(loc: Any) -> str:
         from gpuselect.estimate.api import usable_ram_gb
 
         usable = usable_ram_gb(loc.vram_gb)
-        return (
-            f"needs {loc.peak_memory_gb:,.1f} of the {usable:,.1f} GB of your {loc.vram_gb:,.1f} GB of RAM it may use"
-            + ("" if loc.fits else ", does not fit")
-        )
+        room = f"{usable:,.1f} GB of your {loc.vram_gb:,.1f} GB of RAM is usable for training"
+        if loc.fits:
+            return f"needs {loc.peak_memory_gb:,.1f} GB; {room}"
+        return f"needs {loc.peak_memory_gb:,.1f} GB, does not fit: {room}"
     have = f"{loc.vram_gb:g} GB"  # a card's size as sold: 24 GB
     return f"needs {loc.peak_memory_gb:,.1f} of your {have}" + ("" if loc.fits else ", does not fit")

@@ -55,6 +55,12 @@ class MeasuredInterconnect:
                 if self.at_bytes < 64 << 20
                 else ""
             )
+            + (
+                "; Gloo moves host memory between processes: it measures the host's links, not NVLink or "
+                "PCIe between GPUs (NCCL on the GPUs does)"
+                if self.backend == "gloo"
+                else ""
+            )
         )
 
 

@@ -541,7 +541,8 @@ def test_parameter_offload_over_several_gpus_is_sharded(catalog) -> None:  # typ
         (753 * 24, 1634 * 24, "753–1,634 days"),
         (400.0, 1200.0, "17–50 days"),
         (10 / 3600, 1.2, "10 s to 72 min"),  # the smaller would read "0 min": each in its own unit
-        (5 / 3600, 30 / 3600, "5 s to 30 s"),
+        (5 / 3600, 30 / 3600, "5–30 s"),
+        (0.5 / 3600, 30 / 3600, "under 1 s to 30 s"),
     ],
 )
 def test_a_time_range_is_written_in_one_unit(lo: float, hi: float, text: str) -> None:
@@ -655,3 +656,26 @@ def test_a_weaker_sharding_is_labelled_as_it_runs_and_fsdp_is_suggested(catalog)
     assert (
         q.note is not None and "sharded (fsdp, parameters offloaded to the host)" in q.note and "(none)" not in q.note
     )
+
+
+def test_an_input_shape_without_a_model_file_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    # `--workload resnet50 --input-shape banana` ran and ignored it, while --factory was refused.
+    assert main(["estimate", "--workload", "resnet50", "--input-shape", "banana"]) == 2
+    assert "go with --model" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "estimate",
+                "--workload",
+                "resnet50",
+                "--gpus",
+                "nvidia-h100-sxm5-80gb",
+                "--count",
+                "2",
+                "--network-gbs",
+                "100",
+            ]
+        )
+        == 0
+    )
+    assert "none of these counts spans nodes" in capsys.readouterr().err

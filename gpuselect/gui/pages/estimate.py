@@ -674,7 +674,7 @@ class EstimatePage(QWidget):
             return
         if self.bench_running is not None and self.bench_running():
             self._dirty = True  # the window re-runs it when the benchmark ends
-            self.error.setText("Waiting for the benchmark to finish…")
+            self._stale("Waiting for the benchmark to finish…")  # the answer shown is the last input's: greyed
             return
         try:
             spec = self.workload_spec()
