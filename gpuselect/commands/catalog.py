@@ -89,16 +89,36 @@ def run(args: argparse.Namespace) -> int:
 def _show_one(catalog: object, query: str, fmt: str) -> int:
     """One GPU's every figure with its source: what `catalog --format json` holds for it."""
     import dataclasses
+    import difflib
 
+    from gpuselect.catalog.match import normalise
     from gpuselect.errors import UsageError
     from gpuselect.output import json_document
 
-    e = catalog.get(query.strip().lower())  # type: ignore[attr-defined]
+    entries = catalog.entries  # type: ignore[attr-defined]
+    q = query.strip().lower()
+    e = catalog.get(q) or next((x for x in entries if x.name.lower() == q), None)  # type: ignore[attr-defined]
     if e is None:
-        hit = catalog.match(query)  # type: ignore[attr-defined]
-        e = hit.entry if hit is not None else None
+        # every card whose name holds all the words asked ("H100" is three cards, not the first of them)
+        words = set(normalise(query))
+        cands = [x for x in entries if words and words <= set(normalise(x.name)) | set(normalise(x.id))]
+        brands = {"nvidia", "geforce", "amd", "radeon", "instinct", "tesla", "quadro"}
+        exact = [x for x in cands if set(normalise(x.name)) - brands == words - brands]
+        if len(exact) == 1:  # "RTX 4090" is the GeForce RTX 4090, not also its laptop namesake
+            cands = exact
+        if len(cands) == 1:
+            e = cands[0]
+        elif cands:
+            listed = ", ".join(f"{x.id} ({x.name})" for x in cands[:12])
+            raise UsageError(
+                f"{len(cands)} GPUs match {query!r}: {listed}{' ...' if len(cands) > 12 else ''}; name one"
+            )
     if e is None:
-        raise UsageError(f"no GPU in the catalog matches {query!r}; `gpuselect catalog` lists them")
+        near = difflib.get_close_matches(
+            q, [x.name.lower() for x in entries] + [x.id for x in entries], n=3, cutoff=0.5
+        )
+        hint = f"; did you mean {', '.join(near)}?" if near else "; `gpuselect catalog` lists them"
+        raise UsageError(f"no GPU in the catalog matches {query!r}{hint}")
     if fmt == "json":
         print(json_document({"entry": e}, kind="catalog_entry"))
         return 0

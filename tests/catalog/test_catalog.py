@@ -312,6 +312,13 @@ def test_catalog_shows_one_gpu_with_its_sources(capsys: pytest.CaptureFixture[st
     assert json.loads(capsys.readouterr().out)["entry"]["id"] == "nvidia-rtx-4090"
     assert main(["catalog", "no such card"]) == 2
     assert "no GPU in the catalog matches" in capsys.readouterr().err
+    # "H100" silently showed the SXM5 card; an ambiguous name lists its matches, a near miss gets a guess
+    assert main(["catalog", "H100", "--no-overlay"]) == 2
+    err = capsys.readouterr().err
+    assert "3 GPUs match 'H100'" in err and "nvidia-h100-pcie-80gb" in err and "nvidia-h100-nvl-94gb" in err
+    assert main(["catalog", "RTX 4090", "--no-overlay"]) == 0  # the desktop card, not also the laptop namesake
+    assert capsys.readouterr().out.startswith("GeForce RTX 4090 (nvidia-rtx-4090)")
+    assert main(["catalog", "rtx a600"]) == 2 and "did you mean rtx a6000" in capsys.readouterr().err
     assert main(["catalog", "--no-overlay"]) == 0
     head = capsys.readouterr().out.splitlines()[:2]
     assert "VRAM" in head[0] and "GB" in head[1] and "TFLOPS" in head[1]  # the units under the columns
