@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QFileInfo
 from PySide6.QtGui import QIcon
-from PySide6.QtWidgets import QFileDialog, QFileIconProvider, QWidget
+from PySide6.QtWidgets import QFileDialog, QFileIconProvider, QTreeView, QWidget
 
 
 class KindOnlyIcons(QFileIconProvider):
@@ -29,7 +29,10 @@ def _dialog(parent: QWidget | None, title: str, start: str, filters: str, save: 
     dlg = QFileDialog(parent, title, start, filters)
     dlg.setOption(QFileDialog.Option.DontUseNativeDialog, True)  # the provider applies to Qt's dialog only
     dlg.setIconProvider(KindOnlyIcons())
-    dlg.resize(900, 520)  # wide enough for the date column (Qt's default cut it to "24 11 2...6")
+    dlg.resize(900, 520)
+    for view in dlg.findChildren(QTreeView):  # the detail view's date column was cut to "24 11 2…6 22:18"
+        for column, width in enumerate((360, 90, 80, 170)):
+            view.setColumnWidth(column, width)
     if save:
         dlg.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
         dlg.setFileMode(QFileDialog.FileMode.AnyFile)

@@ -892,8 +892,10 @@ class EstimatePage(QWidget):
             how = {"have": "power", "rent": "to rent", "buy": "to buy"}.get(str(v.get("kind")), "")
             money = f" · {self.money(float(cost))} {how}" if isinstance(cost, (int, float)) and how else ""
             rng = fmt_hours_range(float(lo), float(hi)) if lo and hi else ""
-            who = option_name(v).replace("this machine's CPU", "CPU")
-            who = who if len(who) <= 30 else who[:29] + "…"
+            # the CPU's model name (up to 48 characters) pushed the label out of a 1024-wide window;
+            # the row is already "1 CPU" and the advice above names the model
+            who = "this CPU" if v.get("kind") == "cpu" else option_name(v)
+            who = who if len(who) <= 26 else who[:25] + "…"
             label = pg.TextItem(
                 ("★ " if chosen else "") + f"{who}: {fmt_hours(t)}\n{rng}{money}",
                 anchor=(0, 1),
