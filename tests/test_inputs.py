@@ -335,6 +335,20 @@ def test_a_report_into_a_missing_folder_or_to_an_empty_name_is_refused(
     assert "output file name is empty" in capsys.readouterr().err
 
 
+def test_report_to_a_dash_prints_markdown(tmp_path: Path) -> None:
+    # `-o -` wrote a file named "-".
+    out = subprocess.run(
+        [sys.executable, "-m", "gpuselect", "report", "-o", "-", "--no-bench"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("# gpuselect hardware report") and not (tmp_path / "-").exists()
+
+
 def test_report_to_dev_stdout_prints_it(tmp_path: Path) -> None:
     # A link of our own like /dev/stdout (-> /proc/self/fd/1): a regression replaces this one,
     # not the system's.

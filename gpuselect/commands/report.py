@@ -11,7 +11,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from gpuselect.commands.estimate_options import add_estimate_options
 
     parser.add_argument(
-        "--output", "-o", required=True, metavar="FILE", help="where to write the report (written atomically)"
+        "--output",
+        "-o",
+        required=True,
+        metavar="FILE",
+        help="where to write the report (written atomically; - for standard output, Markdown unless --format)",
     )
     parser.add_argument(
         "--format", choices=("pdf", "json", "md"), default=None, help="default: from the file name, else pdf"
@@ -51,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
     )
     from gpuselect.commands import estimate_options as opts
     from gpuselect.fsutil import check_output
+
+    if args.output == "-":  # the usual name for standard output (a file named "-" was written)
+        args.output, args.format = "/dev/stdout", args.format or "md"
     from gpuselect.report.writers import write
 
     inputs = tuple(getattr(args, k, None) for k in ("config", "bench", "interconnect", "model"))
