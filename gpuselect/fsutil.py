@@ -16,6 +16,7 @@ from gpuselect.errors import OutputError
 #: How much of each end of an existing file ``written_by_gpuselect`` reads (a PDF keeps its
 #: creator near the end, JSON and Markdown name gpuselect at the start).
 _SNIFF_BYTES = 16 * 1024
+_PDF_SNIFF_BYTES = 32 * 1024 * 1024
 
 
 def written_by_gpuselect(path: Path) -> bool:
@@ -36,7 +37,16 @@ def written_by_gpuselect(path: Path) -> bool:
     except OSError:
         return False
     if head.startswith(b"%PDF"):
-        return re.search(rb"/Creator \(gpuselect[ )]", head + tail) is not None
+        # the document information (its creator) may sit anywhere in the file: read it whole, up to a
+        # bound far above our reports' size (tens to hundreds of KB)
+        if size > _PDF_SNIFF_BYTES:
+            return False
+        try:
+            with open(path, "rb") as fh:
+                whole = fh.read(_PDF_SNIFF_BYTES)
+        except OSError:
+            return False
+        return re.search(rb"/Creator \(gpuselect[ )]", whole) is not None
     if re.match(rb'\{\s*"schema_version": \d+,\s*"kind": "(report|fleet|estimate|bench|catalog)"', head):
         return True
     first = head.split(b"\n", 1)[0].strip()
