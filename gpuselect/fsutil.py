@@ -13,8 +13,8 @@ from pathlib import Path
 
 from gpuselect.errors import OutputError
 
-#: How much of each end of an existing file ``written_by_gpuselect`` reads (a PDF keeps its
-#: creator near the end, JSON and Markdown name gpuselect at the start).
+#: How much of an existing file's start ``written_by_gpuselect`` reads (JSON and Markdown name
+#: gpuselect there; a PDF is read whole up to ``_PDF_SNIFF_BYTES``: its creator may be mid-file).
 _SNIFF_BYTES = 16 * 1024
 _PDF_SNIFF_BYTES = 32 * 1024 * 1024
 
@@ -30,10 +30,6 @@ def written_by_gpuselect(path: Path) -> bool:
             return True
         with open(path, "rb") as fh:
             head = fh.read(_SNIFF_BYTES)
-            tail = b""
-            if size > _SNIFF_BYTES:
-                fh.seek(max(_SNIFF_BYTES, size - _SNIFF_BYTES))
-                tail = fh.read(_SNIFF_BYTES)
     except OSError:
         return False
     if head.startswith(b"%PDF"):
