@@ -771,7 +771,7 @@ def local_cpu_estimate(
         MemoryOptions(precision=prec, optimizer=a.optimizer, loss=a.loss),
         checkpointing=as_checkpointing(a.checkpointing) if a.checkpointing is not None else None,
         sharding=None,
-        batch_size=a.batch_size or w.default_batch_size,  # the batch the time is for
+        batch_size=a.batch_size,  # auto: the workload's own, or the largest that fits the RAM
     )
     loc.fits = fit.fits
     loc.peak_memory_gb = round(fit.peak_gb, 2)
