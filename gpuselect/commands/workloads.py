@@ -55,5 +55,5 @@ def _small(v: float, decimals: int) -> str:
     """A figure with ``decimals`` places, or its first three significant digits where those would
     read 0 (the MNIST MLP's 0.0002 GFLOP showed as 0.000)."""
     if v == 0 or abs(v) >= 10 ** (-decimals):
-        return f"{v:,.{decimals}f}"
+        return f"{v:.{decimals}f}"
     return f"{v:.3g}"
