@@ -59,6 +59,8 @@ def _own_devices(snapshot: Any, bench: Any) -> tuple[Any, list[str]]:
     for d in bench.devices:
         if d.kind == "cpu":
             ok = not cpu_name or not d.name or d.name in ("cpu", "?") or d.name.strip() == cpu_name
+            cores, here = getattr(d, "logical_cores", None), snapshot.cpu.logical_cores
+            ok = ok and (cores is None or here is None or cores == here)  # same name, another machine
         else:  # CUDA/ROCm cards are matched to detected GPUs; MPS/XPU devices are not detected as GPUs
             ok = id(d) in matched or d.kind not in ("cuda", "rocm")
         (keep if ok else foreign).append(d)

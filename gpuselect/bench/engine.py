@@ -642,7 +642,13 @@ def run_benchmark(cfg: BenchConfig, cancel: CancelFlag | None = None) -> Generat
     try:
         for i, (dev, plan) in enumerate(plans):
             dev_start = time.perf_counter()
-            res = DeviceResult(device=dev.spec, name=dev.name, kind=dev.kind, memory_total_bytes=dev.memory_total_bytes)
+            res = DeviceResult(
+                device=dev.spec,
+                name=dev.name,
+                kind=dev.kind,
+                memory_total_bytes=dev.memory_total_bytes,
+                logical_cores=os.cpu_count() if dev.kind == "cpu" else None,
+            )
             report.devices.append(res)
             res.telemetry_before = _telemetry(dev)
             # The user waits for torch's import too: the first device's box includes it.

@@ -101,6 +101,7 @@ def validate_bench_doc(doc: Any, *, source: str) -> dict[str, Any]:
         for key, value in c.table(f"{name} spec_ratio", dev.get("spec_ratio")).items():
             c.number(f"{name} spec_ratio.{key}", value, *_SPEC_RATIO_RANGE)
         c.whole(f"{name} memory_total_bytes", dev.get("memory_total_bytes"), 0, 1 << 50)
+        c.whole(f"{name} logical_cores", dev.get("logical_cores"), 1, 1 << 20)
         c.number(f"{name} duration_s", dev.get("duration_s"), -1e-9, 1e7)
         steps = dev.get("train_steps") or []
         if not isinstance(steps, list):

@@ -85,6 +85,9 @@ class DeviceResult:
     telemetry_after: dict[str, Any] | None = None
     memory_total_bytes: int | None = None
     duration_s: float = 0.0
+    #: A CPU's logical cores when it was measured: with the name, what tells this machine's result
+    #: from another's (VMs share names such as "Intel(R) Xeon(R) Processor").
+    logical_cores: int | None = None
 
 
 @dataclass

@@ -316,3 +316,25 @@ def test_a_card_todays_frameworks_do_not_run_is_shown_but_never_recommended(caps
     assert k80 and all(not r["supported"] and "Kepler: CUDA 12" in r["note"] for r in k80)
     assert all(r["supported"] for r in doc["rows"] if r["gpu_id"] == "nvidia-t4")
     assert "K80" not in doc["recommendation"]["choice"]
+
+
+def test_a_benchmark_of_a_cpu_named_like_this_one_but_with_other_cores_is_not_this_ones() -> None:
+    # VMs share CPU names ("Intel(R) Xeon(R) Processor"): the 16-core H100 server's result stood for
+    # a 2-core VM's CPU. A result that records its cores is matched by both.
+    from gpuselect.app.machine import load_bench
+    from gpuselect.hardware.snapshot import detect
+
+    snap = detect(probe=False, nvml=rtx3090())
+    here = snap.cpu.logical_cores or 2
+    bench = load_bench(H100_BENCH)
+    cpu = dataclasses.replace(bench.devices[0], name=snap.cpu.model)
+    other = this_machine(
+        snapshot=snap, bench=dataclasses.replace(bench, devices=[dataclasses.replace(cpu, logical_cores=here + 14)])
+    )
+    assert other.bench.devices == [] and "not this machine's CPU" in other.bench_notes[0]
+    same = this_machine(
+        snapshot=snap, bench=dataclasses.replace(bench, devices=[dataclasses.replace(cpu, logical_cores=here)])
+    )
+    assert len(same.bench.devices) == 1 and same.bench_notes == []
+    old = this_machine(snapshot=snap, bench=dataclasses.replace(bench, devices=[cpu]))  # a file without the count
+    assert len(old.bench.devices) == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 
 import pytest
@@ -31,6 +32,8 @@ def test_events_progress_monotonically_to_done() -> None:
     assert not report.cancelled
     (cpu,) = report.devices
     assert cpu.device == "cpu" and cpu.matmul_tflops["fp32"] and cpu.matmul_tflops["fp32"] > 0
+    assert cpu.logical_cores == os.cpu_count()  # with the name, what matches a saved result to this machine
+    assert report.other_cpu_share is None or 0 <= report.other_cpu_share <= 1
     assert cpu.matmul_tflops["tf32"] is None and "tf32" in " ".join(cpu.skipped)
     assert cpu.memory_bandwidth_gbs and cpu.memory_bandwidth_gbs > 0
     assert cpu.launch_overhead_us and cpu.launch_overhead_us > 0
