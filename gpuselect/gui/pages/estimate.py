@@ -163,10 +163,13 @@ class EstimatePage(QWidget):
         self.search.setAccessibleName("Search workloads")
         self.presets = QListWidget()
         self.presets.setAccessibleName("Workload presets")
+        # a long name ends in "…" (its tooltip has it whole) rather than a sideways scroll bar
+        self.presets.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.presets.setTextElideMode(Qt.TextElideMode.ElideRight)
         for w in PRESETS.values():
             item = QListWidgetItem(f"{w.name}")
             item.setData(Qt.ItemDataRole.UserRole, w.public_id)
-            item.setToolTip(f"{w.description}\n{w.params / 1e6:,.1f} M parameters; {w.source}")
+            item.setToolTip(f"{w.name}\n{w.description}\n{w.params / 1e6:,.1f} M parameters; {w.source}")
             self.presets.addItem(item)
         self.presets.setCurrentRow(list(PRESETS).index("resnet50"))
         preset_box = QWidget()
