@@ -22,8 +22,8 @@ _PDF_SNIFF_BYTES = 32 * 1024 * 1024
 def written_by_gpuselect(path: Path) -> bool:
     """Whether an existing regular file is one of gpuselect's reports by its signature, not by a
     mention (a user's notes that name gpuselect are not ours): JSON that starts with our
-    ``schema_version`` and ``kind``, Markdown whose first line is a gpuselect report's title, a PDF
-    whose creator is gpuselect. An empty file holds nothing to lose."""
+    ``schema_version`` and a report's ``kind``, Markdown that starts with a report's title and stamp
+    line, a PDF whose creator is gpuselect. An empty file holds nothing to lose."""
     try:
         size = path.stat().st_size
         if size == 0:
@@ -43,10 +43,15 @@ def written_by_gpuselect(path: Path) -> bool:
         except OSError:
             return False
         return re.search(rb"/Creator \(gpuselect[ )]", whole) is not None
-    if re.match(rb'\{\s*"schema_version": \d+,\s*"kind": "(report|fleet|estimate|bench|catalog)"', head):
-        return True
-    first = head.split(b"\n", 1)[0].strip()
-    return first in (b"# gpuselect hardware report", b"# gpuselect fleet report")
+    if re.match(rb'\{\s*"schema_version": \d+,\s*"kind": "(report|fleet)"', head):
+        return True  # a report's, not a saved benchmark's or estimate's (those are the user's data)
+    # a report's title, then its stamp line: "<time> · gpuselect <version> · ..."
+    return (
+        re.match(
+            rb"# gpuselect (hardware|fleet) report\n\n\d{4}-\d\d-\d\dT[^\n]* \xc2\xb7 gpuselect \S+ \xc2\xb7 ", head
+        )
+        is not None
+    )
 
 
 def _read_only(target: Path, st: os.stat_result) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from gpuselect.commands import add_format_option, enum_type
 from gpuselect.types import Family, values
@@ -98,6 +99,7 @@ def _show_one(catalog: object, query: str, fmt: str) -> int:
     entries = catalog.entries  # type: ignore[attr-defined]
     q = query.strip().lower()
     e = catalog.get(q) or next((x for x in entries if x.name.lower() == q), None)  # type: ignore[attr-defined]
+    cands: list[Any] = []
     if e is None:
         # every card whose name holds all the words asked ("H100" is three cards, not the first of them)
         words = set(normalise(query))
@@ -106,6 +108,20 @@ def _show_one(catalog: object, query: str, fmt: str) -> int:
         exact = [x for x in cands if set(normalise(x.name)) - brands == words - brands]
         if len(exact) == 1:  # "RTX 4090" is the GeForce RTX 4090, not also its laptop namesake
             cands = exact
+        if len(cands) == 1:
+            e = cands[0]
+        elif cands:
+            listed = ", ".join(f"{x.id} ({x.name})" for x in cands[:12])
+            raise UsageError(
+                f"{len(cands)} GPUs match {query!r}: {listed}{' ...' if len(cands) > 12 else ''}; name one"
+            )
+    if e is None and not cands:
+        # a part of a name ("mi300" in "Instinct MI300X", "rtx4090"): contained, spaces and dashes aside
+        def compact(t: str) -> str:
+            return "".join(ch for ch in t.lower() if ch.isalnum())
+
+        part = compact(query)
+        cands = [x for x in entries if part and (part in compact(x.name) or part in compact(x.id))]
         if len(cands) == 1:
             e = cands[0]
         elif cands:

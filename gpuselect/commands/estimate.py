@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from gpuselect.commands import add_format_option
 from gpuselect.commands.estimate_options import _number, add_estimate_options
@@ -120,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         key=lambda r: (not r.supported, r.total_time_h),
     )
     sym = money.symbol
+    shown: list[Any] = []
     for title, rows in (
         ("Single GPUs, fastest first", [r for r in ok if r.count == 1]),
         ("Several GPUs", [r for r in ok if 1 < r.count <= a.gpus_per_node]),
@@ -130,19 +132,21 @@ def run(args: argparse.Namespace) -> int:
         rate = "tokens/s" if w.seq_len else "samples/s"
         print(
             f"\n{title}:\n{'option':34s} {'batch':>6s} {'memory GB':>11s} {rate:>11s} {'prec':>9s} {'par':>5s} {'bound':>13s} "
-            f"{'time':>9s} {'±':>5s} {'buy ' + sym:>9s} {'cloud ' + sym:>9s} {'kWh':>8s}"
+            f"{'time':>9s} {'±':>5s}  {'buy ' + sym:>9s} {'cloud ' + sym:>9s} {'kWh':>8s}"
         )
         for r in rows[: args.top if title.startswith("Single") else max(3, args.top // 3)]:
+            shown.append(r)
             mem = f"{r.peak_memory_gb:.1f}/{r.vram_gb:g}" if r.peak_memory_gb is not None and r.vram_gb else "—"
             speed = (r.tokens_per_s if w.seq_len else r.throughput_samples_per_s) or 0
+            label = f"{r.count}x {r.name}"
             print(
-                f"{r.count}x {r.name[:30]:31s} {r.batch_size or 0:6d} {mem:>11s} {speed:11,.0f} {r.precision_used or '—':>9s} "
+                f"{label[:34]:34s} {r.batch_size or 0:6d} {mem:>11s} {speed:11,.0f} {r.precision_used or '—':>9s} "
                 f"{r.parallelism:>5s} {r.bound or '—':>13s} "
-                f"{fmt_hours(r.total_time_h):>9s} {100 * r.error_band:4.0f}%{'*' if r.band_note else ' '}{money(r.buy_cost_usd):>9s} {money(r.cloud_cost_usd):>9s} {r.energy_kwh or 0:8,.1f}"
+                f"{fmt_hours(r.total_time_h):>9s} {100 * r.error_band:4.0f}%{'*' if r.band_note else ' '} {money(r.buy_cost_usd):>9s} {money(r.cloud_cost_usd):>9s} {r.energy_kwh or 0:8,.1f}"
                 + ("" if r.meets_deadline else "  (misses deadline)")
                 + ("" if r.supported else "  (not supported by today's frameworks)")
             )
-    paths = {p for r in ok if r.band_note for p in r.band_note.split(": ", 1)[-1].split(", ")}
+    paths = {p for r in shown if r.band_note for p in r.band_note.split(": ", 1)[-1].split(", ")}  # the rows printed
     if paths:
         print(
             f"\n* no measured step validates {', '.join(sorted(paths))}: the band is borrowed from the "

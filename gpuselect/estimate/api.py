@@ -603,7 +603,7 @@ def _row(
         base.note = "; ".join(
             [
                 *notes,
-                f"needs {fit.peak_gb:.1f} of {e.vram_gb:g} GB"
+                f"needs {fit.peak_gb:,.1f} of {e.vram_gb:g} GB"
                 + (
                     f" at batch {fit.batch_size}; at most batch {fit.max_batch} fits"
                     if fit.max_batch
@@ -649,7 +649,7 @@ def _row(
         and count > 1
         and not sharded
         and w.shape is not None  # transformers, where FSDP is how frameworks train; CNNs stay DDP
-        and fit.batch_size < w.default_batch_size
+        and (fit.batch_size < w.default_batch_size or ckpt)  # replicas cap the batch, or need recompute to fit it
     ):
         # Left to choose, several GPUs whose replicated state caps the batch are sharded if that
         # trains faster (FSDP: a larger batch fits, each GPU updates only its shard), as the
@@ -657,7 +657,7 @@ def _row(
         # which had to shard.
         alt = plan(w, e.vram_gb, mo, checkpointing=a.checkpointing, sharding=Sharding.FSDP, batch_size=None)
         ck2: bool | str = alt.options.checkpointing  # a transformer's: selective stays selective
-        if alt.fits and alt.batch_size > fit.batch_size:
+        if alt.fits:  # a larger batch, or the same without checkpointing: whichever trains faster
             st2, par2 = step(alt, ck2)
             if alt.batch_size / st2.seconds > fit.batch_size / st.seconds:
                 fit, ckpt, st, par = alt, ck2, st2, par2

@@ -734,7 +734,7 @@ def _as_adapter(w: Workload, mode: Mode, shape: TransformerShape | None, rank: i
 
 def needs_text(fit: Fit, vram_gb: float) -> str:
     """ "needs X of Y GB" as the faces print it."""
-    return f"needs {fit.peak_gb:.1f} of {vram_gb:g} GB"
+    return f"needs {fit.peak_gb:,.1f} of {vram_gb:g} GB"
 
 
 def round_gb(x: float) -> float:

@@ -545,7 +545,7 @@ class BenchFit:
         """The fit in words, for the device's notes and the local estimate's basis."""
         text = (
             f"fitted on its {self.steps} measured training steps ({', '.join(self.models)}): "
-            f"{self.dispatch_s * 1e6:.1f} us per op, kernels at {1 / self.device_scale:.2f}x the measured rates"
+            f"{self.dispatch_s * 1e6:.1f} µs per op, kernels at {1 / self.device_scale:.2f}x the measured rates"
         )
         if self.conv_scale != 1.0:
             text += f", convolutions at {1 / self.conv_scale:.2f}x that again"

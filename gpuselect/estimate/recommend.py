@@ -372,7 +372,7 @@ def _fit_hint(rows: list[EstimateRow], w: Workload) -> str:
     if not misfits:
         return f"Try to {levers}."
     r = min(misfits, key=lambda r: (r.peak_memory_gb or 0.0) / (r.vram_gb or 1.0))
-    what = f"The closest, {r.count}x {r.name}, needs {r.peak_memory_gb:.1f} of its {r.vram_gb:g} GB per GPU"
+    what = f"The closest, {r.count}x {r.name}, needs {r.peak_memory_gb:,.1f} GB per GPU of its {r.vram_gb:g} GB"
     return f"{what}; try {r.suggestions[0]}." if r.suggestions else f"{what}. Try to {levers}."
 
 
@@ -411,18 +411,20 @@ def fmt_hours(h: float | None) -> str:
     return f"{h / 24:,.0f} days"
 
 
-def fmt_hours_range(lo: float, hi: float) -> str:
-    """Two durations in one unit, the larger's ("69–102 min", "30.0–53.4 h", "753–1,634 days"), so a
-    range never reads "69 min to 1.7 h"; the two apart where the smaller would round to nothing."""
+def fmt_hours_range(lo: float, hi: float, *, unit_of: float | None = None) -> str:
+    """Two durations in one unit, the larger's ("69–102 min", "30.0–53.4 h", "753–1,634 days"), or
+    that of ``unit_of`` (the time the range is of), so a range never reads "69 min to 1.7 h"; the
+    two apart where the smaller would round to nothing."""
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return f"{fmt_hours(lo)} to {fmt_hours(hi)}"
-    if hi * 3600 < 90:  # seconds, as fmt_hours writes them
-        return f"{fmt_hours(lo)} to {fmt_hours(hi)}" if lo * 3600 < 1 else f"{lo * 3600:.0f}–{hi * 3600:.0f} s"
-    if hi < 1.5:
+    ref = hi if unit_of is None or not math.isfinite(unit_of) else unit_of
+    if ref * 3600 < 90:  # seconds, as fmt_hours writes them
+        return f"{fmt_hours(lo)} to {fmt_hours(hi)}" if lo * 3600 < 1 else f"{lo * 3600:,.0f}–{hi * 3600:,.0f} s"
+    if ref < 1.5:
         a, b, unit, fmt = lo * 60, hi * 60, "min", "{:,.0f}"
-    elif hi < 1000:
+    elif ref < 1000:
         a, b, unit = lo, hi, "h"
-        fmt = "{:,.0f}" if hi >= 100 else "{:,.1f}"
+        fmt = "{:,.0f}" if ref >= 100 else "{:,.1f}"
     else:
         a, b, unit, fmt = lo / 24, hi / 24, "days", "{:,.0f}"
     if float(fmt.format(a).replace(",", "")) <= 0:
@@ -444,11 +446,18 @@ def _cpu_lead(cpu: dict[str, object], deadline_h: float) -> str:
     return f"The CPU would need ~{fmt_hours(t)}{upto}, too close to your {deadline} deadline to count on. "
 
 
+def _approx(t: str, mark: str = "about ") -> str:
+    """ "about 5 h" / "~5 h", but "under 1 s" as it is (not "about under 1 s")."""
+    return t if t.startswith("under") else f"{mark}{t}"
+
+
 def _range(o: dict[str, object]) -> str:
-    lo, hi = o.get("time_low_h"), o.get("time_high_h")
+    lo, hi, t = o.get("time_low_h"), o.get("time_high_h"), o.get("total_time_h")
     if lo is None or hi is None:
         return ""
-    return f" (range {fmt_hours_range(float(lo), float(hi))})"  # type: ignore[arg-type]
+    # in the unit the time itself is written in: "77 min (range 63–96 min)", not "(range 1.1–1.6 h)"
+    unit = float(t) if isinstance(t, float | int) else float(hi)  # type: ignore[arg-type]
+    return f" (range {fmt_hours_range(float(lo), float(hi), unit_of=unit)})"  # type: ignore[arg-type]
 
 
 def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
@@ -458,7 +467,7 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
     parts: list[str] = []
     if rec.action == "none" or o is None:
         choice = "no option considered fits this workload"
-        parts.append(f"{rec.workload} does not fit any GPU considered with these settings, even sharded.")
+        parts.append(f"{rec.workload} does not fit any GPU considered with these settings.")
         if rec.fit_hint:
             parts.append(rec.fit_hint)
     else:
@@ -466,19 +475,19 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
         t = fmt_hours(o.get("total_time_h"))  # type: ignore[arg-type]
         cost = o.get("cost_usd")
         if rec.action == "cpu":
-            choice = f"train on {name} (~{t})"
+            choice = f"train on {name} ({_approx(t, '~')})"
             parts.append(
-                f"{rec.workload} is small enough that the CPU finishes in about {t}{_range(o)}, inside your {deadline} deadline. "
+                f"{rec.workload} is small enough that the CPU finishes in {_approx(t)}{_range(o)}, inside your {deadline} deadline. "
                 "A GPU would be faster, but you do not need one."
             )
             if rec.own:
                 parts.append(f"{_cap(option_name(rec.own))} would take about {fmt_hours(rec.own.get('total_time_h'))}.")  # type: ignore[arg-type]
         elif rec.action == "have":
-            choice = f"Use {name} (~{t})"
+            choice = f"Use {name} ({_approx(t, '~')})"
             energy = f"; electricity about {money(float(cost))}" if isinstance(cost, (int, float)) else ""
             verb = "finish" if _int(o.get("count"), 1) > 1 else "finishes"
             parts.append(
-                f"You already have what you need: {name} {verb} in about {t}{_range(o)}, inside your {deadline} deadline{energy}."
+                f"You already have what you need: {name} {verb} in {_approx(t)}{_range(o)}, inside your {deadline} deadline{energy}."
             )
         elif rec.action in ("buy", "rent"):
             verb = "rent" if rec.action == "rent" else "buy"
@@ -505,22 +514,22 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 Stage.WORKSTATION_OR_RENTED: "a workstation with these cards or rented datacenter GPUs",
                 Stage.CLUSTER: "more than one machine",
             }[rec.stage]
-            parts.append(f"{lead}{_cap(name)} finishes in about {t}{_range(o)}{cost_txt}: {where}.")
-            choice = _cap(choice) + f" (~{t})"
+            parts.append(f"{lead}{_cap(name)} finishes in {_approx(t)}{_range(o)}{cost_txt}: {where}.")
+            choice = _cap(choice) + f" ({_approx(t, '~')})"
             alt = rec.better_rental
             if alt is not None:
                 alt_t = fmt_hours(alt.get("total_time_h"))  # type: ignore[arg-type]
                 alt_cost = money(float(alt["cloud_cost_usd"]))  # type: ignore[arg-type]
-                choice += f", or rent {option_name(alt)} (~{alt_t}, {alt_cost})"
+                choice += f", or rent {option_name(alt)} ({_approx(alt_t, '~')}, {alt_cost})"
                 rent = o.get("cloud_cost_usd")
                 same = isinstance(rent, float | int) and money(float(rent)) == alt_cost
                 parts.append(
                     f"Renting, {option_name(alt)} is faster and costs {'about the same' if same else 'less'}: "
-                    f"about {alt_t}{_range(alt)} for {alt_cost}; "
+                    f"{_approx(alt_t)}{_range(alt)} for {alt_cost}; "
                     f"{name} is the smallest card that is enough, the one to buy."
                 )
         else:  # miss
-            choice = f"{name} (~{t})"
+            choice = f"{name} ({_approx(t, '~')})"
             budget = f" and the {money(rec.budget_usd)} budget" if rec.budget_usd else ""
             both = "both " if rec.budget_usd else ""
             if rec.missed == "budget":
@@ -528,12 +537,12 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 price = f" for about {money(float(cost))}" if isinstance(cost, float | int) else ""
                 parts.append(
                     f"No option meets both the {deadline} deadline{budget}. The cheapest that meets the deadline is "
-                    f"{name}, about {t}{_range(o)}{price}. Raise the budget, or shrink the workload."
+                    f"{name}, {_approx(t)}{_range(o)}{price}. Raise the budget, or shrink the workload."
                 )
             else:
                 parts.append(
                     f"No option meets {both}the {deadline} deadline{budget}. The fastest option with a known price is "
-                    f"{name}, about {t}{_range(o)}. Relax the deadline or budget, or shrink the workload."
+                    f"{name}, {_approx(t)}{_range(o)}. Relax the deadline{' or budget' if rec.budget_usd else ''}, or shrink the workload."
                 )
         parts.extend(_parallel_caveats(o, rec.stage))
         if rec.crosses_deadline:

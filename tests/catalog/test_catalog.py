@@ -318,7 +318,9 @@ def test_catalog_shows_one_gpu_with_its_sources(capsys: pytest.CaptureFixture[st
     assert "3 GPUs match 'H100'" in err and "nvidia-h100-pcie-80gb" in err and "nvidia-h100-nvl-94gb" in err
     assert main(["catalog", "RTX 4090", "--no-overlay"]) == 0  # the desktop card, not also the laptop namesake
     assert capsys.readouterr().out.startswith("GeForce RTX 4090 (nvidia-rtx-4090)")
-    assert main(["catalog", "rtx a600"]) == 2 and "did you mean rtx a6000" in capsys.readouterr().err
+    assert main(["catalog", "rtx a6001"]) == 2 and "did you mean rtx a6000" in capsys.readouterr().err
+    assert main(["catalog", "mi300", "--no-overlay"]) == 0  # a part of one card's name
+    assert capsys.readouterr().out.startswith("Instinct MI300X (amd-mi300x)")
     assert main(["catalog", "--no-overlay"]) == 0
     head = capsys.readouterr().out.splitlines()[:2]
     assert "VRAM" in head[0] and "GB" in head[1] and "TFLOPS" in head[1]  # the units under the columns

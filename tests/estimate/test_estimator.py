@@ -507,7 +507,7 @@ def test_nothing_fits_names_the_closest_option_and_what_would_make_it_fit(
     rec = res.recommendation
     assert rec.action == "none" and not any(r.fits for r in res.rows)
     closest = min(res.rows, key=lambda r: (r.peak_memory_gb or 0) / r.vram_gb)
-    assert f"The closest, 2x {closest.name}, needs {closest.peak_memory_gb:.1f}" in rec.rationale
+    assert f"The closest, 2x {closest.name}, needs {closest.peak_memory_gb:,.1f} GB per GPU" in rec.rationale
     assert "parameters offloaded to CPU memory" in rec.rationale and "LoRA/QLoRA" not in rec.rationale
     # A full fine-tune with no suggestion left still hears of adapters.
     from gpuselect.estimate.recommend import _fit_hint
