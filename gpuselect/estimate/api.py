@@ -689,6 +689,10 @@ def _row(
         )
     if w.shape is not None and w.shape.is_moe:
         notes.append("mixture of experts: no measured MoE step validates this (widest band)")
+    if fit.options.offload != "none":
+        from gpuselect.estimate.memory import host_state_gb
+
+        notes.append(f"the host holds about {host_state_gb(w, fit.options):,.0f} GB of offloaded model state")
     base.note = "; ".join(notes) or None
     base.band_note = unvalidated_paths(w, a, count, base.link_basis) or None
     thr = count * fit.batch_size / st.seconds

@@ -177,6 +177,15 @@ def _embedding_params(w: Workload, shape: TransformerShape | None) -> int:
     return min(w.params, emb + head + shape.layers * 4 * shape.hidden)
 
 
+def host_state_gb(w: Workload, o: MemoryOptions) -> float:
+    """GB of model state the host holds under offload: the optimizer state (and master weights), and
+    with ``params`` the weights and gradients too (the whole model's, on the node's host)."""
+    weights, grads, opt, _ = _state_bytes(w, o, shape_of(w))
+    if o.offload == "params":
+        return (weights + grads + opt) / GB
+    return opt / GB if o.offload == "optimizer" else 0.0
+
+
 def _state_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None) -> tuple[float, float, float, float]:
     """(weights, gradients, optimizer incl. master weights, of which evictable) for the whole model."""
     p = o.precision
@@ -714,9 +723,11 @@ def _suggestions(
                 tips.append(f"sharding the model state over {n} such GPUs (FSDP / ZeRO-3) with checkpointing")
                 break
     if o.offload != "params" and ok(b=1, sharding="fsdp", gpus=max(2, o.gpus), offload="params", checkpointing=True):
+        # The host then holds the whole model state: say how much, it may be more than the machine has.
+        host_gb = host_state_gb(w, replace(o, offload="params"))
         tips.append(
             f"FSDP over {max(2, o.gpus)} GPUs with the parameters offloaded to CPU memory, checkpointing and "
-            "batch 1 (much slower)"
+            f"batch 1 (much slower; the host then holds about {host_gb:,.0f} GB of model state)"
         )
     return tuple(tips)
 

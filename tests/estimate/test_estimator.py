@@ -680,3 +680,22 @@ def test_an_input_shape_without_a_model_file_is_refused(capsys: pytest.CaptureFi
         == 0
     )
     assert "none of these counts spans nodes" in capsys.readouterr().err
+
+
+def test_offload_says_how_much_the_host_must_hold(catalog) -> None:  # type: ignore[no-untyped-def]
+    # "Offload the parameters" to two 24 GB cards for a 70B full fine-tune needs ~1.1 TB of host RAM,
+    # and nothing said so.
+    full = A.estimate(
+        PRESETS["llama-70b-full"], A.Assumptions(counts=(2,)), catalog, gpu_ids=["nvidia-rtx-4090"], local=[]
+    )
+    tip = next(t for t in full.rows[0].suggestions if "offloaded to CPU memory" in t)
+    gb = float(tip.split("holds about ")[1].split(" GB")[0].replace(",", ""))
+    assert 1000 < gb < 1300  # 70.6 B parameters x 16 bytes of weights, gradients and AdamW state
+    q = A.estimate(
+        PRESETS["llama-70b-qlora"],
+        A.Assumptions(counts=(2,), offload="params"),
+        catalog,
+        gpu_ids=["nvidia-rtx-4090"],
+        local=[],
+    ).rows[0]
+    assert q.note is not None and "the host holds about" in q.note
