@@ -139,14 +139,7 @@ def test_cli_starts_with_a_deeply_nested_settings_and_overlay(tmp_path: Path) ->
     cfg.mkdir(parents=True, exist_ok=True)
     (cfg / "settings.json").write_text(DEEP_JSON)
     (cfg / "catalog_overlay.toml").write_text(DEEP_TOML)
-    out = subprocess.run(
-        [sys.executable, "-m", "gpuselect", "estimate", "--workload", "gpt2-124m", "--format", "json"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-    )
+    out = _gpuselect("estimate", "--workload", "gpt2-124m", "--format", "json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["kind"] == "estimate"
     warnings = [ln for ln in out.stderr.splitlines() if ln.startswith("gpuselect: warning:")]
@@ -337,14 +330,7 @@ def test_a_report_into_a_missing_folder_or_to_an_empty_name_is_refused(
 
 def test_report_to_a_dash_prints_markdown(tmp_path: Path) -> None:
     # `-o -` wrote a file named "-".
-    out = subprocess.run(
-        [sys.executable, "-m", "gpuselect", "report", "-o", "-", "--no-bench"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-    )
+    out = _gpuselect("report", "-o", "-", "--no-bench", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("# gpuselect hardware report") and not (tmp_path / "-").exists()
 
@@ -426,3 +412,15 @@ def test_a_report_replaces_its_own_earlier_multi_page_pdf(tmp_path: Path) -> Non
     argv = ["report", "-o", str(out), "--workload", "llama-8b-qlora", "--no-bench"]
     assert main(argv) == 0 and out.stat().st_size > 64 * 1024
     assert main(argv) == 0
+
+
+def _gpuselect(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess[str]:
+    """The CLI as a user runs it: its own process, this source tree, two minutes at most."""
+    return subprocess.run(
+        [sys.executable, "-m", "gpuselect", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )

@@ -87,6 +87,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _the_one(cands: list[Any], query: str) -> Any:
+    """The one card of ``cands``; None for none; several are listed for the user to name one."""
+    from gpuselect.errors import UsageError
+
+    if len(cands) > 1:
+        listed = ", ".join(f"{x.id} ({x.name})" for x in cands[:12])
+        raise UsageError(f"{len(cands)} GPUs match {query!r}: {listed}{' ...' if len(cands) > 12 else ''}; name one")
+    return cands[0] if cands else None
+
+
 def _show_one(catalog: object, query: str, fmt: str) -> int:
     """One GPU's every figure with its source: what `catalog --format json` holds for it."""
     import dataclasses
@@ -108,13 +118,7 @@ def _show_one(catalog: object, query: str, fmt: str) -> int:
         exact = [x for x in cands if set(normalise(x.name)) - brands == words - brands]
         if len(exact) == 1:  # "RTX 4090" is the GeForce RTX 4090, not also its laptop namesake
             cands = exact
-        if len(cands) == 1:
-            e = cands[0]
-        elif cands:
-            listed = ", ".join(f"{x.id} ({x.name})" for x in cands[:12])
-            raise UsageError(
-                f"{len(cands)} GPUs match {query!r}: {listed}{' ...' if len(cands) > 12 else ''}; name one"
-            )
+        e = _the_one(cands, query)
     if e is None and not cands:
         # a part of a name ("mi300" in "Instinct MI300X", "rtx4090"): contained, spaces and dashes aside
         def compact(t: str) -> str:
@@ -122,13 +126,7 @@ def _show_one(catalog: object, query: str, fmt: str) -> int:
 
         part = compact(query)
         cands = [x for x in entries if part and (part in compact(x.name) or part in compact(x.id))]
-        if len(cands) == 1:
-            e = cands[0]
-        elif cands:
-            listed = ", ".join(f"{x.id} ({x.name})" for x in cands[:12])
-            raise UsageError(
-                f"{len(cands)} GPUs match {query!r}: {listed}{' ...' if len(cands) > 12 else ''}; name one"
-            )
+        e = _the_one(cands, query)
     if e is None:
         near = difflib.get_close_matches(
             q, [x.name.lower() for x in entries] + [x.id for x in entries], n=3, cutoff=0.5

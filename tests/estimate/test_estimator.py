@@ -647,13 +647,7 @@ def test_a_weaker_sharding_is_labelled_as_it_runs_and_fsdp_is_suggested(catalog)
         assert r.suggestions[0].startswith("sharding everything over the 2 GPUs (--sharding fsdp")
     fsdp = A.estimate(w, A.Assumptions(counts=(2,), sharding="fsdp"), catalog, gpu_ids=ids, local=[]).rows[0]
     assert fsdp.fits and fsdp.parallelism == "fsdp"
-    q = A.estimate(
-        PRESETS["llama-70b-qlora"],
-        A.Assumptions(counts=(2,), offload="params"),
-        catalog,
-        gpu_ids=["nvidia-rtx-4090"],
-        local=[],
-    ).rows[0]
+    q = _qlora_70b_offloaded_on_two_4090s(catalog)
     assert (
         q.note is not None and "sharded (fsdp, parameters offloaded to the host)" in q.note and "(none)" not in q.note
     )
@@ -691,11 +685,15 @@ def test_offload_says_how_much_the_host_must_hold(catalog) -> None:  # type: ign
     tip = next(t for t in full.rows[0].suggestions if "offloaded to CPU memory" in t)
     gb = float(tip.split("holds about ")[1].split(" GB")[0].replace(",", ""))
     assert 1000 < gb < 1300  # 70.6 B parameters x 16 bytes of weights, gradients and AdamW state
-    q = A.estimate(
+    q = _qlora_70b_offloaded_on_two_4090s(catalog)
+    assert q.note is not None and "the host holds about" in q.note
+
+
+def _qlora_70b_offloaded_on_two_4090s(catalog) -> A.EstimateRow:  # type: ignore[no-untyped-def]
+    return A.estimate(
         PRESETS["llama-70b-qlora"],
         A.Assumptions(counts=(2,), offload="params"),
         catalog,
         gpu_ids=["nvidia-rtx-4090"],
         local=[],
     ).rows[0]
-    assert q.note is not None and "the host holds about" in q.note
