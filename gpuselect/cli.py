@@ -69,13 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
         module = _command_module(name)
         sp = sub.add_parser(name, help=module.HELP, description=module.HELP, allow_abbrev=False)
         module.configure(sp)
-        sp.set_defaults(_module=module)
+        sp.set_defaults(_module=module, _parser=sp)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # named by the command's own parser, which points to its own --help
+        getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     module: ModuleType = getattr(args, "_module", None) or _command_module("gui")
     if module.__name__ != "gpuselect.commands.gui":  # the desktop app shows them in a banner
         notices.set_handler(_print_warning)

@@ -288,6 +288,13 @@ def option_notes(args: argparse.Namespace, w: Any, a: Any) -> list[str]:
         notes.append(f"selective checkpointing is for transformers: {w.name} checkpoints fully where it checkpoints")
     if getattr(args, "loss", None) is not None and not w.seq_len:
         notes.append(f"--loss applies to language models: {w.name} has no token loss, so it changes nothing")
+    if a.offload == "optimizer" and a.optimizer == "sgd":
+        notes.append("plain SGD keeps no optimizer state: --offload optimizer moves nothing")
+    if args.max_gpus is not None and not args.count and args.max_gpus & (args.max_gpus - 1):
+        notes.append(
+            f"--max-gpus {args.max_gpus} considers boxes of 1, 2, 4 … up to it: "
+            f"{1 << (args.max_gpus.bit_length() - 1)} is the largest; --count gives any count"
+        )
     if args.count and args.max_gpus is not None:
         notes.append("--count evaluates exactly its counts: --max-gpus is not used")
     if getattr(args, "network_gbs", None) is not None and args.count and max(args.count) <= 8:

@@ -697,3 +697,21 @@ def _qlora_70b_offloaded_on_two_4090s(catalog) -> A.EstimateRow:  # type: ignore
         gpu_ids=["nvidia-rtx-4090"],
         local=[],
     ).rows[0]
+
+
+def test_more_options_that_change_nothing_are_named(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "--workload", "resnet50", "--gpus", "nvidia-rtx-4090", "--format", "json"]
+    assert main([*argv, "--max-gpus", "3", "--optimizer", "sgd", "--offload", "optimizer"]) == 0
+    err = capsys.readouterr().err
+    assert "--max-gpus 3 considers boxes of 1, 2, 4" in err and "2 is the largest" in err
+    assert "plain SGD keeps no optimizer state" in err
+    assert main([*argv, "--max-gpus", "4"]) == 0 and "note:" not in capsys.readouterr().err
+
+
+def test_an_unknown_option_is_named_by_its_commands_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    # `bench --bogus` pointed to `gpuselect --help`, and `estimate --bogus` said a workload was missing.
+    with pytest.raises(SystemExit) as exc:
+        main(["estimate", "--workload", "resnet50", "--bogus"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --bogus" in err and "`gpuselect estimate --help`" in err
