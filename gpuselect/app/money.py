@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuselect.estimate.recommend import money_text  # the one rule, which the core's usd() uses too
 from gpuselect.settings import Settings
 
 
@@ -28,10 +29,7 @@ class MoneyFormat:
         """A cost: whole units from 10 up, cents below (an electricity bill of 0.42)."""
         if usd is None:
             return "—"
-        v = usd * self.rate
-        if v != 0 and abs(v) < 0.005:
-            return f"under {self.symbol}0.01"
-        return f"{self.symbol}{v:,.0f}" if abs(v) >= 10 or v == 0 else f"{self.symbol}{v:,.2f}"
+        return money_text(usd * self.rate, self.symbol)
 
     def axis(self, usd: float) -> str:
         """A tick label: short (1k, 2.5M)."""

@@ -36,12 +36,17 @@ CONSUMER_MAX_PER_BOX = 4
 Money = Callable[[float], str]
 
 
-def usd(v: float) -> str:
-    """US dollars as the faces write money (``app.money.MoneyFormat``): whole dollars from 10 up,
-    cents below, never "$0.00" for a cost that is not zero."""
+def money_text(v: float, symbol: str = "$") -> str:
+    """An amount as every face writes money: whole units from 10 up, cents below (an electricity
+    bill of 0.42), never "0.00" for an amount that is not zero."""
     if v != 0 and abs(v) < 0.005:
-        return "under $0.01"
-    return f"${v:,.0f}" if abs(v) >= 10 or v == 0 else f"${v:,.2f}"
+        return f"under {symbol}0.01"
+    return f"{symbol}{v:,.0f}" if abs(v) >= 10 or v == 0 else f"{symbol}{v:,.2f}"
+
+
+def usd(v: float) -> str:
+    """US dollars, the core's own currency (faces re-render in theirs: ``app.money.MoneyFormat``)."""
+    return money_text(v)
 
 
 def plausible_count(e: GpuEntry, count: int, gpus_per_node: int = 8) -> bool:
