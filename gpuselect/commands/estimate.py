@@ -146,10 +146,12 @@ def run(args: argparse.Namespace) -> int:
                 + ("" if r.meets_deadline else "  (misses deadline)")
                 + ("" if r.supported else "  (not supported by today's frameworks)")
             )
-    paths = {p for r in shown if r.band_note for p in r.band_note.split(": ", 1)[-1].split(", ")}  # the rows printed
+    from gpuselect.estimate.api import borrowed_band_paths
+
+    paths = borrowed_band_paths(shown)  # the rows printed
     if paths:
         print(
-            f"\n* no measured step validates {', '.join(sorted(paths))}: the band is borrowed from the "
+            f"\n* no measured step validates {', '.join(paths)}: the band is borrowed from the "
             "validated regime (docs/accuracy.md)"
         )
     misfits = [r for r in result.rows if not r.fits and r.peak_memory_gb is not None]

@@ -798,7 +798,16 @@ def unvalidated_paths(w: Workload, a: Assumptions, count: int, link_basis: str |
         out.append("QLoRA's tokens per step")
     if w.shape is not None and w.shape.is_moe:
         out.append("mixture of experts")
-    return ("not validated by a measured step: " + ", ".join(out)) if out else ""
+    return (_UNVALIDATED + ", ".join(out)) if out else ""
+
+
+_UNVALIDATED = "not validated by a measured step: "
+
+
+def borrowed_band_paths(rows: Sequence[EstimateRow]) -> list[str]:
+    """The paths no measured step validates among ``rows``' band notes, once each, sorted (what a
+    face's footnote names for the rows it shows)."""
+    return sorted({p for r in rows if r.band_note for p in r.band_note.removeprefix(_UNVALIDATED).split(", ")})
 
 
 def usable_ram_gb(ram_gb: float) -> float:

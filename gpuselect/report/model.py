@@ -356,10 +356,12 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
         )
         if r.band_note:
             rows[-1][-1] += " (*)"
-    paths = {p for r in singles + multis if r.band_note for p in r.band_note.split(": ", 1)[-1].split(", ")}
+    from gpuselect.estimate.api import borrowed_band_paths
+
+    paths = borrowed_band_paths(singles + multis)
     if paths:
         s.lines.append(
-            f"(*) No measured step validates {', '.join(sorted(paths))}: those rows' bands are borrowed from "
+            f"(*) No measured step validates {', '.join(paths)}: those rows' bands are borrowed from "
             "the validated regime."
         )
     s.table = rows
