@@ -580,7 +580,7 @@ def _row(
         """Put fit ``f``'s memory figures on the row; whether its state is sharded."""
         base.checkpointing = "full" if ck is True else f.options.recompute
         base.batch_size = f.batch_size
-        base.sharded = (f.options.sharding != "none" or f.options.offload == "params") and count > 1
+        base.sharded = f.options.split != "none" and count > 1
         base.peak_memory_gb = round(f.peak_gb, 2)
         base.memory_breakdown_gb = f.breakdown_gb
         base.max_batch = f.max_batch
@@ -594,11 +594,7 @@ def _row(
         notes.append(unsupported)
     if not fit.fits:
         # What the option would run as, had it fit: a two-GPU row is never "single".
-        base.parallelism = (
-            "single"
-            if count == 1
-            else ("fsdp" if fit.options.sharding == "fsdp" or fit.options.offload == "params" else "ddp")
-        )
+        base.parallelism = "single" if count == 1 else ("fsdp" if fit.options.split == "fsdp" else "ddp")
         base.suggestions = suggestions(w, e.vram_gb, fit.options, a.batch_size)
         base.note = "; ".join(
             [
@@ -682,11 +678,8 @@ def _row(
             + (" (full: selective is offered for transformers only)" if a.checkpointing == "selective" else "")
         )
     if sharded:
-        how = "fsdp" if fit.options.offload == "params" else fit.options.sharding
-        notes.append(
-            f"model state sharded ({how}"
-            + (", parameters offloaded to the host)" if fit.options.offload == "params" else ")")
-        )
+        offloaded = ", parameters offloaded to the host" if fit.options.offload == "params" else ""
+        notes.append(f"model state sharded ({fit.options.split}{offloaded})")
     if w.shape is not None and w.shape.is_moe:
         notes.append("mixture of experts: no measured MoE step validates this (widest band)")
     if fit.options.offload != "none":

@@ -142,6 +142,12 @@ class MemoryOptions:
     def shards(self) -> int:
         return self.gpus if self.sharding != "none" else 1
 
+    @property
+    def split(self) -> str:
+        """How the state is split over several GPUs as it runs: parameter offload is FSDP's or
+        ZeRO-3's (neither exists unsharded), else the sharding asked for."""
+        return "fsdp" if self.offload == "params" else self.sharding
+
 
 @dataclass(frozen=True)
 class MemoryBreakdown:
