@@ -11,7 +11,7 @@ import functools
 from pathlib import Path
 
 from gpuselect.catalog.loader import OVERLAY_NAME, LoadResult, Problem, apply_overlay, load_builtin
-from gpuselect.catalog.match import MatchResult, NameIndex
+from gpuselect.catalog.match import MatchResult, NameIndex, normalise
 from gpuselect.catalog.schema import FAMILIES, GpuEntry
 from gpuselect.types import Family
 
@@ -39,12 +39,45 @@ class Catalog:
     def match(self, name: str, memory_bytes: int | None = None) -> MatchResult | None:
         return self._index.match(name, memory_bytes)
 
+    def lookup(self, query: str) -> list[GpuEntry]:
+        """The cards a person means by ``query``: its id or name exactly; else every card whose name
+        holds all its words ("H100" is three cards, not the first of them), the one without a brand
+        word left over where there is one ("RTX 4090", not also its laptop namesake); else every
+        card whose name or id contains it, spaces and dashes aside ("mi300", "rtx4090")."""
+        q = query.strip().lower()
+        exact = self.get(q) or next((e for e in self.entries if e.name.lower() == q), None)
+        if exact is not None:
+            return [exact]
+        words = set(normalise(query))
+        cands = [e for e in self.entries if words and words <= set(normalise(e.name)) | set(normalise(e.id))]
+        plain = [e for e in cands if set(normalise(e.name)) - _BRANDS == words - _BRANDS]
+        if len(plain) == 1:
+            return plain
+        if cands:
+            return cands
+        part = _compact(query)
+        return [e for e in self.entries if part and (part in _compact(e.name) or part in _compact(e.id))]
+
+    def near(self, query: str, n: int = 3) -> list[str]:
+        """Names and ids close to a ``query`` that matched nothing (a typo's "did you mean")."""
+        import difflib
+
+        names = [e.name.lower() for e in self.entries] + [e.id for e in self.entries]
+        return difflib.get_close_matches(query.strip().lower(), names, n=n, cutoff=0.5)
+
     def source_text(self, key: str) -> str:
         """A source key resolved to its title and address, for people."""
         src = self.sources.get(key.split(":", 1)[0].strip())
         if not src:
             return key
         return f"{src.get('title', key)} <{src.get('url', '')}>"
+
+
+_BRANDS = frozenset({"nvidia", "geforce", "amd", "radeon", "instinct", "tesla", "quadro"})
+
+
+def _compact(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
 
 
 def overlay_path() -> Path:

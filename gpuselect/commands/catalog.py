@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gpuselect.commands import add_format_option, enum_type
 from gpuselect.types import Family, values
+
+if TYPE_CHECKING:
+    from gpuselect.catalog import Catalog
 
 HELP = "list the GPU catalog (every figure with its source), or validate a catalog or overlay file"
 
@@ -87,52 +90,22 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _the_one(cands: list[Any], query: str) -> Any:
-    """The one card of ``cands``; None for none; several are listed for the user to name one."""
-    from gpuselect.errors import UsageError
-
-    if len(cands) > 1:
-        listed = ", ".join(f"{x.id} ({x.name})" for x in cands[:12])
-        raise UsageError(f"{len(cands)} GPUs match {query!r}: {listed}{' ...' if len(cands) > 12 else ''}; name one")
-    return cands[0] if cands else None
-
-
-def _show_one(catalog: object, query: str, fmt: str) -> int:
+def _show_one(catalog: Catalog, query: str, fmt: str) -> int:
     """One GPU's every figure with its source: what `catalog --format json` holds for it."""
     import dataclasses
-    import difflib
 
-    from gpuselect.catalog.match import normalise
     from gpuselect.errors import UsageError
     from gpuselect.output import json_document
 
-    entries = catalog.entries  # type: ignore[attr-defined]
-    q = query.strip().lower()
-    e = catalog.get(q) or next((x for x in entries if x.name.lower() == q), None)  # type: ignore[attr-defined]
-    cands: list[Any] = []
-    if e is None:
-        # every card whose name holds all the words asked ("H100" is three cards, not the first of them)
-        words = set(normalise(query))
-        cands = [x for x in entries if words and words <= set(normalise(x.name)) | set(normalise(x.id))]
-        brands = {"nvidia", "geforce", "amd", "radeon", "instinct", "tesla", "quadro"}
-        exact = [x for x in cands if set(normalise(x.name)) - brands == words - brands]
-        if len(exact) == 1:  # "RTX 4090" is the GeForce RTX 4090, not also its laptop namesake
-            cands = exact
-        e = _the_one(cands, query)
-    if e is None and not cands:
-        # a part of a name ("mi300" in "Instinct MI300X", "rtx4090"): contained, spaces and dashes aside
-        def compact(t: str) -> str:
-            return "".join(ch for ch in t.lower() if ch.isalnum())
-
-        part = compact(query)
-        cands = [x for x in entries if part and (part in compact(x.name) or part in compact(x.id))]
-        e = _the_one(cands, query)
-    if e is None:
-        near = difflib.get_close_matches(
-            q, [x.name.lower() for x in entries] + [x.id for x in entries], n=3, cutoff=0.5
-        )
+    found = catalog.lookup(query)
+    if len(found) > 1:
+        listed = ", ".join(f"{x.id} ({x.name})" for x in found[:12])
+        raise UsageError(f"{len(found)} GPUs match {query!r}: {listed}{' ...' if len(found) > 12 else ''}; name one")
+    if not found:
+        near = catalog.near(query)
         hint = f"; did you mean {', '.join(near)}?" if near else "; `gpuselect catalog` lists them"
         raise UsageError(f"no GPU in the catalog matches {query!r}{hint}")
+    (e,) = found
     if fmt == "json":
         print(json_document({"entry": e}, kind="catalog_entry"))
         return 0
@@ -144,5 +117,5 @@ def _show_one(catalog: object, query: str, fmt: str) -> int:
         print(f"  {f.name:26s} {', '.join(v) if isinstance(v, (list, tuple)) else v}")
     print("Sources:")
     for key, src in e.sources.items():
-        print(f"  {key}: {catalog.source_text(src)}")  # type: ignore[attr-defined]
+        print(f"  {key}: {catalog.source_text(src)}")
     return 0
