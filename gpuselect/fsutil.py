@@ -30,19 +30,14 @@ def written_by_gpuselect(path: Path) -> bool:
             return True
         with open(path, "rb") as fh:
             head = fh.read(_SNIFF_BYTES)
+            if head.startswith(b"%PDF"):
+                # the document information (its creator) may sit anywhere in the file: read it whole,
+                # up to a bound far above our reports' size (tens to hundreds of KB)
+                if size > _PDF_SNIFF_BYTES:
+                    return False
+                return re.search(rb"/Creator \(gpuselect[ )]", head + fh.read()) is not None
     except OSError:
         return False
-    if head.startswith(b"%PDF"):
-        # the document information (its creator) may sit anywhere in the file: read it whole, up to a
-        # bound far above our reports' size (tens to hundreds of KB)
-        if size > _PDF_SNIFF_BYTES:
-            return False
-        try:
-            with open(path, "rb") as fh:
-                whole = fh.read(_PDF_SNIFF_BYTES)
-        except OSError:
-            return False
-        return re.search(rb"/Creator \(gpuselect[ )]", whole) is not None
     if re.match(rb'\{\s*"schema_version": \d+,\s*"kind": "(report|fleet)"', head):
         return True  # a report's, not a saved benchmark's or estimate's (those are the user's data)
     # a report's title, then its stamp line: "<time> · gpuselect <version> · ..."
