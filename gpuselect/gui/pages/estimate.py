@@ -894,7 +894,7 @@ class EstimatePage(QWidget):
             cost = v.get("cost_usd")
             how = {"have": "power", "rent": "to rent", "buy": "to buy"}.get(str(v.get("kind")), "")
             money = f" · {self.money(float(cost))} {how}" if isinstance(cost, (int, float)) and how else ""
-            rng = fmt_hours_range(float(lo), float(hi)) if lo and hi else ""
+            rng = fmt_hours_range(float(lo), float(hi), unit_of=t) if lo and hi else ""  # in the time's unit
             # the CPU's model name (up to 48 characters) pushed the label out of a 1024-wide window;
             # the row is already "1 CPU" and the advice above names the model
             who = "this CPU" if v.get("kind") == "cpu" else option_name(v)
