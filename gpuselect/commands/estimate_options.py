@@ -295,6 +295,10 @@ def option_notes(args: argparse.Namespace, w: Any, a: Any) -> list[str]:
             f"--max-gpus {args.max_gpus} considers boxes of 1, 2, 4 … up to it: "
             f"{1 << (args.max_gpus.bit_length() - 1)} is the largest; --count gives any count"
         )
+    if args.count and max(args.count) > 1:
+        from gpuselect.estimate.recommend import PLAUSIBLE_RULE
+
+        notes.append(f"--count leaves out counts nobody builds: {PLAUSIBLE_RULE}")
     if args.count and args.max_gpus is not None:
         notes.append("--count evaluates exactly its counts: --max-gpus is not used")
     if getattr(args, "network_gbs", None) is not None and args.count and max(args.count) <= 8:

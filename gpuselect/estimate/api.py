@@ -595,7 +595,9 @@ def _row(
     if not fit.fits:
         # What the option would run as, had it fit: a two-GPU row is never "single".
         base.parallelism = "single" if count == 1 else ("fsdp" if fit.options.split == "fsdp" else "ddp")
-        base.suggestions = suggestions(w, e.vram_gb, fit.options, a.batch_size)
+        base.suggestions = suggestions(
+            w, e.vram_gb, fit.options, a.batch_size, max_gpus=plausible_max(e, a.gpus_per_node, a.cluster_max_gpus)
+        )
         base.note = "; ".join(
             [
                 *notes,
@@ -972,10 +974,16 @@ def estimate(
     for e in entries:
         got: list[Fit] = []
         for n in option_counts(a):
-            if not a.counts and not plausible_count(e, n, a.gpus_per_node):
-                continue  # nobody builds it (an explicit --count is evaluated as asked)
+            if not plausible_count(e, n, a.gpus_per_node):
+                continue  # nobody builds it, whether --count asked for it or not (count_notes says so)
             first = got[0] if got else None
             rows.append(_row(w, e, n, a, perf, None, single_fit=first, fit_out=got if n == 1 else None))
+    if not rows and a.counts:
+        names = ", ".join(e.name for e in entries[:3]) + (" …" if len(entries) > 3 else "")
+        raise UsageError(
+            f"{names} {'is' if len(entries) == 1 else 'are'} not built in counts of "
+            f"{', '.join(str(n) for n in option_counts(a))}: {PLAUSIBLE_RULE}"
+        )
     if not a.counts:
         # Stage 4: datacenter cards over nodes of gpus_per_node (16, 32, ...) -- every one when no
         # box of any card meets the deadline, else each card none of whose boxes holds the model
@@ -1020,12 +1028,14 @@ def _note_slower_than_one(rows: list[EstimateRow]) -> None:
 
 # The recommendation lives in recommend.py; these names stay importable from here.
 from gpuselect.estimate.recommend import (  # noqa: E402
+    PLAUSIBLE_RULE,
     STAGE_NAMES,
     OwnedGpu,
     Recommendation,
     account_for_owned,
     own_option,
     plausible_count,
+    plausible_max,
     recommend,
 )
 

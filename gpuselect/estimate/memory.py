@@ -659,16 +659,28 @@ def _plan(
 
 
 def suggestions(
-    w: Workload, vram_gb: float, o: MemoryOptions, batch_size: int | None, shape: TransformerShape | None = None
+    w: Workload,
+    vram_gb: float,
+    o: MemoryOptions,
+    batch_size: int | None,
+    shape: TransformerShape | None = None,
+    *,
+    max_gpus: int = 256,
 ) -> list[str]:
     """Changes that make the workload fit this card, cheapest first; each one is checked to fit
-    (with the other settings as given) before it is offered."""
-    return list(_suggestions(w, vram_gb, o, batch_size, shape))
+    (with the other settings as given) before it is offered. ``max_gpus``: the most such cards
+    anyone builds into one job (a laptop GPU 1, consumer cards 4): no sharding over more."""
+    return list(_suggestions(w, vram_gb, o, batch_size, shape, max_gpus))
 
 
 @functools.lru_cache(maxsize=1024)
 def _suggestions(
-    w: Workload, vram_gb: float, o: MemoryOptions, batch_size: int | None, shape: TransformerShape | None
+    w: Workload,
+    vram_gb: float,
+    o: MemoryOptions,
+    batch_size: int | None,
+    shape: TransformerShape | None,
+    max_gpus: int = 256,
 ) -> tuple[str, ...]:
     tips: list[str] = []
     shape = shape or shape_of(w)
@@ -724,11 +736,15 @@ def _suggestions(
         if fit_with(cand, vram_gb, replace(o, checkpointing=True), batch_size=batch_size or 1, shape=shape).fits:
             tips.append("QLoRA (4-bit frozen base) with activation checkpointing")
     if o.gpus <= 1 and o.offload != "params":
-        for n in (2, 4, 8, 16, 32, 64, 128, 256):
+        for n in (n for n in (2, 4, 8, 16, 32, 64, 128, 256) if n <= max_gpus):
             if ok(b=batch_size or 1, sharding="fsdp", gpus=n, checkpointing=True):
                 tips.append(f"sharding the model state over {n} such GPUs (FSDP / ZeRO-3) with checkpointing")
                 break
-    if o.offload != "params" and ok(b=1, sharding="fsdp", gpus=max(2, o.gpus), offload="params", checkpointing=True):
+    if (
+        o.offload != "params"
+        and max(2, o.gpus) <= max_gpus
+        and ok(b=1, sharding="fsdp", gpus=max(2, o.gpus), offload="params", checkpointing=True)
+    ):
         # The host then holds the whole model state: say how much, it may be more than the machine has.
         host_gb = host_state_gb(w, replace(o, offload="params"))
         tips.append(

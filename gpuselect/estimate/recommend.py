@@ -49,6 +49,29 @@ def usd(v: float) -> str:
     return money_text(v)
 
 
+#: ``plausible_count``'s rule in words, for the faces.
+PLAUSIBLE_RULE = (
+    "a laptop GPU is only ever one card, consumer cards go up to 4 in one box, workstation cards up to "
+    "one box, and only datacenter cards scale over several machines"
+)
+
+
+def implausible_counts(entries: Sequence[GpuEntry], counts: Sequence[int], gpus_per_node: int = 8) -> list[str]:
+    """The asked (card, count) pairs nobody builds, as "16x GeForce RTX 4090" (for a note)."""
+    return [f"{n}x {e.name}" for e in entries for n in counts if not plausible_count(e, n, gpus_per_node)]
+
+
+def plausible_max(e: GpuEntry, gpus_per_node: int = 8, cluster_max: int = 1024) -> int:
+    """The most cards of ``e`` anyone builds into one job (``plausible_count``'s bound)."""
+    if e.form_factor == FormFactor.LAPTOP:
+        return 1
+    if e.family in CONSUMER_FAMILIES:
+        return min(CONSUMER_MAX_PER_BOX, gpus_per_node)
+    if e.family == Family.WORKSTATION:
+        return gpus_per_node
+    return cluster_max
+
+
 def plausible_count(e: GpuEntry, count: int, gpus_per_node: int = 8) -> bool:
     """Whether ``count`` cards of ``e`` is an option anyone builds (module docstring)."""
     if count <= 1:
@@ -102,8 +125,19 @@ class Recommendation:
     #: first suggestion; LoRA/QLoRA only for a workload that trains every parameter).
     fit_hint: str = ""
     #: Where nothing meets both: "budget" (some option meets the deadline: the cheapest of those is
-    #: the option) or "deadline" (none does: the fastest with a price is).
+    #: the option), "deadline" (none does: the fastest with a price is) or "price" (options fit, but
+    #: the catalog prices none of them: the one to look at is the option, its cost unknown).
     missed: str = ""
+    #: Where the advice is a miss: an option the catalog has no price for that would meet the
+    #: deadline (its cost cannot be weighed, so it is named, not recommended).
+    unpriced: dict[str, object] | None = None
+    #: Where a rented datacenter card is the advice because it is faster and cheaper to rent than
+    #: the one consumer card that is also enough (whose purchase the budget or a missing price
+    #: rules out): that consumer card, so the advice says one card of that kind would do.
+    consumer_alt: dict[str, object] | None = None
+    #: Where the fastest option misses the deadline: one at most 1.5x slower for at most half its
+    #: cost, the better buy of the two.
+    value_alt: dict[str, object] | None = None
 
 
 def row_cost(r: EstimateRow) -> float | None:
@@ -317,7 +351,14 @@ def recommend(
         else:
             cands = [b for b in best.values() if b is not None] + ([own] if own_d is not None else [])
             fastest = min(cands, key=lambda r: r.total_time_h or math.inf, default=None)  # type: ignore[union-attr]
-            if fastest is None:
+            usable = [r for r in rows if r.fits and r.supported and r.total_time_h is not None]
+            if fastest is None and usable:
+                # Options fit, but none has a price or an hourly rate: name the one in time at the
+                # lowest stage (else the fastest), not "nothing fits".
+                pick_row = min(usable, key=lambda r: (not r.meets_deadline, stage_of(r, a), r.total_time_h or math.inf))
+                rec.stage, rec.action, rec.missed = stage_of(pick_row, a), "miss", "price"
+                rec.option = describe(pick_row)
+            elif fastest is None:
                 rec.stage, rec.action = Stage.CLUSTER, "none"
                 rec.fit_hint = _fit_hint(rows, w)
             else:
@@ -328,8 +369,22 @@ def recommend(
                     rec.missed = "budget"
                 else:
                     rec.missed = "deadline"
+                    # The cost of being fastest: where an option not much slower costs a fraction of
+                    # it, say so (1,024 GPUs for 11 % less time than 8 at 100x the money is no advice).
+                    t_best, c_best = fastest.total_time_h or math.inf, row_cost(fastest)
+                    near = [r for r in rows if _recommendable(r) and (r.total_time_h or math.inf) <= 1.5 * t_best]
+                    value = min(near, key=lambda r: (row_cost(r) or math.inf, r.total_time_h or math.inf), default=None)
+                    if value is not None and c_best is not None and (row_cost(value) or math.inf) <= 0.5 * c_best:
+                        rec.value_alt = describe(value)
+                in_time_unpriced = [r for r in usable if r.meets_deadline and row_cost(r) is None]
+                if in_time_unpriced:
+                    rec.unpriced = describe(
+                        min(in_time_unpriced, key=lambda r: (stage_of(r, a), r.total_time_h or math.inf))
+                    )
                 rec.stage, rec.action = stage_of(fastest, a), "miss"
                 rec.option = own_d if fastest is own else describe(fastest)
+            if rec.option is not None and rec.option is not own_d:
+                per_stage[str(rec.stage)] = rec.option  # the chart's bar for the stage is the option named
     pick = rec.option or {}
     rent, t, buy = pick.get("cloud_cost_usd"), pick.get("total_time_h"), pick.get("buy_cost_usd")
     if (
@@ -357,7 +412,9 @@ def recommend(
                 if (per_stage.get("2") or {}).get("gpu_id") == pick.get("gpu_id"):
                     per_stage["2"] = rec.option  # the chart's stage-2 bar says the same as the headline
             else:  # buying is out (no price, or over the budget): the cheaper, faster rental is the answer
+                rec.consumer_alt = pick  # one consumer card is enough too: said beside the rental
                 rec.stage, rec.option = Stage.WORKSTATION_OR_RENTED, describe(rival, kind="rent")
+                per_stage[str(rec.stage)] = rec.option
     rec.stage_name = STAGE_NAMES[rec.stage]
     rec.deadline_met = rec.action in ("cpu", "have", "buy", "rent")
     opt = rec.option
@@ -521,6 +578,20 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             }[rec.stage]
             parts.append(f"{lead}{_cap(name)} finishes in {_approx(t)}{_range(o)}{cost_txt}: {where}.")
             choice = _cap(choice) + f" ({_approx(t, '~')})"
+            ca = rec.consumer_alt
+            if ca is not None:
+                ca_rent, ca_buy = ca.get("cloud_cost_usd"), ca.get("buy_cost_usd")
+                over = (
+                    f"; {money(float(ca_buy))} to buy, over your budget"
+                    if isinstance(ca_buy, float | int)
+                    else "; the catalog has no purchase price for it"
+                )
+                parts.append(
+                    f"One consumer card is also enough: {option_name(ca)} takes "
+                    f"{_approx(fmt_hours(ca.get('total_time_h')))}"  # type: ignore[arg-type]
+                    + (f" for {money(float(ca_rent))} rented" if isinstance(ca_rent, float | int) else "")
+                    + f"{over}; {name} is faster and cheaper to rent."
+                )
             alt = rec.better_rental
             if alt is not None:
                 alt_t = fmt_hours(alt.get("total_time_h"))  # type: ignore[arg-type]
@@ -534,12 +605,23 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                     f"{name} is the smallest card that is enough, the one to buy."
                 )
         else:  # miss
-            choice = f"{name} ({_approx(t, '~')})"
+            choice = f"{name} ({_approx(t, '~')}" + (", no price in the catalog)" if rec.missed == "price" else ")")
             budget = f" and the {money(rec.budget_usd)} budget" if rec.budget_usd else ""
             both = "both " if rec.budget_usd else ""
-            if rec.missed == "budget":
-                cost = o.get("cost_usd")
-                price = f" for about {money(float(cost))}" if isinstance(cost, float | int) else ""
+            cost = o.get("cost_usd")
+            price = f" for about {money(float(cost))}" if isinstance(cost, float | int) else ""
+            if rec.missed == "price":
+                inside = (
+                    f"inside your {deadline} deadline"
+                    if o.get("meets_deadline")
+                    else f"beyond your {deadline} deadline"
+                )
+                parts.append(
+                    f"{_cap(name)} fits and finishes in {_approx(t)}{_range(o)}, {inside}, but the catalog has no "
+                    "price or hourly rate for it, so its cost cannot be weighed: add one in catalog_overlay.toml "
+                    'in the config folder (README, "Where gpuselect keeps your files") to compare it with priced cards.'
+                )
+            elif rec.missed == "budget":
                 parts.append(
                     f"No option meets both the {deadline} deadline{budget}. The cheapest that meets the deadline is "
                     f"{name}, {_approx(t)}{_range(o)}{price}. Raise the budget, or shrink the workload."
@@ -547,7 +629,20 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             else:
                 parts.append(
                     f"No option meets {both}the {deadline} deadline{budget}. The fastest option with a known price is "
-                    f"{name}, {_approx(t)}{_range(o)}. Relax the deadline{' or budget' if rec.budget_usd else ''}, or shrink the workload."
+                    f"{name}, {_approx(t)}{_range(o)}{price}. "
+                    f"Relax the deadline{' or budget' if rec.budget_usd else ''}, or shrink the workload."
+                )
+                v = rec.value_alt
+                if v is not None and isinstance(v.get("cost_usd"), float | int):
+                    parts.append(
+                        f"{_cap(option_name(v))} takes {_approx(fmt_hours(v.get('total_time_h')))} "  # type: ignore[arg-type]
+                        f"for about {money(float(v['cost_usd']))}, a fraction of the cost."  # type: ignore[arg-type]
+                    )
+            if rec.unpriced is not None and rec.missed != "price":
+                u = rec.unpriced
+                parts.append(
+                    f"{_cap(option_name(u))} would meet the deadline ({_approx(fmt_hours(u.get('total_time_h')))}), "  # type: ignore[arg-type]
+                    "but the catalog has no price for it."
                 )
         parts.extend(_parallel_caveats(o, rec.stage))
         if rec.crosses_deadline:

@@ -428,8 +428,12 @@ def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
             xl = ax.pos(t)
             d.add(Line(xl, py0, xl, py0 + ph, strokeColor=colors.HexColor(GREEN), strokeDashArray=[1, 2]))
     anchors = [(ax.pos(front[0][0]), ay.pos(front[0][1]), f"fastest: {front[0][2]} ({front[0][3]})")]
-    if len(front) > 1:
-        anchors.append((ax.pos(front[-1][0]), ay.pos(front[-1][1]), f"cheapest: {front[-1][2]} ({front[-1][3]})"))
+    # The cheapest that meets the deadline is the one a reader weighs (the cheapest overall may be
+    # far past it); the cheapest overall only where nothing meets it.
+    in_time = [p for p in front if p[0] <= chart["deadline_h"]]
+    cheap, what = (in_time[-1], "cheapest in time") if in_time else (front[-1], "cheapest")
+    if cheap is not front[0]:
+        anchors.append((ax.pos(cheap[0]), ay.pos(cheap[1]), f"{what}: {cheap[2]} ({cheap[3]})"))
     anchors += [(ax.pos(t), py0 + 4, f"your {who}") for t, who in chart["local"] if 10**ax.lo <= t <= 10**ax.hi]
     for x, y, text in place_labels(anchors, font, 6.5, (px0 + 1, py0 + 1, px0 + pw - 1, py0 + ph - 1), taken):
         # grounded: the labels sat over the points and the front's line
@@ -660,9 +664,18 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
             story.append(Paragraph(escape(src), small))
 
     def footer(canvas: Any, doc_: Any) -> None:
+        from reportlab.pdfbase.pdfmetrics import stringWidth
+
         canvas.saveState()
         canvas.setFont(font, 7)
-        canvas.drawString(16 * mm, 10 * mm, f"gpuselect {report.app_version} · {report.verdict[:90]}")
+        text = f"gpuselect {report.app_version} · {report.verdict}"
+        room = size[0] - 32 * mm - 40  # the page number's room on the right
+        if stringWidth(text, font, 7) > room:  # cut at a word, marked: never mid-number
+            words = text.split(" ")
+            while len(words) > 1 and stringWidth(" ".join(words) + " …", font, 7) > room:
+                words.pop()
+            text = " ".join(words).rstrip(",;:(") + " …"
+        canvas.drawString(16 * mm, 10 * mm, text)
         canvas.drawRightString(size[0] - 16 * mm, 10 * mm, f"Page {doc_.page}")
         canvas.restoreState()
 

@@ -715,3 +715,76 @@ def test_an_unknown_option_is_named_by_its_commands_parser(capsys: pytest.Captur
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "unrecognized arguments: --bogus" in err and "`gpuselect estimate --help`" in err
+
+
+def test_options_that_fit_without_a_price_are_named_not_called_unfit() -> None:
+    # 8x B300 fits and finishes in time, but the catalog prices no B300: the verdict said "does not
+    # fit any GPU" and Stage 4.
+    slow_cpu = [LocalEstimate("cpu", "CPU", 1.0, 1e6, "measured", 0.5)]
+    rows = [_r("b300", "datacenter", 8, 5.6, None), _r("b300", "datacenter", 4, 9.0, None)]
+    rows[1] = dataclasses.replace(rows[1], fits=False)
+    rec = recommend(rows, slow_cpu, Assumptions(deadline_hours=72), W)
+    assert rec.action == "miss" and rec.missed == "price" and rec.stage == 3
+    assert rec.option is not None and rec.option["count"] == 8
+    assert "does not fit" not in rec.rationale and "no price" in rec.rationale and "inside your 72 h" in rec.rationale
+    assert rec.per_stage["3"] == rec.option  # the chart's bar is the option named
+    # Nothing at all fits: that is still said.
+    unfit = [dataclasses.replace(r, fits=False) for r in rows]
+    assert recommend(unfit, slow_cpu, Assumptions(deadline_hours=72), W).action == "none"
+    # A priced option misses the deadline while an unpriced one meets it: both are named.
+    mixed = [_r("slow", "datacenter", 1, 100.0, 300), _r("b300", "datacenter", 8, 5.6, None)]
+    rec = recommend(mixed, slow_cpu, Assumptions(deadline_hours=72), W)
+    assert rec.missed == "deadline" and rec.unpriced is not None and rec.unpriced["gpu_id"] == "b300"
+    assert "8x b300 would meet the deadline" in rec.rationale
+
+
+def test_a_missed_deadline_states_the_cost_and_a_much_cheaper_near_option() -> None:
+    slow_cpu = [LocalEstimate("cpu", "CPU", 1.0, 1e6, "measured", 0.5)]
+    rows = [_r("big", "datacenter", 1024, 5.4, 37_000, 1), _r("box", "datacenter", 8, 6.1, 330, 1)]
+    rec = recommend(rows, slow_cpu, Assumptions(deadline_hours=1), W)
+    assert rec.missed == "deadline" and rec.option is not None and rec.option["count"] == 1024
+    assert "$37,000" in rec.rationale  # the fastest's cost is stated
+    assert rec.value_alt is not None and rec.value_alt["count"] == 8 and "$330" in rec.rationale
+    assert rec.per_stage["4"] == rec.option
+    # Not much cheaper (more than half the cost), or much slower (over 1.5x): no alternative named.
+    close = [_r("big", "datacenter", 1024, 5.4, 600, 1), _r("box", "datacenter", 8, 6.1, 330, 1)]
+    assert recommend(close, slow_cpu, Assumptions(deadline_hours=1), W).value_alt is None
+    slow = [_r("big", "datacenter", 1024, 5.4, 37_000, 1), _r("box", "datacenter", 8, 9.0, 330, 1)]
+    assert recommend(slow, slow_cpu, Assumptions(deadline_hours=1), W).value_alt is None
+
+
+def test_a_missed_budget_puts_the_named_option_on_the_stage_chart() -> None:
+    # The headline took the cheapest option in time while the chart's stage bar showed the fastest.
+    slow_cpu = [LocalEstimate("cpu", "CPU", 1.0, 1e6, "measured", 0.5)]
+    rows = [_r("one", "datacenter", 1, 10.0, 23), _r("eight", "datacenter", 8, 0.6, 31)]
+    rec = recommend(rows, slow_cpu, Assumptions(deadline_hours=72, budget_usd=1), W)
+    assert rec.missed == "budget" and rec.option is not None and rec.option["gpu_id"] == "one"
+    assert rec.per_stage["3"] == rec.option
+
+
+def test_a_budget_that_rules_out_buying_keeps_saying_one_consumer_card_is_enough(catalog) -> None:  # type: ignore[no-untyped-def]
+    w = PRESETS["llama-8b-qlora"]
+    rec = A.estimate(w, A.Assumptions(budget_usd=100), catalog, local=[]).recommendation
+    assert rec.stage == 3 and rec.action == "rent" and rec.consumer_alt is not None
+    assert "One consumer card is also enough" in rec.rationale and "over your budget" in rec.rationale
+    assert rec.per_stage["3"] == rec.option
+
+
+def test_count_leaves_out_counts_nobody_builds(catalog, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    w = PRESETS["gpt2-124m"]
+    rows = A.estimate(w, A.Assumptions(counts=(16,)), catalog, local=[]).rows
+    assert rows and all(r.family in ("datacenter", "instinct") for r in rows)
+    assert not any("Laptop" in r.name for r in rows)
+    with pytest.raises(UsageError, match="not built in counts of 16"):
+        A.estimate(w, A.Assumptions(counts=(16,)), catalog, gpu_ids=["nvidia-rtx-4090"], local=[])
+    assert main(["estimate", "--workload", "gpt2-124m", "--count", "1,16", "--gpus", "nvidia-rtx-4090"]) == 0
+    assert "--count leaves out counts nobody builds" in capsys.readouterr().err
+
+
+def test_fit_suggestions_never_shard_over_more_cards_than_anyone_builds(catalog) -> None:  # type: ignore[no-untyped-def]
+    w = PRESETS["llama-70b-full"]
+    rows = A.estimate(w, A.Assumptions(), catalog, gpu_ids=["nvidia-rtx-5090", "nvidia-h100-sxm5-80gb"], local=[]).rows
+    one_5090 = next(r for r in rows if r.gpu_id == "nvidia-rtx-5090" and r.count == 1)
+    assert not any("over 64 such" in s or "over 16 such" in s for s in one_5090.suggestions)
+    one_h100 = next(r for r in rows if r.gpu_id == "nvidia-h100-sxm5-80gb" and r.count == 1)
+    assert any("such GPUs" in s for s in one_h100.suggestions)  # a datacenter card may shard over many

@@ -231,3 +231,46 @@ def test_report_says_what_memory_each_gpu_needs(tmp_path: Path) -> None:
     assert cells[10] in ("none", "selective", "full")  # what the figure assumed
     assert vram == 24.0 and peak > 0 and fits in ("yes", "no")
     assert abs(sum(parts) - peak) <= 0.1 * len(parts)  # the breakdown adds up to the peak (each part rounded)
+
+
+def _all_text(d) -> list[str]:  # type: ignore[no-untyped-def]
+    out = []
+    for c in d.contents:
+        if isinstance(c, String):
+            out.append(c.text)
+        elif hasattr(c, "contents"):
+            out += _all_text(c)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("deadline", "label"),
+    [
+        (200.0, "cheapest in time: 1x T4 (rent)"),  # both meet it: the cheaper one in time
+        (72.0, None),  # only the fastest meets it: it is also the cheapest in time, one label
+        (1.0, "cheapest: 1x T4 (rent)"),  # none meets it: the cheapest overall
+    ],
+)
+def test_the_scatter_labels_the_cheapest_option_that_meets_the_deadline(deadline: float, label: str | None) -> None:
+    # "cheapest: 32x GH200" labelled an option 3 h past a 1 h deadline, while the recommended
+    # option in time went unlabelled.
+    texts = _all_text(_scatter_chart(_chart(deadline), 480.0, "Helvetica"))
+    assert "fastest: 8x H100 (rent)" in texts
+    cheap = [t for t in texts if t.startswith("cheapest")]
+    assert cheap == ([label] if label else [])
+
+
+def test_the_pdf_footer_cuts_a_long_verdict_at_a_word_and_marks_it(tmp_path: Path) -> None:
+    from gpuselect.report.writers import write
+
+    m = this_machine(nvml=a100x2())
+    result = estimate_for_machine(get_preset("gpt2-124m"), assumptions(Settings()), m)
+    report = build_machine_report(m, result, settings=Settings())
+    report.verdict = (
+        "Stage 2 — one consumer GPU: Buy 1x GeForce RTX 5090 (~24.7 h), " + "or rent 1x GH200 96GB (~8.5 h, $19) " * 3
+    )
+    out = write(report, str(tmp_path / "r.pdf"), "pdf")
+    first = pypdf.PdfReader(str(out)).pages[0].extract_text()
+    line = next(x for x in first.splitlines() if x.startswith("gpuselect ") and "Stage 2" in x)
+    assert line.rstrip().endswith("…") or "… Page" in line
+    assert "(~8." not in line.split("…")[0][-6:]  # never cut inside a figure
