@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuselect.app.money import MoneyFormat
     from gpuselect.commands import estimate_options as opts
     from gpuselect.estimate.parallel import describe_reference_networks
-    from gpuselect.estimate.recommend import STAGE_SHORT, explain, fmt_hours, memory_need
+    from gpuselect.estimate.recommend import explain, fmt_hours, memory_need, stage_heading
     from gpuselect.output import json_document
 
     settings = opts.user_settings()
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
             + (f"{a.network_gbs:g} GB/s per node" if a.network_gbs is not None else describe_reference_networks())
         )
     )
-    print(f"\nStage {rec.stage} — {STAGE_SHORT[rec.stage]}: {choice}\n{why}\n")
+    print(f"\n{stage_heading(rec)}: {choice}\n{why}\n")
     left_out = {x.split(" ", 1)[0] for x in rec.excluded}
     for loc in result.local:
         state = (
@@ -122,6 +122,11 @@ def run(args: argparse.Namespace) -> int:
     )
     sym = money.symbol
     shown: list[Any] = []
+    picks = {
+        (o.get("gpu_id"), o.get("count"))
+        for o in (rec.option, rec.better_rental, rec.consumer_alt, rec.value_alt, rec.unpriced)
+        if o and o.get("kind") not in ("cpu", "have")
+    }
     for title, rows in (
         ("Single GPUs, fastest first", [r for r in ok if r.count == 1]),
         ("Several GPUs", [r for r in ok if 1 < r.count <= a.gpus_per_node]),
@@ -134,11 +139,15 @@ def run(args: argparse.Namespace) -> int:
             f"\n{title}:\n{'option':34s} {'batch':>6s} {'memory GB':>11s} {rate:>11s} {'prec':>9s} {'par':>5s} {'bound':>13s} "
             f"{'time':>9s} {'±':>5s}  {'buy ' + sym:>9s} {'cloud ' + sym:>9s} {'kWh':>8s}"
         )
-        for r in rows[: args.top if title.startswith("Single") else max(3, args.top // 3)]:
+        top = rows[: args.top if title.startswith("Single") else max(3, args.top // 3)]
+        # The options the advice names are always printed (after the top ones, where not among
+        # them), marked, so the pick's batch, memory, bound and band are on screen.
+        named = [r for r in rows if (r.gpu_id, r.count) in picks and r not in top]
+        for r in top + named:
             shown.append(r)
             mem = f"{r.peak_memory_gb:.1f}/{r.vram_gb:g}" if r.peak_memory_gb is not None and r.vram_gb else "—"
             speed = (r.tokens_per_s if w.seq_len else r.throughput_samples_per_s) or 0
-            label = f"{r.count}x {r.name}"
+            label = ("→ " if (r.gpu_id, r.count) in picks else "") + f"{r.count}x {r.name}"
             print(
                 f"{label[:34]:34s} {r.batch_size or 0:6d} {mem:>11s} {speed:11,.0f} {r.precision_used or '—':>9s} "
                 f"{r.parallelism:>5s} {r.bound or '—':>13s} "
@@ -164,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         f"\n{len(ok)} of {len(result.rows)} options fit. ± is the error band of each row's "
         "regime (small overhead-bound models, CNNs, transformers, LLMs on one or many GPUs, AMD), wide enough to cover "
         "80 % of that regime's validation cases (docs/accuracy.md); a time's range is time ÷ (1 + band) to time × "
-        "(1 + band). Rates are for the whole option; `bound` says what "
+        "(1 + band). → marks the options the advice names. Rates are for the whole option; `bound` says what "
         "limits a step. `--format json` has every row with its per-step time breakdown and what would make a GPU fit."
     )
     return 0

@@ -740,16 +740,15 @@ def _suggestions(
             if ok(b=batch_size or 1, sharding="fsdp", gpus=n, checkpointing=True):
                 tips.append(f"sharding the model state over {n} such GPUs (FSDP / ZeRO-3) with checkpointing")
                 break
-    if (
-        o.offload != "params"
-        and max(2, o.gpus) <= max_gpus
-        and ok(b=1, sharding="fsdp", gpus=max(2, o.gpus), offload="params", checkpointing=True)
-    ):
+    po = replace(o, offload="params", checkpointing=True)  # as a row with --offload params runs it
+    if o.offload != "params" and ok(b=1, offload="params", checkpointing=True):
         # The host then holds the whole model state: say how much, it may be more than the machine has.
-        host_gb = host_state_gb(w, replace(o, offload="params"))
+        host_gb = host_state_gb(w, po)
+        mb = max(1, max_batch_size(w, vram_gb, po, shape))
+        where = "one GPU" if o.gpus <= 1 else f"FSDP over the {o.gpus} GPUs"
         tips.append(
-            f"FSDP over {max(2, o.gpus)} GPUs with the parameters offloaded to CPU memory, checkpointing and "
-            f"batch 1 (much slower; the host then holds about {host_gb:,.0f} GB of model state)"
+            f"offloading the parameters to CPU memory (--offload params: {where}, checkpointing, batch up to {mb}; "
+            f"much slower; the host then holds about {host_gb:,.0f} GB of model state)"
         )
     return tuple(tips)
 

@@ -677,10 +677,16 @@ def _parallel_caveats(o: dict[str, object], stage: Stage) -> list[str]:
     return out
 
 
+def stage_heading(rec: Recommendation) -> str:
+    """ "Stage 3 — workstation / rented GPUs", or "No stage" where nothing considered fits (no
+    stage was reached: "Stage 4 — cluster" read as if clusters had been weighed)."""
+    return "No stage" if rec.action == "none" else f"Stage {rec.stage} — {STAGE_SHORT[rec.stage]}"
+
+
 def verdict_line(rec: Recommendation, money: Money = usd) -> str:
     """One line: the stage and the choice, as the CLI, the GUI and the report's cover print it."""
     choice, _ = explain(rec, money)
-    return f"Stage {rec.stage} — {STAGE_SHORT[rec.stage]}: {choice}"
+    return f"{stage_heading(rec)}: {choice}"
 
 
 def memory_need(loc: Any) -> str:

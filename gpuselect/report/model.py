@@ -19,6 +19,7 @@ from gpuselect.estimate.recommend import (
     fmt_hours,
     memory_need,
     option_name,
+    stage_heading,
     verdict_line,
 )
 from gpuselect.health.text import with_unit
@@ -295,7 +296,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
     rec = result.recommendation
     s = Section("Estimates")
     choice, why = explain(rec, money)
-    s.lines.append(f"Stage {rec.stage} — {STAGE_SHORT[rec.stage]}: {choice}. {why}")
+    s.lines.append(f"{stage_heading(rec)}: {choice}. {why}")
     for loc in result.local:
         need = f"; {memory_need(loc)}" if loc.device == "cpu" and loc.peak_memory_gb is not None and loc.vram_gb else ""
         s.lines.append(
@@ -550,7 +551,7 @@ def summary_text(health: Any, n_gpus: int, result: Any, money: MoneyFormat) -> s
         return machine
     rec = result.recommendation
     choice, why = explain(rec, money)
-    return f"Stage {rec.stage} — {STAGE_SHORT[rec.stage]} — for {result.workload.name}: {choice}. {machine} {why}"
+    return f"{stage_heading(rec)} — for {result.workload.name}: {choice}. {machine} {why}"
 
 
 def build_report(

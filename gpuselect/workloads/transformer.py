@@ -253,6 +253,11 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
             "LLaVA's), which gpuselect does not read; save that part as its own config.json"
         )
     if model_type in ("vit", "deit") or "patch_size" in cfg:
+        if seq_len is not None:  # as the ViT preset says it: a silent no-op read as accepted
+            raise DataError(
+                f"{p}: a vision transformer trains fixed-size images (its tokens are the image's patches): "
+                "--seq-len does not apply; change image_size in the config instead"
+            )
         return _vit_shape(cfg, str(p))
     hidden = _positive_int(cfg, str(p), ("hidden_size", "n_embd", "d_model", "dim"), limit=1 << 17)
     layers = _positive_int(cfg, str(p), ("num_hidden_layers", "n_layer", "num_layers", "n_layers"), limit=1000)
@@ -264,7 +269,11 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
     ffn = _positive_int(
         cfg, str(p), ("intermediate_size", "n_inner", "ffn_dim", "d_ff"), default=4 * hidden, limit=1 << 20
     )
-    kv = _positive_int(cfg, str(p), ("num_key_value_heads", "n_kv_heads"), default=heads, limit=4096)
+    # Falcon names them num_kv_heads (40B) or n_head_kv (older files), or sets multi_query (7B: one).
+    kv_default = 1 if cfg.get("multi_query") is True else heads
+    kv = _positive_int(
+        cfg, str(p), ("num_key_value_heads", "n_kv_heads", "num_kv_heads", "n_head_kv"), default=kv_default, limit=4096
+    )
     head_dim = _positive_int(cfg, str(p), ("head_dim",), default=0, limit=1 << 14) or None
     if head_dim == hidden // heads and not hidden % heads:
         head_dim = None  # the usual width: stated only for clarity
@@ -272,7 +281,7 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
         raise DataError(f"{p}: hidden size {hidden} is not a multiple of the {heads} attention heads")
     if heads % kv:
         raise DataError(f"{p}: {heads} attention heads cannot be grouped into {kv} key/value heads")
-    act = str(_first(cfg, "hidden_act", "activation_function") or "").lower()
+    act = str(_first(cfg, "hidden_act", "hidden_activation", "activation_function") or "").lower()
     gated = act in ("silu", "swiglu", "swish") or model_type in _LLAMA_LIKE
     rms = "rms_norm_eps" in cfg or model_type in _LLAMA_LIKE
     rotary = any(k in cfg for k in ("rope_theta", "rotary_pct", "rotary_emb_base", "rope_scaling")) or model_type in (
@@ -325,7 +334,11 @@ _LLAMA_LIKE = (
     "qwen3_moe",
     "gemma",
     "gemma2",
+    "gemma3_text",
+    "olmo",
+    "olmo2",
     "olmoe",
+    "granite",
     "phi3",
 )
 #: Model types whose transformers config class defaults ``tie_word_embeddings`` to False (the

@@ -508,7 +508,7 @@ def test_nothing_fits_names_the_closest_option_and_what_would_make_it_fit(
     assert rec.action == "none" and not any(r.fits for r in res.rows)
     closest = min(res.rows, key=lambda r: (r.peak_memory_gb or 0) / r.vram_gb)
     assert f"The closest, 2x {closest.name}, needs {closest.peak_memory_gb:,.1f} GB per GPU" in rec.rationale
-    assert "parameters offloaded to CPU memory" in rec.rationale and "LoRA/QLoRA" not in rec.rationale
+    assert "offloading the parameters to CPU memory" in rec.rationale and "LoRA/QLoRA" not in rec.rationale
     # A full fine-tune with no suggestion left still hears of adapters.
     from gpuselect.estimate.recommend import _fit_hint
 
@@ -682,7 +682,7 @@ def test_offload_says_how_much_the_host_must_hold(catalog) -> None:  # type: ign
     full = A.estimate(
         PRESETS["llama-70b-full"], A.Assumptions(counts=(2,)), catalog, gpu_ids=["nvidia-rtx-4090"], local=[]
     )
-    tip = next(t for t in full.rows[0].suggestions if "offloaded to CPU memory" in t)
+    tip = next(t for t in full.rows[0].suggestions if "offloading the parameters to CPU memory" in t)
     gb = float(tip.split("holds about ")[1].split(" GB")[0].replace(",", ""))
     assert 1000 < gb < 1300  # 70.6 B parameters x 16 bytes of weights, gradients and AdamW state
     q = _qlora_70b_offloaded_on_two_4090s(catalog)

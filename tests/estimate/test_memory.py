@@ -346,9 +346,9 @@ def _apply(tip: str, w: Workload, o: MemoryOptions, batch: int, shape: Transform
     if tip.startswith("sharding the model state over"):
         n = int(re.search(r"over (\d+)", tip).group(1))  # type: ignore[union-attr]
         return w, replace(o, sharding="fsdp", gpus=n, checkpointing=True), batch
-    if tip.startswith("FSDP over"):
-        n = int(re.search(r"over (\d+)", tip).group(1))  # type: ignore[union-attr]
-        return w, replace(o, sharding="fsdp", gpus=n, offload="params", checkpointing=True), 1
+    if tip.startswith("offloading the parameters"):
+        most = int(re.search(r"batch up to (\d+)", tip).group(1))  # type: ignore[union-attr]
+        return w, replace(o, offload="params", checkpointing=True), most  # the largest batch it names fits
     return None
 
 

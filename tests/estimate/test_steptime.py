@@ -317,7 +317,7 @@ def test_a_multi_gpu_row_that_does_not_fit_says_how_it_would_run_and_what_would_
     res = A.estimate(w, A.Assumptions(counts=(2,)), catalog, gpu_ids=["nvidia-rtx-4090"], local=[])
     (r,) = res.rows
     assert not r.fits and r.count == 2 and r.parallelism == "fsdp"
-    assert any("offloaded" in s for s in r.suggestions)
+    assert any("offloading the parameters" in s for s in r.suggestions)
     off = A.estimate(w, A.Assumptions(counts=(2,), offload="params"), catalog, gpu_ids=["nvidia-rtx-4090"], local=[])
     assert off.rows[0].fits
 

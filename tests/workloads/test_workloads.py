@@ -215,12 +215,59 @@ _GEMMA_7B = {
 }
 
 
+_FALCON_7B = {  # one key/value head, said only by multi_query
+    "model_type": "falcon",
+    "hidden_size": 4544,
+    "num_attention_heads": 71,
+    "num_hidden_layers": 32,
+    "vocab_size": 65024,
+    "multi_query": True,
+    "parallel_attn": True,
+    "bias": False,
+}
+_FALCON_40B = {  # eight key/value heads, under Falcon's own key
+    "model_type": "falcon",
+    "hidden_size": 8192,
+    "num_attention_heads": 128,
+    "num_hidden_layers": 60,
+    "num_kv_heads": 8,
+    "vocab_size": 65024,
+    "new_decoder_architecture": True,
+    "parallel_attn": True,
+    "bias": False,
+}
+_GEMMA3_4B = {  # a gated FFN named by its model type; its activation under hidden_activation
+    "model_type": "gemma3_text",
+    "hidden_size": 2560,
+    "intermediate_size": 10240,
+    "num_attention_heads": 8,
+    "num_hidden_layers": 34,
+    "num_key_value_heads": 4,
+    "head_dim": 256,
+    "vocab_size": 262208,
+    "max_position_embeddings": 131072,
+    "hidden_activation": "gelu_pytorch_tanh",
+    "rms_norm_eps": 1e-6,
+}
+
+
 @pytest.mark.parametrize(
     ("cfg", "total_b", "active_b"),
     # the model cards' totals: Mixtral 8x7B 46.7 B (12.9 B active), Qwen1.5-MoE-A2.7B 14.3 B (2.7 B),
-    # Qwen3-30B-A3B 30.5 B (3.3 B), Gemma 7B 8.54 B (its 16 heads of 256 are wider than hidden 3072)
-    [(_MIXTRAL, 46.7, 12.9), (_QWEN15_MOE, 14.3, 2.7), (_QWEN3_MOE, 30.5, 3.3), (_GEMMA_7B, 8.54, 8.54)],
-    ids=["mixtral-8x7b", "qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "gemma-7b"],
+    # Qwen3-30B-A3B 30.5 B (3.3 B), Gemma 7B 8.54 B (its 16 heads of 256 are wider than hidden 3072),
+    # Falcon-7B 6.92 B (the card), Falcon-40B 41.3 B (the config's arithmetic: 60 x (q, o 2 x 8192^2
+    # + k, v 2 x 8192 x 512 + FFN 2 x 8192 x 32768) + the tied table; 47-49 B with all 128 heads'
+    # keys and values, as they were read before), Gemma 3 4B's text model 3.88 B (the card)
+    [
+        (_MIXTRAL, 46.7, 12.9),
+        (_QWEN15_MOE, 14.3, 2.7),
+        (_QWEN3_MOE, 30.5, 3.3),
+        (_GEMMA_7B, 8.54, 8.54),
+        (_FALCON_7B, 6.92, 6.92),
+        (_FALCON_40B, 41.3, 41.3),
+        (_GEMMA3_4B, 3.88, 3.88),
+    ],
+    ids=["mixtral-8x7b", "qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "gemma-7b", "falcon-7b", "falcon-40b", "gemma3-4b"],
 )
 def test_moe_and_head_dim_configs_count_what_the_model_cards_say(
     tmp_path: Path, cfg: dict[str, object], total_b: float, active_b: float

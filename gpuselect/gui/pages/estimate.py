@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuselect.app.money import MoneyFormat
-from gpuselect.estimate.recommend import STAGE_SHORT, explain, fmt_hours, fmt_hours_range, option_name
+from gpuselect.estimate.recommend import explain, fmt_hours, fmt_hours_range, option_name, stage_heading
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
 from gpuselect.gui.plots import themed_plot
 from gpuselect.gui.workers import CLOSING_PROPERTY, GeneratorWorker, call_in_generator
@@ -781,7 +781,7 @@ class EstimatePage(QWidget):
         ]
         local = "; ".join(parts)
         self.recommendation.setText(
-            f"<b>Stage {rec.stage} — {escape(STAGE_SHORT[rec.stage])}: {escape(choice)}</b><br>{escape(why)}"
+            f"<b>{escape(stage_heading(rec))}: {escape(choice)}</b><br>{escape(why)}"
             + (f"<br><i>{escape(local)}</i>" if local else "")
         )
         self.hover.setText("Hover over or click a point in the time-vs-cost chart for its figures.")
