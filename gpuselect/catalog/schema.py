@@ -95,6 +95,17 @@ class GpuEntry:
     # field name (or group name such as "memory", "tensor", "price") -> where it came from
     sources: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def usable_vram_gb(self) -> float:
+        """What training can allocate of ``vram_gb``: NVIDIA's datacenter cards with GDDR memory run
+        with ECC on by default, which stores its check bits in that memory and leaves 15/16 of it
+        ("On GPUs with GDDR memory with ECC enabled the available DRAM is reduced by 6.25 %", CUDA
+        C++ Best Practices Guide; a T4 shows 15 of its 16 GB in nvidia-smi). HBM keeps them apart;
+        workstation cards ship with ECC off."""
+        if self.vendor == "NVIDIA" and self.family == "datacenter" and self.memory_type.upper().startswith("GDDR"):
+            return self.vram_gb * 15 / 16
+        return self.vram_gb
+
     def one_die(self) -> GpuEntry:
         """One die of a multi-die board as PyTorch sees it (an MI250/MI250X shows each of its two
         GCDs as a GPU): every per-board resource divided by ``dies``, so the host's per-step cost

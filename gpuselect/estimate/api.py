@@ -555,8 +555,9 @@ def _row(
         energy_kwh=None,
         co2_kg=None,
         error_band=band if band is not None else 1.0,
-        vram_gb=e.vram_gb,
+        vram_gb=e.usable_vram_gb,
     )
+    cap = e.usable_vram_gb  # what the memory fit compares against (ECC on GDDR datacenter cards: 15/16)
     prec = Precision(resolve_precision(e, a.precision))
     base.precision_used = prec
     mem_prec = "bf16" if prec == "fp8" else prec  # fp8 training keeps bf16 weights and activations
@@ -571,7 +572,7 @@ def _row(
     if single_fit is not None and single_fit.fits and a.sharding in (None, Sharding.NONE) and a.offload == Offload.NONE:
         fit = single_fit  # data parallel replicates the one-GPU state: the same fit (plan() shards only what does not fit)
     else:
-        fit = plan(w, e.vram_gb, mo, checkpointing=a.checkpointing, sharding=a.sharding, batch_size=a.batch_size)
+        fit = plan(w, cap, mo, checkpointing=a.checkpointing, sharding=a.sharding, batch_size=a.batch_size)
     ckpt = fit.options.checkpointing
     if ckpt == "selective" and w.shape is None:
         ckpt = True  # selective is a transformer's; other workloads checkpoint fully (docs/memory.md)
@@ -588,6 +589,8 @@ def _row(
 
     sharded = show(fit, ckpt)
     notes = [f"{a.precision} is not supported here: runs {prec}"] if a.precision not in (Precision.AUTO, prec) else []
+    if cap < e.vram_gb:
+        notes.append(f"ECC on (the default): {cap:g} of its {e.vram_gb:g} GB usable")
     unsupported = UNSUPPORTED_ARCHS.get((e.vendor, e.architecture))
     if unsupported:
         base.supported = False
@@ -596,12 +599,12 @@ def _row(
         # What the option would run as, had it fit: a two-GPU row is never "single".
         base.parallelism = "single" if count == 1 else ("fsdp" if fit.options.split == "fsdp" else "ddp")
         base.suggestions = suggestions(
-            w, e.vram_gb, fit.options, a.batch_size, max_gpus=plausible_max(e, a.gpus_per_node, a.cluster_max_gpus)
+            w, cap, fit.options, a.batch_size, max_gpus=plausible_max(e, a.gpus_per_node, a.cluster_max_gpus)
         )
         base.note = "; ".join(
             [
                 *notes,
-                f"needs {fit.peak_gb:,.1f} of {e.vram_gb:g} GB"
+                f"needs {fit.peak_gb:,.1f} of {cap:g} GB"
                 + (
                     f" at batch {fit.batch_size}; at most batch {fit.max_batch} fits"
                     if fit.max_batch
@@ -635,7 +638,7 @@ def _row(
         # Left to choose, a user whose batch memory caps below the workload's own checkpoints if
         # that trains faster: a larger batch fills the GPU better and, sharded, spreads the step's
         # fixed gathers and reduces over more samples, against about a third more compute.
-        alt = plan(w, e.vram_gb, mo, checkpointing=True, sharding=a.sharding, batch_size=None)
+        alt = plan(w, cap, mo, checkpointing=True, sharding=a.sharding, batch_size=None)
         if alt.fits and alt.batch_size > fit.batch_size:
             st2, par2 = step(alt, True)
             if alt.batch_size / st2.seconds > fit.batch_size / st.seconds:
@@ -653,7 +656,7 @@ def _row(
         # trains faster (FSDP: a larger batch fits, each GPU updates only its shard), as the
         # checkpointing above: an A100 80GB box trained a 3B model slower than an A100 40GB one,
         # which had to shard.
-        alt = plan(w, e.vram_gb, mo, checkpointing=a.checkpointing, sharding=Sharding.FSDP, batch_size=None)
+        alt = plan(w, cap, mo, checkpointing=a.checkpointing, sharding=Sharding.FSDP, batch_size=None)
         ck2: bool | str = alt.options.checkpointing  # a transformer's: selective stays selective
         if alt.fits:  # a larger batch, or the same without checkpointing: whichever trains faster
             st2, par2 = step(alt, ck2)

@@ -788,3 +788,14 @@ def test_fit_suggestions_never_shard_over_more_cards_than_anyone_builds(catalog)
     assert not any("over 64 such" in s or "over 16 such" in s for s in one_5090.suggestions)
     one_h100 = next(r for r in rows if r.gpu_id == "nvidia-h100-sxm5-80gb" and r.count == 1)
     assert any("such GPUs" in s for s in one_h100.suggestions)  # a datacenter card may shard over many
+
+
+def test_ecc_on_gddr_datacenter_cards_leaves_fifteen_sixteenths(catalog) -> None:  # type: ignore[no-untyped-def]
+    # An L40S "fitted" Llama 8B QLoRA at 47.2 of 48 GB; with ECC on (the default) it exposes 45 GB.
+    l40s, h100, a6000 = (catalog.get(g) for g in ("nvidia-l40s", "nvidia-h100-sxm5-80gb", "nvidia-rtx-a6000"))
+    assert l40s.usable_vram_gb == pytest.approx(45.0) and h100.usable_vram_gb == h100.vram_gb  # HBM: no loss
+    assert a6000.usable_vram_gb == a6000.vram_gb  # workstation cards ship with ECC off
+    w = dataclasses.replace(PRESETS["llama-8b-qlora"])
+    (r,) = A.estimate(w, A.Assumptions(counts=(1,)), catalog, gpu_ids=["nvidia-l40s"], local=[]).rows
+    assert r.fits and r.vram_gb == pytest.approx(45.0) and r.peak_memory_gb <= 45.0
+    assert "45 of its 48 GB usable" in (r.note or "")
