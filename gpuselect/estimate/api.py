@@ -29,6 +29,7 @@ from gpuselect.estimate.roofline import (
     catalog_device,
     multi_gpu_device,
     resolve_precision,
+    supports,
 )
 from gpuselect.estimate.roofline import params as roofline_params
 from gpuselect.fleet.interconnect import MeasuredInterconnect, measured_link_gbs
@@ -599,7 +600,12 @@ def _row(
         # What the option would run as, had it fit: a two-GPU row is never "single".
         base.parallelism = "single" if count == 1 else ("fsdp" if fit.options.split == "fsdp" else "ddp")
         base.suggestions = suggestions(
-            w, cap, fit.options, a.batch_size, max_gpus=plausible_max(e, a.gpus_per_node, a.cluster_max_gpus)
+            w,
+            cap,
+            fit.options,
+            a.batch_size,
+            max_gpus=plausible_max(e, a.gpus_per_node, a.cluster_max_gpus),
+            precisions=frozenset(p for p in ("fp16", "bf16", "bf16-true") if supports(e, p)),
         )
         base.note = "; ".join(
             [

@@ -666,11 +666,13 @@ def suggestions(
     shape: TransformerShape | None = None,
     *,
     max_gpus: int = 256,
+    precisions: frozenset[str] | None = None,
 ) -> list[str]:
     """Changes that make the workload fit this card, cheapest first; each one is checked to fit
     (with the other settings as given) before it is offered. ``max_gpus``: the most such cards
-    anyone builds into one job (a laptop GPU 1, consumer cards 4): no sharding over more."""
-    return list(_suggestions(w, vram_gb, o, batch_size, shape, max_gpus))
+    anyone builds into one job (a laptop GPU 1, consumer cards 4): no sharding over more.
+    ``precisions``: those the card runs (None: any), so no precision it lacks is offered."""
+    return list(_suggestions(w, vram_gb, o, batch_size, shape, max_gpus, precisions))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -681,6 +683,7 @@ def _suggestions(
     batch_size: int | None,
     shape: TransformerShape | None,
     max_gpus: int = 256,
+    precisions: frozenset[str] | None = None,
 ) -> tuple[str, ...]:
     tips: list[str] = []
     shape = shape or shape_of(w)
@@ -716,11 +719,15 @@ def _suggestions(
             mb = max_batch_size(w, vram_gb, replace(o, checkpointing=True), shape)
             if mb >= 1:
                 tips.append(f"full activation checkpointing and a batch of at most {mb} per GPU (accumulate gradients)")
-    if o.precision in ("fp32", "tf32") and ok(precision="bf16"):
+
+    def runs(*precs: str) -> bool:
+        return precisions is None or any(p in precisions for p in precs)
+
+    if o.precision in ("fp32", "tf32") and runs("bf16", "fp16") and ok(precision="bf16"):
         tips.append("mixed precision (bf16, or fp16 on cards without bf16)")
     if o.optimizer in ("adam", "adamw") and ok(optimizer="adam8bit"):
         tips.append("an 8-bit Adam optimizer (bitsandbytes)")
-    if o.precision in ("bf16", "fp16", "fp8") and ok(precision="bf16-true"):
+    if o.precision in ("bf16", "fp16", "fp8") and runs("bf16-true") and ok(precision="bf16-true"):
         tips.append("pure bf16 training (bf16-true: no fp32 master weights or optimizer states)")
     if o.offload == "none" and ok(offload="optimizer"):
         tips.append("offloading the optimizer state to CPU memory (slower steps)")

@@ -799,3 +799,25 @@ def test_ecc_on_gddr_datacenter_cards_leaves_fifteen_sixteenths(catalog) -> None
     (r,) = A.estimate(w, A.Assumptions(counts=(1,)), catalog, gpu_ids=["nvidia-l40s"], local=[]).rows
     assert r.fits and r.vram_gb == pytest.approx(45.0) and r.peak_memory_gb <= 45.0
     assert "45 of its 48 GB usable" in (r.note or "")
+
+
+def test_rdna2_and_vega20_train_in_fp16_and_no_card_is_told_to_use_a_precision_it_lacks(catalog) -> None:  # type: ignore[no-untyped-def]
+    from gpuselect.estimate.roofline import resolve_precision
+
+    for gid in ("amd-rx-6900-xt", "amd-mi50", "amd-radeon-vii"):
+        e = catalog.get(gid)
+        assert resolve_precision(e, "auto") == "fp16" and e.fp16_tflops == pytest.approx(2 * e.fp32_tflops, rel=0.01)
+    assert resolve_precision(catalog.get("nvidia-p100-sxm2"), "auto") == "fp32"
+    # "try pure bf16 training" to a card without bf16 (its bf16-true runs fp16 mixed, which does not fit)
+    rows = A.estimate(
+        PRESETS["llama-1b-full"],
+        A.Assumptions(counts=(1,)),
+        catalog,
+        gpu_ids=["amd-mi50", "nvidia-p100-sxm2"],
+        local=[],
+    ).rows
+    for r in rows:
+        assert not r.fits and not any("bf16" in s or "mixed precision" in s for s in r.suggestions), (
+            r.name,
+            r.suggestions,
+        )
