@@ -391,10 +391,12 @@ def plain_loss_bytes_per_sample(w: Workload, o: MemoryOptions, shape: Transforme
 
 @dataclass(frozen=True)
 class _LossPhase:
-    """With a plain loss the step peaks in one of two phases, per sample: the loss's backward
-    (``loss``), before any weight gradient is allocated (zero_grad(set_to_none=True), torch's
-    default), or later with the gradients and, under checkpointing, one layer rebuilt (``rebuilt``);
-    ``kept`` lives through both. Their larger is not linear in the batch."""
+    """A language model's step peaks in one of two phases, per sample: the loss's backward
+    (``loss``: the plain loss's full fp32 buffers, or a chunked loss's logits), before any weight
+    gradient is allocated (zero_grad(set_to_none=True), torch's default), or later with the
+    gradients and, under checkpointing, one layer rebuilt (``rebuilt``); ``kept`` lives through
+    both. Their larger is not linear in the batch. (A chunked loss's logits counted on top of the
+    gradients made it need more memory than the plain loss it exists to shrink.)"""
 
     kept: float
     rebuilt: float
@@ -403,9 +405,9 @@ class _LossPhase:
 
 def _loss_phase(w: Workload, o: MemoryOptions, shape: TransformerShape | None) -> _LossPhase | None:
     shape = shape or shape_of(w)
-    if o.loss != "plain" or shape is None or not shape.lm_head:
+    if shape is None or not shape.lm_head:
         return None
-    loss = plain_loss_bytes_per_sample(w, o, shape)
+    loss = plain_loss_bytes_per_sample(w, o, shape) if o.loss == "plain" else logits_bytes_per_sample(w, o, shape)
     if o.recompute in ("full", "selective"):
         kept, rebuilt = _checkpointed_parts(w, o, shape)
         return _LossPhase(kept, rebuilt, loss)
