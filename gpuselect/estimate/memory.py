@@ -252,6 +252,16 @@ def _unit_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None, w
     return 2 * per_layer
 
 
+def _unit_grad_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None, weights: float) -> float:
+    """The gradients of the one unit whose backward runs, whole before FSDP reduce-scatters them
+    (or, offloaded, copies them to the host): a layer's, or the embedding/head unit's where bigger."""
+    layers = max(1, w.layers)
+    if shape is not None:
+        other = _embedding_params(w, shape) * (4 if o.precision in ("fp32", "tf32") else 2)
+        return max(max(0.0, weights - other) / layers, min(other, shape.vocab * shape.hidden * 2))
+    return weights / layers
+
+
 # --- activations -----------------------------------------------------------------------------------
 
 
@@ -450,14 +460,17 @@ def peak_memory(w: Workload, batch: int, o: MemoryOptions, shape: TransformerSha
         grads /= n
     if o.sharding == "fsdp" and n > 1:
         working = _unit_bytes(w, o, shape, weights)
+        if w.mode == "full":  # the unit's gradients are whole until reduce-scattered
+            working += _unit_grad_bytes(w, o, shape, weights)
         weights /= n
     if o.offload in ("optimizer", "params"):
         opt, evictable = 0.0, 0.0
     if o.offload == "params":
         # Weights and gradients live on the host; the GPU holds the gathered unit it computes with
         # and that unit's gradients.
-        unit = working or _unit_bytes(w, o, shape, weights * n if o.sharding == "fsdp" else weights)
-        weights, grads, working = unit, (unit if w.mode == "full" else 0.0), 0.0
+        whole = weights * n if o.sharding == "fsdp" else weights
+        unit = _unit_bytes(w, o, shape, whole)
+        weights, grads, working = unit, (_unit_grad_bytes(w, o, shape, whole) if w.mode == "full" else 0.0), 0.0
     weights += working + dequant_transient_bytes(w, shape)
     ph = _loss_phase(w, o, shape)
     if ph is not None:
