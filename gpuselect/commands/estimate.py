@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     if paths:
         print(
             f"\n* no measured step validates {', '.join(paths)}: the band is borrowed from the "
-            "validated regime (docs/accuracy.md)"
+            "validated regime, the widest GPU band for offloaded and mixture-of-experts rows (docs/accuracy.md)"
         )
     misfits = [r for r in result.rows if not r.fits and r.peak_memory_gb is not None]
     if misfits and len({r.gpu_id for r in result.rows}) <= 3:  # the user named the cards: say why each does not fit

@@ -238,10 +238,12 @@ UNSUPPORTED_ARCHS: dict[tuple[str, str], str] = {
 }
 
 
-def regime(w: Workload, count: int, bound: str | None, *, traced: bool = True) -> str:
+def regime(w: Workload, count: int, bound: str | None, *, traced: bool = True, offload: bool = False) -> str:
     """The validation regime a row belongs to (its error band comes from that regime's cases)."""
     if w.shape is not None and w.shape.is_moe:
         return "moe"  # no measured mixture-of-experts step: regime_band gives it the widest GPU band
+    if offload:
+        return "offload"  # nor an offloaded one (the host's Adam and PCIe copies dominate): the widest too
     if bound == "overhead":
         return "overhead"
     if not traced:
@@ -277,7 +279,7 @@ def regime_band(reg: str, vendor: str) -> float:
     benchmarks/estimator_validation.py), compounded with the AMD band for AMD cards."""
     try:
         doc = _bands()
-        if reg == "moe":  # unvalidated: the widest band of any GPU regime, not one it never earned
+        if reg in ("moe", "offload"):  # unvalidated: the widest band of any GPU regime, not one it never earned
             band = max(float(v) for k, v in doc["regimes"].items() if not k.startswith("cpu"))
         else:
             band = float(doc["regimes"].get(reg, doc["regimes"]["all"]))
@@ -382,7 +384,7 @@ def predict_step(
             seconds += c.exposed_s
         bound = (
             "communication"
-            if bd.get("communication", 0) > legacy
+            if bd.get("communication", 0) > max(legacy, st.host_s)  # the host too: it may be the step
             else ("overhead" if st.host_s > legacy else "compute")
         )
         st = StepTime(seconds, bd, bound, legacy, st.host_s, st.launches, legacy * 2 / 3)
@@ -680,7 +682,8 @@ def _row(
     base.time_breakdown_s = {k: round(v, 6) for k, v in st.breakdown.items() if v > 0}
     if band is None:
         traced = is_traced(trace_cached(w, ckpt))
-        base.error_band = regime_band(regime(w, count, st.bound, traced=traced), e.vendor)
+        reg = regime(w, count, st.bound, traced=traced, offload=fit.options.offload != "none")
+        base.error_band = regime_band(reg, e.vendor)
     if ckpt == "selective":
         notes.append("with selective activation checkpointing")
     elif ckpt:

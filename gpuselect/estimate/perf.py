@@ -478,6 +478,10 @@ def step_time(
         "communication": bd["communication"],
     }
     bound = max(share, key=lambda k: share[k])
+    if d.kind != "cpu" and host > device:
+        # The device waits for the host: the step is the host's, whatever the device's own split
+        # (labelled by that split, two cards with the same host-bound rate read compute and memory).
+        bound = "communication" if bd["communication"] > host + bd["copy"] else "overhead"
     return StepTime(step, dict(bd.items()), bound, device, host, launches, backward)
 
 

@@ -363,7 +363,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
     if paths:
         s.lines.append(
             f"(*) No measured step validates {', '.join(paths)}: those rows' bands are borrowed from "
-            "the validated regime."
+            "the validated regime (offloaded and mixture-of-experts rows take the widest GPU band)."
         )
     s.table = rows
     per_stage = {k: _in_currency(v, money) for k, v in rec.per_stage.items() if v}
