@@ -735,21 +735,30 @@ def _row(
 BENCH_MODELS = {"simple-cnn": "simple_cnn"}
 
 
-def _measured(w: Workload, rec: dict | None, batch: int) -> tuple[float, int] | None:  # type: ignore[type-arg]
-    """(samples/s, batch) the benchmark measured for this workload at this batch (or the nearest
-    measured batch within 2x), or None."""
+def _measured(w: Workload, rec: dict | None, batch: int) -> tuple[float, str] | None:  # type: ignore[type-arg]
+    """(samples/s, how) the benchmark measured for this workload at this batch, or between the two
+    measured batches around it (log-log: a step's time is a power of its batch between two
+    neighbours); None outside the measured batches. (Taking the nearest batch within 2x made the
+    curve jump: batch 8 read batch 16's rate, 35 % above the 8 both full runs measured.)"""
     from gpuselect.estimate.perf import _bench_steps
 
     name = BENCH_MODELS.get(w.id)
     if not rec or not name:
         return None
-    steps = [s for s in _bench_steps(rec) if s.get("model") == name and s.get("samples_per_s")]
-    if not steps:
+    rates: dict[int, float] = {}
+    for s in _bench_steps(rec):
+        b, v = s.get("batch_size"), s.get("samples_per_s")
+        ok = isinstance(b, int) and b > 0 and isinstance(v, int | float) and finite_number(v) and v > 0
+        if s.get("model") == name and ok:
+            rates[int(b)] = float(v)  # type: ignore[arg-type]  # checked just above
+    if batch in rates:
+        return rates[batch], f"at batch {batch}"
+    lo = max((b for b in rates if b < batch), default=None)
+    hi = min((b for b in rates if b > batch), default=None)
+    if lo is None or hi is None:
         return None
-    best = min(steps, key=lambda s: abs(math.log(s["batch_size"] / batch)))
-    if abs(math.log(best["batch_size"] / batch)) > math.log(2):
-        return None
-    return float(best["samples_per_s"]), int(best["batch_size"])
+    k = math.log(rates[hi] / rates[lo]) / math.log(hi / lo)
+    return rates[lo] * (batch / lo) ** k, f"between batches {lo} and {hi} (interpolated)"
 
 
 def local_cpu_estimate(
@@ -773,9 +782,10 @@ def local_cpu_estimate(
     )
     if ram_gb is None or not (finite_number(ram_gb) and ram_gb > 0):
         return loc  # not checked: fits stays True, and no memory figure is shown
-    prec = (
-        "fp32" if a.precision in (Precision.AUTO, Precision.FP32, Precision.TF32, Precision.FP8) else str(a.precision)
-    )
+    # memory in the precision the time assumes: fp32 for auto (as the CPU's benchmark trains), a
+    # 16-bit request in 16 bits (fp8 keeps bf16 activations, as on a GPU)
+    prec = "fp32" if a.precision in (Precision.AUTO, Precision.FP32, Precision.TF32) else str(a.precision)
+    prec = "bf16" if prec == "fp8" else prec
     fit = plan(
         w,
         usable_ram_gb(float(ram_gb)),
@@ -848,7 +858,7 @@ def _local_cpu_time(
     batch = a.batch_size or w.default_batch_size
     hit = _measured(w, rec, batch)
     if hit is not None:
-        thr, b = hit
+        thr, how = hit
         # The band stays the CPU regime's: a busy machine's steps vary as much as the model errs
         # (docs/validation/cpu-vm-2026-11-23: two runs 4-10x apart under load).
         return LocalEstimate(
@@ -856,19 +866,19 @@ def _local_cpu_time(
             name,
             thr,
             samples / thr / 3600,
-            f"measured: this CPU trained {w.name} at batch {b} in its benchmark",
+            f"measured: this CPU trained {w.name} {how} in its benchmark",
             regime_band("cpu", "NVIDIA"),
         )
     d = cpu_device(rec or None, cores=cores, name=name, mhz=mhz, features=features)
+    # auto is fp32 on a CPU, the precision its benchmark trains in: AMX's bf16 matmuls measure 3-6x
+    # fp32's, which the step model took for whole training steps (a CNN at batch 128 read 2.6x
+    # its own measured step). A 16-bit request uses the faster 16-bit matmul where the benchmark
+    # found one, and says that no training step validates it.
     prec = "fp32"
-    if a.precision not in (Precision.FP32, Precision.TF32):
-        # The fastest precision the benchmark found (CPUs without AMX run 16-bit slower than fp32).
-        fastest = max(d.peak_tflops, key=lambda k: d.peak_tflops[k])
-        prec = (
-            fastest
-            if a.precision == Precision.AUTO
-            else ("fp32" if d.peak_tflops.get(fastest, 0) <= d.peak_tflops["fp32"] else fastest)
-        )
+    sixteen = a.precision in (Precision.FP16, Precision.BF16, Precision.BF16_TRUE, Precision.FP8)
+    if sixteen:
+        fast = [p for p in ("bf16", "fp16") if d.peak_tflops.get(p, 0) > d.peak_tflops["fp32"]]
+        prec = fast[0] if fast else "fp32"
     st, _ = predict_step(
         w, d, None, batch, prec, optimizer=a.optimizer, checkpointing=as_checkpointing(a.checkpointing), a=a
     )
@@ -887,7 +897,9 @@ def _local_cpu_time(
     )
     # Only a device fitted on steps it explains takes the cpu band; one whose steps its fit misses
     # (a busy machine), or that has too few to fit, takes the band of such records.
-    unsteady = fit is None or fit.unsteady
+    unsteady = fit is None or fit.unsteady or prec != "fp32"  # a 16-bit CPU step: no measured one
+    if prec != "fp32":
+        basis += f"; no {prec} training step on a CPU validates this (only its {prec} matmul is measured)"
     # Unmeasured: the band of our CPU records predicted from what detect sees (regime cpu_spec).
     band = regime_band(("cpu_unsteady" if unsteady else "cpu") if measured else "cpu_spec", "NVIDIA")
     return LocalEstimate("cpu", name, thr, samples / thr / 3600, basis, band)
@@ -935,7 +947,7 @@ def local_gpu_estimate(
         if hit is not None:
             thr = hit[0]
             hours = (a.dataset_size or w.default_dataset_size) * (a.epochs or w.default_epochs) / thr / 3600
-            basis = f"measured: this card trained {w.name} at batch {hit[1]} in its benchmark"
+            basis = f"measured: this card trained {w.name} {hit[1]} in its benchmark"
             return _with_memory(
                 LocalEstimate(device, name or e.name, thr, hours, basis, regime_band("overhead", e.vendor), r.fits), r
             )

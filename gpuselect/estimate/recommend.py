@@ -138,6 +138,8 @@ class Recommendation:
     #: Where the fastest option misses the deadline: one at most 1.5x slower for at most half its
     #: cost, the better buy of the two.
     value_alt: dict[str, object] | None = None
+    #: The fastest single GPU with a price (where the CPU is the answer: is a GPU faster at all?).
+    fastest_gpu: dict[str, object] | None = None
 
 
 def row_cost(r: EstimateRow) -> float | None:
@@ -337,6 +339,9 @@ def recommend(
     )
     if cpu_ok:
         rec.stage, rec.action, rec.option = Stage.NO_GPU, "cpu", cpu_entry
+        priced = [r for r in rows if _recommendable(r) and r.count == 1]  # the student's question: one GPU
+        if priced:
+            rec.fastest_gpu = describe(min(priced, key=lambda r: r.total_time_h or math.inf))
     elif own_d is not None and own_d["meets_deadline"]:
         rec.stage, rec.action, rec.option = stage_of(own, a), "have", own_d  # type: ignore[arg-type]
     else:
@@ -465,7 +470,9 @@ def fmt_hours(h: float | None) -> str:
     if s < 90:
         return f"{s:.0f} s"
     if h < 1.5:
-        return f"{s / 60:.0f} min"
+        m = s / 60
+        # tenths below 10 min: "2 min (range 2-4 min)" read as if the range missed the time
+        return f"{m:.1f} min" if m < 9.95 else f"{m:.0f} min"
     if h < 100:
         return f"{h:.0f} h" if abs(h - round(h)) < 1e-9 else f"{h:.1f} h"
     if h < 1000:
@@ -483,7 +490,8 @@ def fmt_hours_range(lo: float, hi: float, *, unit_of: float | None = None) -> st
     if ref * 3600 < 90:  # seconds, as fmt_hours writes them
         return f"{fmt_hours(lo)} to {fmt_hours(hi)}" if lo * 3600 < 1 else f"{lo * 3600:,.0f}–{hi * 3600:,.0f} s"
     if ref < 1.5:
-        a, b, unit, fmt = lo * 60, hi * 60, "min", "{:,.0f}"
+        a, b, unit = lo * 60, hi * 60, "min"
+        fmt = "{:,.1f}" if ref * 60 < 9.95 else "{:,.0f}"  # as fmt_hours writes the time itself
     elif ref < 1000:
         a, b, unit = lo, hi, "h"
         fmt = "{:,.0f}" if ref >= 100 else "{:,.1f}"
@@ -538,9 +546,20 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
         cost = o.get("cost_usd")
         if rec.action == "cpu":
             choice = f"train on {name} ({_approx(t, '~')})"
+            g = rec.fastest_gpu
+            gt = g.get("total_time_h") if g else None
+            if g is None or not isinstance(gt, float | int):
+                gpu = "You do not need a GPU."
+            elif gt < float(o.get("total_time_h") or math.inf):  # type: ignore[arg-type]
+                gpu = f"A GPU would be faster ({option_name(g)}, {_approx(fmt_hours(gt))}), but you do not need one."
+            else:  # at a small batch a GPU waits on its host: the CPU's own answer, say so
+                gpu = (
+                    f"No single GPU is faster at this batch (the fastest, {option_name(g)}, takes "
+                    f"{_approx(fmt_hours(gt))}): its steps are too small to keep a GPU busy."
+                )
             parts.append(
                 f"{rec.workload} is small enough that the CPU finishes in {_approx(t)}{_range(o)}, inside your {deadline} deadline. "
-                "A GPU would be faster, but you do not need one."
+                + gpu
             )
             if rec.own:
                 parts.append(f"{_cap(option_name(rec.own))} would take about {fmt_hours(rec.own.get('total_time_h'))}.")  # type: ignore[arg-type]

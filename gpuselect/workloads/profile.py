@@ -109,9 +109,44 @@ def stop_user_traces() -> int:
         procs = list(_LIVE)
     for proc in procs:
         _STOPPED.add(proc.pid)
-        with contextlib.suppress(OSError):
-            proc.kill()
+        _kill_tree(proc)
     return len(procs)
+
+
+def _kill_tree(proc: Any) -> None:
+    """Kill the trace and whatever the user's code started (its own session, on POSIX): a child
+    it spawned held the pipes open and kept gpuselect waiting past the time limit."""
+    import os
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        proc.kill()
+
+
+def _trace_memory_gb() -> float:
+    """What the user's file may allocate while it is traced: a quarter of this machine's RAM, 2 to
+    8 GB (tracing on the meta device allocates no tensor data; torch itself takes ~0.3 GB)."""
+    try:
+        import psutil
+
+        total = float(psutil.virtual_memory().total) / 1024**3
+    except Exception:  # noqa: BLE001 - psutil missing or failing: a fixed cap
+        total = 8.0
+    return max(2.0, min(8.0, total / 4))
+
+
+def _tail(path: Any, limit: int = 65536) -> str:
+    """The last ``limit`` bytes of the child's stderr (a file that prints 230 MB is not kept)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def trace_user_model(
@@ -148,35 +183,48 @@ def trace_user_model(
             ",".join(str(d) for d in input_shape),
             "--out",
             str(out),
+            "--max-memory-gb",
+            f"{_trace_memory_gb():.1f}",
         ]
-        proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=tmp,
-            stdin=subprocess.DEVNULL,
-        )
+        err_path = Path(tmp) / "stderr.txt"
+        # No pipes: the user's prints go nowhere, its errors to a file whose tail is read, and a
+        # process it starts cannot hold gpuselect waiting on a pipe past the time limit.
+        with open(err_path, "wb") as err_file:
+            proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.DEVNULL,
+                stderr=err_file,
+                env=env,
+                cwd=tmp,
+                stdin=subprocess.DEVNULL,
+                start_new_session=os.name == "posix",
+            )
         with _LIVE_LOCK:
             _LIVE.add(proc)
         try:
-            _out, err = proc.communicate(timeout=timeout_s)
+            proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+            _kill_tree(proc)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
             raise DataError(
                 f"tracing {factory_name}() from {p} took longer than {timeout_s:g} s and was stopped"
             ) from None
         finally:
             with _LIVE_LOCK:
                 _LIVE.discard(proc)
+        _kill_tree(proc)  # what the user's code left running in its session goes with it
+        err = _tail(err_path)
         if proc.returncode is not None and proc.returncode < 0 and proc.pid in _STOPPED:
             _STOPPED.discard(proc.pid)
             raise DataError(f"tracing {factory_name}() from {p} was stopped")
         last = next((ln.strip() for ln in reversed((err or "").splitlines()) if ln.strip()), "")
         if proc.returncode == 4:
             raise UsageError(last or f"{p} has no function {factory_name!r}")
+        if proc.returncode == -9 and not last:
+            raise DataError(
+                f"tracing {factory_name}() from {p} was killed (exit status -9): the machine ran out of memory?"
+            )
         if proc.returncode != 0:
             raise DataError(last or f"tracing {factory_name}() from {p} failed (exit status {proc.returncode})")
         if not out.is_file():

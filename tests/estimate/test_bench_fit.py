@@ -122,3 +122,60 @@ def test_the_local_cpu_band_follows_the_record_s_own_consistency() -> None:
     assert band("bench-cpu-1.json") == regime_band("cpu", "NVIDIA")  # quiet: its fit explains its steps
     assert band("bench-cpu-2.json") == regime_band("cpu_unsteady", "NVIDIA")  # a burst hit it
     assert regime_band("cpu", "NVIDIA") < regime_band("cpu_unsteady", "NVIDIA")
+
+
+def _amx_record() -> dict:  # type: ignore[type-arg]
+    # A 2-core Xeon with AMX, quiet (gpuselect bench --quick): bf16 matmuls 6x its fp32 ones
+    steps = [(1, 964.66), (16, 4156.86), (128, 4644.76)]
+    return {
+        "device": "cpu",
+        "matmul_tflops": {"fp32": 0.374, "fp16": 0.3467, "bf16": 2.34},
+        "memory_bandwidth_gbs": 27.7,
+        "launch_overhead_us": 1.79,
+        "train_steps": [
+            {"model": "simple_cnn", "batch_size": b, "samples_per_s": v, "step_ms": b / v * 1e3} for b, v in steps
+        ],
+    }
+
+
+def test_auto_trains_a_cpu_in_fp32_as_its_benchmark_did() -> None:
+    # auto took the bf16 matmul rate for whole steps: a CNN at batch 128 read 12,118 samples/s
+    # against the 4,645 its own benchmark trained.
+    from gpuselect.estimate.api import Assumptions, local_cpu_estimate
+    from gpuselect.workloads.presets import PRESETS
+
+    w = PRESETS["gpt2-124m"]
+    auto = local_cpu_estimate(w, Assumptions(batch_size=4), cores=2, mhz=None, features=[], bench=_amx_record())
+    fp32 = local_cpu_estimate(
+        w, Assumptions(batch_size=4, precision="fp32"), cores=2, mhz=None, features=[], bench=_amx_record()
+    )
+    bf16 = local_cpu_estimate(
+        w, Assumptions(batch_size=4, precision="bf16"), cores=2, mhz=None, features=[], bench=_amx_record()
+    )
+    assert auto.throughput_samples_per_s == fp32.throughput_samples_per_s
+    assert ", fp32," in auto.basis
+    assert bf16.throughput_samples_per_s > fp32.throughput_samples_per_s  # asked for: the faster matmul
+    assert "no bf16 training step on a CPU validates this" in bf16.basis and bf16.error_band > auto.error_band
+
+
+@pytest.mark.parametrize(("batch", "expect"), [(16, 4156.86), (1, 964.66), (128, 4644.76), (8, None), (64, None)])
+def test_a_benchmarked_workload_is_measured_at_its_batches_and_interpolated_between_them(batch, expect) -> None:  # type: ignore[no-untyped-def]
+    from gpuselect.estimate.api import Assumptions, local_cpu_estimate
+    from gpuselect.workloads.presets import PRESETS
+
+    est = local_cpu_estimate(
+        PRESETS["simple-cnn"], Assumptions(batch_size=batch), cores=2, mhz=None, features=[], bench=_amx_record()
+    )
+    thr = est.throughput_samples_per_s
+    if expect is not None:
+        assert thr == pytest.approx(expect) and f"at batch {batch}" in est.basis
+    else:  # between two measured batches: a power law through both, never one of them copied
+        lo, hi = (1, 16) if batch < 16 else (16, 128)
+        rate = {1: 964.66, 16: 4156.86, 128: 4644.76}
+        k = math.log(rate[hi] / rate[lo]) / math.log(hi / lo)
+        assert thr == pytest.approx(rate[lo] * (batch / lo) ** k)
+        assert "interpolated" in est.basis and min(rate[lo], rate[hi]) < thr < max(rate[lo], rate[hi])
+    beyond = local_cpu_estimate(
+        PRESETS["simple-cnn"], Assumptions(batch_size=512), cores=2, mhz=None, features=[], bench=_amx_record()
+    )
+    assert beyond.basis.startswith("step-time model")  # past the last measured batch: the step model

@@ -4,6 +4,7 @@ abbreviated options anywhere."""
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,31 @@ def test_model_file_time_limit(tmp_path: Path) -> None:
     slow.write_text("import time\ntime.sleep(30)\n")
     with pytest.raises(DataError, match="longer than 1 s"):
         trace_user_model(slow, "build", (10,), timeout_s=1)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="process sessions and rlimits are POSIX")
+def test_a_model_file_s_own_processes_and_memory_are_bounded(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    import time
+
+    from gpuselect.workloads.profile import trace_user_model
+
+    # A file that starts a process holding our pipes made gpuselect wait out the time limit (and
+    # then say it was exceeded); the process it started is stopped with the trace.
+    pid_file = tmp_path / "child.pid"
+    spawner = tmp_path / "spawner.py"
+    spawner.write_text(
+        "import subprocess, pathlib\n"
+        f"p = subprocess.Popen(['sleep', '60'])\npathlib.Path({str(pid_file)!r}).write_text(str(p.pid))\n" + USER_FILE
+    )
+    t0 = time.monotonic()
+    plain, _ = trace_user_model(spawner, "build", (100,), timeout_s=40)
+    assert plain.params == 100 * 64 + 64 + 64 * 10 + 10 and time.monotonic() - t0 < 30
+    pid = int(pid_file.read_text())
+    time.sleep(0.2)
+    gone = not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+    assert gone
+    hog = tmp_path / "hog.py"  # allocates until something stops it
+    hog.write_text("keep = []\nwhile True:\n    keep.append(bytearray(256 * 1024 * 1024))\n")
+    with pytest.raises(DataError, match="ran out of the"):
+        trace_user_model(hog, "build", (10,), timeout_s=60)

@@ -9,6 +9,7 @@ Exit status: 0 written; 3 the file failed to import; 4 no such factory; 5 tracin
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import sys
@@ -22,7 +23,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("factory")
     ap.add_argument("shape")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--max-memory-gb", type=float, default=0.0, help="cap this process's memory (0: none)")
     args = ap.parse_args(argv)
+    if args.max_memory_gb > 0:
+        _cap_memory(args.max_memory_gb)
     shape = tuple(int(d) for d in args.shape.split(","))
     p = Path(args.file)
     spec = importlib.util.spec_from_file_location(f"gpuselect_user_model_{p.stem}", p)
@@ -32,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
+    except MemoryError:
+        print(f"{p} ran out of the {args.max_memory_gb:g} GB the trace may use while it was imported", file=sys.stderr)
+        return 3
     except Exception as exc:  # noqa: BLE001 - the user's code: report it in one line
         print(f"{p} failed to import: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 3
@@ -48,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         plain, ckpt = trace_module(factory, shape, loss="mse", labels_per_sample=0, source=source)
+    except MemoryError:
+        print(f"tracing {args.factory}() from {p} ran out of the {args.max_memory_gb:g} GB it may use", file=sys.stderr)
+        return 5
     except Exception as exc:  # noqa: BLE001 - the user's model: report it
         # a token model (an embedding first) wants integer inputs: try those before giving up
         import torch
@@ -64,6 +74,22 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps({"plain": trace_to_dict(plain), "ckpt": trace_to_dict(ckpt)}), encoding="utf-8"
     )
     return 0
+
+
+def _cap_memory(gb: float) -> None:
+    """Bound what the user's code may allocate (a file that allocates in a loop took the machine
+    past 11 GB before the kernel killed it): the data segment and private mappings, where
+    allocations land; the address space torch reserves for its libraries stays free."""
+    try:
+        import resource
+    except ImportError:  # not on Windows: the time limit still holds
+        return
+    limit = int(gb * 1024**3)
+    _soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    with contextlib.suppress(ValueError, OSError):  # a container that forbids it: the time limit holds
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
 
 
 if __name__ == "__main__":
