@@ -45,7 +45,21 @@ def this_machine(*, snapshot: Any = None, bench: Any = None, nvml: Any = None, p
 
         bench, notes = _own_devices(snapshot, bench)
         extra = bench_findings(bench)
+        if _busy(bench) and any(d.kind == "cpu" for d in bench.devices):
+            notes.append(
+                f"the benchmark ran while other processes used {100 * bench.other_cpu_share:.0f} % of the CPUs: "
+                "its CPU figures are likely far too low (a busy core stalls every step's threads), so this CPU's "
+                "estimate takes the wide band of such records; run `gpuselect bench` again on a quiet machine"
+            )
     return Machine(snapshot, evaluate(snapshot, extra), bench, notes)
+
+
+def _busy(bench: Any) -> bool:
+    """Whether the benchmark's own measure of other processes' CPU use flagged it (bench.findings)."""
+    from gpuselect.bench.findings import BUSY_SHARE_WARN
+
+    share = getattr(bench, "other_cpu_share", None)
+    return share is not None and share > BUSY_SHARE_WARN
 
 
 def _own_devices(snapshot: Any, bench: Any) -> tuple[Any, list[str]]:
@@ -66,7 +80,15 @@ def _own_devices(snapshot: Any, bench: Any) -> tuple[Any, list[str]]:
         (keep if ok else foreign).append(d)
     if not foreign:
         return bench, []
-    what = ", ".join(f"{d.name} ({d.device})" for d in foreign)
+    here = snapshot.cpu.logical_cores
+
+    def named(d: Any) -> str:
+        cores = getattr(d, "logical_cores", None)
+        if d.kind == "cpu" and cores is not None and here is not None and cores != here:
+            return f"{d.name} ({d.device}, {cores} logical cores; this machine has {here})"  # same name, not this CPU
+        return f"{d.name} ({d.device})"
+
+    what = ", ".join(named(d) for d in foreign)
     return replace(bench, devices=keep), [
         f"the benchmark measured {what}, not this machine's CPU or GPUs as detected: not used here "
         "(`gpuselect bench` measures this machine)"
@@ -192,6 +214,8 @@ def local_estimates(w: Any, a: Any, machine: Machine, catalog: Any, perf: Any) -
         cpu_rec = (
             to_jsonable(dev) if dev is not None else None
         )  # the record form the estimator reads (a value, not a file)
+        if cpu_rec is not None and _busy(machine.bench):
+            cpu_rec["busy"] = True  # its steps say what a busy machine did: the wide band, said so
     out = [
         local_cpu_estimate(
             w,

@@ -28,6 +28,10 @@ def spec_ratios(res: DeviceResult, entry: GpuEntry) -> dict[str, float]:
 
 #: Other processes' share of the CPUs during a benchmark above which its figures are flagged.
 BUSY_SHARE_WARN = 0.25
+BUSY_SOURCE = (
+    "gpuselect: other processes' CPU time in /proc/stat over the run; loaded runs of this benchmark on a "
+    "2-core VM trained 4-10x slower than quiet ones (docs/validation/cpu-vm-2026-11-23)"
+)
 
 
 def bench_findings(report: BenchReport) -> list[Finding]:
@@ -45,7 +49,7 @@ def bench_findings(report: BenchReport) -> list[Finding]:
                 value=busy,
                 threshold=BUSY_SHARE_WARN,
                 unit="of the CPUs",
-                source=SOURCE,
+                source=BUSY_SOURCE,
             )
         )
     for res in report.devices:

@@ -112,6 +112,18 @@ def validate_bench_doc(doc: Any, *, source: str) -> dict[str, Any]:
             c.whole(f"{where} batch_size", step_table.get("batch_size"), 1, 10_000_000, optional=False)
             for key, (lo, hi) in _STEP_RANGES.items():
                 c.number(f"{where} {key}", step_table.get(key), lo, hi, optional=False)
+            # the two figures say the same thing (the bench writes both from one timing): a step
+            # whose time and rate disagree was edited or corrupted, and the estimate reads the rate
+            implied = step_table["batch_size"] / step_table["samples_per_s"] * 1e3 if step_table["samples_per_s"] else 0
+            if implied and not 0.95 < step_table["step_ms"] / implied < 1.05:
+                raise c.fail(
+                    where,
+                    f"says {step_table['step_ms']:g} ms a step but {step_table['samples_per_s']:g} samples/s at batch "
+                    f"{step_table['batch_size']} ({implied:.4g} ms): the record was edited or is corrupt",
+                )
+        seen = [d.get("device") for d in doc["devices"] if isinstance(d, dict)]
+        if seen.count(name) > 1:
+            raise c.fail(f"{name}", "appears twice in the device list: one result per device")
         for group in ("matmul_detail", "bandwidth_detail", "transfer_detail"):
             for key, timing in c.table(f"{name} {group}", dev.get(group)).items():
                 t = c.table(f"{name} {group}.{key}", timing, optional=False)

@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     from gpuselect.bench.text import format_bench
     from gpuselect.output import json_document
 
-    devices = tuple(d.strip() for d in args.device.split(",") if d.strip())
+    # once each, in the order given ("cpu,cpu" benchmarked the CPU twice and recorded it twice)
+    devices = tuple(dict.fromkeys(d.strip().lower() for d in args.device.split(",") if d.strip()))
     cancel = threading.Event()
     cfg = BenchConfig(quick=args.quick, devices=devices or ("all",))
     try:

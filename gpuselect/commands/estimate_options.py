@@ -183,8 +183,9 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
         type=_number(int, 1, 4096, "--max-gpus"),
         default=None,  # 8 (Assumptions'); None tells a given limit from the default
         metavar="N",
-        help="the largest box considered first (default 8; counts 1, 2, 4 ... up to N: --count gives others); when "
-        "none meets the deadline or holds the model, datacenter cards are tried over nodes up to 1,024 GPUs",
+        help="the most GPUs an option may have (counts 1, 2, 4 ... up to N; --count gives others). Not given: "
+        "boxes up to 8, and where none meets the deadline or holds the model, datacenter cards over nodes up to "
+        "1,024 GPUs",
     )
     parser.add_argument(
         "--count", type=_counts, metavar="N[,N...]", help="evaluate exactly these GPU counts (e.g. 1,8,64)"
@@ -272,6 +273,8 @@ def assumptions(args: argparse.Namespace, settings: Any) -> Any:
         checkpointing=args.checkpointing,
         loss=getattr(args, "loss", None),
         max_gpus=args.max_gpus,
+        # a given --max-gpus is the most GPUs at all: "--max-gpus 1" led to a 16-GPU cluster
+        cluster_max_gpus=args.max_gpus,
         counts=args.count,
         sharding=args.sharding,
         offload=args.offload,

@@ -856,18 +856,20 @@ def _local_cpu_time(
     if not rec and not (cores and mhz):
         return LocalEstimate("cpu", name, None, None, "no CPU figures available", 1.0)
     batch = a.batch_size or w.default_batch_size
+    busy = bool(rec.get("busy"))  # the benchmark flagged other processes' CPU use while it ran
     hit = _measured(w, rec, batch)
     if hit is not None:
         thr, how = hit
-        # The band stays the CPU regime's: a busy machine's steps vary as much as the model errs
-        # (docs/validation/cpu-vm-2026-11-23: two runs 4-10x apart under load).
+        # A quiet record's own steps take the CPU regime's band; a busy one's the band of such
+        # records (docs/validation/cpu-vm-2026-11-23: two runs 4-10x apart under load).
         return LocalEstimate(
             "cpu",
             name,
             thr,
             samples / thr / 3600,
-            f"measured: this CPU trained {w.name} {how} in its benchmark",
-            regime_band("cpu", "NVIDIA"),
+            f"measured: this CPU trained {w.name} {how} in its benchmark"
+            + (", on a busy machine (likely far too slow)" if busy else ""),
+            regime_band("cpu_unsteady" if busy else "cpu", "NVIDIA"),
         )
     d = cpu_device(rec or None, cores=cores, name=name, mhz=mhz, features=features)
     # auto is fp32 on a CPU, the precision its benchmark trains in: AMX's bf16 matmuls measure 3-6x
@@ -897,9 +899,11 @@ def _local_cpu_time(
     )
     # Only a device fitted on steps it explains takes the cpu band; one whose steps its fit misses
     # (a busy machine), or that has too few to fit, takes the band of such records.
-    unsteady = fit is None or fit.unsteady or prec != "fp32"  # a 16-bit CPU step: no measured one
+    unsteady = fit is None or fit.unsteady or prec != "fp32" or busy  # a 16-bit CPU step: no measured one
     if prec != "fp32":
         basis += f"; no {prec} training step on a CPU validates this (only its {prec} matmul is measured)"
+    if busy and measured:
+        basis += "; benchmarked on a busy machine (likely far too slow)"
     # Unmeasured: the band of our CPU records predicted from what detect sees (regime cpu_spec).
     band = regime_band(("cpu_unsteady" if unsteady else "cpu") if measured else "cpu_spec", "NVIDIA")
     return LocalEstimate("cpu", name, thr, samples / thr / 3600, basis, band)

@@ -472,7 +472,7 @@ def fmt_hours(h: float | None) -> str:
     if h < 1.5:
         m = s / 60
         # tenths below 10 min: "2 min (range 2-4 min)" read as if the range missed the time
-        return f"{m:.1f} min" if m < 9.95 else f"{m:.0f} min"
+        return f"{m:.1f}".removesuffix(".0") + " min" if m < 9.95 else f"{m:.0f} min"
     if h < 100:
         return f"{h:.0f} h" if abs(h - round(h)) < 1e-9 else f"{h:.1f} h"
     if h < 1000:

@@ -338,3 +338,55 @@ def test_a_benchmark_of_a_cpu_named_like_this_one_but_with_other_cores_is_not_th
     assert len(same.bench.devices) == 1 and same.bench_notes == []
     old = this_machine(snapshot=snap, bench=dataclasses.replace(bench, devices=[cpu]))  # a file without the count
     assert len(old.bench.devices) == 1
+
+
+def test_a_busy_benchmark_is_said_and_its_cpu_estimate_takes_the_wide_band() -> None:
+    # A record flagged busy (other processes used 55 % of the CPUs) stood as "measured, ±47 %",
+    # 70x slower than the quiet record of the same machine; a foreign CPU's record names its cores.
+    from gpuselect.app.machine import load_bench
+    from gpuselect.estimate.api import regime_band
+    from gpuselect.hardware.snapshot import detect
+
+    bench = load_bench(H100_BENCH)
+    snap = detect(probe=False, nvml=rtx3090())
+    cpu_dev = dataclasses.replace(bench.devices[0], name=snap.cpu.model or "cpu", logical_cores=None)
+    quiet = dataclasses.replace(bench, devices=[cpu_dev], other_cpu_share=0.02)
+    busy = dataclasses.replace(quiet, other_cpu_share=0.55)
+    mq, mb = this_machine(snapshot=snap, bench=quiet), this_machine(snapshot=snap, bench=busy)
+    assert mq.bench_notes == [] and any("55 % of the CPUs" in n for n in mb.bench_notes)
+    (cq,) = [x for x in _estimate(mq, "simple-cnn", 72).local if x.device == "cpu"]
+    (cb,) = [x for x in _estimate(mb, "simple-cnn", 72).local if x.device == "cpu"]
+    assert "busy" not in cq.basis and cq.error_band <= cb.error_band
+    assert cb.error_band == regime_band("cpu_unsteady", "NVIDIA") and "busy machine" in cb.basis
+    other = dataclasses.replace(cpu_dev, logical_cores=(snap.cpu.logical_cores or 2) * 8)
+    note = this_machine(snapshot=snap, bench=dataclasses.replace(quiet, devices=[other])).bench_notes[0]
+    assert f"{(snap.cpu.logical_cores or 2) * 8} logical cores; this machine has {snap.cpu.logical_cores}" in note
+
+
+def test_a_given_max_gpus_caps_clusters_too(capsys: pytest.CaptureFixture[str]) -> None:
+    # "--max-gpus 1" with a tight deadline recommended 16 T4s over two nodes.
+    args = ["estimate", "--workload", "llama-70b-full", "--deadline-hours", "1", "--format", "json"]
+    assert main([*args, "--max-gpus", "1"]) == 0
+    capped = json.loads(capsys.readouterr().out)
+    assert max(r["count"] for r in capped["rows"]) == 1
+    assert main(args) == 0
+    open_ = json.loads(capsys.readouterr().out)
+    assert max(r["count"] for r in open_["rows"]) > 8  # not given: clusters are tried
+
+
+def test_bench_records_whose_steps_contradict_themselves_or_repeat_a_device_are_refused(tmp_path: Path) -> None:
+    from gpuselect.bench.io import load_bench_file
+    from gpuselect.errors import DataError
+
+    doc = json.loads(Path(H100_BENCH).read_text())
+    step = next(s for d in doc["devices"] for s in d.get("train_steps") or [])
+    step["step_ms"] = step["step_ms"] / 1000  # 1,000x faster than its own rate says
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(DataError, match="the record was edited or is corrupt"):
+        load_bench_file(bad)
+    doc = json.loads(Path(H100_BENCH).read_text())
+    doc["devices"].append(doc["devices"][0])
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(DataError, match="appears twice in the device list"):
+        load_bench_file(bad)
