@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -627,7 +627,7 @@ def _row(
     dev = device or device_for(e)
 
     def step(f: Fit, ck: bool | str) -> tuple[StepTime, str]:
-        return predict_step(
+        st, par = predict_step(
             w,
             dev,
             e,
@@ -640,8 +640,26 @@ def _row(
             offload=a.offload,
             a=a,
         )
+        return _with_paging(st, f, cap, e), par
 
     st, par = step(fit, ckpt)
+    if a.optimizer == "paged-adamw8bit" and a.batch_size is None and "paging" in st.breakdown:
+        # Paging the state each step may cost more than the larger batch it allows: the largest
+        # batch that pages nothing (the same state held whole) competes.
+        whole = plan(
+            w,
+            cap,
+            replace(mo, optimizer="adam8bit"),
+            checkpointing=a.checkpointing,
+            sharding=a.sharding,
+            batch_size=None,
+        )
+        if whole.fits:
+            ck1 = whole.options.checkpointing
+            st1, par1 = step(whole, ck1)
+            if whole.batch_size / st1.seconds >= fit.batch_size / st.seconds:
+                fit, ckpt, st, par = whole, ck1, st1, par1
+                sharded = show(fit, ckpt)
     if a.checkpointing is None and a.batch_size is None and not ckpt and fit.batch_size < w.default_batch_size:
         # Left to choose, a user whose batch memory caps below the workload's own checkpoints if
         # that trains faster: a larger batch fills the GPU better and, sharded, spreads the step's
@@ -696,6 +714,11 @@ def _row(
         notes.append(f"model state sharded ({fit.options.split}{offloaded})")
     if w.shape is not None and w.shape.is_moe:
         notes.append("mixture of experts: no measured MoE step validates this (widest band)")
+    if "paging" in st.breakdown:
+        notes.append(
+            f"{fit.peak_gb - cap:,.1f} GB of the paged optimizer's state lives in host memory, paged in and out "
+            "every step (counted in the step)"
+        )
     if fit.options.offload != "none":
         from gpuselect.estimate.memory import host_state_gb
 
@@ -728,6 +751,25 @@ def _row(
         if price is not None and e.cloud_usd_per_hour * count > hourly_energy:
             base.break_even_hours = price * count / (e.cloud_usd_per_hour * count - hourly_energy)
     return base
+
+
+def _with_paging(st: StepTime, f: Fit, cap_gb: float, e: GpuEntry) -> StepTime:
+    """A paged optimizer's state beyond the card's memory moves to host memory and back every step
+    (the update reads and writes all of it): that traffic over the card's PCIe link is added
+    ("paging"). Without it a paged optimizer let a batch above the card's memory train faster than
+    plain 8-bit Adam at the batch that fits."""
+    from gpuselect.estimate.memory import GB
+
+    over = (f.peak_gb - cap_gb) * GB
+    if over <= 0:
+        return st
+    link = parallel.PCIE_PER_DIRECTION_GBS.get(e.pcie_gen or 3, 16.0) * 1e9 * parallel.CommParams().pcie_p2p_efficiency
+    t = 2 * over / link
+    bd = dict(st.breakdown)
+    bd["paging"] = t
+    seconds = st.seconds + t
+    bound = st.bound if t <= 0.5 * seconds else "communication"
+    return StepTime(seconds, bd, bound, st.device_s, st.host_s, st.launches, st.backward_s)
 
 
 #: Benchmark models (gpuselect bench's train_steps) that are presets: their measured steps are
