@@ -129,8 +129,8 @@ def run(args: argparse.Namespace) -> int:
     }
     for title, rows in (
         ("Single GPUs, fastest first", [r for r in ok if r.count == 1]),
-        ("Several GPUs", [r for r in ok if 1 < r.count <= a.gpus_per_node]),
-        (f"Clusters (nodes of {a.gpus_per_node})", [r for r in ok if r.count > a.gpus_per_node]),
+        ("Several GPUs", [r for r in ok if r.count > 1 and r.count * r.dies <= a.gpus_per_node]),
+        (f"Clusters (nodes of {a.gpus_per_node})", [r for r in ok if r.count * r.dies > a.gpus_per_node]),
     ):
         if not rows:
             continue

@@ -192,6 +192,9 @@ class EstimateRow:
     #: Where no measured step of this path validates the row (offload, PCIe-only multi-GPU, QLoRA's
     #: tokens per step, mixture of experts), what: its band is borrowed from the validated regime.
     band_note: str | None = None
+    #: GPUs the framework sees per card (an MI250X's two GCDs): ``count`` cards train as count x dies
+    #: data-parallel ranks; batch, memory and breakdown are per rank.
+    dies: int = 1
 
 
 @dataclass
@@ -1047,7 +1050,7 @@ def estimate(
             if not plausible_count(e, n, a.gpus_per_node):
                 continue  # nobody builds it, whether --count asked for it or not (count_notes says so)
             first = got[0] if got else None
-            rows.append(_row(w, e, n, a, perf, None, single_fit=first, fit_out=got if n == 1 else None))
+            rows.append(_card_row(w, e, n, a, perf, single_fit=first, fit_out=got if n == 1 else None))
     if not rows and a.counts:
         names = ", ".join(e.name for e in entries[:3]) + (" …" if len(entries) > 3 else "")
         raise UsageError(
@@ -1069,7 +1072,7 @@ def estimate(
             if some_box_in_time and e.id in holds:
                 continue
             for n in bigger:
-                r = _row(w, e, n, a, perf, None)
+                r = _card_row(w, e, n, a, perf)
                 rows.append(r)
                 if r.fits and r.meets_deadline:
                     break  # more GPUs of this kind only cost more
@@ -1082,6 +1085,22 @@ def estimate(
     excluded = [f"{g.device} ({g.name}): {g.problem}" for g in owned if g.problem]
     local = local or []
     return EstimateResult(w, a, rows, local, recommend(rows, local, a, w, own=own, owned_n=owned_n, excluded=excluded))
+
+
+def _card_row(w: Workload, e: GpuEntry, n: int, a: Assumptions, perf: PerfModel | None, **kw: Any) -> EstimateRow:
+    """``n`` cards of ``e``; a multi-die card (MI250/MI250X: two GCDs, each its own GPU to PyTorch
+    with half the board) as ``n x dies`` ranks of one die, each with its share of the price: one
+    MI250X "fitted" 108 of 128 GB as one device, which no process can use as one."""
+    if e.dies <= 1:
+        return _row(w, e, n, a, perf, None, **kw)
+    die = replace(
+        e.one_die(),
+        launch_price_usd=e.launch_price_usd / e.dies if e.launch_price_usd else None,
+        street_price_usd=e.street_price_usd / e.dies if e.street_price_usd else None,
+        cloud_usd_per_hour=e.cloud_usd_per_hour / e.dies if e.cloud_usd_per_hour else None,
+    )
+    r = _row(w, die, n * e.dies, a, perf, None, **kw)
+    return replace(r, count=n, dies=e.dies, name=f"{e.name} ({e.dies} GCDs each)")
 
 
 def _note_slower_than_one(rows: list[EstimateRow]) -> None:

@@ -151,7 +151,7 @@ _cost = row_cost  # the old private name
 
 
 def stage_of(r: EstimateRow, a: Assumptions) -> Stage:
-    if r.count > a.gpus_per_node:
+    if r.count * r.dies > a.gpus_per_node:  # the GPUs a node holds (an MI250X is two)
         return Stage.CLUSTER
     if r.count == 1 and r.family in CONSUMER_FAMILIES:
         return Stage.ONE_GPU
@@ -188,6 +188,7 @@ def describe(r: EstimateRow | None, *, kind: str | None = None, owned: int = 0) 
         "buy_cost_usd": r.buy_cost_usd,
         "cloud_cost_usd": r.cloud_cost_usd,
         "batch_size": r.batch_size,  # per GPU per step
+        "ranks": r.count * r.dies,  # the GPUs the framework sees (an MI250X card is two)
     }
 
 
@@ -677,7 +678,7 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
 def _parallel_caveats(o: dict[str, object], stage: Stage) -> list[str]:
     """What data parallelism over several GPUs changes for the user beyond the time: the global
     batch (the gradients averaged per step) and, across machines, more ways for a run to stop."""
-    n, b = _int(o.get("count"), 1), o.get("batch_size")
+    n, b = _int(o.get("ranks", o.get("count")), 1), o.get("batch_size")
     if n <= 1 or o.get("kind") == "cpu":
         return []
     out = []

@@ -865,3 +865,17 @@ def test_a_paged_optimizer_pays_for_what_it_pages(catalog) -> None:  # type: ign
     over = row("paged-adamw8bit", plain.batch_size + 1)
     assert over.fits and over.peak_memory_gb > over.vram_gb
     assert over.time_breakdown_s["paging"] > 0 and "paged in and out every step" in (over.note or "")
+
+
+def test_an_mi250x_trains_as_its_two_gcds(catalog) -> None:  # type: ignore[no-untyped-def]
+    # "1x MI250X, batch 4, 108.4/128 GB, single" was recommended to buy: PyTorch sees two 64 GB GPUs.
+    rows = A.estimate(PRESETS["llama-8b-lora"], A.Assumptions(), catalog, gpu_ids=["amd-mi250x"], local=[]).rows
+    one = next(r for r in rows if r.count == 1)
+    assert one.dies == 2 and one.vram_gb == 64 and one.parallelism in ("ddp", "fsdp")
+    assert one.peak_memory_gb is not None and one.peak_memory_gb <= 64 and "2 GCDs" in one.name
+    assert one.buy_cost_usd == pytest.approx(14500, rel=0.01)  # the card's price, once
+    eight = next(r for r in rows if r.count == 8)
+    from gpuselect.estimate.recommend import Stage, stage_of
+
+    assert stage_of(eight, A.Assumptions()) == Stage.CLUSTER  # 16 GPUs: two nodes of 8
+    assert stage_of(next(r for r in rows if r.count == 4), A.Assumptions()) == Stage.WORKSTATION_OR_RENTED
