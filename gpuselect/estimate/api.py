@@ -1049,6 +1049,8 @@ def estimate(
         for n in option_counts(a):
             if not plausible_count(e, n, a.gpus_per_node):
                 continue  # nobody builds it, whether --count asked for it or not (count_notes says so)
+            if not a.counts and n > 1 and n * e.dies > a.max_gpus:
+                continue  # a box holds max_gpus GPUs: four MI250X (eight GCDs), not eight
             first = got[0] if got else None
             rows.append(_card_row(w, e, n, a, perf, single_fit=first, fit_out=got if n == 1 else None))
     if not rows and a.counts:
