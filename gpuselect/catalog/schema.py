@@ -9,6 +9,7 @@ cards run it at half their FP16-accumulate rate.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -94,6 +95,15 @@ class GpuEntry:
     notes: str | None = None
     # field name (or group name such as "memory", "tensor", "price") -> where it came from
     sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def cloud_offer_gpus(self) -> int | None:
+        """GPUs in the cloud offer the hourly rate comes from, as its name says ("lambda:gpu_8x_b200",
+        "runpod:4x_MI300X_SECURE", "shadeform:excesssupply_H200x8"); None where it does not say."""
+        if not self.cloud_provider:
+            return None
+        m = re.search(r"(?:^|[_:])(\d+)x_", self.cloud_provider) or re.search(r"x(\d+)$", self.cloud_provider)
+        return int(m.group(1)) if m and 0 < int(m.group(1)) <= 64 else None
 
     @property
     def usable_vram_gb(self) -> float:

@@ -192,6 +192,9 @@ class EstimateRow:
     #: Where no measured step of this path validates the row (offload, PCIe-only multi-GPU, QLoRA's
     #: tokens per step, mixture of experts), what: its band is borrowed from the validated regime.
     band_note: str | None = None
+    #: GPUs in the cloud offer the hourly rate is from, where it is more than this option rents (a
+    #: B200's rate is per GPU of an 8-GPU instance): fewer may not rent at that rate.
+    cloud_offer_gpus: int | None = None
     #: GPUs the framework sees per card (an MI250X's two GCDs): ``count`` cards train as count x dies
     #: data-parallel ranks; batch, memory and breakdown are per rank.
     dies: int = 1
@@ -750,6 +753,17 @@ def _row(
         base.price_note = note
     if e.cloud_usd_per_hour:
         base.cloud_cost_usd = e.cloud_usd_per_hour * count * hours
+        offer = e.cloud_offer_gpus
+        if offer is not None and offer > count:
+            base.cloud_offer_gpus = offer
+            base.note = "; ".join(
+                x
+                for x in (
+                    base.note,
+                    f"the hourly rate is per GPU of a {offer}-GPU offer ({e.cloud_provider}): fewer may not rent at it",
+                )
+                if x
+            )
         hourly_energy = e.tdp_w * a.utilisation * count / 1000 * a.electricity_usd_per_kwh
         if price is not None and e.cloud_usd_per_hour * count > hourly_energy:
             base.break_even_hours = price * count / (e.cloud_usd_per_hour * count - hourly_energy)

@@ -189,6 +189,7 @@ def describe(r: EstimateRow | None, *, kind: str | None = None, owned: int = 0) 
         "cloud_cost_usd": r.cloud_cost_usd,
         "batch_size": r.batch_size,  # per GPU per step
         "ranks": r.count * r.dies,  # the GPUs the framework sees (an MI250X card is two)
+        "cloud_offer_gpus": r.cloud_offer_gpus,  # the rate's offer is larger than this rental
     }
 
 
@@ -663,6 +664,13 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 parts.append(
                     f"{_cap(option_name(u))} would meet the deadline ({_approx(fmt_hours(u.get('total_time_h')))}), "  # type: ignore[arg-type]
                     "but the catalog has no price for it."
+                )
+        for r_ in (o if rec.action == "rent" else None, rec.better_rental):
+            offer = r_.get("cloud_offer_gpus") if r_ else None
+            if r_ and isinstance(offer, int):
+                parts.append(
+                    f"The hourly rate of {option_name(r_)} is per GPU of a {offer}-GPU offer: renting fewer may cost "
+                    f"more, or mean renting all {offer}."
                 )
         parts.extend(_parallel_caveats(o, rec.stage))
         if rec.crosses_deadline:

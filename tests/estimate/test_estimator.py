@@ -882,3 +882,17 @@ def test_an_mi250x_trains_as_its_two_gcds(catalog) -> None:  # type: ignore[no-u
         PRESETS["llama-8b-lora"], A.Assumptions(counts=(8,)), catalog, gpu_ids=["amd-mi250x"], local=[]
     ).rows
     assert stage_of(eight, A.Assumptions()) == Stage.CLUSTER  # 16 GPUs: two nodes of 8
+
+
+def test_a_rate_from_a_larger_cloud_offer_is_said(catalog) -> None:  # type: ignore[no-untyped-def]
+    # "1x B200 ... $27" priced one GPU of Lambda's 8-GPU instance as if one could be rented alone.
+    b200 = catalog.get("nvidia-b200")
+    assert b200.cloud_offer_gpus == 8 and catalog.get("nvidia-gh200-96gb").cloud_offer_gpus == 1
+    rows = A.estimate(PRESETS["gpt2-124m"], A.Assumptions(), catalog, gpu_ids=["nvidia-b200"], local=[]).rows
+    one, eight = (next(r for r in rows if r.count == n) for n in (1, 8))
+    assert one.cloud_offer_gpus == 8 and "8-GPU offer" in (one.note or "")
+    assert eight.cloud_offer_gpus is None and "GPU offer" not in (eight.note or "")
+    rec = A.estimate(
+        PRESETS["gpt2-124m"], A.Assumptions(budget_usd=100), catalog, gpu_ids=["nvidia-rtx-5090"], local=[]
+    ).recommendation
+    assert rec.action == "rent" and "per GPU of a 2-GPU offer" in rec.rationale
