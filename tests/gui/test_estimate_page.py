@@ -426,7 +426,7 @@ def test_sharding_and_offload_choices_reach_the_rows_and_the_advice(qtbot) -> No
     _run(qtbot, page, 60_000)
     assert page.result.assumptions.sharding is None and page.result.assumptions.offload == "none"
     on_4090 = [r for r in page.result.rows if r.gpu_id == "nvidia-rtx-4090" and r.count == 2]
-    assert on_4090 and not on_4090[0].fits and "offloaded to CPU memory" in on_4090[0].suggestions[-1]
+    assert on_4090 and not on_4090[0].fits and "offloading the parameters to CPU memory" in on_4090[0].suggestions[-1]
     page.offload.setCurrentText("params")
     _run(qtbot, page, 60_000)
     assert page.result.assumptions.offload == "params"
