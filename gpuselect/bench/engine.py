@@ -456,20 +456,13 @@ def _make_model(torch: Any, name: str) -> tuple[Any, Callable[[int], tuple[Any, 
 
         return LstmLM(), batch, nn.CrossEntropyLoss()
     if name == "transformer":
-
-        class Block(nn.Module):  # type: ignore[misc, name-defined]  # torch is imported lazily: the base is a runtime value
-            def __init__(self) -> None:
-                super().__init__()
-                self.layer = nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True)
-                self.head = nn.Linear(256, 10)
-
-            def forward(self, x: Any) -> Any:
-                return self.head(self.layer(x).mean(dim=1))
+        # the module whose meta-device trace the estimator fits a benchmarked device on
+        from gpuselect.workloads.reference_models import bench_transformer
 
         def batch(bs: int) -> tuple[Any, Any]:
             return torch.randn(bs, 64, 256), torch.randint(0, 10, (bs,))
 
-        return Block(), batch, nn.CrossEntropyLoss()
+        return bench_transformer(), batch, nn.CrossEntropyLoss()
     raise UsageError(f"unknown benchmark model {name!r}")
 
 

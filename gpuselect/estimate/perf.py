@@ -457,6 +457,10 @@ def step_time(
     host = launches * d.dispatch_s + d.step_fixed_s
     if d.kind == "cpu":
         # The CPU runs each op on the thread that dispatched it: no overlap.
+        rng = _cpu_rng_seconds(trace, batch)
+        if rng:
+            bd["rng"] = rng
+            device += rng
         step = device + host
         bd["host"] = host
     else:
@@ -485,11 +489,40 @@ def step_time(
     return StepTime(step, dict(bd.items()), bound, device, host, launches, backward)
 
 
+#: Seconds per element of dropout's random mask on a CPU: torch's CPU bernoulli_ with a float p
+#: draws on one thread whatever the thread count (5.5-5.7 ns per element at 1 and 2 threads, 2 M and
+#: 8 M elements, on the 2-core Xeon VM: docs/validation/cpu-xeon-2026-11-25/rng.txt), so on a
+#: many-core CPU a dropout model's mask outlasts the rest of its elementwise work.
+CPU_RNG_S_PER_ELEM = 5.6e-9
+
+
+def _cpu_rng_seconds(trace: Any, batch: int) -> float:
+    """Dropout's mask draws in one CPU step: the traced bernoulli_ ops' mask elements (half each
+    in-place op's counted elements: the tensor in and the same tensor out), forward and recompute."""
+    total = 0.0
+    for op in trace.ops:
+        if op.phase.value == "backward" or "bernoulli" not in op.name:
+            continue
+        total += (op.elems_per_sample * batch + op.elems_fixed) / 2 * op.count
+    return total * CPU_RNG_S_PER_ELEM
+
+
 def bench_transformer_trace() -> Any:
     """gpuselect bench's "transformer" model: one nn.TransformerEncoderLayer(256, 4 heads, FFN 1024,
-    dropout) on 64 random 256-wide vectors per sample, mean-pooled into Linear(256, 10), from the
-    analytic transformer builder (no embedding lookup in the bench: the input is a float tensor)."""
+    dropout) on 64 random 256-wide vectors per sample, mean-pooled into Linear(256, 10): the shipped
+    meta-device trace of that very module (its dropouts, copies and head splits: twice the analytic
+    builder's elementwise traffic), else the analytic builder's (no embedding lookup in the bench:
+    the input is a float tensor)."""
     from dataclasses import replace
+
+    try:
+        from gpuselect.workloads.traces import shipped_trace
+
+        t = shipped_trace("bench-transformer")
+    except ImportError:
+        t = None
+    if t is not None:
+        return t
 
     from gpuselect.workloads.traces import transformer_trace
     from gpuselect.workloads.transformer import TransformerShape
@@ -589,7 +622,8 @@ def _bench_components(
     for model, batch, seconds in steps:
         trace = bench_trace(model)
         st = step_time(trace, d0, batch, "fp32", optimizer="sgd-momentum")
-        floor = st.breakdown["kernel_floor"]
+        # a CPU's dropout draws run on one thread at their own rate: not scaled with the kernels
+        floor = st.breakdown["kernel_floor"] + st.breakdown.get("rng", 0.0)
         conv = sum(op_time(d0, op, batch, "fp32")[0] for op in trace.ops if op.kind is OpKind.CONV)
         dev = max(0.0, st.device_s - floor)
         out.append((seconds, float(st.launches), dev, min(conv, dev), floor, st.breakdown["copy"]))
@@ -630,7 +664,8 @@ def _fit_cpu(comps: list[tuple[float, float, float, float, float, float]]) -> tu
     time): least squares on the relative error, linear in (c, a, b). Both kinds of work must be
     in the record to separate a and b, else b = a (the global conv factor stands)."""
     rows = [[x[1] / x[0], (x[2] - x[3]) / x[0], x[3] / x[0]] for x in comps]
-    ones = [1.0] * len(rows)
+    # what the fitted terms must explain: the step less its fixed part (a CPU's dropout draws)
+    ones = [max(0.0, 1.0 - x[4] / x[0]) for x in comps]
     conv_heavy = [x[3] > 0.5 * x[2] for x in comps]
     candidates: list[tuple[float, float, float]] = []
     if any(conv_heavy) and not all(conv_heavy):
@@ -641,10 +676,12 @@ def _fit_cpu(comps: list[tuple[float, float, float, float, float, float]]) -> tu
     if sol is not None and min(sol) > 0:
         candidates.append((sol[0], sol[1], 1.0))
     # The device at its measured rates (factor 1) with only the host cost fitted; all device.
-    c1 = sum(r[0] * (1.0 - r[1] - r[2]) for r in rows) / sum(r[0] ** 2 for r in rows)
+    c1 = sum(r[0] * (y - r[1] - r[2]) for r, y in zip(rows, ones, strict=True)) / sum(r[0] ** 2 for r in rows)
     candidates.append((max(c1, _DISPATCH_RANGE[0]), 1.0, 1.0))
     dev = [r[1] + r[2] for r in rows]
-    candidates.append((_DISPATCH_RANGE[0], sum(dev) / sum(v * v for v in dev), 1.0))
+    candidates.append(
+        (_DISPATCH_RANGE[0], sum(v * y for v, y in zip(dev, ones, strict=True)) / sum(v * v for v in dev), 1.0)
+    )
     # A record no per-op cost and rates explain (a busy machine) must not leave absurd rates.
     lo, hi = _SCALE_RANGE
     candidates = [c for c in candidates if lo <= c[1] <= hi and lo <= c[2] <= hi]

@@ -33,6 +33,25 @@ def simple_cnn() -> nn.Module:
     )
 
 
+class _BenchTransformer(nn.Module):
+    """`gpuselect bench`'s transformer: one nn.TransformerEncoderLayer(256, 4 heads, FFN 1024,
+    PyTorch's default dropout 0.1) on 64 vectors of 256 per sample, mean-pooled into Linear(256, 10)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True)
+        self.head = nn.Linear(256, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.head(self.layer(x).mean(dim=1))
+        return out
+
+
+def bench_transformer() -> nn.Module:
+    # The module the benchmark trains and the step model fits a benchmarked device on: one source.
+    return _BenchTransformer()
+
+
 def vgg16() -> nn.Module:
     cfg: list[Any] = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"]
     layers: list[nn.Module] = []

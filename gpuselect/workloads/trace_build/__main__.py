@@ -41,7 +41,22 @@ _LOSS: dict[str, tuple[str, int]] = {
 _FUSED = {"bert_base_squad", "bert_large_squad", "gpt2-124m", "vit-b16"}
 
 
+#: Traced modules that are not presets: gpuselect bench's training models the estimator fits on.
+BENCH_MODULES: dict[str, tuple[Any, tuple[int, ...], torch.dtype]] = {
+    "bench-transformer": (rm.bench_transformer, (64, 256), torch.float32)
+}
+
+
 def build(preset_id: str) -> dict[str, Any]:
+    if preset_id in BENCH_MODULES:
+        factory, shape, dtype = BENCH_MODULES[preset_id]
+        source = (
+            "meta-device trace of gpuselect/workloads/reference_models.py bench_transformer (gpuselect bench's "
+            f"transformer), one step: forward, ce loss, backward (torch {torch.__version__.split('+')[0]}; per "
+            "sample = batch 4 minus batch 2)"
+        )
+        plain, ckpt = trace_module(factory, shape, dtype, loss="ce", labels_per_sample=1, source=source)
+        return {"id": preset_id, "plain": trace_to_dict(plain), "ckpt": trace_to_dict(ckpt)}
     if preset_id in APPROX:
         cls, shape, dtype, loss, labels, what = APPROX[preset_id]
         source = (
@@ -79,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("ids", nargs="*", help="preset ids (default: every preset with a reference model)")
     ap.add_argument("--check", action="store_true", help="compare with the shipped files; write nothing")
     args = ap.parse_args(argv)
-    ids = args.ids or [*rm.REFERENCE, *APPROX]
+    ids = args.ids or [*rm.REFERENCE, *APPROX, *BENCH_MODULES]
     bad = 0
     for pid in ids:
         t0 = time.perf_counter()
