@@ -90,7 +90,7 @@ def predict(d: Any, h2d: float | None, model: str, batch: int) -> float:
 
     if h2d:
         d = replace(d, h2d_gbs=h2d)
-    return step_time(bench_trace(model), d, batch, "fp32", optimizer="sgd-momentum").seconds
+    return step_time(bench_trace(model, cpu=d.kind == "cpu"), d, batch, "fp32", optimizer="sgd-momentum").seconds
 
 
 def main() -> int:

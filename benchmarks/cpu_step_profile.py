@@ -94,16 +94,18 @@ def measure(model_name: str, batches: list[int]) -> list[dict[str, Any]]:
 
 
 def model_times(rec: dict[str, Any], model_name: str, batch: int, cores: int) -> dict[str, float]:
-    from gpuselect.estimate.perf import bench_trace, cpu_device
+    from gpuselect.estimate.perf import _cpu_rng_seconds, bench_trace, cpu_device
     from gpuselect.estimate.roofline import op_time
     from gpuselect.estimate.trace import OpKind
 
     d = cpu_device(rec, cores=cores, fit_steps=False)
     per: dict[str, float] = defaultdict(float)
-    for op in bench_trace(model_name).ops:
+    for op in bench_trace(model_name, cpu=True).ops:
         cls = {OpKind.GEMM: "gemm", OpKind.CONV: "conv"}.get(op.kind, "other")
         per[cls] += op_time(d, op, batch, "fp32")[0] * op.count
-    per["host"] = d.dispatch_s * sum(o.count for o in bench_trace(model_name).ops if o.host_dispatch)
+    per["host"] = d.dispatch_s * sum(o.count for o in bench_trace(model_name, cpu=True).ops if o.host_dispatch)
+    # dropout's mask draws (one thread), which the step model adds to the other ops' time
+    per["other"] += _cpu_rng_seconds(bench_trace(model_name, cpu=True), batch)
     return dict(per)
 
 
@@ -136,7 +138,8 @@ def main() -> int:
         f"torch {torch.__version__}, {cores} threads, load before {os.getloadavg()[0]:.2f}",
         f"record: fp32 matmul {rec['matmul_tflops']['fp32']} TFLOP/s, copy {rec['memory_bandwidth_gbs']} GB/s, "
         f"launch {rec.get('launch_overhead_us')} us",
-        "ms per step; 'model' = the step model at the record's measured rates, unfitted (host = per-op cost x ops)",
+        "ms per step; 'model' = the step model at the record's measured rates, unfitted (host = per-op cost x ops; "
+        "other includes dropout's mask draws)",
         f"{'model':<12} {'batch':>5} {'step':>9} | {'gemm':>8} {'conv':>8} {'other':>8} | "
         f"{'m.gemm':>8} {'m.conv':>8} {'m.other':>8} {'m.host':>8} | x gemm  x other",
     ]

@@ -29,6 +29,7 @@ from gpuselect.estimate import api as A
 from gpuselect.estimate import parallel as P
 from gpuselect.estimate import roofline as R
 from gpuselect.estimate.memory import weight_storage_bytes
+from gpuselect.estimate.recommend import plausible_count
 from gpuselect.estimate.trace import OpKind
 from gpuselect.workloads.presets import PRESETS
 from gpuselect.workloads.transformer import transformer_workload
@@ -128,6 +129,9 @@ def part_fp8(catalog, lines: list[str]) -> None:  # type: ignore[no-untyped-def]
         w = PRESETS[wid]
         for gid in gpus:
             e = catalog.get(gid)
+            if not plausible_count(e, n):  # the estimator builds no such option (16x RTX 4090)
+                lines.append(f"{wid:14s} {gid[:16]:16s} {n:2d} {mb or 0:3d} not built in that count")
+                continue
             row: dict[str, object] = {}
             for prec in ("bf16", "fp8"):
                 a = A.Assumptions(batch_size=mb, counts=(n,), precision=prec, checkpointing="full")

@@ -507,22 +507,26 @@ def _cpu_rng_seconds(trace: Any, batch: int) -> float:
     return total * CPU_RNG_S_PER_ELEM
 
 
-def bench_transformer_trace() -> Any:
+def bench_transformer_trace(cpu: bool = False) -> Any:
     """gpuselect bench's "transformer" model: one nn.TransformerEncoderLayer(256, 4 heads, FFN 1024,
-    dropout) on 64 random 256-wide vectors per sample, mean-pooled into Linear(256, 10): the shipped
-    meta-device trace of that very module (its dropouts, copies and head splits: twice the analytic
-    builder's elementwise traffic), else the analytic builder's (no embedding lookup in the bench:
-    the input is a float tensor)."""
+    dropout) on 64 random 256-wide vectors per sample, mean-pooled into Linear(256, 10).
+
+    On a CPU (``cpu``): the shipped meta-device trace of that very module. The meta device takes
+    the CPU's paths (dropout as bernoulli_, div_ and mul; the head splits' copies: twice the
+    analytic builder's elementwise traffic), so it is the CPU's step. On a GPU, whose dropout is
+    one fused kernel each way, the analytic builder's (no embedding lookup: the input is a float
+    tensor); fitting the GPU host on the meta trace moved our H100 preset rows away (Session 12)."""
     from dataclasses import replace
 
-    try:
-        from gpuselect.workloads.traces import shipped_trace
+    if cpu:
+        try:
+            from gpuselect.workloads.traces import shipped_trace
 
-        t = shipped_trace("bench-transformer")
-    except ImportError:
-        t = None
-    if t is not None:
-        return t
+            t = shipped_trace("bench-transformer")
+        except ImportError:
+            t = None
+        if t is not None:
+            return t
 
     from gpuselect.workloads.traces import transformer_trace
     from gpuselect.workloads.transformer import TransformerShape
@@ -549,10 +553,13 @@ BENCH_TRACES = {"simple_cnn": bench_simple_cnn_trace, "transformer": bench_trans
 _BENCH_TRACE_CACHE: dict[str, Any] = {}
 
 
-def bench_trace(model: str) -> Any:
-    if model not in _BENCH_TRACE_CACHE:
-        _BENCH_TRACE_CACHE[model] = BENCH_TRACES[model]()
-    return _BENCH_TRACE_CACHE[model]
+def bench_trace(model: str, *, cpu: bool = False) -> Any:
+    """The trace the step model times a bench model's step with (on a CPU, its CPU paths)."""
+    key = f"{model}/cpu" if cpu else model
+    if key not in _BENCH_TRACE_CACHE:
+        make = BENCH_TRACES[model]
+        _BENCH_TRACE_CACHE[key] = make(cpu=True) if cpu and make is bench_transformer_trace else make()
+    return _BENCH_TRACE_CACHE[key]
 
 
 @dataclass(frozen=True)
@@ -620,7 +627,7 @@ def _bench_components(
     d0 = replace(d, dispatch_s=0.0, h2d_gbs=h2d_gbs or d.h2d_gbs)
     out = []
     for model, batch, seconds in steps:
-        trace = bench_trace(model)
+        trace = bench_trace(model, cpu=d.kind == "cpu")
         st = step_time(trace, d0, batch, "fp32", optimizer="sgd-momentum")
         # a CPU's dropout draws run on one thread at their own rate: not scaled with the kernels
         floor = st.breakdown["kernel_floor"] + st.breakdown.get("rng", 0.0)

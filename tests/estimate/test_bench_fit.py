@@ -38,7 +38,7 @@ def test_cpu_fit_recovers_the_parameters_that_made_the_steps(dispatch_us: float,
         bandwidth_gbs=base.bandwidth_gbs / scale,
     )
     steps = [
-        (m, b, step_time(bench_trace(m), truth, b, "fp32", optimizer="sgd-momentum").seconds)
+        (m, b, step_time(bench_trace(m, cpu=True), truth, b, "fp32", optimizer="sgd-momentum").seconds)
         for m in ("simple_cnn", "transformer")
         for b in (1, 8, 32, 128)
     ]
@@ -87,7 +87,7 @@ def test_the_quiet_vm_records_are_within_35_percent_of_their_own_steps(name: str
     d = cpu_device(rec, cores=2)
     assert any("fitted on its" in n for n in d.notes)
     errs = [
-        abs(math.log(step_time(bench_trace(m), d, b, "fp32", optimizer="sgd-momentum").seconds / t))
+        abs(math.log(step_time(bench_trace(m, cpu=True), d, b, "fp32", optimizer="sgd-momentum").seconds / t))
         for m, b, t in bench_step_list(rec)
     ]
     assert statistics.median(errs) < math.log(1.35)

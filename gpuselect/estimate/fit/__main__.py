@@ -202,7 +202,7 @@ def fit_cpu(doc: dict) -> dict:  # type: ignore[type-arg]
                 d = apply_bench_fit(d0, f)
                 for model, b, t in steps:
                     if model == m:
-                        p = step_time(bench_trace(model), d, b, "fp32", optimizer="sgd-momentum").seconds
+                        p = step_time(bench_trace(model, cpu=True), d, b, "fp32", optimizer="sgd-momentum").seconds
                         errs.append(abs(math.log(p / t)))
         return statistics.fmean(errs), len(errs)
 

@@ -558,7 +558,7 @@ def _spec_cpu_cases(rec: dict[str, Any], label: str) -> list[Case]:
     d = cpu_device(None, cores=cores, mhz=mhz, features=features, spec=S.fit_cpu_spec(others)["params"] or None)
     out = []
     for model, b, t in bench_step_list(rec):
-        st = step_time(bench_trace(model), d, b, "fp32", optimizer="sgd-momentum")
+        st = step_time(bench_trace(model, cpu=d.kind == "cpu"), d, b, "fp32", optimizer="sgd-momentum")
         out.append(
             Case(
                 "cpu-spec",
@@ -594,7 +594,7 @@ def _lomo_cases(source: str, d0: Any, rec: dict[str, Any], label: str, vendor: s
         for model, b, t in steps:
             if model != m:
                 continue
-            st = step_time(bench_trace(model), d, b, "fp32", optimizer="sgd-momentum")
+            st = step_time(bench_trace(model, cpu=d.kind == "cpu"), d, b, "fp32", optimizer="sgd-momentum")
             out.append(
                 Case(
                     source,
