@@ -122,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
     )
     sym = money.symbol
     shown: list[Any] = []
+    paged = False
     picks = {
         (o.get("gpu_id"), o.get("count"))
         for o in (rec.option, rec.better_rental, rec.consumer_alt, rec.value_alt, rec.unpriced)
@@ -146,6 +147,9 @@ def run(args: argparse.Namespace) -> int:
         for r in top + named:
             shown.append(r)
             mem = f"{r.peak_memory_gb:.1f}/{r.vram_gb:g}" if r.peak_memory_gb is not None and r.vram_gb else "—"
+            if "paging" in r.time_breakdown_s:
+                mem += "+"  # part of a paged optimizer's state lives in host memory (footnote)
+                paged = True
             speed = (r.tokens_per_s if w.seq_len else r.throughput_samples_per_s) or 0
             label = ("→ " if (r.gpu_id, r.count) in picks else "") + f"{r.count}x {r.name}"
             print(
@@ -162,6 +166,11 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"\n* no measured step validates {', '.join(paths)}: the band is borrowed from the "
             "validated regime, the widest GPU band for offloaded and mixture-of-experts rows (docs/accuracy.md)"
+        )
+    if paged:
+        print(
+            "\n+ over the card's memory: the paged optimizer keeps the rest of its state in host memory, "
+            "paged in and out every step (counted in the time)"
         )
     misfits = [r for r in result.rows if not r.fits and r.peak_memory_gb is not None]
     if misfits and len({r.gpu_id for r in result.rows}) <= 3:  # the user named the cards: say why each does not fit

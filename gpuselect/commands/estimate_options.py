@@ -299,9 +299,16 @@ def option_notes(args: argparse.Namespace, w: Any, a: Any) -> list[str]:
             f"{1 << (args.max_gpus.bit_length() - 1)} is the largest; --count gives any count"
         )
     if args.count and max(args.count) > 1:
-        from gpuselect.estimate.recommend import PLAUSIBLE_RULE
+        from gpuselect.catalog import load_catalog
+        from gpuselect.estimate.recommend import PLAUSIBLE_RULE, implausible_counts
 
-        notes.append(f"--count leaves out counts nobody builds: {PLAUSIBLE_RULE}")
+        cat = load_catalog()
+        ids = gpu_ids(args)
+        entries = [e for e in cat.entries if not ids or e.id in ids]
+        out = implausible_counts(entries, sorted(set(args.count)))
+        if out:  # only where it left something out, and what
+            more = f" and {len(out) - 3} more" if len(out) > 3 else ""
+            notes.append(f"--count leaves out {', '.join(out[:3])}{more}: {PLAUSIBLE_RULE}")
     if args.count and args.max_gpus is not None:
         notes.append("--count evaluates exactly its counts: --max-gpus is not used")
     if getattr(args, "network_gbs", None) is not None and args.count and max(args.count) <= 8:

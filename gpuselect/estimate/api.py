@@ -578,7 +578,13 @@ def _row(
         gpus=count,
         loss=a.loss,
     )
-    if single_fit is not None and single_fit.fits and a.sharding in (None, Sharding.NONE) and a.offload == Offload.NONE:
+    if (
+        single_fit is not None
+        and single_fit.fits
+        and single_fit.options.split == "none"  # an MI250X's one card is two ranks, maybe sharded
+        and a.sharding in (None, Sharding.NONE)
+        and a.offload == Offload.NONE
+    ):
         fit = single_fit  # data parallel replicates the one-GPU state: the same fit (plan() shards only what does not fit)
     else:
         fit = plan(w, cap, mo, checkpointing=a.checkpointing, sharding=a.sharding, batch_size=a.batch_size)
@@ -760,7 +766,8 @@ def _row(
                 x
                 for x in (
                     base.note,
-                    f"the hourly rate is per GPU of a {offer}-GPU offer ({e.cloud_provider}): fewer may not rent at it",
+                    f"the hourly rate is per GPU of {'an' if str(offer).startswith('8') else 'a'} {offer}-GPU offer "
+                    f"({e.cloud_provider}): fewer may not rent at it",
                 )
                 if x
             )
@@ -818,6 +825,30 @@ def _measured(w: Workload, rec: dict | None, batch: int) -> tuple[float, str] | 
         return None
     k = math.log(rates[hi] / rates[lo]) / math.log(hi / lo)
     return rates[lo] * (batch / lo) ** k, f"between batches {lo} and {hi} (interpolated)"
+
+
+def _measured_edge(w: Workload, rec: dict | None, batch: int) -> tuple[int, float] | None:  # type: ignore[type-arg]
+    """(batch, samples/s) of the benchmark's measured step nearest ``batch`` where ``batch`` lies
+    outside the measured batches of this workload; None inside them or without any."""
+    from gpuselect.estimate.perf import _bench_steps
+
+    name = BENCH_MODELS.get(w.id)
+    if not rec or not name:
+        return None
+    rates = {
+        int(s["batch_size"]): float(s["samples_per_s"])
+        for s in _bench_steps(rec)
+        if s.get("model") == name
+        and isinstance(s.get("batch_size"), int)
+        and s["batch_size"] > 0
+        and isinstance(s.get("samples_per_s"), int | float)
+        and finite_number(s["samples_per_s"])
+        and s["samples_per_s"] > 0
+    }
+    if not rates or min(rates) <= batch <= max(rates):
+        return None
+    edge = max(rates) if batch > max(rates) else min(rates)
+    return edge, rates[edge]
 
 
 def local_cpu_estimate(
@@ -916,6 +947,8 @@ def _local_cpu_time(
         return LocalEstimate("cpu", name, None, None, "no CPU figures available", 1.0)
     batch = a.batch_size or w.default_batch_size
     busy = bool(rec.get("busy"))  # the benchmark flagged other processes' CPU use while it ran
+    sixteen = a.precision in (Precision.FP16, Precision.BF16, Precision.BF16_TRUE, Precision.FP8)
+    in32 = "; in fp32: a CPU's 16-bit training steps are not measured, only its matmuls" if sixteen else ""
     hit = _measured(w, rec, batch)
     if hit is not None:
         thr, how = hit
@@ -927,23 +960,29 @@ def _local_cpu_time(
             thr,
             samples / thr / 3600,
             f"measured: this CPU trained {w.name} {how} in its benchmark"
-            + (", on a busy machine (likely far too slow)" if busy else ""),
+            + (", on a busy machine (likely far too slow)" if busy else "")
+            + in32,
             regime_band("cpu_unsteady" if busy else "cpu", "NVIDIA"),
         )
     d = cpu_device(rec or None, cores=cores, name=name, mhz=mhz, features=features)
-    # auto is fp32 on a CPU, the precision its benchmark trains in: AMX's bf16 matmuls measure 3-6x
-    # fp32's, which the step model took for whole training steps (a CNN at batch 128 read 2.6x
-    # its own measured step). A 16-bit request uses the faster 16-bit matmul where the benchmark
-    # found one, and says that no training step validates it.
+    # A CPU is timed in fp32, the precision its benchmark trains in, whatever was asked: AMX's bf16
+    # matmuls measure 3-6x fp32's, which the step model took for whole training steps (a CNN at
+    # batch 128 read 2.6x its own measured step; ResNet-50 4.5x), and no 16-bit CPU step is
+    # measured to say what share of it a step keeps. A 16-bit request is said to be timed so.
     prec = "fp32"
-    sixteen = a.precision in (Precision.FP16, Precision.BF16, Precision.BF16_TRUE, Precision.FP8)
-    if sixteen:
-        fast = [p for p in ("bf16", "fp16") if d.peak_tflops.get(p, 0) > d.peak_tflops["fp32"]]
-        prec = fast[0] if fast else "fp32"
     st, _ = predict_step(
         w, d, None, batch, prec, optimizer=a.optimizer, checkpointing=as_checkpointing(a.checkpointing), a=a
     )
     thr = batch / st.seconds
+    anchor = _measured_edge(w, rec, batch)
+    if anchor is not None:
+        # Past the benchmark's measured batches its nearest measured step anchors the model's curve
+        # (the model alone jumped 36 % above the last measured batch, against its trend).
+        b_edge, thr_edge = anchor
+        st_edge, _ = predict_step(
+            w, d, None, b_edge, prec, optimizer=a.optimizer, checkpointing=as_checkpointing(a.checkpointing), a=a
+        )
+        thr *= thr_edge / (b_edge / st_edge.seconds)
     measured = bool((rec.get("matmul_tflops") or {}).get("fp32"))
     fit = d.bench_fit
     basis = (
@@ -958,9 +997,10 @@ def _local_cpu_time(
     )
     # Only a device fitted on steps it explains takes the cpu band; one whose steps its fit misses
     # (a busy machine), or that has too few to fit, takes the band of such records.
-    unsteady = fit is None or fit.unsteady or prec != "fp32" or busy  # a 16-bit CPU step: no measured one
-    if prec != "fp32":
-        basis += f"; no {prec} training step on a CPU validates this (only its {prec} matmul is measured)"
+    unsteady = fit is None or fit.unsteady or busy
+    basis += in32
+    if anchor is not None:
+        basis += f"; scaled to its measured step at batch {anchor[0]}"
     if busy and measured:
         basis += "; benchmarked on a busy machine (likely far too slow)"
     # Unmeasured: the band of our CPU records predicted from what detect sees (regime cpu_spec).
@@ -1063,8 +1103,8 @@ def estimate(
         for n in option_counts(a):
             if not plausible_count(e, n, a.gpus_per_node):
                 continue  # nobody builds it, whether --count asked for it or not (count_notes says so)
-            if not a.counts and n > 1 and n * e.dies > a.max_gpus:
-                continue  # a box holds max_gpus GPUs: four MI250X (eight GCDs), not eight
+            if not a.counts and n * e.dies > a.max_gpus:
+                continue  # a box holds max_gpus GPUs: four MI250X (eight GCDs), not eight; none at --max-gpus 1
             first = got[0] if got else None
             rows.append(_card_row(w, e, n, a, perf, single_fit=first, fit_out=got if n == 1 else None))
     if not rows and a.counts:
@@ -1095,7 +1135,8 @@ def estimate(
     _note_slower_than_one(rows)
     by_id = {e.id: e for e in catalog.entries}
     own = own_option(owned, by_id, lambda e, n: _row(w, e, n, a, perf, None), a)
-    owned_n = own.count if own is not None else 0
+    # in cards, as the rows count them (each detected GPU of an MI250X is one of its two dies)
+    owned_n = own.count // max(1, by_id[own.gpu_id].dies) if own is not None else 0
     if own is not None:
         rows = account_for_owned(rows, own.gpu_id, owned_n, _price(by_id[own.gpu_id])[0])
     excluded = [f"{g.device} ({g.name}): {g.problem}" for g in owned if g.problem]
@@ -1116,7 +1157,8 @@ def _card_row(w: Workload, e: GpuEntry, n: int, a: Assumptions, perf: PerfModel 
         cloud_usd_per_hour=e.cloud_usd_per_hour / e.dies if e.cloud_usd_per_hour else None,
     )
     r = _row(w, die, n * e.dies, a, perf, None, **kw)
-    return replace(r, count=n, dies=e.dies, name=f"{e.name} ({e.dies} GCDs each)")
+    note = r.note.replace(" GB;", " GB per GCD;", 1) if r.note and not r.fits else r.note
+    return replace(r, count=n, dies=e.dies, name=f"{e.name} ({e.dies} GCDs each)", note=note)
 
 
 def _note_slower_than_one(rows: list[EstimateRow]) -> None:

@@ -362,7 +362,11 @@ def recommend(
             if fastest is None and usable:
                 # Options fit, but none has a price or an hourly rate: name the one in time at the
                 # lowest stage (else the fastest), not "nothing fits".
-                pick_row = min(usable, key=lambda r: (not r.meets_deadline, stage_of(r, a), r.total_time_h or math.inf))
+                # in time at the lowest stage with the fewest cards (no price to weigh: the least hardware)
+                pick_row = min(
+                    usable,
+                    key=lambda r: (not r.meets_deadline, stage_of(r, a), r.count, r.total_time_h or math.inf),
+                )
                 rec.stage, rec.action, rec.missed = stage_of(pick_row, a), "miss", "price"
                 rec.option = describe(pick_row)
             elif fastest is None:
@@ -423,7 +427,9 @@ def recommend(
                 rec.stage, rec.option = Stage.WORKSTATION_OR_RENTED, describe(rival, kind="rent")
                 per_stage[str(rec.stage)] = rec.option
     rec.stage_name = STAGE_NAMES[rec.stage]
-    rec.deadline_met = rec.action in ("cpu", "have", "buy", "rent")
+    rec.deadline_met = rec.action in ("cpu", "have", "buy", "rent") or bool(
+        rec.missed == "price" and rec.option and rec.option.get("meets_deadline")
+    )  # an unpriced option in time meets it: only its cost is unknown
     opt = rec.option
     if opt is not None and rec.deadline_met and opt.get("time_high_h") is not None:
         rec.crosses_deadline = float(opt["time_high_h"]) > a.deadline_hours  # type: ignore[arg-type]
@@ -583,7 +589,11 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             if o.get("cloud_cost_usd") is not None:
                 costs.append(f"{money(float(o['cloud_cost_usd']))} rented")  # type: ignore[arg-type]
             if o.get("buy_cost_usd") is not None:
-                costs.append(f"{money(float(o['buy_cost_usd']))} to buy and run")  # type: ignore[arg-type]
+                above = rec.budget_usd is not None and float(o["buy_cost_usd"]) > rec.budget_usd  # type: ignore[arg-type]
+                costs.append(
+                    f"{money(float(o['buy_cost_usd']))} to buy and run"  # type: ignore[arg-type]
+                    + (" (over your budget)" if above else "")
+                )
             cost_txt = (
                 (" for " + ("" if costs[0].startswith("under") else "about ") + " or ".join(costs)) if costs else ""
             )
@@ -668,9 +678,11 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
         for r_ in (o if rec.action == "rent" else None, rec.better_rental):
             offer = r_.get("cloud_offer_gpus") if r_ else None
             if r_ and isinstance(offer, int):
+                article = "an" if str(offer).startswith("8") or offer in (11, 18) else "a"
+                every = "both" if offer == 2 else f"all {offer}"
                 parts.append(
-                    f"The hourly rate of {option_name(r_)} is per GPU of a {offer}-GPU offer: renting fewer may cost "
-                    f"more, or mean renting all {offer}."
+                    f"The hourly rate of {option_name(r_)} is per GPU of {article} {offer}-GPU offer: renting fewer "
+                    f"may cost more, or mean renting {every}."
                 )
         parts.extend(_parallel_caveats(o, rec.stage))
         if rec.crosses_deadline:

@@ -62,6 +62,8 @@ BF16_ARCHS = frozenset(
     }
 )
 FP16_ARCHS = frozenset({"Volta", "Turing", "CDNA 1", "RDNA 2", "GCN 5.1 (Vega 20)"}) | BF16_ARCHS
+#: Architectures without matrix units whose fp16 is packed math on the vector units (per vendor).
+PACKED_FP16_ARCHS: dict[str, frozenset[str]] = {"AMD": frozenset({"RDNA 2", "GCN 5.1 (Vega 20)"})}
 FP8_ARCHS = frozenset({"Ada Lovelace", "Hopper", "Blackwell", "Blackwell Ultra", "CDNA 3", "CDNA 4"})
 
 #: The precision each card trains well in (``auto``), and what an explicit request falls back to.
@@ -317,6 +319,12 @@ def catalog_device(e: GpuEntry, host: dict[str, float] | None = None) -> DeviceM
         else:
             gemm_eff[pc] = have[key][pc] * p["borrow_penalty"]
             notes.append(f"{pc} GEMM efficiency borrowed from {key.split('/', 1)[1]} x{p['borrow_penalty']}")
+    if PACKED_FP16_ARCHS.get(e.vendor, frozenset()) & {e.architecture} and "fp32" in gemm_eff:
+        # No matrix units: its fp16 runs on the vector units it runs fp32 on, packed two to a lane
+        # (the catalog's fp16 figure is that rate), so the vector efficiency holds; a borrowed
+        # tensor-core efficiency made fp16 no faster than fp32 there.
+        gemm_eff["16"] = gemm_eff["fp32"]
+        notes[:] = [n for n in notes if not n.startswith("16 ")]
     mem_table: dict[str, float] = p["memory"]["eff"]
     if gddr_ecc(e) and p["memory"].get("eff_gddr_ecc"):
         mem_table = p["memory"]["eff_gddr_ecc"]  # the medians over boards of its kind (fit/kernels.py)

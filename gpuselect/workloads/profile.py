@@ -125,6 +125,32 @@ def _kill_tree(proc: Any) -> None:
         proc.kill()
 
 
+def _wait_unreaped(proc: Any, timeout_s: float) -> bool:
+    """Wait up to ``timeout_s`` for ``proc`` to exit, leaving it a zombie on POSIX (so its process
+    group cannot be reused before it is killed); whether it exited."""
+    import os
+    import subprocess
+    import time
+
+    if os.name != "posix" or not hasattr(os, "waitid"):
+        try:
+            proc.wait(timeout=timeout_s)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    end = time.monotonic() + timeout_s
+    while True:
+        try:
+            got = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return True  # already reaped elsewhere
+        if got is not None:
+            return True
+        if time.monotonic() >= end:
+            return False
+        time.sleep(0.02)
+
+
 def _trace_memory_gb() -> float:
     """What the user's file may allocate while it is traced: a quarter of this machine's RAM, 2 to
     8 GB (tracing on the meta device allocates no tensor data; torch itself takes ~0.3 GB)."""
@@ -172,7 +198,8 @@ def trace_user_model(
         raise UsageError(f"the input shape must be positive sizes, not {input_shape}")
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(x for x in (root, os.environ.get("PYTHONPATH", "")) if x)}
-    with tempfile.TemporaryDirectory(prefix="gpuselect-trace-") as tmp:
+    # a process the user's code left running may hold a file in it open (Windows): no error for that
+    with tempfile.TemporaryDirectory(prefix="gpuselect-trace-", ignore_cleanup_errors=True) as tmp:
         out = Path(tmp) / "trace.json"
         cmd = [
             sys.executable,
@@ -202,18 +229,21 @@ def trace_user_model(
         with _LIVE_LOCK:
             _LIVE.add(proc)
         try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
+            if not _wait_unreaped(proc, timeout_s):
+                _kill_tree(proc)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=10)
+                raise DataError(f"tracing {factory_name}() from {p} took longer than {timeout_s:g} s and was stopped")
+            # Exited but not yet reaped: its process group is still its own, so what the user's
+            # code left running in it goes with it (after reaping, the number could be reused).
             _kill_tree(proc)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=10)
-            raise DataError(
-                f"tracing {factory_name}() from {p} took longer than {timeout_s:g} s and was stopped"
-            ) from None
+            proc.wait()
+        except BaseException:
+            _kill_tree(proc)  # Ctrl+C: its own session does not get the terminal's signal
+            raise
         finally:
             with _LIVE_LOCK:
                 _LIVE.discard(proc)
-        _kill_tree(proc)  # what the user's code left running in its session goes with it
         err = _tail(err_path)
         if proc.returncode is not None and proc.returncode < 0 and proc.pid in _STOPPED:
             _STOPPED.discard(proc.pid)

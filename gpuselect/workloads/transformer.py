@@ -274,6 +274,8 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
     kv = _positive_int(
         cfg, str(p), ("num_key_value_heads", "n_kv_heads", "num_kv_heads", "n_head_kv"), default=kv_default, limit=4096
     )
+    if cfg.get("multi_query") is True and not cfg.get("new_decoder_architecture"):
+        kv = 1  # transformers' FalconConfig saves num_kv_heads = heads even then; multi_query decides
     head_dim = _positive_int(cfg, str(p), ("head_dim",), default=0, limit=1 << 14) or None
     if head_dim == hidden // heads and not hidden % heads:
         head_dim = None  # the usual width: stated only for clarity

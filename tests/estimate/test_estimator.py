@@ -778,7 +778,10 @@ def test_count_leaves_out_counts_nobody_builds(catalog, capsys: pytest.CaptureFi
     with pytest.raises(UsageError, match="not built in counts of 16"):
         A.estimate(w, A.Assumptions(counts=(16,)), catalog, gpu_ids=["nvidia-rtx-4090"], local=[])
     assert main(["estimate", "--workload", "gpt2-124m", "--count", "1,16", "--gpus", "nvidia-rtx-4090"]) == 0
-    assert "--count leaves out counts nobody builds" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--count leaves out 16x GeForce RTX 4090" in err
+    assert main(["estimate", "--workload", "gpt2-124m", "--count", "1,2", "--gpus", "nvidia-h100-sxm5-80gb"]) == 0
+    assert "--count leaves out" not in capsys.readouterr().err  # nothing left out: no note
 
 
 def test_fit_suggestions_never_shard_over_more_cards_than_anyone_builds(catalog) -> None:  # type: ignore[no-untyped-def]
@@ -896,3 +899,16 @@ def test_a_rate_from_a_larger_cloud_offer_is_said(catalog) -> None:  # type: ign
         PRESETS["gpt2-124m"], A.Assumptions(budget_usd=100), catalog, gpu_ids=["nvidia-rtx-5090"], local=[]
     ).recommendation
     assert rec.action == "rent" and "per GPU of a 2-GPU offer" in rec.rationale
+
+
+def test_owning_an_mi250x_counts_cards_not_gcds(catalog) -> None:  # type: ignore[no-untyped-def]
+    # Owning one MI250X (two GPUs to the driver) made the "2x" row say "you own 2: nothing to buy".
+    from gpuselect.estimate.recommend import OwnedGpu
+
+    owned = [OwnedGpu(f"gpu{i}", "AMD Instinct MI250X", "amd-mi250x") for i in range(2)]  # one card's two GCDs
+    res = A.estimate(PRESETS["llama-8b-lora"], A.Assumptions(), catalog, gpu_ids=["amd-mi250x"], local=[], owned=owned)
+    two = next(r for r in res.rows if r.count == 2)
+    assert "you own 1: buy 1 more" in (two.note or "")
+    assert two.buy_cost_usd is not None and two.buy_cost_usd > 14_000  # one more card to buy
+    capped = A.estimate(PRESETS["llama-8b-lora"], A.Assumptions(max_gpus=1, cluster_max_gpus=1), catalog, local=[])
+    assert not any(r.gpu_id == "amd-mi250x" for r in capped.rows)  # one card is two GPUs: over a cap of 1

@@ -285,6 +285,16 @@ def test_moe_and_head_dim_configs_count_what_the_model_cards_say(
     assert w.forward_flops_per_sample / 2048 == pytest.approx(per_token, rel=1e-3)
 
 
+def test_a_resaved_falcon_7b_config_keeps_its_one_key_value_head(tmp_path: Path) -> None:
+    # transformers' FalconConfig writes num_kv_heads = num_attention_heads into every saved config,
+    # multi-query ones too: multi_query decides where the new decoder architecture is off.
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({**_FALCON_7B, "num_kv_heads": 71, "new_decoder_architecture": False}))
+    assert shape_from_hf_config(p).kv_heads == 1
+    p.write_text(json.dumps({**_FALCON_40B}))
+    assert shape_from_hf_config(p).kv_heads == 8
+
+
 @pytest.mark.parametrize(
     ("extra", "words"),
     [
