@@ -281,7 +281,11 @@ def shown_options(result: Any, top: int) -> tuple[list[Any], list[Any]]:
     singles = [r for r in ok if r.count == 1][:top]
     multis = [r for r in ok if r.count > 1][: max(3, top // 3)]
     rec = result.recommendation
-    named = [rec.option or {}, *(o for o in rec.per_stage.values() if o), rec.better_rental or {}]
+    named = [
+        rec.option or {},
+        *(o for o in rec.per_stage.values() if o),
+        *(o or {} for o in (rec.better_rental, rec.consumer_alt, rec.value_alt, rec.unpriced)),
+    ]
     for opt in named:
         if opt.get("gpu_id") and opt.get("kind") not in ("have", "cpu"):
             chosen = next((r for r in ok if r.gpu_id == opt["gpu_id"] and r.count == opt.get("count")), None)
@@ -327,7 +331,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
         label = option_name(o) + (" (all healthy cards together)" if int(o["count"]) > 1 else " (healthy)")
         rows.append(
             _option_row(
-                label + ("  (recommended)" if rec.action == "have" else ""),
+                label + (" (recommended)" if rec.action == "have" else ""),
                 True,
                 None,
                 o["total_time_h"],
@@ -337,12 +341,19 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
                 float(o["error_band"]),
             )
         )
+    also = {
+        (o.get("gpu_id"), o.get("count"))
+        for o in (rec.better_rental, rec.consumer_alt, rec.value_alt, rec.unpriced)
+        if o is not None
+    }
     for r in singles + multis:
         mark = (
-            "  (recommended)"
+            " (recommended)"
             if opt.get("gpu_id") == r.gpu_id and opt.get("count") == r.count and rec.action in ("buy", "rent", "miss")
-            else ""
+            else (" (named in the advice)" if (r.gpu_id, r.count) in also else "")
         )
+        if not r.meets_deadline:
+            mark += " (misses deadline)"  # as the CLI's table says it
         rows.append(
             _option_row(
                 f"{r.count}x {r.name}{mark}",

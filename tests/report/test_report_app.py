@@ -163,7 +163,7 @@ def test_the_recommended_option_is_in_the_table_even_when_slow(tmp_path: Path) -
     est = next(sec for sec in report.sections if sec.title == "Estimates")
     rec = result.recommendation
     assert rec.option is not None and any(
-        f"{rec.option['count']}x {rec.option['name']}  (recommended)" == r[0] for r in est.table
+        r[0].startswith(f"{rec.option['count']}x {rec.option['name']} (recommended)") for r in est.table
     )  # type: ignore[union-attr]
 
 
@@ -275,3 +275,18 @@ def test_the_pdf_footer_cuts_a_long_verdict_at_a_word_and_marks_it(tmp_path: Pat
     assert line.rstrip().endswith("…") or "… Page" in line
     kept = line.split("…")[0].rstrip()
     assert not kept.endswith(("(~8", "(~8.", "(~8.5")) and not kept[-1].isdigit()  # never cut inside a figure
+
+
+def test_the_report_table_marks_missed_deadlines_and_the_options_the_advice_names() -> None:
+    from gpuselect.report.model import build_report
+
+    m = this_machine(nvml=a100x2())
+    result = estimate_for_machine(get_preset("llama-70b-full"), assumptions(Settings(), deadline_hours=0.01), None)
+    rec = result.recommendation
+    report = build_report(m.snapshot, m.health, estimate=result)
+    est = next(sec for sec in report.sections if sec.title == "Estimates")
+    labels = [r[0] for r in est.table]  # type: ignore[union-attr]
+    assert rec.missed == "deadline" and any("(recommended) (misses deadline)" in x for x in labels)
+    if rec.value_alt is not None:
+        assert any("(named in the advice)" in x for x in labels)
+    assert not any("  (" in x for x in labels)
