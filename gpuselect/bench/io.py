@@ -77,6 +77,7 @@ def validate_bench_doc(doc: Any, *, source: str) -> dict[str, Any]:
         raise c.fail("its device list", "is empty: nothing was measured")
     if "report" in doc and not isinstance(doc["report"], dict):
         raise c.fail("its report entry", "must be a JSON object")
+    named: set[str] = set()
     for i, dev in enumerate(doc["devices"]):
         if not isinstance(dev, dict):
             raise c.fail(f"device #{i + 1}", "must be a JSON object")
@@ -123,9 +124,9 @@ def validate_bench_doc(doc: Any, *, source: str) -> dict[str, Any]:
                     f"says {step_table['step_ms']:g} ms a step but {step_table['samples_per_s']:g} samples/s at batch "
                     f"{step_table['batch_size']} ({implied:.4g} ms): the record was edited or is corrupt",
                 )
-        seen = [d.get("device") for d in doc["devices"] if isinstance(d, dict)]
-        if seen.count(name) > 1:
+        if name in named:
             raise c.fail(f"{name}", "appears twice in the device list: one result per device")
+        named.add(name)
         for group in ("matmul_detail", "bandwidth_detail", "transfer_detail"):
             for key, timing in c.table(f"{name} {group}", dev.get(group)).items():
                 t = c.table(f"{name} {group}.{key}", timing, optional=False)

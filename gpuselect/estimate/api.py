@@ -766,8 +766,7 @@ def _row(
                 x
                 for x in (
                     base.note,
-                    f"the hourly rate is per GPU of {'an' if str(offer).startswith('8') else 'a'} {offer}-GPU offer "
-                    f"({e.cloud_provider}): fewer may not rent at it",
+                    f"the hourly rate is per GPU of {offer_phrase(offer)} ({e.cloud_provider}): fewer may not rent at it",
                 )
                 if x
             )
@@ -801,22 +800,29 @@ def _with_paging(st: StepTime, f: Fit, cap_gb: float, e: GpuEntry) -> StepTime:
 BENCH_MODELS = {"simple-cnn": "simple_cnn"}
 
 
-def _measured(w: Workload, rec: dict | None, batch: int) -> tuple[float, str] | None:  # type: ignore[type-arg]
-    """(samples/s, how) the benchmark measured for this workload at this batch, or between the two
-    measured batches around it (log-log: a step's time is a power of its batch between two
-    neighbours); None outside the measured batches. (Taking the nearest batch within 2x made the
-    curve jump: batch 8 read batch 16's rate, 35 % above the 8 both full runs measured.)"""
+def _measured_rates(w: Workload, rec: dict | None) -> dict[int, float]:  # type: ignore[type-arg]
+    """batch -> samples/s of this workload's steps in the benchmark record (none for a workload
+    the benchmark does not train)."""
     from gpuselect.estimate.perf import _bench_steps
 
     name = BENCH_MODELS.get(w.id)
     if not rec or not name:
-        return None
+        return {}
     rates: dict[int, float] = {}
     for s in _bench_steps(rec):
         b, v = s.get("batch_size"), s.get("samples_per_s")
         ok = isinstance(b, int) and b > 0 and isinstance(v, int | float) and finite_number(v) and v > 0
         if s.get("model") == name and ok:
             rates[int(b)] = float(v)  # type: ignore[arg-type]  # checked just above
+    return rates
+
+
+def _measured(w: Workload, rec: dict | None, batch: int) -> tuple[float, str] | None:  # type: ignore[type-arg]
+    """(samples/s, how) the benchmark measured for this workload at this batch, or between the two
+    measured batches around it (log-log: a step's time is a power of its batch between two
+    neighbours); None outside the measured batches. (Taking the nearest batch within 2x made the
+    curve jump: batch 8 read batch 16's rate, 35 % above the 8 both full runs measured.)"""
+    rates = _measured_rates(w, rec)
     if batch in rates:
         return rates[batch], f"at batch {batch}"
     lo = max((b for b in rates if b < batch), default=None)
@@ -830,21 +836,7 @@ def _measured(w: Workload, rec: dict | None, batch: int) -> tuple[float, str] | 
 def _measured_edge(w: Workload, rec: dict | None, batch: int) -> tuple[int, float] | None:  # type: ignore[type-arg]
     """(batch, samples/s) of the benchmark's measured step nearest ``batch`` where ``batch`` lies
     outside the measured batches of this workload; None inside them or without any."""
-    from gpuselect.estimate.perf import _bench_steps
-
-    name = BENCH_MODELS.get(w.id)
-    if not rec or not name:
-        return None
-    rates = {
-        int(s["batch_size"]): float(s["samples_per_s"])
-        for s in _bench_steps(rec)
-        if s.get("model") == name
-        and isinstance(s.get("batch_size"), int)
-        and s["batch_size"] > 0
-        and isinstance(s.get("samples_per_s"), int | float)
-        and finite_number(s["samples_per_s"])
-        and s["samples_per_s"] > 0
-    }
+    rates = _measured_rates(w, rec)
     if not rates or min(rates) <= batch <= max(rates):
         return None
     edge = max(rates) if batch > max(rates) else min(rates)
@@ -1180,6 +1172,7 @@ from gpuselect.estimate.recommend import (  # noqa: E402
     OwnedGpu,
     Recommendation,
     account_for_owned,
+    offer_phrase,
     own_option,
     plausible_count,
     plausible_max,

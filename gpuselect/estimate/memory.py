@@ -240,26 +240,29 @@ def dequant_transient_bytes(w: Workload, shape: TransformerShape | None = None) 
     return 2.0 * max(i * o for _, i, o in adapted_matrices(shape))
 
 
+def _layer_and_edge(
+    w: Workload, o: MemoryOptions, shape: TransformerShape | None, weights: float
+) -> tuple[float, float]:
+    """(one layer's weight bytes, the embedding/head unit's) of ``weights`` (the edge unit 0 without
+    a transformer shape)."""
+    layers = max(1, w.layers)
+    if shape is None:
+        return weights / layers, 0.0
+    other = _embedding_params(w, shape) * (4 if o.precision in ("fp32", "tf32") else 2)
+    return max(0.0, weights - other) / layers, min(other, shape.vocab * shape.hidden * 2)
+
+
 def _unit_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None, weights: float) -> float:
     """FSDP gathers one wrapped unit (a layer) at a time and prefetches the next: two layers' weights
     (or the embedding/head unit where it is bigger) are whole on every GPU while they compute."""
-    layers = max(1, w.layers)
-    per_layer = weights / layers
-    if shape is not None:
-        other = _embedding_params(w, shape) * (4 if o.precision in ("fp32", "tf32") else 2)
-        per_layer = max(0.0, weights - other) / layers
-        return 2 * per_layer + min(other, shape.vocab * shape.hidden * 2)
-    return 2 * per_layer
+    layer, edge = _layer_and_edge(w, o, shape, weights)
+    return 2 * layer + edge
 
 
 def _unit_grad_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None, weights: float) -> float:
     """The gradients of the one unit whose backward runs, whole before FSDP reduce-scatters them
     (or, offloaded, copies them to the host): a layer's, or the embedding/head unit's where bigger."""
-    layers = max(1, w.layers)
-    if shape is not None:
-        other = _embedding_params(w, shape) * (4 if o.precision in ("fp32", "tf32") else 2)
-        return max(max(0.0, weights - other) / layers, min(other, shape.vocab * shape.hidden * 2))
-    return weights / layers
+    return max(_layer_and_edge(w, o, shape, weights))
 
 
 # --- activations -----------------------------------------------------------------------------------

@@ -537,7 +537,7 @@ def bench_transformer_trace(cpu: bool = False) -> Any:
     return replace(transformer_trace(shape, mode="full"), input_bytes_per_sample=64 * 256 * 4 + 8)
 
 
-def bench_simple_cnn_trace() -> Any:
+def bench_simple_cnn_trace(cpu: bool = False) -> Any:  # noqa: ARG001 - one trace for CPU and GPU (as BENCH_TRACES call it)
     """gpuselect bench's simple CNN: the shipped meta-device trace, else the hand-written one."""
     try:
         from gpuselect.workloads.traces import shipped_trace
@@ -557,8 +557,7 @@ def bench_trace(model: str, *, cpu: bool = False) -> Any:
     """The trace the step model times a bench model's step with (on a CPU, its CPU paths)."""
     key = f"{model}/cpu" if cpu else model
     if key not in _BENCH_TRACE_CACHE:
-        make = BENCH_TRACES[model]
-        _BENCH_TRACE_CACHE[key] = make(cpu=True) if cpu and make is bench_transformer_trace else make()
+        _BENCH_TRACE_CACHE[key] = BENCH_TRACES[model](cpu=cpu)
     return _BENCH_TRACE_CACHE[key]
 
 

@@ -74,15 +74,12 @@ def plausible_max(e: GpuEntry, gpus_per_node: int = 8, cluster_max: int = 1024) 
 
 def plausible_count(e: GpuEntry, count: int, gpus_per_node: int = 8) -> bool:
     """Whether ``count`` cards of ``e`` is an option anyone builds (module docstring)."""
-    if count <= 1:
-        return True
-    if e.form_factor == FormFactor.LAPTOP:
-        return False
-    if e.family in CONSUMER_FAMILIES:
-        return count <= min(CONSUMER_MAX_PER_BOX, gpus_per_node)
-    if e.family == Family.WORKSTATION:
-        return count <= gpus_per_node
-    return True
+    return count <= 1 or count <= plausible_max(e, gpus_per_node, cluster_max=count)
+
+
+def offer_phrase(gpus: int) -> str:
+    """ "a 4-GPU offer" / "an 8-GPU offer", as the row's note and the advice write it."""
+    return f"{'an' if str(gpus).startswith('8') or gpus in (11, 18) else 'a'} {gpus}-GPU offer"
 
 
 def time_range(hours: float, band: float) -> tuple[float, float]:
@@ -678,10 +675,9 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
         for r_ in (o if rec.action == "rent" else None, rec.better_rental):
             offer = r_.get("cloud_offer_gpus") if r_ else None
             if r_ and isinstance(offer, int):
-                article = "an" if str(offer).startswith("8") or offer in (11, 18) else "a"
                 every = "both" if offer == 2 else f"all {offer}"
                 parts.append(
-                    f"The hourly rate of {option_name(r_)} is per GPU of {article} {offer}-GPU offer: renting fewer "
+                    f"The hourly rate of {option_name(r_)} is per GPU of {offer_phrase(offer)}: renting fewer "
                     f"may cost more, or mean renting {every}."
                 )
         parts.extend(_parallel_caveats(o, rec.stage))
