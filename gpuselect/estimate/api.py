@@ -958,9 +958,9 @@ def _local_cpu_time(
         )
     d = cpu_device(rec or None, cores=cores, name=name, mhz=mhz, features=features)
     # A CPU is timed in fp32, the precision its benchmark trains in, whatever was asked: AMX's bf16
-    # matmuls measure 3-6x fp32's, which the step model took for whole training steps (a CNN at
-    # batch 128 read 2.6x its own measured step; ResNet-50 4.5x), and no 16-bit CPU step is
-    # measured to say what share of it a step keeps. A 16-bit request is said to be timed so.
+    # matmuls measure 3-6x fp32's, which the step model took for whole training steps (a CNN read
+    # several times its own measured step), and no 16-bit CPU step is measured to say what share
+    # of it a step keeps. A 16-bit request is said to be timed so.
     prec = "fp32"
     st, _ = predict_step(
         w, d, None, batch, prec, optimizer=a.optimizer, checkpointing=as_checkpointing(a.checkpointing), a=a

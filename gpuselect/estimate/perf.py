@@ -490,10 +490,10 @@ def step_time(
 
 
 #: Seconds per element of dropout's random mask on a CPU: torch's CPU bernoulli_ with a float p
-#: draws on one thread whatever the thread count (5.5-5.7 ns per element at 1 and 2 threads, 2 M and
-#: 8 M elements, on the 2-core Xeon VM: docs/validation/cpu-xeon-2026-11-25/rng.txt), so on a
-#: many-core CPU a dropout model's mask outlasts the rest of its elementwise work.
-CPU_RNG_S_PER_ELEM = 5.6e-9
+#: draws on one thread whatever the thread count (5.7-5.9 ns per element at 1 and 2 threads, 2 M and
+#: 8 M elements, on the 2-core Xeon VM: benchmarks/cpu_rng.py -> docs/validation/cpu-xeon-2026-11-25/
+#: rng.txt), so on a many-core CPU a dropout model's mask outlasts the rest of its elementwise work.
+CPU_RNG_S_PER_ELEM = 5.8e-9
 
 
 def _cpu_rng_seconds(trace: Any, batch: int) -> float:
