@@ -51,7 +51,7 @@ from gpuselect.types import (
 from gpuselect.workloads.model import Workload
 
 #: ``auto``: what each card trains well in (bf16 on Ampere+/CDNA 2+, fp16 mixed on Volta/Turing,
-#: else fp32); an explicit precision a card cannot run falls back (roofline.FALLBACK).
+#: else fp32; fp32 where the host bounds the step and it trains faster, ``_row``); an explicit precision a card cannot run falls back (roofline.FALLBACK).
 PRECISIONS: tuple[Precision, ...] = TRAINING_PRECISIONS
 BAND_FILE = Path(__file__).resolve().parent / "data" / "steptime_bands.json"
 CLUSTER_COUNTS = (16, 32, 64, 128, 256, 512, 1024)
@@ -539,6 +539,34 @@ def _per_model_seconds(
 
 
 def _row(
+    w: Workload,
+    e: GpuEntry,
+    count: int,
+    a: Assumptions,
+    perf: PerfModel | None,
+    band: float | None,
+    device: DeviceModel | None = None,
+    single_fit: Fit | None = None,
+    fit_out: list[Fit] | None = None,
+) -> EstimateRow:
+    """``count`` GPUs ``e`` training ``w``. ``auto`` takes the card's mixed precision, unless the
+    host's dispatch bounds the step and fp32 trains faster: autocast's casts are extra ops, so a
+    tiny model at a small batch runs slower in bf16 (an H100 then ranked below a GTX 1080)."""
+    r = _row_at(w, e, count, a, perf, band, device, single_fit, fit_out)
+    if a.precision != Precision.AUTO or not r.fits or r.bound != "overhead" or r.precision_used == Precision.FP32:
+        return r
+    alt = _row_at(w, e, count, replace(a, precision=Precision.FP32), perf, band, device)  # its own fp32 memory fit
+    if not (alt.fits and alt.throughput_samples_per_s and r.throughput_samples_per_s):
+        return r
+    if alt.throughput_samples_per_s <= r.throughput_samples_per_s:
+        return r
+    p = r.precision_used
+    why = f"auto: fp32, faster here than {p} (in {p} the host bounds the step, and mixed precision adds casts)"
+    alt.note = f"{why}; {alt.note}" if alt.note else why
+    return alt
+
+
+def _row_at(
     w: Workload,
     e: GpuEntry,
     count: int,

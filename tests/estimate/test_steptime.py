@@ -131,6 +131,28 @@ def test_no_card_is_unfit_for_want_of_a_precision(catalog) -> None:  # type: ign
                 assert "runs " + r.precision_used in (r.note or "")
 
 
+def _one(catalog, workload: str, gpu: str, **kw) -> A.EstimateRow:  # type: ignore[no-untyped-def]
+    res = A.estimate(PRESETS[workload], A.Assumptions(**kw), catalog, gpu_ids=[gpu], local=[])
+    return next(r for r in res.rows if r.count == 1)
+
+
+@pytest.mark.parametrize("gpu", ["nvidia-h100-sxm5-80gb", "nvidia-rtx-4090", "nvidia-t4"])
+def test_auto_takes_the_faster_of_mixed_precision_and_fp32_where_the_host_bounds_the_step(catalog, gpu: str) -> None:  # type: ignore[no-untyped-def]
+    """A tiny model at batch 1 is host-bound: autocast's casts only add ops, so auto trains it in
+    fp32 (the GTX 1080, fp32 only, ranked above an H100 before) and says why."""
+    auto = _one(catalog, "simple-cnn", gpu, batch_size=1)
+    fp32 = _one(catalog, "simple-cnn", gpu, batch_size=1, precision="fp32")
+    mixed = _one(catalog, "simple-cnn", gpu, batch_size=1, precision=R.resolve_precision(catalog.get(gpu), "auto"))
+    assert mixed.bound == "overhead" and mixed.throughput_samples_per_s < fp32.throughput_samples_per_s
+    assert auto.precision_used == "fp32" and auto.throughput_samples_per_s == fp32.throughput_samples_per_s
+    assert "auto: fp32, faster here than" in (auto.note or "")
+    gtx = _one(catalog, "simple-cnn", "nvidia-gtx-1080", batch_size=1)
+    assert auto.throughput_samples_per_s >= 0.95 * gtx.throughput_samples_per_s
+    # where the device bounds the step, auto keeps the card's mixed precision
+    llm = _one(catalog, "llama-8b-lora", gpu if gpu != "nvidia-t4" else "nvidia-a100-sxm4-80gb")
+    assert llm.precision_used in ("bf16", "fp16") and llm.bound != "overhead"
+
+
 def test_h100_simple_cnn_curve_within_2x_and_median_35_percent(catalog) -> None:  # type: ignore[no-untyped-def]
     """Our H100 record (docs/validation/h100-2026-11-22). In-sample for the host's per-op and
     per-step costs (two parameters for this curve and the bench transformer's); the point is that
