@@ -100,7 +100,9 @@ class OwnedGpu:
 
 @dataclass
 class Recommendation:
-    stage: Stage  # 1 no GPU, 2 one reasonable GPU, 3 workstation / rented datacenter GPUs, 4 cluster
+    #: 1 no GPU, 2 one reasonable GPU, 3 workstation / rented datacenter GPUs, 4 cluster. Where
+    #: nothing fits (action "none") it is 4 for the chart's scale, and JSON writes null.
+    stage: Stage = field(metadata={"json_via": "stage_or_none"})
     stage_name: str
     choice: str  # the recommended option, in words (US dollars: faces re-render with ``explain``)
     per_stage: dict[str, dict[str, object] | None]
@@ -137,6 +139,11 @@ class Recommendation:
     value_alt: dict[str, object] | None = None
     #: The fastest single GPU with a price (where the CPU is the answer: is a GPU faster at all?).
     fastest_gpu: dict[str, object] | None = None
+
+    @property
+    def stage_or_none(self) -> Stage | None:
+        """The stage, or None where nothing fits (what JSON writes: "stage": 4 read as a cluster)."""
+        return None if self.action == "none" else self.stage
 
 
 def row_cost(r: EstimateRow) -> float | None:
@@ -423,7 +430,7 @@ def recommend(
                 rec.consumer_alt = pick  # one consumer card is enough too: said beside the rental
                 rec.stage, rec.option = Stage.WORKSTATION_OR_RENTED, describe(rival, kind="rent")
                 per_stage[str(rec.stage)] = rec.option
-    rec.stage_name = STAGE_NAMES[rec.stage]
+    rec.stage_name = "No stage" if rec.action == "none" else STAGE_NAMES[rec.stage]
     rec.deadline_met = rec.action in ("cpu", "have", "buy", "rent") or bool(
         rec.missed == "price" and rec.option and rec.option.get("meets_deadline")
     )  # an unpriced option in time meets it: only its cost is unknown

@@ -392,7 +392,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
         "deadline_h": result.assumptions.deadline_hours,
         "budget": money.value(result.assumptions.budget_usd) if result.assumptions.budget_usd else None,
         "local": local,
-        "stage": rec.stage,
+        "stage": rec.stage_or_none,  # None where nothing fits: no bar is the chosen one
         "currency": sym,
         "stage_names": {str(k): f"{k}  {v}" for k, v in STAGE_SHORT.items()},
     }

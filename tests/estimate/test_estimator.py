@@ -506,6 +506,11 @@ def test_nothing_fits_names_the_closest_option_and_what_would_make_it_fit(
     res = A.estimate(w, A.Assumptions(counts=(2,)), catalog, gpu_ids=ids, local=[])
     rec = res.recommendation
     assert rec.action == "none" and not any(r.fits for r in res.rows)
+    # JSON said "stage": 4 (a cluster) where every face says "No stage"
+    from gpuselect.output import to_jsonable
+
+    doc = to_jsonable(rec)
+    assert doc["stage"] is None and doc["stage_name"] == "No stage"
     closest = min(res.rows, key=lambda r: (r.peak_memory_gb or 0) / r.vram_gb)
     assert f"The closest, 2x {closest.name}, needs {closest.peak_memory_gb:,.1f} GB per GPU" in rec.rationale
     assert "offloading the parameters to CPU memory" in rec.rationale and "LoRA/QLoRA" not in rec.rationale
