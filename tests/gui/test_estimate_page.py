@@ -438,6 +438,20 @@ def test_sharding_and_offload_choices_reach_the_rows_and_the_advice(qtbot) -> No
     page.shutdown()
 
 
+def test_max_gpus_caps_every_option_as_the_cli_does(qtbot) -> None:
+    """ "Max GPUs 1" still listed 32-GPU clusters (it was the box size only); auto keeps the CLI's
+    default: boxes up to 8, clusters where no box holds the model or meets the deadline."""
+    page = _page(qtbot, None, "llama-70b-full")
+    assert page.max_gpus.currentText() == "auto"
+    _run(qtbot, page, 60_000)
+    assert max(r.count for r in page.result.rows) > 8
+    page.max_gpus.setCurrentText("4")
+    _run(qtbot, page, 60_000)
+    assert page.result.assumptions.cluster_max_gpus == 4
+    assert max(r.count * r.dies for r in page.result.rows) <= 4
+    page.shutdown()
+
+
 def test_a_new_preset_resets_the_batch_and_the_table_marks_the_pick_and_the_deadline(qtbot) -> None:
     page = _page(qtbot, preset="vgg16")
     page.batch.setValue(512)

@@ -7,6 +7,7 @@ Every estimate runs in a worker thread, never on the GUI thread."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import pyqtgraph as pg
@@ -256,9 +257,15 @@ class EstimatePage(QWidget):
         self.budget.setGroupSeparatorShown(True)
         self.electricity = QDoubleSpinBox(minimum=0, maximum=100, value=0.15, decimals=3, prefix="$", suffix=" /kWh")
         self.max_gpus = QComboBox()
-        self.max_gpus.addItems(["1", "2", "4", "8", "16", "32", "64"])
-        self.max_gpus.setCurrentText("8")
-        self.max_gpus.setToolTip("More than 8 GPUs means several machines: stage 4, a cluster")
+        # As the CLI's --max-gpus: auto is boxes up to 8 and, where none meets the deadline or holds
+        # the model, clusters up to 1,024; a number is the most GPUs of any option (it was the box
+        # size only, so "1" still showed 32-GPU clusters).
+        self.max_gpus.addItems(["auto", *(str(1 << i) for i in range(11))])
+        self.max_gpus.setToolTip(
+            "auto: boxes of up to 8 GPUs, and clusters of datacenter cards up to 1,024 where no box meets the "
+            "deadline or holds the model. A number is the most GPUs an option may have; more than 8 is several "
+            "machines: stage 4, a cluster"
+        )
         self.network = QDoubleSpinBox(minimum=0, maximum=1e5, value=0, decimals=0, suffix=" GB/s per node")
         self.network.setSpecialValueText("card's reference node")  # 0: the default, as the CLI's --network-gbs
         self.network.setGroupSeparatorShown(True)
@@ -651,7 +658,7 @@ class EstimatePage(QWidget):
     def assumptions(self) -> Any:
         from gpuselect.estimate.api import Assumptions
 
-        return Assumptions(
+        a = Assumptions(
             precision=Precision(self.precision.currentText()),
             batch_size=self.batch.value() or None,
             dataset_size=self.dataset.value() or None,
@@ -659,7 +666,6 @@ class EstimatePage(QWidget):
             deadline_hours=self.deadline.value(),
             budget_usd=self.budget_usd(),
             electricity_usd_per_kwh=self.electricity_usd(),
-            max_gpus=int(self.max_gpus.currentText()),
             grid_kg_co2_per_kwh=self.grid,
             checkpointing=None if self.checkpointing.currentText() == "auto" else self.checkpointing.currentText(),
             loss=self.loss.currentText(),
@@ -667,6 +673,8 @@ class EstimatePage(QWidget):
             offload=Offload(self.offload.currentText()),
             network_gbs=self.network.value() or None,
         )
+        cap = self.max_gpus.currentText()
+        return a if cap == "auto" else replace(a, max_gpus=int(cap), cluster_max_gpus=int(cap))
 
     # --- the estimate, in a worker -------------------------------------------------------------------
 
