@@ -65,13 +65,27 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     if args.format == "csv":
-        fields = [f.name for f in dataclasses.fields(result.rows[0])]
+        from gpuselect.estimate.api import EstimateRow
+
+        fields = [f.name for f in dataclasses.fields(EstimateRow)]
         buf = io.StringIO()
         wr = csv.DictWriter(buf, fieldnames=fields)
         wr.writeheader()
-        for r in result.rows:
-            row = dataclasses.asdict(r)
-            row["suggestions"] = "; ".join(r.suggestions)
+        # this machine first (as the text and the report show it), in the catalog rows' columns:
+        # gpu_id "local:<device>", its basis as the note
+        local = [
+            {
+                **{k: v for k, v in dataclasses.asdict(loc).items() if k in fields},
+                "gpu_id": f"local:{loc.device}",
+                "count": 1,
+                "note": loc.basis,
+                "meets_deadline": loc.total_time_h is not None and loc.total_time_h <= a.deadline_hours,
+            }
+            for loc in result.local
+        ]
+        for r in [*local, *result.rows]:
+            row = r if isinstance(r, dict) else dataclasses.asdict(r)
+            row["suggestions"] = "; ".join(row.get("suggestions") or [])
             # nested figures (memory and time breakdowns) as JSON in their cell, not Python reprs
             row = {
                 k: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list, tuple)) else v for k, v in row.items()
