@@ -452,7 +452,22 @@ def _fit_hint(rows: list[EstimateRow], w: Workload) -> str:
         return f"Try to {levers}."
     r = min(misfits, key=lambda r: (r.peak_memory_gb or 0.0) / (r.vram_gb or 1.0))
     what = f"The closest, {r.count}x {r.name}, needs {r.peak_memory_gb:,.1f} GB per GPU of its {r.vram_gb:g} GB"
-    return f"{what}; try {r.suggestions[0]}." if r.suggestions else f"{what}. Try to {levers}."
+    if r.suggestions:
+        return f"{what}; try {r.suggestions[0]}."
+    # The row's suggestions tried a smaller batch, checkpointing, sharding over more such GPUs,
+    # offload, precisions (and adapters for a full fine-tune): none fits. The generic levers
+    # offered them anyway (and checkpointing where it was on).
+    acts = sum(r.memory_breakdown_gb.get(k, 0.0) for k in ("activations", "logits"))
+    why = (
+        f" (one sample's activations and logits take {acts:,.1f} GB, which no sharding or offload divides)"
+        if r.batch_size == 1 and r.vram_gb and acts >= 0.5 * r.vram_gb
+        else ""
+    )
+    shorter = "a shorter sequence (--seq-len) or " if w.seq_len else ""
+    return (
+        f"{what}{why}; no change gpuselect models (a smaller batch, checkpointing, sharding over more such GPUs, "
+        f"offload, another precision) makes it fit there: try {shorter}a GPU with more memory."
+    )
 
 
 def option_name(o: dict[str, object]) -> str:

@@ -235,11 +235,25 @@ def _positive_int(
 
 def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> TransformerShape:
     """Read a Hugging Face style ``config.json`` as data (GPT-2, BERT, Llama, Mistral ... keys)."""
+    return _shape_and_type(path, seq_len=seq_len)[0]
+
+
+def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[TransformerShape, str]:
+    """The config's shape and its model type."""
     p = Path(path)
     cfg = read_json(p, what="model config", max_bytes=4 * 1024 * 1024)  # bounded; UTF-8 or UTF-16 with a BOM
     if not isinstance(cfg, dict):
         raise DataError(f"{p}: expected a JSON object of model settings")
     model_type = _model_type(cfg)
+    if model_type in _NOT_MODELLED:
+        raise DataError(
+            f"{p}: {model_type} models are not supported: {_NOT_MODELLED[model_type]}; the estimate would be wrong, "
+            "so it is not made"
+        )
+    if model_type in _CLASS_DEFAULTS:
+        # What transformers' config class fills in for a key the file leaves out (a multimodal
+        # model's text_config often gives only what differs from them).
+        cfg = {**_CLASS_DEFAULTS[model_type], **{k: v for k, v in cfg.items() if v is not None}}
     if cfg.get("is_encoder_decoder") is True or model_type in _ENCODER_DECODER:
         raise DataError(
             f"{p}: {model_type or 'this model'} is an encoder-decoder model, which gpuselect does not build from a "
@@ -258,14 +272,21 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
                 f"{p}: a vision transformer trains fixed-size images (its tokens are the image's patches): "
                 "--seq-len does not apply; change image_size in the config instead"
             )
-        return _vit_shape(cfg, str(p))
+        return _vit_shape(cfg, str(p)), model_type
     hidden = _positive_int(cfg, str(p), ("hidden_size", "n_embd", "d_model", "dim"), limit=1 << 17)
     layers = _positive_int(cfg, str(p), ("num_hidden_layers", "n_layer", "num_layers", "n_layers"), limit=1000)
     heads = _positive_int(cfg, str(p), ("num_attention_heads", "n_head", "num_heads", "n_heads"), limit=4096)
     vocab = _positive_int(cfg, str(p), ("vocab_size",), limit=10**7)
     positions = _positive_int(
-        cfg, str(p), ("max_position_embeddings", "n_positions", "n_ctx", "seq_length", "max_seq_len"), default=2048
+        cfg,
+        str(p),
+        ("max_position_embeddings", "n_positions", "n_ctx", "seq_length", "max_seq_len"),
+        default=2048,
+        limit=1 << 27,  # Llama 4 Scout gives 10,485,760
     )
+    if model_type in _PADDING_OFFSET:
+        positions = max(1, positions - 2)  # RoBERTa's positions start after the padding index: 514 is 512 tokens
+    positions = _rope_extended(cfg, positions)
     ffn = _positive_int(
         cfg, str(p), ("intermediate_size", "n_inner", "ffn_dim", "d_ff"), default=4 * hidden, limit=1 << 20
     )
@@ -286,15 +307,16 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
     act = str(_first(cfg, "hidden_act", "hidden_activation", "activation_function") or "").lower()
     gated = act in ("silu", "swiglu", "swish") or model_type in _LLAMA_LIKE
     rms = "rms_norm_eps" in cfg or model_type in _LLAMA_LIKE
-    rotary = any(k in cfg for k in ("rope_theta", "rotary_pct", "rotary_emb_base", "rope_scaling")) or model_type in (
-        *_LLAMA_LIKE,
-        "gpt_neox",
+    rotary = (
+        any(k in cfg for k in ("rope_theta", "rotary_pct", "rotary_emb_base", "rope_scaling", "rotary_dim"))
+        or model_type in (*_LLAMA_LIKE, "gpt_neox", "gptj")
+        or (model_type == "falcon" and not cfg.get("alibi"))  # Falcon is rotary unless it says alibi
     )
     tied = cfg.get("tie_word_embeddings", model_type not in _UNTIED_BY_DEFAULT)
     if not isinstance(tied, bool):
         raise DataError(f"{p}: tie_word_embeddings must be true or false, not {str(tied)[:40]!r}")
     drop = _first(cfg, "resid_pdrop", "hidden_dropout_prob", "hidden_dropout", "dropout")
-    if drop is None and model_type in ("gpt2", "bert", "roberta"):
+    if drop is None and model_type in ("gpt2", *_ENCODERS):
         drop = 0.1  # the Hugging Face default of these configs
     dropout = isinstance(drop, (int, float)) and not isinstance(drop, bool) and drop > 0
     seq = seq_len if seq_len is not None else min(positions, 4096)
@@ -303,7 +325,7 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
     experts, top_k, shared = _experts(cfg, str(p), gated)
     if experts:
         ffn = _positive_int(cfg, str(p), ("moe_intermediate_size", "intermediate_size"), limit=1 << 20)
-    return TransformerShape(
+    shape = TransformerShape(
         layers=layers,
         hidden=hidden,
         heads=heads,
@@ -313,7 +335,7 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
         kv_heads=kv,
         gated_ffn=gated,
         tied_embeddings=tied,
-        lm_head=model_type not in ("bert", "roberta"),
+        lm_head=model_type not in _ENCODERS,
         dropout=dropout,
         norm="rmsnorm" if rms else "layernorm",
         rotary=rotary,
@@ -323,6 +345,7 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
         shared_ffn=shared,
         head_dim=head_dim,
     )
+    return shape, model_type
 
 
 #: Hugging Face model types whose layers are Llama's: a gated (SwiGLU) FFN, RMSNorm, rotary positions.
@@ -373,7 +396,127 @@ _ENCODER_DECODER = frozenset(
         "bigbird_pegasus",
     ]
 )
-_KNOWN_TYPES = (*_LLAMA_LIKE, "gpt2", "gpt_neox", "gpt_neo", "falcon", "bert", "roberta", "vit", "deit")
+#: Encoder-only model types (BERT's layers, a task head, no vocabulary projection per token).
+_ENCODERS = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert", "electra", "mpnet")
+#: RoBERTa-style embeddings whose positions start after the padding index (two fewer tokens).
+_PADDING_OFFSET = ("roberta", "xlm-roberta", "camembert")
+_KNOWN_TYPES = (*_LLAMA_LIKE, "gpt2", "gpt_neox", "gpt_neo", "falcon", *_ENCODERS, "vit", "deit")
+#: Model types whose configs were read against their published parameter counts (within 1.2 %).
+_CHECKED_TYPES = frozenset((*_KNOWN_TYPES, "phi", "gptj", "mpt", "phimoe", "gpt_oss", "qwen2_moe"))
+#: Model types whose layers the trace does not build, each with why: read with the usual keys they
+#: came out as ordinary transformers, confidently wrong (ALBERT 9x its parameters, Jamba +77 %).
+_NOT_MODELLED = {
+    **dict.fromkeys(
+        ("mamba", "mamba2", "falcon_mamba", "rwkv", "recurrent_gemma", "xlstm"),
+        "their state-space or recurrent layers are not modelled",
+    ),
+    **dict.fromkeys(
+        ("jamba", "zamba", "zamba2", "bamba", "falcon_h1", "nemotron_h", "granitemoehybrid"),
+        "they mix state-space (Mamba) and attention layers, which is not modelled",
+    ),
+    "albert": "ALBERT shares one layer's weights across its layers and factorises its embedding, which is not modelled",
+    **dict.fromkeys(("deberta", "deberta-v2"), "DeBERTa's disentangled attention is not modelled"),
+    **dict.fromkeys(
+        ("llama4", "llama4_text"),
+        "Llama 4's interleaved dense and expert layers with a shared expert are not modelled",
+    ),
+    **dict.fromkeys(
+        (
+            "qwen2_vl",
+            "qwen2_5_vl",
+            "qwen2_5_omni",
+            "qwen2_audio",
+            "llava",
+            "llava_next",
+            "llava_onevision",
+            "mllama",
+            "gemma3",
+            "gemma3n",
+            "paligemma",
+            "idefics",
+            "idefics2",
+            "idefics3",
+            "chameleon",
+            "clip",
+            "siglip",
+            "blip",
+            "blip-2",
+            "pixtral",
+            "mistral3",
+        ),
+        "a multimodal model's vision or audio tower is not modelled (to estimate its language model alone, save "
+        "its text_config as its own config.json)",
+    ),
+}
+#: transformers' config class defaults for what a file leaves out, for the types whose text_config a
+#: multimodal config nests with only the keys that differ (LLaVA-1.5's Llama, Gemma 3's text model).
+_CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
+    "llama": {
+        "vocab_size": 32000,
+        "hidden_size": 4096,
+        "intermediate_size": 11008,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "max_position_embeddings": 2048,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0,
+    },
+    "mistral": {
+        "vocab_size": 32000,
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "max_position_embeddings": 4096 * 32,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0,
+    },
+    "qwen2": {
+        "vocab_size": 151936,
+        "hidden_size": 4096,
+        "intermediate_size": 22016,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 32,
+        "max_position_embeddings": 32768,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0,
+    },
+    "gemma3_text": {
+        "vocab_size": 262_208,
+        "hidden_size": 2304,
+        "intermediate_size": 9216,
+        "num_hidden_layers": 26,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "hidden_activation": "gelu_pytorch_tanh",
+        "max_position_embeddings": 131_072,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 1_000_000.0,
+    },
+}
+
+
+def _rope_extended(cfg: dict[str, Any], positions: int) -> int:
+    """The positions a RoPE scaling block extends the model to (YaRN, linear, dynamic NTK: factor x
+    the original positions) where it names the original (Qwen2.5's YaRN block: 4 x 32,768). Without
+    that key the config's own figure may already be the extended one (Gemma 3: 131,072 with a linear
+    factor 8), and Llama 3.1's block leaves max_position_embeddings extended: both stay."""
+    rope = cfg.get("rope_scaling")
+    if not isinstance(rope, dict):
+        return positions
+    kind = rope.get("rope_type", rope.get("type"))
+    factor = rope.get("factor")
+    if kind not in ("linear", "dynamic", "yarn") or isinstance(factor, bool) or not isinstance(factor, (int, float)):
+        return positions
+    if not 1 <= factor <= 1024:
+        return positions
+    original = rope.get("original_max_position_embeddings")
+    if isinstance(original, bool) or not isinstance(original, int) or not 0 < original <= positions:
+        return positions
+    return max(positions, int(original * factor))
 
 
 def _model_type(cfg: dict[str, Any]) -> str:
@@ -502,7 +645,14 @@ def _vit_shape(cfg: dict[str, Any], p: str) -> TransformerShape:
 def workload_from_hf_config(
     path: str | Path, *, seq_len: int | None = None, mode: Mode = Mode.FULL, lora_rank: int = 16
 ) -> Workload:
-    shape = shape_from_hf_config(path, seq_len=seq_len)
+    shape, model_type = _shape_and_type(path, seq_len=seq_len)
+    unchecked = (
+        (f"; model type {model_type!r} is not one gpuselect has checked" if model_type else "; no model type given")
+        + ": read as "
+        + ("a BERT-style encoder" if not shape.lm_head else "a GPT/Llama-style decoder")
+        if model_type not in _CHECKED_TYPES
+        else ""
+    )
     # A Hugging Face model folder's config.json is named after its folder (Llama-3.1-8B/config.json);
     # any other file after itself (llama8b.json), so the name is the file the user gave.
     file = Path(path)
@@ -539,7 +689,8 @@ def workload_from_hf_config(
             + f"; {shape.active_params() / 1e9:.1f} B of the {shape.params() / 1e9:.1f} B parameters active per token"
             if shape.is_moe
             else ""
-        ),
+        )
+        + unchecked,
         dataset_size=100_000,
         epochs=1,
         batch_size=8,

@@ -514,6 +514,16 @@ def test_nothing_fits_names_the_closest_option_and_what_would_make_it_fit(
     closest = min(res.rows, key=lambda r: (r.peak_memory_gb or 0) / r.vram_gb)
     assert f"The closest, 2x {closest.name}, needs {closest.peak_memory_gb:,.1f} GB per GPU" in rec.rationale
     assert "offloading the parameters to CPU memory" in rec.rationale and "LoRA/QLoRA" not in rec.rationale
+    # Where no lever fits (one 65k-token sample's activations exceed an H100), it named more GPUs
+    # and offload anyway, and "checkpoint activations" with checkpointing on.
+    from gpuselect.workloads.build import build_workload
+
+    long = build_workload(workload="llama-8b-qlora", seq_len=65536)
+    res = A.estimate(long, A.Assumptions(counts=(1,)), catalog, gpu_ids=["nvidia-h100-sxm5-80gb"], local=[])
+    hint = res.recommendation.fit_hint
+    assert res.recommendation.action == "none" and not res.rows[0].suggestions
+    assert "which no sharding or offload divides" in hint and "a shorter sequence (--seq-len)" in hint
+    assert "--max-gpus" not in hint and "checkpoint activations" not in hint
     # A full fine-tune with no suggestion left still hears of adapters.
     from gpuselect.estimate.recommend import _fit_hint
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -457,8 +458,19 @@ def test_a_language_model_preset_takes_another_sequence_length() -> None:
         ),
         (
             {"model_type": "llava", "text_config": {"model_type": "llama", "hidden_size": 4096}, "vocab_size": 32064},
+            "multimodal model's vision or audio tower is not modelled",
+        ),
+        (
+            {"model_type": "some_vl", "text_config": {"model_type": "llama", "hidden_size": 4096}, "vocab_size": 1},
             "nested under text_config",
         ),
+        # read with the usual keys these came out as ordinary transformers, confidently wrong
+        ({**LLAMA_8B, "model_type": "jamba", "expert_layer_period": 2}, "mix state-space"),
+        ({**LLAMA_8B, "model_type": "albert", "embedding_size": 128}, "ALBERT shares one layer's weights"),
+        ({**LLAMA_8B, "model_type": "qwen2_vl", "vision_config": {}}, "vision or audio tower"),
+        ({**LLAMA_8B, "model_type": "mamba"}, "state-space or recurrent"),
+        ({**LLAMA_8B, "model_type": "llama4_text", "max_position_embeddings": 10485760}, "Llama 4's interleaved"),
+        ({**LLAMA_8B, "model_type": "deberta-v2"}, "disentangled attention"),
     ],
 )
 def test_configs_of_models_the_builder_cannot_build_are_refused(
@@ -468,3 +480,90 @@ def test_configs_of_models_the_builder_cannot_build_are_refused(
     p.write_text(json.dumps(cfg))
     with pytest.raises(DataError, match=words):
         shape_from_hf_config(p)
+
+
+def _read(tmp_path: Path, cfg: dict[str, object], **kw: object) -> Any:
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    return workload_from_hf_config(p, **kw)  # type: ignore[arg-type]
+
+
+def test_a_nested_text_config_takes_its_config_class_defaults(tmp_path: Path) -> None:
+    """A multimodal config's text_config gives only what differs from transformers' class defaults:
+    LLaVA-1.5's is Llama 2 7B with 64 more tokens, Gemma 3 12B's leaves out its vocabulary and the
+    256-wide heads (the advice to save text_config as a config failed on both)."""
+    llava = _read(tmp_path, {"model_type": "llama", "vocab_size": 32064, "max_position_embeddings": 4096})
+    assert llava.params == 6_738_415_616 + 2 * 64 * 4096  # Llama 2 7B's count with 32,064 tokens
+    gemma = _read(
+        tmp_path,
+        {
+            "model_type": "gemma3_text",
+            "hidden_size": 3840,
+            "intermediate_size": 15360,
+            "num_attention_heads": 16,
+            "num_hidden_layers": 48,
+            "num_key_value_heads": 8,
+            "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+        },
+    )
+    assert gemma.shape.vocab == 262_208 and gemma.shape.head_dim == 256
+    assert 11.6e9 < gemma.params < 11.9e9  # Gemma 3 12B: 12.2 B with its 0.4 B vision tower
+    assert gemma.seq_len == 4096  # 131,072 positions (already the extended figure: not x 8)
+
+
+def test_encoders_beyond_bert_and_roberta_have_no_language_model_head(tmp_path: Path) -> None:
+    """XLM-R is RoBERTa with a larger vocabulary: it was read as a causal language model with a
+    vocabulary projection on every token, 3x the FLOPs and twice the memory of the same network."""
+    keys = {
+        "hidden_size": 768,
+        "intermediate_size": 3072,
+        "num_attention_heads": 12,
+        "num_hidden_layers": 12,
+        "max_position_embeddings": 514,
+        "vocab_size": 250002,
+    }
+    xlmr = _read(tmp_path, {**keys, "model_type": "xlm-roberta"})
+    roberta = _read(tmp_path, {**keys, "model_type": "roberta"})
+    assert not xlmr.shape.lm_head and xlmr.forward_flops_per_sample == roberta.forward_flops_per_sample
+    assert xlmr.seq_len == roberta.seq_len == 512  # positions 514 include RoBERTa's padding offset
+    assert (
+        abs(xlmr.params / 278.0e6 - 1) < 0.01
+    )  # xlm-roberta-base: 278 M (with a pooler, which SQuAD-style heads lack)
+    distil = _read(
+        tmp_path, {"model_type": "distilbert", "dim": 768, "n_layers": 6, "n_heads": 12, "vocab_size": 30522}
+    )
+    assert not distil.shape.lm_head and 65e6 < distil.params < 67e6  # distilbert-base: 66 M
+
+
+def test_a_yarn_block_extends_the_positions_it_names(tmp_path: Path) -> None:
+    """Qwen2.5's model card adds YaRN (factor 4 over 32,768) for long contexts: --seq-len 65,536 was
+    refused at the 32,768 positions; beyond 4x it still is."""
+    cfg = {
+        **LLAMA_8B,
+        "model_type": "qwen2",
+        "max_position_embeddings": 32768,
+        "rope_scaling": {"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"},
+    }
+    assert _read(tmp_path, cfg, seq_len=65536).seq_len == 65536
+    with pytest.raises(DataError, match="the model's 131072 positions"):
+        _read(tmp_path, cfg, seq_len=200_000)
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        {"model_type": "gptj", "n_embd": 4096, "n_head": 16, "n_layer": 28, "vocab_size": 50400, "rotary_dim": 64},
+        {"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71, "num_hidden_layers": 32},
+    ],
+)
+def test_rotary_models_are_not_described_with_learned_positions(tmp_path: Path, cfg: dict[str, object]) -> None:
+    w = _read(tmp_path, {"vocab_size": 65024, **cfg})
+    assert w.shape.rotary and "rotary positions" in w.description
+
+
+def test_an_unchecked_model_type_is_said_in_the_description(tmp_path: Path) -> None:
+    w = _read(tmp_path, {**LLAMA_8B, "model_type": "starcoder2"})
+    assert "model type 'starcoder2' is not one gpuselect has checked: read as a GPT/Llama-style decoder" in (
+        w.description
+    )
+    assert "not one gpuselect has checked" not in _read(tmp_path, {**LLAMA_8B, "model_type": "llama"}).description
