@@ -51,6 +51,9 @@ RANGES: dict[str, tuple[float, float]] = {
     "launch_price_usd": (10, 200_000),
     "street_price_usd": (10, 200_000),
     "cloud_usd_per_hour": (0.01, 500),
+    "cloud_node_usd_per_hour": (0.01, 500),
+    "cloud_gpus": (1, 64),
+    "cloud_node_gpus": (1, 64),
     "fp32_flops_per_core_clock": (1, 8),
 }
 #: Cross-check tolerances: spec sheets round and boost clocks vary by board.
@@ -71,6 +74,8 @@ _INT_FIELDS = {
     "pcie_gen",
     "fp32_flops_per_core_clock",
     "dies",
+    "cloud_gpus",
+    "cloud_node_gpus",
 }
 _FLOAT_FIELDS = set(RANGES) - _INT_FIELDS
 _STR_FIELDS = {
@@ -87,6 +92,7 @@ _STR_FIELDS = {
     "launch_price_date",
     "street_price_date",
     "cloud_provider",
+    "cloud_node_provider",
     "cloud_price_date",
     "notes",
     "fp32_check",
@@ -184,6 +190,8 @@ def validate_entry(raw: dict[str, Any], file: str, *, partial: bool = False) -> 
     for key in ("release_date", "launch_price_date", "street_price_date", "cloud_price_date"):
         if key in clean and not _DATE_RE.match(clean[key]):
             bad(key, "must be a date as YYYY-MM or YYYY-MM-DD")
+    if ("cloud_node_usd_per_hour" in clean) != ("cloud_node_provider" in clean):
+        bad("cloud_node_provider", "a node's rate and its provider go together")
     if problems or partial:
         return clean, problems
     # Cross-checks: the figures of one card must agree with each other.

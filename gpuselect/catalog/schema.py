@@ -52,6 +52,13 @@ ARCHITECTURES: dict[str, tuple[str, ...]] = {
 }
 
 
+def offer_gpus(provider: str) -> int | None:
+    """GPUs of a cloud offer as its name says ("lambda:gpu_8x_b200", "runpod:4x_MI300X_SECURE",
+    "shadeform:excesssupply_H200x8"); None where it does not."""
+    m = re.search(r"(?:^|[_:])(\d+)x_", provider) or re.search(r"x(\d+)$", provider)
+    return int(m.group(1)) if m and 0 < int(m.group(1)) <= 64 else None
+
+
 @dataclass(frozen=True)
 class GpuEntry:
     id: str  # stable, lower-case: "nvidia-rtx-4090", "nvidia-a100-sxm4-80gb", "amd-mi300x"
@@ -90,6 +97,12 @@ class GpuEntry:
     cloud_usd_per_hour: float | None = None  # cheapest on-demand $/GPU-hour seen
     cloud_provider: str | None = None
     cloud_price_date: str | None = None
+    cloud_gpus: int | None = None  # GPUs in that rate's offer where the provider's name does not say
+    # The cheapest offer of a whole node (8 GPUs linked as the catalog's box), where it is not the
+    # cheapest rate above: several GPUs are priced by the offer that rents them linked.
+    cloud_node_usd_per_hour: float | None = None  # $/GPU-hour
+    cloud_node_provider: str | None = None
+    cloud_node_gpus: int | None = None
     dies: int = 1  # dies the driver shows as separate GPUs (MI250/MI250X: two GCDs); figures are the board's
     aliases: tuple[str, ...] = ()  # extra names NVML/torch/amdsmi report
     notes: str | None = None
@@ -102,8 +115,7 @@ class GpuEntry:
         "runpod:4x_MI300X_SECURE", "shadeform:excesssupply_H200x8"); None where it does not say."""
         if not self.cloud_provider:
             return None
-        m = re.search(r"(?:^|[_:])(\d+)x_", self.cloud_provider) or re.search(r"x(\d+)$", self.cloud_provider)
-        return int(m.group(1)) if m and 0 < int(m.group(1)) <= 64 else None
+        return offer_gpus(self.cloud_provider) or self.cloud_gpus
 
     @property
     def usable_vram_gb(self) -> float:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuselect.catalog import Catalog
-from gpuselect.catalog.schema import GpuEntry
+from gpuselect.catalog.schema import GpuEntry, offer_gpus
 from gpuselect.errors import UsageError
 from gpuselect.estimate import parallel
 from gpuselect.estimate.memory import (
@@ -193,8 +193,11 @@ class EstimateRow:
     #: tokens per step, mixture of experts), what: its band is borrowed from the validated regime.
     band_note: str | None = None
     #: GPUs in the cloud offer the hourly rate is from, where it is more than this option rents (a
-    #: B200's rate is per GPU of an 8-GPU instance): fewer may not rent at that rate.
+    #: B200's rate is per GPU of an 8-GPU instance): fewer may not rent at that rate; or, with
+    #: ``cloud_unlinked``, fewer than it rents: no offer in the price data rents them linked, so the
+    #: option has no rental price.
     cloud_offer_gpus: int | None = None
+    cloud_unlinked: bool = False
     #: GPUs the framework sees per card (an MI250X's two GCDs): ``count`` cards train as count x dies
     #: data-parallel ranks; batch, memory and breakdown are per rank.
     dies: int = 1
@@ -785,23 +788,45 @@ def _row_at(
             hardware *= min(1.0, hours / (a.amortisation_years * 365 * 24))
         base.buy_cost_usd = hardware + energy_cost
         base.price_note = note
-    if e.cloud_usd_per_hour:
-        base.cloud_cost_usd = e.cloud_usd_per_hour * count * hours
-        offer = e.cloud_offer_gpus
+    cloud = cloud_rate(e, count, a.gpus_per_node)
+    if cloud is not None and not cloud[3]:
+        # Only smaller instances are priced (8x GH200 from single-GPU ones, with one box's NVLink):
+        # no rental price, said, so no advice rests on a box the price data does not rent.
+        rate, provider, offer, _ = cloud
+        base.cloud_offer_gpus, base.cloud_unlinked = offer, True
+        said = (
+            f"no rental price: the price data rents it only as {offer_phrase(offer or 1)} ({provider}, "
+            f"${rate:g} per GPU-hour), not {count} GPUs linked as this estimate assumes"
+        )
+        base.note = "; ".join(x for x in (base.note, said) if x)
+    elif cloud is not None:
+        rate, provider, offer, _ = cloud
+        base.cloud_cost_usd = rate * count * hours
         if offer is not None and offer > count:
             base.cloud_offer_gpus = offer
-            base.note = "; ".join(
-                x
-                for x in (
-                    base.note,
-                    f"the hourly rate is per GPU of {offer_phrase(offer)} ({e.cloud_provider}): fewer may not rent at it",
-                )
-                if x
-            )
+            said = f"the hourly rate is per GPU of {offer_phrase(offer)} ({provider}): fewer may not rent at it"
+            base.note = "; ".join(x for x in (base.note, said) if x)
         hourly_energy = e.tdp_w * a.utilisation * count / 1000 * a.electricity_usd_per_kwh
-        if price is not None and e.cloud_usd_per_hour * count > hourly_energy:
-            base.break_even_hours = price * count / (e.cloud_usd_per_hour * count - hourly_energy)
+        if price is not None and rate * count > hourly_energy:
+            base.break_even_hours = price * count / (rate * count - hourly_energy)
     return base
+
+
+def cloud_rate(e: GpuEntry, count: int, per_node: int = 8) -> tuple[float, str | None, int | None, bool] | None:
+    """($/GPU-hour, provider, GPUs of its offer, linked) renting ``count`` of ``e``: the cheapest offer
+    that rents them linked (an offer of at least ``count`` GPUs, or whole nodes of it for a cluster);
+    else the cheapest rate, not linked (8x GH200 were priced from single-GPU instances, with the
+    NVLink of one box). An offer whose size is unknown counts as linked."""
+    offers = [(e.cloud_usd_per_hour, e.cloud_provider, e.cloud_offer_gpus)]
+    if e.cloud_node_usd_per_hour:
+        node = offer_gpus(e.cloud_node_provider or "") or e.cloud_node_gpus or per_node
+        offers.append((e.cloud_node_usd_per_hour, e.cloud_node_provider, node))
+    priced = [(r, p, k) for r, p, k in offers if r]
+    if not priced:
+        return None
+    linked = [(r, p, k) for r, p, k in priced if k is None or count <= k or (k >= per_node and count % k == 0)]
+    r, p, k = min(linked or priced, key=lambda o: o[0])
+    return r, p, k, bool(linked)
 
 
 def _with_paging(st: StepTime, f: Fit, cap_gb: float, e: GpuEntry) -> StepTime:
@@ -1175,6 +1200,7 @@ def _card_row(w: Workload, e: GpuEntry, n: int, a: Assumptions, perf: PerfModel 
         launch_price_usd=e.launch_price_usd / e.dies if e.launch_price_usd else None,
         street_price_usd=e.street_price_usd / e.dies if e.street_price_usd else None,
         cloud_usd_per_hour=e.cloud_usd_per_hour / e.dies if e.cloud_usd_per_hour else None,
+        cloud_node_usd_per_hour=e.cloud_node_usd_per_hour / e.dies if e.cloud_node_usd_per_hour else None,
     )
     r = _row(w, die, n * e.dies, a, perf, None, **kw)
     note = r.note.replace(" GB;", " GB per GCD;", 1) if r.note and not r.fits else r.note

@@ -193,7 +193,8 @@ def describe(r: EstimateRow | None, *, kind: str | None = None, owned: int = 0) 
         "cloud_cost_usd": r.cloud_cost_usd,
         "batch_size": r.batch_size,  # per GPU per step
         "ranks": r.count * r.dies,  # the GPUs the framework sees (an MI250X card is two)
-        "cloud_offer_gpus": r.cloud_offer_gpus,  # the rate's offer is larger than this rental
+        "cloud_offer_gpus": r.cloud_offer_gpus,  # the rate's offer is larger than this rental (or smaller: unlinked)
+        "cloud_unlinked": r.cloud_unlinked,  # only smaller offers: no rental price
     }
 
 
@@ -696,7 +697,7 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 )
         for r_ in (o if rec.action == "rent" else None, rec.better_rental):
             offer = r_.get("cloud_offer_gpus") if r_ else None
-            if r_ and isinstance(offer, int):
+            if r_ and isinstance(offer, int) and not r_.get("cloud_unlinked"):
                 every = "both" if offer == 2 else f"all {offer}"
                 parts.append(
                     f"The hourly rate of {option_name(r_)} is per GPU of {offer_phrase(offer)}: renting fewer "

@@ -157,6 +157,12 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
         (('release_date = "2024-01-01"', 'release_date = "last year"'), "release_date", "YYYY-MM"),
         (('name = "Test Card 9000"\n', 'name = "Test Card 9000"\ncolour = "green"\n'), "colour", "unknown field"),
         (('architecture = "Ada Lovelace"', 'architecture = "Zork"'), "architecture", "not one the estimator knows"),
+        (
+            ('name = "Test Card 9000"\n', 'name = "Test Card 9000"\ncloud_node_usd_per_hour = 3.5\n'),
+            "cloud_node_provider",
+            "go together",
+        ),
+        (('name = "Test Card 9000"\n', 'name = "Test Card 9000"\ncloud_gpus = 0\n'), "cloud_gpus", "plausible range"),
     ],
 )
 def test_validation_failures_name_file_entry_field(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -914,6 +915,33 @@ def test_a_rate_from_a_larger_cloud_offer_is_said(catalog) -> None:  # type: ign
         PRESETS["gpt2-124m"], A.Assumptions(budget_usd=100), catalog, gpu_ids=["nvidia-rtx-5090"], local=[]
     ).recommendation
     assert rec.action == "rent" and "per GPU of a 2-GPU offer" in rec.rationale
+
+
+def test_several_gpus_are_priced_by_an_offer_that_rents_them_linked(catalog) -> None:  # type: ignore[no-untyped-def]
+    """8x GH200 were priced from Lambda's single-GPU instance with one box's 900 GB/s link, and 8x
+    MI300X from RunPod's 4-GPU one: the price data rents neither linked, so they have no rental
+    price; 8x H100 take the 8-GPU offer's rate, not the single GPU's."""
+    w = PRESETS["gpt2-124m"]
+    ids = ["nvidia-gh200-96gb", "nvidia-h100-sxm5-80gb", "amd-mi300x"]
+    rows = A.estimate(w, A.Assumptions(counts=(1, 4, 8, 16)), catalog, gpu_ids=ids, local=[]).rows
+    row = {(r.gpu_id, r.count): r for r in rows}
+    gh8 = row["nvidia-gh200-96gb", 8]
+    assert gh8.cloud_cost_usd is None and gh8.cloud_unlinked and gh8.cloud_offer_gpus == 1
+    assert "no rental price: the price data rents it only as a 1-GPU offer (lambda:gpu_1x_gh200" in (gh8.note or "")
+    assert row["nvidia-gh200-96gb", 1].cloud_cost_usd is not None
+    h100 = catalog.get("nvidia-h100-sxm5-80gb")
+    for n, rate in (
+        (1, h100.cloud_usd_per_hour),
+        (8, h100.cloud_node_usd_per_hour),
+        (16, h100.cloud_node_usd_per_hour),
+    ):
+        r = row["nvidia-h100-sxm5-80gb", n]
+        assert r.cloud_cost_usd == pytest.approx(rate * n * r.total_time_h), n  # 16: two whole 8-GPU nodes
+    assert h100.cloud_node_usd_per_hour > h100.cloud_usd_per_hour
+    assert row["amd-mi300x", 4].cloud_cost_usd is not None and row["amd-mi300x", 8].cloud_cost_usd is None
+    # an offer of unknown size (a user's overlay) prices any count, as before
+    plain = replace(catalog.get("nvidia-l40s"), cloud_gpus=None, cloud_provider="myco:l40s")
+    assert A.cloud_rate(plain, 8) == (plain.cloud_usd_per_hour, "myco:l40s", None, True)
 
 
 def test_owning_an_mi250x_counts_cards_not_gcds(catalog) -> None:  # type: ignore[no-untyped-def]
