@@ -31,6 +31,7 @@ _DATE_RE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 #: (min, max) of each numeric field: beyond these a figure is a typo or a wrong unit.
 RANGES: dict[str, tuple[float, float]] = {
     "vram_gb": (0.5, 1024),
+    "visible_vram_gb": (0.5, 1024),
     "dies": (1, 8),
     "memory_bus_bits": (32, 16384),
     "memory_data_rate_gbps": (0.5, 40),
@@ -190,6 +191,8 @@ def validate_entry(raw: dict[str, Any], file: str, *, partial: bool = False) -> 
     for key in ("release_date", "launch_price_date", "street_price_date", "cloud_price_date"):
         if key in clean and not _DATE_RE.match(clean[key]):
             bad(key, "must be a date as YYYY-MM or YYYY-MM-DD")
+    if clean.get("visible_vram_gb", 0) > clean.get("vram_gb", math.inf):
+        bad("visible_vram_gb", "is the total the driver reports, at most vram_gb")
     if ("cloud_node_usd_per_hour" in clean) != ("cloud_node_provider" in clean):
         bad("cloud_node_provider", "a node's rate and its provider go together")
     if problems or partial:

@@ -97,6 +97,9 @@ class GpuEntry:
     cloud_usd_per_hour: float | None = None  # cheapest on-demand $/GPU-hour seen
     cloud_provider: str | None = None
     cloud_price_date: str | None = None
+    # The total the driver reports where it is below ``vram_gb`` (an H100 SXM5 "80GB" shows 81,559
+    # MiB, 79.65 GiB): what training can allocate at most.
+    visible_vram_gb: float | None = None
     cloud_gpus: int | None = None  # GPUs in that rate's offer where the provider's name does not say
     # The cheapest offer of a whole node (8 GPUs linked as the catalog's box), where it is not the
     # cheapest rate above: several GPUs are priced by the offer that rents them linked.
@@ -124,9 +127,10 @@ class GpuEntry:
         ("On GPUs with GDDR memory with ECC enabled the available DRAM is reduced by 6.25 %", CUDA
         C++ Best Practices Guide; a T4 shows 15 of its 16 GB in nvidia-smi). HBM keeps them apart;
         workstation cards ship with ECC off."""
+        total = min(self.vram_gb, self.visible_vram_gb or self.vram_gb)
         if self.vendor == "NVIDIA" and self.family == "datacenter" and self.memory_type.upper().startswith("GDDR"):
-            return self.vram_gb * 15 / 16
-        return self.vram_gb
+            return total * 15 / 16
+        return total
 
     def one_die(self) -> GpuEntry:
         """One die of a multi-die board as PyTorch sees it (an MI250/MI250X shows each of its two

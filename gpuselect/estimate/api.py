@@ -635,7 +635,9 @@ def _row_at(
 
     sharded = show(fit, ckpt)
     notes = [f"{a.precision} is not supported here: runs {prec}"] if a.precision not in (Precision.AUTO, prec) else []
-    if cap < e.vram_gb:
+    if e.visible_vram_gb and e.visible_vram_gb < e.vram_gb:
+        notes.append(f"the driver shows {e.visible_vram_gb:g} of its {e.vram_gb:g} GB")
+    if cap < min(e.vram_gb, e.visible_vram_gb or e.vram_gb):
         notes.append(f"ECC on (the default): {cap:g} of its {e.vram_gb:g} GB usable")
     unsupported = UNSUPPORTED_ARCHS.get((e.vendor, e.architecture))
     if unsupported:

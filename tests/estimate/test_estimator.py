@@ -811,8 +811,14 @@ def test_fit_suggestions_never_shard_over_more_cards_than_anyone_builds(catalog)
 
 def test_ecc_on_gddr_datacenter_cards_leaves_fifteen_sixteenths(catalog) -> None:  # type: ignore[no-untyped-def]
     # An L40S "fitted" Llama 8B QLoRA at 47.2 of 48 GB; with ECC on (the default) it exposes 45 GB.
-    l40s, h100, a6000 = (catalog.get(g) for g in ("nvidia-l40s", "nvidia-h100-sxm5-80gb", "nvidia-rtx-a6000"))
-    assert l40s.usable_vram_gb == pytest.approx(45.0) and h100.usable_vram_gb == h100.vram_gb  # HBM: no loss
+    l40s, a100, a6000 = (catalog.get(g) for g in ("nvidia-l40s", "nvidia-a100-sxm4-80gb", "nvidia-rtx-a6000"))
+    assert l40s.usable_vram_gb == pytest.approx(45.0) and a100.usable_vram_gb == a100.vram_gb  # HBM: no loss
+    # An H100 SXM5 "80GB" shows 81,559 MiB (our detect.json): 79.8 of "80" fitted above what it has.
+    h100 = catalog.get("nvidia-h100-sxm5-80gb")
+    assert h100.usable_vram_gb == pytest.approx(79.65)
+    (r,) = A.estimate(PRESETS["llama-8b-lora"], A.Assumptions(counts=(1,)), catalog, gpu_ids=[h100.id], local=[]).rows
+    assert r.vram_gb == pytest.approx(79.65) and "the driver shows 79.65 of its 80 GB" in (r.note or "")
+    assert "ECC" not in (r.note or "") and (not r.fits or r.peak_memory_gb <= 79.65)
     assert a6000.usable_vram_gb == a6000.vram_gb  # workstation cards ship with ECC off
     w = dataclasses.replace(PRESETS["llama-8b-qlora"])
     (r,) = A.estimate(w, A.Assumptions(counts=(1,)), catalog, gpu_ids=["nvidia-l40s"], local=[]).rows
