@@ -249,6 +249,8 @@ def trace_user_model(
             _STOPPED.discard(proc.pid)
             raise DataError(f"tracing {factory_name}() from {p} was stopped")
         last = next((ln.strip() for ln in reversed((err or "").splitlines()) if ln.strip()), "")
+        if len(last) > 500:  # a file that writes 200 KB to stderr: one readable sentence, not all of it
+            last = f"{p} failed; the last line it wrote begins {last[:80]!r}…"
         if proc.returncode == 4:
             raise UsageError(last or f"{p} has no function {factory_name!r}")
         if proc.returncode == -9 and not last:

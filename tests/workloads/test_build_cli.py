@@ -144,6 +144,30 @@ def test_model_file_is_traced_in_a_subprocess(tmp_path: Path, capsys: pytest.Cap
         build_workload(model=str(f), factory="build", input_shape="100,x")
 
 
+def test_a_model_returning_a_dict_is_traced_and_junk_on_stderr_is_one_short_line(tmp_path: Path) -> None:
+    """A forward returning a dict (a Hugging Face ModelOutput) failed with "empty_like(): argument
+    'input' must be Tensor, not dict"; a file writing 200 KB to stderr made a 65,555-byte error."""
+    pytest.importorskip("torch")
+    f = tmp_path / "hf.py"
+    f.write_text(
+        "from torch import nn\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.l = nn.Linear(16, 8)\n"
+        "    def forward(self, x):\n"
+        "        return {'logits': self.l(x), 'aux': 3}\n"
+        "def build():\n"
+        "    return M()\n"
+    )
+    assert build_workload(model=str(f), factory="build", input_shape="16").forward_flops_per_sample == 2 * 16 * 8
+    junk = tmp_path / "junk.py"
+    junk.write_text("import os, sys\nsys.stderr.write('Y' * 200000)\nsys.stderr.flush()\nos._exit(1)\n")
+    with pytest.raises(DataError) as err:
+        build_workload(model=str(junk), factory="build", input_shape="16")
+    assert len(str(err.value)) < 300 and "the last line it wrote begins" in str(err.value)
+
+
 def test_model_file_time_limit(tmp_path: Path) -> None:
     from gpuselect.workloads.profile import trace_user_model
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -480,6 +480,25 @@ class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch le
         return out
 
 
+def _output_tensor(out: Any, loss: str) -> torch.Tensor:
+    """The tensor a step's loss is taken from: the output itself, the first of a tuple or list, or
+    from a dict (Hugging Face's ModelOutput is one) its "loss" where the model returns its loss,
+    else its "logits", else its first tensor. Anything else is one sentence, not a TypeError from
+    deep inside torch."""
+    if isinstance(out, (tuple, list)) and out:
+        out = out[0]
+    elif isinstance(out, Mapping):
+        keys = ("loss", "logits") if loss == "self" else ("logits", "last_hidden_state")
+        picked = next((out[k] for k in keys if isinstance(out.get(k), torch.Tensor)), None)
+        out = picked if picked is not None else next((v for v in out.values() if isinstance(v, torch.Tensor)), out)
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(
+            f"the model's forward returned {type(out).__name__}; gpuselect needs a tensor, a tuple or list whose "
+            "first item is one, or a dict (such as a Hugging Face ModelOutput) holding one"
+        )
+    return out
+
+
 def _units(model: nn.Module) -> tuple[list[nn.Module], bool]:
     """The checkpoint units: the children of the longest ModuleList of alike blocks (the layers),
     else a Sequential's children."""
@@ -568,9 +587,7 @@ def _step(
         handles.append(mod.register_forward_hook(post))
     try:
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _fused_attention(), _cudnn_rnn(), rec:
-            out = model(x)
-            if isinstance(out, (tuple, list)):
-                out = out[0]
+            out = _output_tensor(model(x), loss)
             rec.paused = True  # the labels come with the batch: not part of the step's work
             target = (
                 torch.zeros(out.numel() // out.shape[-1], dtype=torch.long, device="meta")
