@@ -27,6 +27,8 @@ from gpuselect.gui.pages.settings import SettingsPage
 from gpuselect.paths import config_dir
 
 ORG, APP = "gpuselect", "gpuselect"
+EXPORT_FILTERS = "PDF (*.pdf);;Markdown (*.md);;JSON (*.json)"
+EXPORT_SUFFIXES = {"PDF": ".pdf", "Markdown": ".md", "JSON": ".json"}
 
 
 class MainWindow(QMainWindow):
@@ -57,7 +59,7 @@ class MainWindow(QMainWindow):
         refresh.triggered.connect(self.hardware.refresh)
         quit_ = QAction("&Quit", self, shortcut=QKeySequence(QKeySequence.StandardKey.Quit))
         quit_.triggered.connect(self.close)
-        self.export_action = QAction("&Export PDF report…", self, shortcut=QKeySequence("Ctrl+E"))
+        self.export_action = QAction("&Export report (PDF, Markdown, JSON)…", self, shortcut=QKeySequence("Ctrl+E"))
         self.export_action.triggered.connect(lambda _checked=False: self.export_report())
         menu = self.menuBar().addMenu("&File")
         menu.addAction(refresh)
@@ -86,19 +88,42 @@ class MainWindow(QMainWindow):
     def export_report(self) -> None:
         """File -> Export (Ctrl+E): ask where, then write. Takes no argument on purpose: QAction's
         ``triggered(bool checked)`` would otherwise arrive as the path."""
-        from gpuselect.gui.dialogs import save_file_name
+        from pathlib import Path
 
-        path = save_file_name(
-            self, "Export report", "gpuselect-report.pdf", "PDF (*.pdf);;Markdown (*.md);;JSON (*.json)"
-        )
-        if path:
-            self.export_to(path)
+        from gpuselect.fsutil import written_by_gpuselect
+        from gpuselect.gui import dialogs
 
-    def export_to(self, path: str) -> None:
+        chosen: list[str] = []
+        path = dialogs.save_file_name(self, "Export report", "gpuselect-report.pdf", EXPORT_FILTERS, chosen=chosen)
+        if not path:
+            return
+        suffix = next((sfx for name, sfx in EXPORT_SUFFIXES.items() if chosen and chosen[0].startswith(name)), ".pdf")
+        if Path(path).suffix.lower() not in EXPORT_SUFFIXES.values():
+            path += suffix  # "r3" with Markdown chosen was written as a PDF named r3
+        force = False
+        if Path(path).is_file():
+            ours = written_by_gpuselect(Path(path))
+            question = (
+                f"{path} exists. Replace it?"
+                if ours
+                else f"{path} exists and was not written by gpuselect: replacing it loses what it holds. Replace it?"
+            )
+            yes = QMessageBox.StandardButton.Yes
+            if QMessageBox.question(self, "Replace the file?", question) != yes:
+                return
+            force = not ours
+        self.export_to(path, force=force)
+
+    def export_to(self, path: str, *, force: bool = False) -> None:
         """Build the report from what the pages hold (hardware, last benchmark, current estimate)
-        and write it in a worker; the same builder as `gpuselect report`."""
+        and write it in a worker; the same builder and the same guard as `gpuselect report` (a file
+        gpuselect did not write is replaced only with ``force``)."""
         from gpuselect.gui.workers import GeneratorWorker, call_in_generator
 
+        stale = self.estimate.stale_reason()
+        if stale:  # the report would be the last valid input's, silently
+            self._export_failed(f"{stale}; fix the input, or choose a workload that can be estimated")
+            return
         snapshot, bench, result = self.snapshot, self.bench.report, self.estimate.result
         settings = self.settings_page.settings
 
@@ -108,8 +133,10 @@ class MainWindow(QMainWindow):
 
             from gpuselect.app.machine import this_machine
             from gpuselect.app.workflows import build_machine_report
+            from gpuselect.fsutil import check_output
             from gpuselect.report.writers import write
 
+            check_output(path, force=force)
             machine = this_machine(snapshot=snapshot, bench=bench)
             fmt = {".md": "md", ".json": "json"}.get(Path(path).suffix.lower(), "pdf")
             return str(write(build_machine_report(machine, result, settings=settings), path, fmt))

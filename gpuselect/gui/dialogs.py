@@ -25,7 +25,9 @@ class KindOnlyIcons(QFileIconProvider):
         return "Folder" if info.isDir() else "File"
 
 
-def _dialog(parent: QWidget | None, title: str, start: str, filters: str, save: bool) -> str:
+def _dialog(
+    parent: QWidget | None, title: str, start: str, filters: str, save: bool, chosen: list[str] | None = None
+) -> str:
     dlg = QFileDialog(parent, title, start, filters)
     dlg.setOption(QFileDialog.Option.DontUseNativeDialog, True)  # the provider applies to Qt's dialog only
     dlg.setIconProvider(KindOnlyIcons())
@@ -36,17 +38,24 @@ def _dialog(parent: QWidget | None, title: str, start: str, filters: str, save: 
     if save:
         dlg.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
         dlg.setFileMode(QFileDialog.FileMode.AnyFile)
+        # The caller asks, saying whether the file is one of ours (Qt's prompt replaced a user's notes)
+        dlg.setOption(QFileDialog.Option.DontConfirmOverwrite, True)
     else:
         dlg.setFileMode(QFileDialog.FileMode.ExistingFile)
     if not dlg.exec():
         return ""
     files = dlg.selectedFiles()
+    if chosen is not None:
+        chosen.append(dlg.selectedNameFilter())
     return files[0] if files else ""
 
 
-def save_file_name(parent: QWidget | None, title: str, start: str, filters: str) -> str:
-    """Where to save ('' if cancelled); Qt's dialog asks before replacing a file."""
-    return _dialog(parent, title, start, filters, save=True)
+def save_file_name(
+    parent: QWidget | None, title: str, start: str, filters: str, chosen: list[str] | None = None
+) -> str:
+    """Where to save ('' if cancelled); ``chosen`` receives the file type picked. It does not ask
+    before replacing a file: the caller does, knowing whether the file is one of gpuselect's."""
+    return _dialog(parent, title, start, filters, save=True, chosen=chosen)
 
 
 def open_file_name(parent: QWidget | None, title: str, start: str, filters: str) -> str:

@@ -12,9 +12,11 @@ from PySide6.QtCore import Qt
 from gpuselect.gui.app import MainWindow
 
 
-def _answer_dialog(monkeypatch: pytest.MonkeyPatch, path: str, asked: list[str]) -> None:
-    def fake(*args: object, **kwargs: object) -> str:
+def _answer_dialog(monkeypatch: pytest.MonkeyPatch, path: str, asked: list[str], kind: str = "") -> None:
+    def fake(*args: object, chosen: list[str] | None = None, **kwargs: object) -> str:
         asked.append(path)
+        if chosen is not None and kind:
+            chosen.append(kind)
         return path
 
     monkeypatch.setattr("gpuselect.gui.dialogs.save_file_name", fake)
@@ -86,3 +88,44 @@ def test_the_file_dialogs_icons_never_open_a_file(qtbot) -> None:
     t.start()
     t.join(10)
     assert not t.is_alive() and answers == ["File", "File", "Folder"]
+
+
+def test_the_chosen_file_type_decides_the_format_and_adds_its_suffix(
+    qtbot, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Markdown chosen and "r3" typed wrote a PDF named r3."""
+    asked: list[str] = []
+    _answer_dialog(monkeypatch, str(tmp_path / "r3"), asked, kind="Markdown (*.md)")
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.export_action.trigger()
+    out = tmp_path / "r3.md"
+    qtbot.waitUntil(out.exists, timeout=30_000)
+    assert out.read_text().startswith("# gpuselect hardware report") and not (tmp_path / "r3").exists()
+    _close(qtbot, w)
+
+
+def test_export_keeps_a_file_gpuselect_did_not_write_and_refuses_a_stale_answer(qtbot, tmp_path) -> None:
+    """The GUI replaced a user's notes.pdf after Qt's generic prompt (the CLI refuses), and exported
+    the last valid input's report while the page said it could not estimate the input."""
+    notes = tmp_path / "notes.pdf"
+    notes.write_text("my precious notes")
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.export_to(str(notes))
+    qtbot.waitUntil(lambda: "not written by gpuselect" in w.statusBar().currentMessage(), timeout=30_000)
+    assert notes.read_text() == "my precious notes"
+    page = w.estimate
+    page.recompute()
+    qtbot.waitUntil(lambda: page.result is not None and page.worker is None, timeout=30_000)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    page.source.setCurrentIndex(1)
+    page.config_path.setText(str(bad))
+    page.recompute()
+    qtbot.waitUntil(lambda: page.stale_reason() is not None, timeout=30_000)
+    out = tmp_path / "stale.md"
+    w.export_to(str(out))
+    assert "the estimate shown is for the last valid input" in w.statusBar().currentMessage()
+    assert not out.exists()
+    _close(qtbot, w)

@@ -7,6 +7,7 @@ Every estimate runs in a worker thread, never on the GUI thread."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -552,6 +553,7 @@ class EstimatePage(QWidget):
         self.worker: GeneratorWorker | None = None
         self._dirty = False
         self.result: Any = None
+        self._stale_now = False  # the answer shown is the last valid input's, not the input's
         self.local_snapshot: Any = None  # set by the window when the Hardware page has detected the machine
         self.local_bench: Any = None  # a benchmark report that anchors this machine's estimates
         self.bench_source: Any = None  # or a callable the window sets: the Benchmark page's last report
@@ -753,7 +755,18 @@ class EstimatePage(QWidget):
         self.error.setText(message)
         self._set_stale(self.result is not None)
 
+    def stale_reason(self) -> str | None:
+        """Why the answer shown is not the input's (an input it cannot estimate), in one sentence;
+        None when it is current. An export then would write the last valid input's report."""
+        if not self._stale_now:
+            return None
+        from html import unescape
+
+        why = unescape(re.sub(r"<[^>]+>", "", self.error.text())).strip()
+        return f"the estimate shown is for the last valid input, not this one ({why})"
+
     def _set_stale(self, stale: bool) -> None:
+        self._stale_now = stale
         for w in self._answer_widgets():
             w.setEnabled(not stale)
         self.recommendation.setToolTip(
