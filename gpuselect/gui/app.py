@@ -241,4 +241,30 @@ def run_app(quit_after_s: float | None = None) -> int:
     QTimer.singleShot(0, window.estimate.recompute)
     if quit_after_s is not None:
         QTimer.singleShot(int(quit_after_s * 1000), window.close)
-    return int(app.exec())
+    interrupted = _close_on_interrupt(window)
+    rc = int(app.exec())
+    return 130 if interrupted else rc
+
+
+def _close_on_interrupt(window: MainWindow) -> list[bool]:
+    """Ctrl+C in the launching terminal closes the window as its Quit does (workers awaited) and the
+    app exits with 130: it raised KeyboardInterrupt inside whichever Python slot ran (a traceback
+    from pyqtgraph's timer) and the app went on. A timer lets Python run its handler while Qt's
+    loop waits in C++. The returned list is true once interrupted."""
+    import signal
+    import threading
+
+    interrupted: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        return interrupted
+
+    def handler(_signum: int, _frame: object) -> None:
+        if not interrupted:
+            interrupted.append(True)
+            QTimer.singleShot(0, window.close)
+
+    signal.signal(signal.SIGINT, handler)
+    tick = QTimer(window)
+    tick.timeout.connect(lambda: None)
+    tick.start(200)
+    return interrupted

@@ -312,3 +312,27 @@ def test_live_monitor_plots_utilisation_temperature_power_and_clocks(qtbot, monk
         for k in ("utilization_percent", "temperature_c", "power_draw_w", "sm_clock_mhz")
     ] == ["%", "°C", "W", "MHz"]
     _close(qtbot, w)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT to a child process")
+def test_ctrl_c_in_the_terminal_closes_the_app_with_130(tmp_path) -> None:
+    """Ctrl+C printed a KeyboardInterrupt traceback from pyqtgraph's timer and the app went on."""
+    import signal
+    import time
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO_ROOT),
+        "QT_QPA_PLATFORM": "offscreen",
+        "GPUSELECT_CONFIG_DIR": str(tmp_path),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpuselect"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    time.sleep(6)  # the window is up (an interrupt before the loop runs is the CLI's own 130)
+    proc.send_signal(signal.SIGINT)
+    try:
+        _out, err = proc.communicate(timeout=40)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
