@@ -176,6 +176,10 @@ def describe(r: EstimateRow | None, *, kind: str | None = None, owned: int = 0) 
             if r.cloud_cost_usd is not None and (r.buy_cost_usd is None or r.cloud_cost_usd <= r.buy_cost_usd)
             else "buy"
         )
+    if kind == "buy" and r.buy_cost_usd is not None:
+        cost = r.buy_cost_usd  # the option as a purchase, whatever renting it costs
+    elif kind == "rent" and r.cloud_cost_usd is not None:
+        cost = r.cloud_cost_usd
     lo, hi = time_range(r.total_time_h, r.error_band) if r.total_time_h is not None else (None, None)
     return {
         "gpu_id": r.gpu_id,
@@ -402,7 +406,7 @@ def recommend(
             if rec.option is not None and rec.option is not own_d:
                 per_stage[str(rec.stage)] = rec.option  # the chart's bar for the stage is the option named
     pick = rec.option or {}
-    rent, t, buy = pick.get("cloud_cost_usd"), pick.get("total_time_h"), pick.get("buy_cost_usd")
+    rent, t = pick.get("cloud_cost_usd"), pick.get("total_time_h")
     if (
         rec.action == "rent"
         and rec.stage == Stage.ONE_GPU
@@ -418,13 +422,25 @@ def recommend(
             and r.cloud_cost_usd < rent
             and (r.total_time_h or math.inf) <= t
         ]
+        # The card to buy, if one is: the cheapest purchase of the stage in time and budget. The pick
+        # above ranked its cards by their cheaper cost, a rental here, so it named an RTX 5090 (a $39
+        # rental) "the smallest card that is enough" to buy where a $1,602 RTX 4090 was in time.
+        buyable = [
+            r
+            for r in by_stage[Stage.ONE_GPU]
+            if _recommendable(r)
+            and r.buy_cost_usd is not None
+            and r.meets_deadline
+            and (a.budget_usd is None or r.buy_cost_usd <= a.budget_usd)
+        ]
+        to_buy = min(buyable, key=lambda r: (r.buy_cost_usd, r.total_time_h or math.inf), default=None)
         if rivals:
             rival = min(rivals, key=lambda r: (r.cloud_cost_usd, r.total_time_h))
-            if isinstance(buy, float | int) and (a.budget_usd is None or buy <= a.budget_usd):
-                # The consumer card stays the stage's answer as the card to buy; renters get the rival.
+            if to_buy is not None:
+                # A consumer card stays the stage's answer as the card to buy; renters get the rival.
                 rec.better_rental = describe(rival, kind="rent")
                 rec.action = "buy"
-                rec.option = {**pick, "kind": "buy", "cost_usd": buy}
+                rec.option = describe(to_buy, kind="buy")
                 if (per_stage.get("2") or {}).get("gpu_id") == pick.get("gpu_id"):
                     per_stage["2"] = rec.option  # the chart's stage-2 bar says the same as the headline
             else:  # buying is out (no price, or over the budget): the cheaper, faster rental is the answer
