@@ -190,7 +190,9 @@ class _GpuReader:
             e.enabled, e.pending_enabled = bool(mode[0]), bool(mode[1])
         if e.enabled is False:
             self.gpu.unavailable["ecc.counters"] = "ECC is disabled on this GPU"
-        elif e.enabled:
+        elif e.enabled or "not supported" not in self.gpu.unavailable.get("ecc.enabled", "not supported"):
+            # enabled, or the mode query failed: the counters may still read (4 uncorrectable errors
+            # went unreported when nvmlDeviceGetEccMode failed)
             e.uncorrected_volatile = self.get(
                 "ecc.uncorrected_volatile", "nvmlDeviceGetTotalEccErrors", MEMORY_ERROR_TYPE_UNCORRECTED, VOLATILE_ECC
             )

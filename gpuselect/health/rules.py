@@ -5,12 +5,31 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpuselect.hardware.nvml_access import (
+    ERROR_CORRUPTED_INFOROM,
     ERROR_DRIVER_NOT_LOADED,
+    ERROR_GPU_IS_LOST,
+    ERROR_INSUFFICIENT_POWER,
     ERROR_LIB_RM_VERSION_MISMATCH,
     ERROR_NO_PERMISSION,
+    ERROR_RESET_REQUIRED,
+    ERROR_TIMEOUT,
+    ERROR_UNKNOWN,
 )
+
+#: NVML start-up failures that mean a GPU is there and in trouble (not "no NVIDIA library"): each
+#: with what to do. They read "no GPU found" and "no problems", exit 0, on a node whose GPU fell
+#: off the bus.
+_NVML_INIT_FAILURES = {
+    ERROR_GPU_IS_LOST: "check dmesg for NVIDIA Xid errors (79: fallen off the bus), reseat or replace the GPU, reboot",
+    ERROR_RESET_REQUIRED: "reset the GPU (nvidia-smi -r, with nothing running on it) or reboot",
+    ERROR_INSUFFICIENT_POWER: "check the GPU's auxiliary power cables and the power supply",
+    ERROR_TIMEOUT: "check dmesg for NVIDIA Xid errors; a reboot may be needed",
+    ERROR_CORRUPTED_INFOROM: "the GPU's InfoROM is corrupt: contact the vendor (RMA)",
+    ERROR_UNKNOWN: "check dmesg for NVIDIA Xid errors and `nvidia-smi`; reinstall the driver or reboot",
+}
 from gpuselect.hardware.types import FrameworkInfo, GpuInfo, Snapshot
 from gpuselect.health import thresholds as T  # noqa: N812 - short module alias, used as a namespace as in the formulas
 from gpuselect.health.model import Finding, Severity
@@ -260,7 +279,10 @@ def rule_pcie(g: GpuInfo) -> Iterable[Finding]:
 
 def rule_ecc(g: GpuInfo) -> Iterable[Finding]:
     e = g.ecc
-    if e.enabled is None:
+    if e.enabled is None and e.uncorrected_volatile is None and e.uncorrected_aggregate is None:
+        why = g.unavailable.get("ecc.enabled")
+        if why and "not supported" not in why:  # the query failed: say so, do not drop the check
+            yield _unknown("gpu.ecc", g, "ECC mode", why)
         return  # GeForce and many workstation cards have no ECC: nothing to judge
     if e.enabled is False:
         yield Finding(
@@ -400,24 +422,44 @@ def rule_foreign_memory(g: GpuInfo) -> Iterable[Finding]:
     if not g.memory_total_bytes:
         return
     th = T.FOREIGN_MEMORY
-    if g.processes is None:
-        used = g.memory_used_bytes or 0
-        if used / g.memory_total_bytes >= T.UNATTRIBUTED_MEMORY_FRACTION:
-            yield Finding(
-                "gpu.memory_in_use",
-                Severity.INFO,
-                _dev(g),
-                f"{used / GIB:.1f} GiB of VRAM in use",
-                "the process list is unavailable (" + g.unavailable.get("processes.compute", "no permission") + ")",
-                value=round(used / g.memory_total_bytes, 3),
-                threshold=T.UNATTRIBUTED_MEMORY_FRACTION,
-                unit="fraction of VRAM",
-            )
+    used = g.memory_used_bytes or 0
+    listed = sum(p.used_memory_bytes or 0 for p in g.processes or [])
+    unattributed = (used - listed) / g.memory_total_bytes
+    others = [p for p in g.processes or [] if not p.is_self]
+    if g.processes is None or (
+        unattributed >= T.UNATTRIBUTED_MEMORY_FRACTION
+        and (not others or any(p.used_memory_bytes is None for p in others))
+    ):
+        # Memory in use that no listed process accounts for: the list is unavailable, or a
+        # container, MIG or permissions hide other jobs' processes ("the GPU is free" with 60 of
+        # 80 GiB in use). Judged on the card's used memory, as another job's would be.
+        if unattributed < T.UNATTRIBUTED_MEMORY_FRACTION:
+            return
+        why = (
+            "the process list is unavailable (" + g.unavailable.get("processes.compute", "not read on this GPU") + ")"
+            if g.processes is None
+            else "no listed process accounts for it (processes in other containers, or that you may not see, "
+            "are not listed)"
+        )
+        yield Finding(
+            "gpu.memory_in_use",
+            Severity.WARNING if unattributed >= T.FOREIGN_MEMORY.warning else Severity.INFO,
+            _dev(g),
+            f"{(used - listed) / GIB:.1f} GiB of VRAM in use by something not listed",
+            f"{why}. The GPU may be busy with another job.",
+            remedy="check `nvidia-smi` on the host (outside the container), or pick another GPU",
+            value=round(unattributed, 3),
+            threshold=T.UNATTRIBUTED_MEMORY_FRACTION,
+            unit="fraction of VRAM",
+        )
         return
-    others = [p for p in g.processes if not p.is_self]
     held = sum(p.used_memory_bytes or 0 for p in others)
     frac = held / g.memory_total_bytes
-    who = ", ".join(f"{p.name or '?'} (pid {p.pid}, {(p.used_memory_bytes or 0) / GIB:.1f} GiB)" for p in others[:5])
+
+    def amount(p: Any) -> str:
+        return "? GiB" if p.used_memory_bytes is None else f"{p.used_memory_bytes / GIB:.1f} GiB"
+
+    who = ", ".join(f"{p.name or '?'} (pid {p.pid}, {amount(p)})" for p in others[:5])
     if frac >= th.warning:
         # Another job using the card is about availability, not a fault: a warning however much
         # it holds (the card itself is fine; it is just not free).
@@ -476,7 +518,7 @@ GPU_RULES: tuple[Callable[[GpuInfo], Iterable[Finding]], ...] = (
 
 
 def rule_no_gpu(s: Snapshot) -> Iterable[Finding]:
-    if s.gpus:
+    if s.gpus or s.nvml.error_code in _NVML_INIT_FAILURES:  # a failing GPU is not "no GPU" (rule_nvml)
         return
     why = s.nvml.error or "no GPU backend found a device"
     yield Finding(
@@ -528,6 +570,17 @@ def rule_nvml(s: Snapshot) -> Iterable[Finding]:
             remedy="add your user to the group owning /dev/nvidia* (often 'video') or check container device mounts",
             value="denied",
             threshold="allowed",
+        )
+    elif code in _NVML_INIT_FAILURES and not s.gpus:
+        yield Finding(
+            "nvml.init_failed",
+            Severity.CRITICAL,
+            "system",
+            "the NVIDIA driver did not start: a GPU may be there and failing",
+            s.nvml.error or "",
+            remedy=_NVML_INIT_FAILURES[code],
+            value=f"NVML error {code}",
+            threshold="NVML starts",
         )
     elif s.nvml.available and s.nvml.error:
         yield Finding("nvml.error", Severity.WARNING, "system", "NVML works only partly", s.nvml.error)
@@ -597,14 +650,16 @@ def _framework_rules(s: Snapshot, fw: FrameworkInfo) -> Iterable[Finding]:
                 fw.probe_error,
                 remedy=f"reinstall {fw.name}; run `python -c 'import {fw.name}'` to see the full error",
             )
-        elif fw.sees_gpu is False:
+        elif fw.sees_gpu is False and not (nvidia and fw.cpu_only_build):  # the CPU-only warning says why
+            amd = all(g.vendor == "AMD" for g in s.gpus)
+            build, visible = ("ROCm", "HIP_VISIBLE_DEVICES") if amd else ("CUDA", "CUDA_VISIBLE_DEVICES")
             yield Finding(
                 f"framework.{fw.name}.no_gpu",
                 Severity.CRITICAL,
                 dev,
                 f"the GPU is there but {fw.name} does not see it",
                 f"{len(s.gpus)} GPU(s) detected by the driver; {fw.name} reports none",
-                remedy=f"check the {fw.name} build (CUDA vs CPU), the driver version, and CUDA_VISIBLE_DEVICES",
+                remedy=f"check the {fw.name} build ({build} vs CPU), the driver version, and {visible}",
                 value=0,
                 threshold=len(s.gpus),
                 unit="GPUs",

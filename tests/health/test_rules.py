@@ -261,3 +261,58 @@ def test_text_writes_readings_and_thresholds_as_people_do() -> None:
     f = Finding("gpu.temperature", Severity.OK, "gpu0", "temperature", "detail", value=41, threshold=79.0, unit="°C")
     text = format_health(HealthReport([f]), verbose=True)
     assert "measured: 41 °C; threshold: 79 °C" in text
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        F._real.NVML_ERROR_GPU_IS_LOST,
+        F._real.NVML_ERROR_UNKNOWN,
+        F._real.NVML_ERROR_RESET_REQUIRED,
+        F._real.NVML_ERROR_TIMEOUT,
+        F._real.NVML_ERROR_INSUFFICIENT_POWER,
+    ],
+)
+def test_nvml_failing_to_start_for_a_gpu_in_trouble_is_critical_not_no_gpu(code: int) -> None:
+    """A GPU fallen off the bus read "no GPU found", "No problems found", exit 0."""
+    r = evaluate(snap(F.FakeNVML(init_error=code)))
+    f = one(r, "nvml.init_failed")
+    assert f.severity is Severity.CRITICAL and f.remedy and r.exit_code == EXIT_CRITICAL
+    assert not by_id(r, "system.no_gpu")
+
+
+def test_a_cpu_only_torch_is_one_warning_not_also_critical() -> None:
+    """The same cause twice, once critical: every healthy node with a CPU-only torch exited 3."""
+    s = _with_torch(F.healthy(), cpu_only_build=True, probed=True, sees_gpu=False)
+    s.memory.total_bytes = 256 * GIB
+    r = evaluate(s)
+    assert one(r, "framework.torch.cpu_only").severity is Severity.WARNING
+    assert not by_id(r, "framework.torch.no_gpu") and r.exit_code == EXIT_WARNINGS
+
+
+@pytest.mark.parametrize(
+    "gpu",
+    [
+        F.FakeGpu(processes=[], memory_used=60 * GIB),  # a container lists no other job
+        F.FakeGpu(processes=[(1, None), (2, None)], memory_used=40 * GIB),  # per-process memory unknown
+        F.FakeGpu(memory_used=41 * GIB, errors={"nvmlDeviceGetComputeRunningProcesses": F._real.NVML_ERROR_UNKNOWN}),
+    ],
+)
+def test_vram_in_use_that_no_listed_process_accounts_for_is_a_warning(gpu: F.FakeGpu) -> None:
+    """ "the GPU is free" with 60 of 80 GiB in use, when NVML could not list the other jobs."""
+    r = evaluate(snap(F.FakeNVML([gpu])))
+    f = one(r, "gpu.memory_in_use")
+    assert f.severity is Severity.WARNING and "not listed" in f.title and f.remedy
+    assert not [x for x in by_id(r, "gpu.memory_held_by_others") if x.severity is Severity.OK]
+
+
+def test_a_failed_ecc_mode_query_still_reports_the_errors_it_can_read() -> None:
+    gpu = F.FakeGpu(ecc_counts={(1, 0): 4, (1, 1): 4}, errors={"nvmlDeviceGetEccMode": F._real.NVML_ERROR_UNKNOWN})
+    assert one(evaluate(snap(F.FakeNVML([gpu]))), "gpu.ecc").severity is Severity.CRITICAL
+    unread = F.FakeGpu(
+        errors={
+            "nvmlDeviceGetEccMode": F._real.NVML_ERROR_UNKNOWN,
+            "nvmlDeviceGetTotalEccErrors": F._real.NVML_ERROR_UNKNOWN,
+        }
+    )
+    assert one(evaluate(snap(F.FakeNVML([unread]))), "gpu.ecc").severity is Severity.UNKNOWN
