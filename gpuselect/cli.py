@@ -13,6 +13,9 @@ Conventions every subcommand follows:
 from __future__ import annotations
 
 import argparse
+import codecs
+import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -81,8 +84,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     module: ModuleType = getattr(args, "_module", None) or _command_module("gui")
     if module.__name__ != "gpuselect.commands.gui":  # the desktop app shows them in a banner
         notices.set_handler(_print_warning)
+    _escape_what_stdout_cannot_encode()
     try:
-        return int(module.run(args))
+        rc = int(module.run(args))
+        sys.stdout.flush()  # a full disk or closed output fails here, inside the handlers below
+        return rc
     except GpuselectError as exc:
         print(f"gpuselect: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -93,15 +99,59 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Output piped into `head` and closed early: not an error worth a traceback.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except Exception as exc:
-        if os.environ.get("GPUSELECT_DEBUG"):
-            raise
-        print(
-            f"gpuselect: internal error: {type(exc).__name__}: {exc} "
-            "(set GPUSELECT_DEBUG=1 for the traceback, and please report it)",
-            file=sys.stderr,
-        )
-        return EXIT_INTERNAL
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_ERRNOS:
+            return _internal(exc)
+        # /dev/full, a closed or failing output: one sentence, not "internal error, please report"
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"gpuselect: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # noqa: BLE001 - the last resort: one line, the traceback on request
+        return _internal(exc)
+
+
+#: Write errors of the output itself (a full disk, a closed descriptor, an I/O error).
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EBADF, errno.EIO, errno.EDQUOT, errno.EFBIG})
+
+
+def _escape_what_stdout_cannot_encode() -> None:
+    """Where stdout is not UTF-8 (LC_ALL=C, PYTHONIOENCODING=ascii), a character it cannot encode
+    ("°", "✗") is written as a \\uXXXX escape, which keeps JSON valid and text readable; it was an
+    internal error (UnicodeEncodeError)."""
+    enc = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+    if not enc or enc.startswith("utf") or not hasattr(sys.stdout, "reconfigure"):
+        return
+    try:
+        codecs.lookup_error(_ESCAPE)
+    except LookupError:
+        codecs.register_error(_ESCAPE, _json_escape)
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        sys.stdout.reconfigure(errors=_ESCAPE)
+
+
+_ESCAPE = "gpuselect-escape"
+
+
+def _json_escape(err: UnicodeError) -> tuple[str, int]:
+    """The characters stdout cannot encode as JSON's \\uXXXX escapes (UTF-16 units)."""
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    units = err.object[err.start : err.end].encode("utf-16-be")
+    codes = (int.from_bytes(units[i : i + 2], "big") for i in range(0, len(units), 2))
+    escaped = "".join(f"\\u{c:04x}" for c in codes)
+    return escaped, err.end
+
+
+def _internal(exc: BaseException) -> int:
+    if os.environ.get("GPUSELECT_DEBUG"):
+        raise exc
+    print(
+        f"gpuselect: internal error: {type(exc).__name__}: {exc} "
+        "(set GPUSELECT_DEBUG=1 for the traceback, and please report it)",
+        file=sys.stderr,
+    )
+    return EXIT_INTERNAL
 
 
 def _print_warning(message: str) -> None:

@@ -424,3 +424,36 @@ def _gpuselect(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess
         timeout=120,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )
+
+
+def _cli(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
+    root = str(Path(__file__).resolve().parents[1])
+    full = {**os.environ, "PYTHONPATH": root, **env}
+    return subprocess.run(
+        [sys.executable, "-m", "gpuselect", *args], capture_output=True, text=True, env=full, timeout=120, check=False
+    )
+
+
+def test_a_stdout_that_cannot_encode_gets_escapes_not_an_internal_error() -> None:
+    """PYTHONIOENCODING=ascii (or LC_ALL=C) made every "°" and "✗" an internal error (exit 70)."""
+    done = _cli(["workloads", "--format", "json"], PYTHONIOENCODING="ascii")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["kind"] == "workloads"
+    text = _cli(["catalog", "nvidia-h100-sxm5-80gb"], PYTHONIOENCODING="ascii")
+    assert text.returncode == 0 and "internal error" not in text.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="Linux's /dev/full")
+def test_a_full_output_is_one_sentence_not_an_internal_error() -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "gpuselect", "catalog"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 1 and "cannot write the output: No space left on device" in done.stderr
+    assert "internal error" not in done.stderr

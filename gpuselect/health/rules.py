@@ -18,6 +18,11 @@ from gpuselect.hardware.nvml_access import (
     ERROR_TIMEOUT,
     ERROR_UNKNOWN,
 )
+from gpuselect.hardware.types import FrameworkInfo, GpuInfo, Snapshot
+from gpuselect.health import thresholds as T  # noqa: N812 - short module alias, used as a namespace as in the formulas
+from gpuselect.health.model import Finding, Severity
+
+GIB = 1024**3
 
 #: NVML start-up failures that mean a GPU is there and in trouble (not "no NVIDIA library"): each
 #: with what to do. They read "no GPU found" and "no problems", exit 0, on a node whose GPU fell
@@ -30,11 +35,6 @@ _NVML_INIT_FAILURES = {
     ERROR_CORRUPTED_INFOROM: "the GPU's InfoROM is corrupt: contact the vendor (RMA)",
     ERROR_UNKNOWN: "check dmesg for NVIDIA Xid errors and `nvidia-smi`; reinstall the driver or reboot",
 }
-from gpuselect.hardware.types import FrameworkInfo, GpuInfo, Snapshot
-from gpuselect.health import thresholds as T  # noqa: N812 - short module alias, used as a namespace as in the formulas
-from gpuselect.health.model import Finding, Severity
-
-GIB = 1024**3
 
 #: Exit statuses of ``gpuselect health`` (2 stays "bad usage").
 EXIT_FINE, EXIT_WARNINGS, EXIT_CRITICAL = 0, 1, 3
