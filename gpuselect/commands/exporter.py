@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     )
     server = serve(source, args.port, args.bind)
     host, port = server.server_address[:2]
-    print(f"gpuselect exporter: serving http://{host}:{port}/metrics (Ctrl-C stops)", file=sys.stderr, flush=True)
+    where = f"[{host}]" if ":" in str(host) else host  # an IPv6 address in a URL is bracketed
+    print(f"gpuselect exporter: serving http://{where}:{port}/metrics (Ctrl-C stops)", file=sys.stderr, flush=True)
     if args.bind not in ("127.0.0.1", "::1", "localhost"):
         print(
             "gpuselect exporter: note: anyone who can reach this address can read the metrics (host name, GPU UUIDs)",

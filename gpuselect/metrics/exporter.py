@@ -127,7 +127,7 @@ class _PromBridge:
 def serve(source: CachedCollector, port: int, bind: str = "127.0.0.1") -> Any:
     """Start the HTTP server in a daemon thread; returns the server (``server_port`` is the port)."""
     try:
-        from prometheus_client import CollectorRegistry, start_http_server
+        from prometheus_client import CollectorRegistry, make_wsgi_app
     except ImportError:
         from gpuselect.errors import UsageError
 
@@ -135,11 +135,57 @@ def serve(source: CachedCollector, port: int, bind: str = "127.0.0.1") -> Any:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_PromBridge(source))
     try:
-        server, _thread = start_http_server(port, addr=bind, registry=registry)
+        server = _start(port, bind, _only_metrics(make_wsgi_app(registry)))
     except OSError as exc:
         from gpuselect.errors import UsageError
 
         raise UsageError(f"cannot listen on {bind}:{port}: {exc.strerror or exc}") from None
+    return server
+
+
+#: Seconds a connection may sit idle: a client that sends half a request holds a thread until
+#: then (1,100 half-sent requests held 1,102 threads, forever).
+IDLE_TIMEOUT_S = 30.0
+
+
+def _only_metrics(app: Callable[..., Any]) -> Callable[..., Any]:
+    """/metrics (and /) as prometheus_client serves them, HEAD too (health probes got 405); any
+    other path 404 (every path answered with the metrics)."""
+
+    def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if environ.get("PATH_INFO", "/") not in ("/", "/metrics"):
+            start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+            return [b"Not found: the metrics are at /metrics\n"]
+        if environ.get("REQUEST_METHOD") == "HEAD":
+            body = app({**environ, "REQUEST_METHOD": "GET"}, start_response)
+            return [b"" for _ in body]  # the headers of a GET, no body
+        return app(environ, start_response)
+
+    return wrapped
+
+
+def _start(port: int, bind: str, app: Callable[..., Any]) -> Any:
+    """A threaded WSGI server on ``bind`` (IPv4 or IPv6) in a daemon thread, whose connections time
+    out when idle."""
+    import socket
+    import threading
+    from socketserver import ThreadingMixIn
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+    family = socket.getaddrinfo(bind, port, type=socket.SOCK_STREAM)[0][0]
+
+    class Server(ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+        address_family = family
+
+    class Handler(WSGIRequestHandler):
+        timeout = IDLE_TIMEOUT_S
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # no line per scrape on stderr
+
+    server = make_server(bind, port, app, Server, handler_class=Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
 

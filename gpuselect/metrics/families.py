@@ -168,7 +168,9 @@ def health_families(report: Any, host: str) -> list[Family]:
     each = Family(
         "gpuselect_health_finding",
         "gauge",
-        "One per finding that is not ok; the value is its severity on the worst-severity scale.",
+        "One per finding that is not ok; the value is its severity on the worst-severity scale. Labels are "
+        "stable while the condition lasts: no reading in them (a title with the temperature made a new series, "
+        "and a new alert, at every degree).",
     )
     for f in report.findings:
         if f.severity.value == "ok":
@@ -178,7 +180,6 @@ def health_families(report: Any, host: str) -> list[Family]:
                 "rule": f.id,
                 "device": f.device or "",
                 "severity": f.severity.value,
-                "title": f.title[:200],
                 "Hostname": host,
             },
             SEVERITY_VALUE[f.severity.value],

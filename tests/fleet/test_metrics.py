@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -61,6 +62,8 @@ def test_health_format_prometheus_reports_findings_by_severity(
     assert m["gpuselect_health_worst_severity"][0].value == 4
     crit = [s for s in m["gpuselect_health_finding"] if s.labels["severity"] == "critical"]
     assert crit and crit[0].labels["rule"].startswith("gpu.")
+    # a reading in a label (the title's "92 °C") made each degree a new series and a new alert
+    assert all(set(s.labels) == {"rule", "device", "severity", "Hostname"} for s in m["gpuselect_health_finding"])
 
 
 def test_bench_results_and_spec_ratio() -> None:
@@ -83,6 +86,36 @@ def _get(port: int) -> tuple[str, float]:
     t0 = time.monotonic()
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
         return resp.read().decode(), time.monotonic() - t0
+
+
+def test_exporter_answers_head_404s_other_paths_and_drops_idle_connections(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HEAD (health probes) got 405, every path answered with the metrics, and a half-sent request
+    held its thread forever."""
+    import socket
+
+    from gpuselect.metrics import exporter as X
+
+    monkeypatch.setattr(X, "IDLE_TIMEOUT_S", 1.0)
+    source = CachedCollector(machine_collector(nvml=F.healthy()), max_age_s=60, scrape_timeout_s=10)
+    server = serve(source, 0)
+    port = server.server_address[1]
+    try:
+        head = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", method="HEAD")
+        with urllib.request.urlopen(head, timeout=10) as resp:  # noqa: S310 - http to loopback, built here
+            assert resp.status == 200 and resp.read() == b""
+        for path in ("/nope", "/../../etc/passwd"):
+            with pytest.raises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10)
+            assert err.value.code == 404
+        assert "DCGM_FI_DEV_GPU_TEMP" in _get(port)[0]
+        sock = socket.create_connection(("127.0.0.1", port), timeout=20)
+        sock.sendall(b"GET /metr")  # half a request, then nothing
+        t0 = time.monotonic()
+        assert sock.recv(1024) == b""  # closed by the server once idle for its timeout
+        assert time.monotonic() - t0 < 10
+        sock.close()
+    finally:
+        server.shutdown()
 
 
 def test_exporter_scraped_over_loopback() -> None:
