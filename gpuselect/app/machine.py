@@ -198,7 +198,8 @@ def owned_gpus(machine: Machine, catalog: Any) -> list[Any]:
         measured = ratio.get("matmul_bf16") or ratio.get("matmul_fp16")
         if measured:
             scale = min(1.0, measured / HEALTHY_MATMUL_SPEC_RATIO)
-        out.append(OwnedGpu(device, g.name or "unknown GPU", match.entry.id if match else None, problem, scale))
+        memory = g.memory_total_bytes / 2**30 if g.memory_total_bytes else None
+        out.append(OwnedGpu(device, g.name or "unknown GPU", match.entry.id if match else None, problem, scale, memory))
     return out
 
 

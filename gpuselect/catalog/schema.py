@@ -127,10 +127,11 @@ class GpuEntry:
         ("On GPUs with GDDR memory with ECC enabled the available DRAM is reduced by 6.25 %", CUDA
         C++ Best Practices Guide; a T4 shows 15 of its 16 GB in nvidia-smi). HBM keeps them apart;
         workstation cards ship with ECC off."""
-        total = min(self.vram_gb, self.visible_vram_gb or self.vram_gb)
+        if self.visible_vram_gb:  # what the driver reports: with ECC on, its check bits are already out
+            return min(self.vram_gb, self.visible_vram_gb)
         if self.vendor == "NVIDIA" and self.family == "datacenter" and self.memory_type.upper().startswith("GDDR"):
-            return total * 15 / 16
-        return total
+            return self.vram_gb * 15 / 16
+        return self.vram_gb
 
     def one_die(self) -> GpuEntry:
         """One die of a multi-die board as PyTorch sees it (an MI250/MI250X shows each of its two

@@ -636,7 +636,7 @@ def _row_at(
     sharded = show(fit, ckpt)
     notes = [f"{a.precision} is not supported here: runs {prec}"] if a.precision not in (Precision.AUTO, prec) else []
     if e.visible_vram_gb and e.visible_vram_gb < e.vram_gb:
-        notes.append(f"the driver shows {e.visible_vram_gb:g} of its {e.vram_gb:g} GB")
+        notes.append(f"the driver shows {e.visible_vram_gb:.4g} of its {e.vram_gb:g} GB")
     if cap < min(e.vram_gb, e.visible_vram_gb or e.vram_gb):
         notes.append(f"ECC on (the default): {cap:g} of its {e.vram_gb:g} GB usable")
     unsupported = UNSUPPORTED_ARCHS.get((e.vendor, e.architecture))
@@ -1079,6 +1079,11 @@ def local_gpu_estimate(
             device, name or "unknown GPU", None, None, "not in the catalog: no estimate", 1.0, fits=False
         )
     e = match.entry.one_die()  # the driver's GPU is one die of a multi-die board
+    if memory_bytes and memory_bytes > 0:
+        # Fitted in what this card reports: a Radeon PRO W7800 48GB matched the catalog's 32 GB
+        # W7800 and was judged against 32 GB; a T4 with ECC on reports its 15 GB.
+        seen = memory_bytes / 2**30
+        e = replace(e, vram_gb=max(e.vram_gb, seen), visible_vram_gb=seen)
     d = benchmarked_gpu_device(e, bench) if bench else None
     r = _row(w, e, 1, a, perf, None, device=d)
     fit = d.bench_fit if d is not None else None

@@ -96,6 +96,7 @@ class OwnedGpu:
     catalog_id: str | None  # None: not in the catalog
     problem: str | None = None  # a critical health finding: the card stays out of the plan
     scale: float = 1.0  # measured speed / a healthy card's (<= 1, from its benchmark)
+    memory_gb: float | None = None  # what the driver reports (GiB): the fit is judged against it
 
 
 @dataclass
@@ -234,8 +235,11 @@ def own_option(
     if not groups:
         return None
     cid, cards = max(groups.items(), key=lambda kv: (len(kv[1]), entries[kv[0]].vram_gb))
-    e = entries[cid]
-    r = make_row(e.one_die(), len(cards))  # each detected GPU is one die of a multi-die board (MI250)
+    die = entries[cid].one_die()  # each detected GPU is one die of a multi-die board (MI250)
+    seen = [g.memory_gb for g in cards if g.memory_gb]
+    if len(seen) == len(cards):  # what the cards report, as each one's own estimate is fitted
+        die = replace(die, vram_gb=max(die.vram_gb, min(seen)), visible_vram_gb=min(seen))
+    r = make_row(die, len(cards))
     if not r.fits or r.total_time_h is None:
         return replace(r, buy_cost_usd=None, cloud_cost_usd=None, break_even_hours=None)
     scale = min(g.scale for g in cards)

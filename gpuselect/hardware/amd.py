@@ -58,10 +58,20 @@ def detect_amd(amdsmi: Any | None = None) -> tuple[BackendStatus, list[GpuInfo]]
                 gpu.memory_used_bytes = int(used) * 1024 * 1024 if isinstance(used, int) else None
             power = get("power_draw_w", "amdsmi_get_power_info")
             if isinstance(power, dict):
-                draw = power.get("average_socket_power") or power.get("current_socket_power")
-                gpu.power_draw_w = float(draw) if isinstance(draw, (int, float)) else None
+                # average_socket_power is "N/A" on MI300 (it is Navi's and MI200's): the first number
+                draw = next(
+                    (
+                        v
+                        for v in (power.get("average_socket_power"), power.get("current_socket_power"))
+                        if isinstance(v, (int, float)) and not isinstance(v, bool)
+                    ),
+                    None,
+                )
+                gpu.power_draw_w = float(draw) if draw is not None else None
                 cap = power.get("power_limit")
-                gpu.power_limit_w = float(cap) / 1e6 if isinstance(cap, (int, float)) and cap > 10_000 else None
+                if isinstance(cap, (int, float)) and not isinstance(cap, bool) and cap > 0:
+                    # watts in amdsmi 6.4-7.1 ("in W"); older releases gave microwatts
+                    gpu.power_limit_w = float(cap) / 1e6 if cap > 10_000 else float(cap)
             for field in ("temperature_c", "power_limit_w", "clocks", "pcie", "ecc", "processes"):
                 if getattr(gpu, field, None) is None:
                     gpu.unavailable.setdefault(field, "not read through amdsmi yet")

@@ -32,7 +32,12 @@ def gpu_lines(g: GpuInfo) -> list[str]:
         f"  temperature: {_na(g.temperature_c, ' °C')} (slowdown {_na(th.slowdown_c, ' °C')}, shutdown {_na(th.shutdown_c, ' °C')})",
         f"  power: {_na(g.power_draw_w, ' W', '{:.0f}')} of {_na(g.power_limit_w, ' W', '{:.0f}')} limit (default {_na(g.power_default_limit_w, ' W', '{:.0f}')})",
         f"  clocks: SM {_na(c.sm_mhz)}/{_na(c.sm_max_mhz, ' MHz')}, memory {_na(c.memory_mhz)}/{_na(c.memory_max_mhz, ' MHz')}",
-        f"  PCIe: Gen{_na(p.generation)} x{_na(p.width)} (max Gen{_na(p.max_generation)} x{_na(p.max_width)})",
+        "  PCIe: "
+        + (
+            f"Gen{_na(p.generation)} x{_na(p.width)} (max Gen{_na(p.max_generation)} x{_na(p.max_width)})"
+            if any(v is not None for v in (p.generation, p.width, p.max_generation, p.max_width))
+            else "n/a"  # "Genn/a xn/a"
+        ),
         f"  utilisation: {_na(g.utilization.gpu_percent, ' %')}; throttle reasons: "
         + (", ".join(g.clock_event_reasons) or "none" if g.clock_event_reasons is not None else "n/a"),
         f"  uuid: {_na(g.uuid)}  bus: {_na(g.pci_bus_id)}  torch index: {_na(g.torch_index)}",

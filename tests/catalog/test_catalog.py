@@ -121,6 +121,9 @@ def test_every_reference_gpu_matches(catalog) -> None:
         ("Radeon RX 7900 XTX", None, "amd-rx-7900-xtx"),
         ("NVIDIA RTX 6000 Ada Generation", 48, "nvidia-rtx-6000-ada"),
         ("Quadro RTX 6000", 24, "nvidia-quadro-rtx-6000"),
+        # what amdsmi's market_name says (libdrm amdgpu.ids): an owned MI250X server read "not in the catalog"
+        ("AMD Instinct MI250X / MI250", 64, "amd-mi250x"),
+        ("AMD Radeon PRO W7900 Dual Slot", 48, "amd-radeon-pro-w7900"),
     ],
 )
 def test_name_matching(catalog, name: str, memory_gib: float | None, expected: str) -> None:

@@ -972,3 +972,17 @@ def test_owning_an_mi250x_counts_cards_not_gcds(catalog) -> None:  # type: ignor
     assert two.buy_cost_usd is not None and two.buy_cost_usd > 14_000  # one more card to buy
     capped = A.estimate(PRESETS["llama-8b-lora"], A.Assumptions(max_gpus=1, cluster_max_gpus=1), catalog, local=[])
     assert not any(r.gpu_id == "amd-mi250x" for r in capped.rows)  # one card is two GPUs: over a cap of 1
+
+
+def test_a_local_gpu_is_fitted_in_the_memory_it_reports(catalog) -> None:  # type: ignore[no-untyped-def]
+    """A Radeon PRO W7800 48GB matched the catalog's 32 GB W7800 and was judged against 32 GB."""
+    w = PRESETS["llama-8b-lora"]
+    loc = A.local_gpu_estimate(
+        w, A.Assumptions(), catalog, None, name="AMD Radeon Pro W7800 48GB", memory_bytes=48 * 2**30, device="gpu0"
+    )
+    assert loc.vram_gb == pytest.approx(48.0) and loc.fits
+    # a T4 with ECC on reports 15 GB: that, not 15/16 of it again
+    t4 = A.local_gpu_estimate(
+        w, A.Assumptions(), catalog, None, name="Tesla T4", memory_bytes=15 * 2**30, device="gpu0"
+    )
+    assert t4.vram_gb == pytest.approx(15.0)

@@ -55,3 +55,27 @@ def test_fake_amdsmi_gpu_and_a_failing_field() -> None:
     assert status.available and g.name == "AMD Instinct MI300X" and g.vendor == "AMD"
     assert g.memory_total_bytes == 196_592 * 1024 * 1024
     assert g.uuid is None and "NOT_SUPPORTED" in g.unavailable["uuid"]
+
+
+@pytest.mark.parametrize(
+    ("power", "draw", "limit"),
+    [
+        # amdsmi 6.4-7.1: the limit in watts; MI300's average_socket_power is "N/A"
+        ({"average_socket_power": "N/A", "current_socket_power": 312, "power_limit": 750}, 312.0, 750.0),
+        ({"average_socket_power": 280, "current_socket_power": 300, "power_limit": 750_000_000}, 280.0, 750.0),
+    ],
+)
+def test_amd_power_in_watts_or_microwatts_and_na_average(power: dict[str, object], draw: float, limit: float) -> None:
+    """A limit in watts was dropped (kept only above 10,000, as microwatts), and "N/A" beat a number."""
+    fake = SimpleNamespace(
+        amdsmi_init=lambda: None,
+        amdsmi_shut_down=lambda: None,
+        amdsmi_get_processor_handles=lambda: ["h0"],
+        amdsmi_get_gpu_asic_info=lambda h: {"market_name": "AMD Instinct MI300X"},
+        amdsmi_get_power_info=lambda h: power,
+    )
+    _status, (g,) = detect_amd(fake)
+    assert g.power_draw_w == draw and g.power_limit_w == limit
+    from gpuselect.hardware.text import gpu_lines
+
+    assert "Genn/a" not in "\n".join(gpu_lines(g))
