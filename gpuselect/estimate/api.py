@@ -1187,8 +1187,7 @@ def estimate(
     _note_slower_than_one(rows)
     by_id = {e.id: e for e in catalog.entries}
     own = own_option(owned, by_id, lambda e, n: _row(w, e, n, a, perf, None), a)
-    # in cards, as the rows count them (each detected GPU of an MI250X is one of its two dies)
-    owned_n = own.count // max(1, by_id[own.gpu_id].dies) if own is not None else 0
+    owned_n = own.count if own is not None else 0  # in cards, as the rows count them (an MI250X is two GPUs)
     if own is not None:
         rows = account_for_owned(rows, own.gpu_id, owned_n, _price(by_id[own.gpu_id])[0])
     excluded = [f"{g.device} ({g.name}): {g.problem}" for g in owned if g.problem]

@@ -240,6 +240,9 @@ def own_option(
     if len(seen) == len(cards):  # what the cards report, as each one's own estimate is fitted
         die = replace(die, vram_gb=max(die.vram_gb, min(seen)), visible_vram_gb=min(seen))
     r = make_row(die, len(cards))
+    dies = entries[cid].dies
+    if dies > 1:  # counted in cards, as the rows count them: "your 4x MI250X", not 8 (its GCDs)
+        r = replace(r, count=len(cards) // dies, dies=dies, name=f"{entries[cid].name} ({dies} GCDs each)")
     if not r.fits or r.total_time_h is None:
         return replace(r, buy_cost_usd=None, cloud_cost_usd=None, break_even_hours=None)
     scale = min(g.scale for g in cards)

@@ -970,6 +970,13 @@ def test_owning_an_mi250x_counts_cards_not_gcds(catalog) -> None:  # type: ignor
     two = next(r for r in res.rows if r.count == 2)
     assert "you own 1: buy 1 more" in (two.note or "")
     assert two.buy_cost_usd is not None and two.buy_cost_usd > 14_000  # one more card to buy
+    # four cards (eight GCDs) are "your 4x", as the table counts them (the headline said 8x)
+    eight = [OwnedGpu(f"gpu{i}", "AMD Instinct MI250X", "amd-mi250x") for i in range(8)]
+    res = A.estimate(PRESETS["llama-8b-full"], A.Assumptions(), catalog, gpu_ids=["amd-mi250x"], local=[], owned=eight)
+    own = res.recommendation.own
+    assert own is not None and own["count"] == 4 and own["owned"] == 4 and own["ranks"] == 8
+    if res.recommendation.action == "have":
+        assert "your 4x Instinct MI250X" in res.recommendation.choice
     capped = A.estimate(PRESETS["llama-8b-lora"], A.Assumptions(max_gpus=1, cluster_max_gpus=1), catalog, local=[])
     assert not any(r.gpu_id == "amd-mi250x" for r in capped.rows)  # one card is two GPUs: over a cap of 1
 
