@@ -200,6 +200,7 @@ def describe(r: EstimateRow | None, *, kind: str | None = None, owned: int = 0) 
         "ranks": r.count * r.dies,  # the GPUs the framework sees (an MI250X card is two)
         "cloud_offer_gpus": r.cloud_offer_gpus,  # the rate's offer is larger than this rental (or smaller: unlinked)
         "cloud_unlinked": r.cloud_unlinked,  # only smaller offers: no rental price
+        "parallelism": r.parallelism,  # single, ddp, fsdp
     }
 
 
@@ -745,10 +746,16 @@ def _parallel_caveats(o: dict[str, object], stage: Stage) -> list[str]:
         return []
     out = []
     if isinstance(b, int) and b > 0:
+        samples = f"{b} sample{'s' if b > 1 else ''} on each GPU ({n * b:,} in all)"
+        how = (
+            # FSDP options were described as plain data parallel, replicas and all
+            f"Sharded data parallel (FSDP / ZeRO-3): each GPU holds 1/{n} of the model state and gathers each "
+            f"layer's weights as it computes; a step trains {samples} and reduce-scatters the gradients; "
+            if o.get("parallelism") == "fsdp"
+            else f"Data parallel: a step trains {samples} and averages the {n} gradients; "
+        )
         out.append(
-            f"Data parallel: a step trains {b} sample{'s' if b > 1 else ''} on each GPU ({n * b:,} in all) and averages "
-            f"the {n} gradients; "
-            "if that global batch exceeds the one you tuned on, rescale the learning rate and warm-up: "
+            how + "if that global batch exceeds the one you tuned on, rescale the learning rate and warm-up: "
             "very large batches train less stably."
         )
     if stage == Stage.CLUSTER:

@@ -993,3 +993,10 @@ def test_a_local_gpu_is_fitted_in_the_memory_it_reports(catalog) -> None:  # typ
         w, A.Assumptions(), catalog, None, name="Tesla T4", memory_bytes=15 * 2**30, device="gpu0"
     )
     assert t4.vram_gb == pytest.approx(15.0)
+
+
+def test_a_sharded_option_is_described_as_sharded(catalog) -> None:  # type: ignore[no-untyped-def]
+    """FSDP options were described as plain data parallel ("averages the 8 gradients")."""
+    rec = A.estimate(PRESETS["llama-70b-full"], A.Assumptions(), catalog, local=[]).recommendation
+    assert rec.option is not None and rec.option["parallelism"] == "fsdp"
+    assert "Sharded data parallel (FSDP / ZeRO-3)" in rec.rationale and "averages the" not in rec.rationale
