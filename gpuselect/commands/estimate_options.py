@@ -97,7 +97,7 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
         default=Precision.AUTO,
         help="auto (default): what each card trains well in (bf16 on Ampere and newer, fp16 mixed on Volta/Turing, "
         "fp32 before; fp32 where the host bounds the step and it is faster); fp16/bf16 mean mixed precision (fp32 master weights); bf16-true is pure bf16 (no master "
-        "copy); fp8 on Ada, Hopper, Blackwell and CDNA 3. A card that cannot run the request falls back "
+        "copy); fp8 on Ada, Hopper, Blackwell and CDNA 3/4. A card that cannot run the request falls back "
         "(fp8->bf16->fp16->fp32, tf32->fp32) and its row says which precision it used",
     )
     parser.add_argument(
