@@ -14,9 +14,12 @@ from PySide6.QtCore import QEvent, QSettings, Qt, QThreadPool, QTimer, Slot
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
+    QLabel,
     QMainWindow,
     QMessageBox,
     QTabWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
 from gpuselect.gui.pages.bench import BenchPage
@@ -52,7 +55,26 @@ class MainWindow(QMainWindow):
         self.estimate.bench_running = lambda: self.bench.worker is not None
         self.bench.report_ready.connect(lambda _r: self.estimate.recompute())  # not only at the next input change
         self.estimate.apply_settings(self.settings_page.settings)
-        self.setCentralWidget(self.tabs)
+        # Warnings the core carried on past (a corrupt settings file, a broken catalog overlay): a
+        # banner above every page and a line on stderr. The settings page alone said so, and a
+        # user on the Estimate tab exported a report that ignored their redaction choice.
+        self.banner = QLabel()
+        self.banner.setWordWrap(True)
+        self.banner.setTextFormat(Qt.TextFormat.PlainText)
+        self.banner.setStyleSheet("QLabel { background: #fff3cd; color: #664d03; padding: 6px; }")
+        self.banner.setAccessibleName("warnings")
+        self.banner.hide()
+        central = QWidget()
+        box = QVBoxLayout(central)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.addWidget(self.banner)
+        box.addWidget(self.tabs)
+        self.setCentralWidget(central)
+        self._notices: list[str] = []
+        self.show_notices()
+        self.notice_timer = QTimer(self)  # warnings a worker's load raises later (an overlay read)
+        self.notice_timer.timeout.connect(self.show_notices)
+        self.notice_timer.start(2000)
         self.hardware.detected.connect(self._on_detected)
         # Shortcuts as QKeySequence and `triggered` connected explicitly: the stubs lack those keyword forms.
         refresh = QAction("&Refresh hardware", self, shortcut=QKeySequence(QKeySequence.StandardKey.Refresh))
@@ -83,6 +105,20 @@ class MainWindow(QMainWindow):
         self._restore()
         self.snapshot: object = None
         self._export_worker: object = None
+
+    @Slot()
+    def show_notices(self) -> None:
+        """The core's pending warnings, once each: in the banner and on stderr."""
+        from gpuselect import notices
+
+        new = notices.drain()
+        if not new:
+            return
+        for message in new:
+            print(f"gpuselect: warning: {message}", file=sys.stderr)
+        self._notices += new
+        self.banner.setText("\n".join(f"Warning: {m[:1].upper()}{m[1:]}" for m in self._notices[-5:]))
+        self.banner.show()
 
     @Slot()
     def export_report(self) -> None:

@@ -336,3 +336,20 @@ def test_ctrl_c_in_the_terminal_closes_the_app_with_130(tmp_path) -> None:
     finally:
         proc.kill()
     assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
+
+
+def test_a_corrupt_settings_file_is_said_above_every_page_and_on_stderr(qtbot, capsys) -> None:
+    """Only the Settings tab said so; a user on the Estimate tab saw costs revert silently."""
+    from gpuselect import notices
+    from gpuselect.settings import settings_path
+
+    notices.reset()
+    p = settings_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text('{"currency_symbol": "€", "redact_ho')  # truncated
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.tabs.setCurrentWidget(w.estimate)
+    assert not w.banner.isHidden() and "settings" in w.banner.text().lower()
+    assert "gpuselect: warning:" in capsys.readouterr().err
+    _close(qtbot, w)
