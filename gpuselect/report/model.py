@@ -412,10 +412,11 @@ def local_marks(local: Any, left_out: set[str] | frozenset[str] = frozenset()) -
     name, same estimate) share one mark ("8× H100 80GB HBM3 (each alone)"), so eight H100s draw one
     label, not eight stacked ones. The time is each device's own (one GPU training alone): the
     machine's GPUs together are an option of the estimate, with its own time. Devices without a
-    time or left out (critical finding) are skipped."""
+    time, that cannot hold the training state, or left out (critical finding) are skipped (a CPU
+    that cannot hold a 70B model was drawn at "6,637 days")."""
     groups: dict[tuple[str, float], list[Any]] = {}
     for loc in local:
-        if not loc.total_time_h or loc.device in left_out:
+        if not loc.total_time_h or loc.device in left_out or not getattr(loc, "fits", True):
             continue
         key = ("cpu" if loc.device == "cpu" else loc.name, round(float(loc.total_time_h), 9))
         groups.setdefault(key, []).append(loc)

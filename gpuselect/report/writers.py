@@ -235,7 +235,8 @@ def _stage_chart(chart: dict[str, Any], width: float, font: str) -> Any:
     x0 = 140
     vals = [deadline]
     for v in per.values():
-        vals += [float(v[k]) for k in ("total_time_h", "time_low_h", "time_high_h") if v and v.get(k)]
+        if v and v.get("fits", True):
+            vals += [float(v[k]) for k in ("total_time_h", "time_low_h", "time_high_h") if v.get(k)]
     ax = LogAxis.covering(vals, x0, width - x0 - 10)
     base = 28
     row_h = 34
@@ -255,8 +256,9 @@ def _stage_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         chosen = int(key) == chart["stage"]
         d.add(String(0, y + 4, names.get(key, key), fontName=font, fontSize=8))
         v = per.get(key)
-        if not v or not v.get("total_time_h"):
-            d.add(String(x0 + 4, y + 4, "no option", fontName=font, fontSize=7, fillColor=colors.HexColor("#718096")))
+        if not v or not v.get("total_time_h") or not v.get("fits", True):
+            text = "does not fit" if v and v.get("fits") is False else "no option"
+            d.add(String(x0 + 4, y + 4, text, fontName=font, fontSize=7, fillColor=colors.HexColor("#718096")))
             continue
         t = float(v["total_time_h"])
         fill = colors.HexColor(BLUE) if chosen else colors.HexColor(GREY)

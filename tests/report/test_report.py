@@ -164,6 +164,9 @@ def test_identical_local_gpus_are_one_chart_mark() -> None:
     gone = Ns(device="gpu9", name="NVIDIA GeForce RTX 4090", total_time_h=7.0)
     marks = local_marks([*same, other, cpu, gone], {"gpu9"})
     assert marks == [(2.5, "8\u00d7 H100 80GB HBM3 (each alone)"), (7.0, "gpu8"), (900.0, "cpu")]
+    # a CPU that cannot hold the training state is no mark (it was drawn at "6,637 days")
+    full = Ns(device="cpu", name="this CPU", total_time_h=159_288.0, fits=False)
+    assert local_marks([other, full]) == [(7.0, "gpu8")]
 
 
 def test_memory_section_draws_a_stacked_bar_per_gpu_that_adds_up_to_the_peak(

@@ -796,9 +796,13 @@ class EstimatePage(QWidget):
         parts = [f"your {who}: {fmt_hours(hours)}" for hours, who in local_marks(result.local, left_out)]
         parts += [
             f"your {loc.device}: "
-            + ("left out (critical finding)" if loc.device in left_out else fmt_hours(loc.total_time_h))
+            + (
+                "left out (critical finding)"
+                if loc.device in left_out
+                else ("does not fit" if not loc.fits else fmt_hours(loc.total_time_h))
+            )
             for loc in result.local
-            if loc.device in left_out or not loc.total_time_h
+            if loc.device in left_out or not loc.total_time_h or not loc.fits
         ]
         local = "; ".join(parts)
         self.recommendation.setText(
@@ -876,7 +880,7 @@ class EstimatePage(QWidget):
         deadline = result.assumptions.deadline_hours
         spans = [deadline]
         for v in rec.per_stage.values():
-            if v and v.get("total_time_h"):
+            if v and v.get("total_time_h") and v.get("fits", True):
                 spans += [float(v[k]) for k in ("total_time_h", "time_low_h", "time_high_h") if v.get(k)]
         left = 10 ** math.floor(math.log10(min(spans)) - 0.3)
         fg = self._text_colour()
@@ -885,8 +889,10 @@ class EstimatePage(QWidget):
         for i, key in enumerate(str(s.value) for s in Stage):
             v = rec.per_stage.get(key)
             y = 4 - i
-            if not v or not v.get("total_time_h"):
-                label = pg.TextItem("no option", anchor=(0, 0.5), color=fg)
+            if not v or not v.get("total_time_h") or not v.get("fits", True):
+                # a CPU that cannot hold the training state was drawn at its time ("6,637 days")
+                text = "does not fit" if v and v.get("fits") is False else "no option"
+                label = pg.TextItem(text, anchor=(0, 0.5), color=fg)
                 label.setPos(math.log10(left), y)
                 p.addItem(label)
                 continue
