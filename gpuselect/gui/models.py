@@ -20,6 +20,7 @@ class Column:
     fmt: Callable[[Any], str] = lambda v: "—" if v is None else str(v)
     tooltip: str = ""
     numeric: bool = False
+    key: Callable[[Any], Any] | None = None  # the row's sort key where the value's text sorts wrong
 
 
 def num(digits: int = 1, suffix: str = "") -> Callable[[Any], str]:
@@ -57,6 +58,8 @@ class RowsModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return col.fmt(raw)
         if role == SORT_ROLE:
+            if col.key is not None:
+                return col.key(self.rows[index.row()])
             if raw is None:
                 return float("inf") if col.numeric else ""
             return raw if col.numeric else str(raw)

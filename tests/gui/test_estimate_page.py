@@ -476,3 +476,15 @@ def test_a_new_preset_resets_the_batch_and_the_table_marks_the_pick_and_the_dead
     assert {d for _, d, r in cells if r.fits and r.total_time_h} == {"meets", "misses"}
     assert all(d == ("meets" if r.meets_deadline else "misses") for _, d, r in cells if r.fits and r.total_time_h)
     page.shutdown()
+
+
+def test_sorting_by_gpu_orders_each_card_by_count(qtbot) -> None:
+    """Sorted as text the counts ran 1024x, 128x, 16x, 32x, 512x."""
+    page = _page(qtbot, None, "llama-70b-full")
+    page.deadline.setValue(1.0)  # no box in time: H100 clusters of 32, 64, 128
+    _run(qtbot, page, 60_000)
+    page.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+    texts = [page.proxy.index(i, 0).data() for i in range(page.proxy.rowCount())]
+    h100 = [int(t.split("x ", 1)[0]) for t in texts if t.split("x ", 1)[1].startswith("H100 SXM5 80GB")]
+    assert len(h100) > 2 and h100 == sorted(h100)
+    page.shutdown()

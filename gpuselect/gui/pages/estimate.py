@@ -369,7 +369,11 @@ class EstimatePage(QWidget):
         self.fits_only.setChecked(True)
         self.model = RowsModel(
             [
-                Column("GPU", lambda r: f"{r.count}x {r.name}" + ("  ★ recommended" if self._is_chosen(r) else "")),
+                Column(
+                    "GPU",
+                    lambda r: f"{r.count}x {r.name}" + ("  ★ recommended" if self._is_chosen(r) else ""),
+                    key=lambda r: f"{r.name}\t{r.count:06d}",  # by card, then count: "1024x" sorted before "16x"
+                ),
                 Column("Family", lambda r: r.family),
                 Column(
                     "VRAM",
