@@ -540,6 +540,8 @@ def fmt_hours_range(lo: float, hi: float, *, unit_of: float | None = None) -> st
         return f"{fmt_hours(lo)} to {fmt_hours(hi)}"
     ref = hi if unit_of is None or not math.isfinite(unit_of) else unit_of
     if ref * 3600 < 90:  # seconds, as fmt_hours writes them
+        if hi * 3600 < 1:
+            return "under 1 s"  # not "under 1 s to under 1 s"
         return f"{fmt_hours(lo)} to {fmt_hours(hi)}" if lo * 3600 < 1 else f"{lo * 3600:,.0f}–{hi * 3600:,.0f} s"
     if ref < 1.5:
         a, b, unit = lo * 60, hi * 60, "min"

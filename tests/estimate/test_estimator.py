@@ -570,6 +570,7 @@ def test_parameter_offload_over_several_gpus_is_sharded(catalog) -> None:  # typ
         (10 / 3600, 1.2, "10 s to 72 min"),  # the smaller would read "0 min": each in its own unit
         (5 / 3600, 30 / 3600, "5–30 s"),
         (0.5 / 3600, 30 / 3600, "under 1 s to 30 s"),
+        (0.2 / 3600, 0.6 / 3600, "under 1 s"),  # was "under 1 s to under 1 s"
     ],
 )
 def test_a_time_range_is_written_in_one_unit(lo: float, hi: float, text: str) -> None:

@@ -488,3 +488,12 @@ def test_sorting_by_gpu_orders_each_card_by_count(qtbot) -> None:
     h100 = [int(t.split("x ", 1)[0]) for t in texts if t.split("x ", 1)[1].startswith("H100 SXM5 80GB")]
     assert len(h100) > 2 and h100 == sorted(h100)
     page.shutdown()
+
+
+def test_the_advice_names_this_page_s_controls_not_command_line_options() -> None:
+    from gpuselect.gui.pages.estimate import gui_words
+
+    hint = "Try to raise the GPU limit (--max-gpus), offload to CPU memory (--offload) or (--offload params: one GPU)"
+    assert gui_words(hint) == (
+        "Try to raise the GPU limit (Max GPUs), offload to CPU memory (Offload) or (Offload: params: one GPU)"
+    )

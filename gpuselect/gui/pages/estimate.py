@@ -50,6 +50,27 @@ MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "o
 MEMORY_COLOURS = ("#2b6cb0", "#805ad5", "#d69e2e", "#38a169", "#dd6b20", "#718096")
 
 
+#: The core's advice names command-line options; here, the controls that set them.
+_GUI_WORDS = (
+    ("--offload params", "Offload: params"),
+    ("--sharding fsdp", "Sharding: fsdp"),
+    ("--max-gpus", "Max GPUs"),
+    ("--offload", "Offload"),
+    ("--seq-len", "Sequence"),
+    ("--checkpointing", "Checkpointing"),
+    ("--precision", "Precision"),
+    ("--batch-size", "Batch size"),
+)
+
+
+def gui_words(text: str) -> str:
+    """``text`` with each command-line option named as this page's control ("raise the GPU limit
+    (Max GPUs)", not "(--max-gpus)")."""
+    for flag, control in _GUI_WORDS:
+        text = text.replace(flag, control)
+    return text
+
+
 class SpecialSpinBox(QSpinBox):
     """A spin box whose special-value text ("auto", "workload default") can be typed as well as
     reached by stepping down to 0: typing "auto" over 512 left 512."""
@@ -430,7 +451,7 @@ class EstimatePage(QWidget):
                     numeric=True,
                     tooltip="hours of use after which buying costs less than renting",
                 ),
-                Column("Note", lambda r: r.note or ("; ".join(r.suggestions) if r.suggestions else "")),
+                Column("Note", lambda r: gui_words(r.note or ("; ".join(r.suggestions) if r.suggestions else ""))),
             ],
             self,
         )
@@ -810,7 +831,7 @@ class EstimatePage(QWidget):
         ]
         local = "; ".join(parts)
         self.recommendation.setText(
-            f"<b>{escape(stage_heading(rec))}: {escape(choice)}</b><br>{escape(why)}"
+            f"<b>{escape(stage_heading(rec))}: {escape(choice)}</b><br>{escape(gui_words(why))}"
             + (f"<br><i>{escape(local)}</i>" if local else "")
         )
         self.hover.setText("Hover over or click a point in the time-vs-cost chart for its figures.")
