@@ -52,3 +52,22 @@ def test_charts_without_data_stay_hidden_after_a_cpu_run(qtbot) -> None:
     has_steps = any(d.train_steps for d in page.report.devices)
     assert page.batch_plot.isHidden() is (not has_steps)
     assert page.plots.isHidden() is (not (has_spec or has_steps))
+
+
+def test_a_cancelled_run_does_not_replace_the_last_complete_one_for_the_estimates(qtbot) -> None:
+    """A cancel re-anchored the estimates on the partial run (the CPU's range went from 153-618 to
+    32-14,601 days)."""
+    import dataclasses
+
+    tiny = BenchConfig(quick=True, devices=("cpu",), budget_s=0.03, batch_sizes=(1,), models=("simple_cnn",))
+    page = BenchPage(config=tiny)
+    qtbot.addWidget(page)
+    page.start()
+    qtbot.waitUntil(lambda: page.report is not None and page.worker is None, timeout=60_000)
+    complete = page.report
+    assert not complete.cancelled
+    got: list[object] = []
+    page.report_ready.connect(got.append)
+    page._on_finished(dataclasses.replace(complete, cancelled=True))  # what a cancelled run delivers
+    assert page.report is complete and got == [complete]
+    assert "the estimates keep the last complete run" in page.step.text()

@@ -204,17 +204,25 @@ class BenchPage(QWidget):
     @Slot(object)
     def _on_finished(self, report: Any) -> None:
         self.worker = None
-        self.report = report
+        # A cancelled run's partial figures are shown, but the last complete run stays the one the
+        # estimates read (a cancel re-anchored this CPU's range from 153-618 to 32-14,601 days).
+        keep = report.cancelled and self.report is not None and not self.report.cancelled
+        if not keep:
+            self.report = report
         self.start_button.setEnabled(True)
         self.cancel_button.setEnabled(False)
         self.model.set_rows(result_rows(report))
-        self.step.setText("Cancelled: partial results" if report.cancelled else f"Done in {report.duration_s:.1f} s")
+        self.step.setText(
+            ("Cancelled: partial results" + ("; the estimates keep the last complete run" if keep else ""))
+            if report.cancelled
+            else f"Done in {report.duration_s:.1f} s"
+        )
         self._plot(report)
         from gpuselect.bench.findings import bench_findings
 
         busy = [f"{f.title}: {f.detail}; {f.remedy}" for f in bench_findings(report) if f.id == "bench.busy_machine"]
         self._show_notice(" ".join(x for x in (torch_gpu_notice(self.snapshot, report), *busy) if x) or None)
-        self.report_ready.emit(report)
+        self.report_ready.emit(self.report)
 
     @Slot(str)
     def _on_failed(self, message: str) -> None:
