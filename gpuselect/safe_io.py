@@ -226,17 +226,23 @@ def check_fields(obj: Any, where: str) -> None:
 _CONTROL = frozenset(chr(c) for c in (*range(0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)))
 
 
-def check_plain_text(value: Any, where: str, *, at: str = "") -> None:
+def check_plain_text(value: Any, where: str, *, at: str = "", max_len: int | None = None) -> None:
     """Raise ``DataError`` where a string anywhere in ``value`` (a parsed document) holds a control
-    character other than tab and newline: printed to a terminal, an escape sequence in a saved
-    file could clear the screen or retitle the window."""
+    character other than tab and newline (printed to a terminal, an escape sequence in a saved
+    file could clear the screen or retitle the window), or is longer than ``max_len`` (a 1,000-
+    character CPU name broke the PDF's table layout)."""
     if isinstance(value, str):
         if any(ch in _CONTROL for ch in value):
             raise DataError(f"{where}: {at or 'a text'} holds a control character; the file is damaged or was edited")
+        if max_len is not None and len(value) > max_len:
+            raise DataError(
+                f"{where}: {at or 'a text'} is {len(value):,} characters long (at most {max_len:,}); "
+                "the file is damaged or was edited"
+            )
     elif isinstance(value, dict):
         for k, v in value.items():
-            check_plain_text(k, where, at=f"{at}.{k}" if at else str(k))
-            check_plain_text(v, where, at=f"{at}.{k}" if at else str(k))
+            check_plain_text(k, where, at=f"{at}.{k}" if at else str(k), max_len=max_len)
+            check_plain_text(v, where, at=f"{at}.{k}" if at else str(k), max_len=max_len)
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            check_plain_text(v, where, at=f"{at}[{i}]")
+            check_plain_text(v, where, at=f"{at}[{i}]", max_len=max_len)

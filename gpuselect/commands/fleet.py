@@ -152,6 +152,11 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
+#: The longest text a fleet report holds (host names, CPU and GPU names, versions, messages): a
+#: longer one is damage, and broke the PDF table's layout.
+MAX_TEXT_CHARS = 2000
+
+
 def _load(path: str) -> FleetReport:
     from gpuselect.errors import DataError
     from gpuselect.fleet.interconnect import MAX_REPORT_BYTES
@@ -161,7 +166,7 @@ def _load(path: str) -> FleetReport:
 
     # The bounded reader: a FIFO, /dev/zero or a 200 MB file is one sentence, not a hang.
     doc = read_json(path, what="fleet report", max_bytes=MAX_REPORT_BYTES)
-    check_plain_text(doc, str(path))
+    check_plain_text(doc, str(path), max_len=MAX_TEXT_CHARS)
     if not isinstance(doc, dict) or doc.get("kind") != "fleet" or not isinstance(doc.get("report"), dict):
         raise DataError(f"{path} is not a `gpuselect fleet --output FILE.json` report")
     if doc.get("schema_version") != SCHEMA_VERSION:
@@ -174,6 +179,8 @@ def _load(path: str) -> FleetReport:
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
         raise DataError(f"{path} is a fleet report of another version or damaged: {exc}") from exc
     check_fields(rep, str(path))
+    if rep.world_size < 1:
+        raise DataError(f"{path} says {rep.world_size} ranks: damaged; measure again")
     for p in rep.bandwidth:
         if p.busbw_gbs < 0 or p.algbw_gbs < 0 or p.bytes <= 0:
             raise DataError(f"{path} reports a {p.op} of {p.bytes} B at {p.busbw_gbs} GB/s: damaged; measure again")

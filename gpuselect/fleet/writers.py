@@ -333,7 +333,8 @@ def to_pdf_bytes(rep: FleetReport) -> bytes:
         if table:
             ncol = len(table[0])
             t = Table(
-                [[Paragraph(escape(c), small) for c in row] for row in table],
+                # a cell is at most a few lines: a 1,000-character CPU name made a row taller than a page
+                [[Paragraph(escape(c if len(c) <= 160 else c[:159] + "…"), small) for c in row] for row in table],
                 repeatRows=1,
                 colWidths=[width / ncol] * ncol,
                 splitByRow=1,

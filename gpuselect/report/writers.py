@@ -635,7 +635,7 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
                 story.append(Spacer(1, 6))
         if s.table:
             ncol = len(s.table[0])
-            data = [[Paragraph(escape(c), small) for c in row] for row in s.table]
+            data = [[Paragraph(escape(c if len(c) <= 400 else c[:399] + "…"), small) for c in row] for row in s.table]
             # The options table's first column names the option (and marks the recommended one): give it room.
             first = min(0.3, 2.0 / (ncol + 1)) * width if s.title == "Estimates" else width / ncol
             widths = [first] + [(width - first) / (ncol - 1)] * (ncol - 1) if ncol > 1 else [width]

@@ -122,6 +122,17 @@ def test_redraw_a_saved_report(capsys: pytest.CaptureFixture[str], tmp_path) -> 
     assert notes.read_text() == "my notes" and "--force" in capsys.readouterr().err
 
 
+def test_a_long_name_in_a_saved_report_still_lays_out_in_the_pdf(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A 1,000-character CPU name made a table row taller than a page: LayoutError, exit 70."""
+    saved = tmp_path / "fleet.json"
+    writers.write(_report(_points({"node0": 150.0, "node1": 100.0})), saved)
+    doc = json.loads(saved.read_text())
+    doc["report"]["ranks"][0]["cpu_model"] = "Xeon " * 200
+    saved.write_text(json.dumps(doc))
+    pdf = tmp_path / "fleet.pdf"
+    assert main(["fleet", "--from", str(saved), "--output", str(pdf)]) == 0 and pdf.stat().st_size > 1000
+
+
 def test_a_damaged_saved_report_is_one_sentence(capsys: pytest.CaptureFixture[str], tmp_path) -> None:  # type: ignore[no-untyped-def]
     # Each of these was an internal error (exit 70), /dev/zero filled memory and a FIFO hung.
     import os
@@ -146,6 +157,8 @@ def test_a_damaged_saved_report_is_one_sentence(capsys: pytest.CaptureFixture[st
         lambda r: r.__setitem__("complete", "no"),
         lambda r: r["nodes"][0].__setitem__("health_worst", "bad"),
         lambda r: r["notes"].append("\u001b[2J\u001b]0;pwn\u0007"),  # reached the terminal raw
+        lambda r: r.__setitem__("world_size", -5),  # was accepted
+        lambda r: r["ranks"][0].__setitem__("host", "h" * 3000),  # broke the PDF's layout (exit 70)
     ]
     for change in cases:
         assert main(["fleet", "--from", str(edited(change))]) == 2
