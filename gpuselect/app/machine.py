@@ -243,6 +243,7 @@ def local_estimates(w: Any, a: Any, machine: Machine, catalog: Any, perf: Any) -
                 device=f"gpu{g.index}",
                 spec_ratio=dev.spec_ratio if dev is not None else None,
                 bench=to_jsonable(dev) if dev is not None else None,
+                power_limit_w=g.power_limit_w,
             )
         )
     return out

@@ -1066,6 +1066,7 @@ def local_gpu_estimate(
     device: str,
     spec_ratio: dict[str, float] | None = None,  # noqa: ARG001 - kept for callers; ``bench`` carries the measured rates
     bench: dict[str, Any] | None = None,
+    power_limit_w: float | None = None,
 ) -> LocalEstimate:
     """This machine's GPU: its catalog entry's row, with the benchmark's measured matmul rates,
     bandwidth, dispatch cost and copy rate replacing the defaults where ``bench`` (its record) is
@@ -1096,6 +1097,15 @@ def local_gpu_estimate(
         if bench
         else "unmeasured (`gpuselect bench` measures it)"
     )
+    if e.form_factor == "laptop" and not bench:
+        # A laptop GPU's catalog figures are the top of its power range (its note says which); one
+        # set lower trains slower, by how much the catalog cannot say: said, not guessed.
+        lower = power_limit_w is not None and 0 < power_limit_w < 0.9 * e.tdp_w
+        basis += f"; a laptop GPU, estimated at the top of its power range ({e.notes or f'{e.tdp_w:g} W'})" + (
+            f": this one is limited to {power_limit_w:.0f} W, so expect it slower (`gpuselect bench` measures it)"
+            if lower
+            else ""
+        )
     thr, hours = r.throughput_samples_per_s, r.total_time_h
     if bench and r.batch_size:
         hit = _measured(w, bench, r.batch_size)

@@ -1001,3 +1001,13 @@ def test_a_sharded_option_is_described_as_sharded(catalog) -> None:  # type: ign
     rec = A.estimate(PRESETS["llama-70b-full"], A.Assumptions(), catalog, local=[]).recommendation
     assert rec.option is not None and rec.option["parallelism"] == "fsdp"
     assert "Sharded data parallel (FSDP / ZeRO-3)" in rec.rationale and "averages the" not in rec.rationale
+
+
+def test_a_laptop_gpu_says_it_is_estimated_at_the_top_of_its_power_range(catalog) -> None:  # type: ignore[no-untyped-def]
+    """A 35 W RTX 4060 Laptop got the 115 W figures with nothing said."""
+    w = PRESETS["simple-cnn"]
+    kw = {"name": "NVIDIA GeForce RTX 4060 Laptop GPU", "memory_bytes": 8 * 2**30, "device": "gpu0"}
+    low = A.local_gpu_estimate(w, A.Assumptions(), catalog, None, power_limit_w=35.0, **kw)
+    assert "top of its power range" in low.basis and "limited to 35 W, so expect it slower" in low.basis
+    full = A.local_gpu_estimate(w, A.Assumptions(), catalog, None, power_limit_w=115.0, **kw)
+    assert "top of its power range" in full.basis and "limited to" not in full.basis
