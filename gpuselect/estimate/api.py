@@ -1076,9 +1076,21 @@ def local_gpu_estimate(
     a.validate()
     match = catalog.match(name or "", memory_bytes) if name else None
     if match is None:
-        return LocalEstimate(
+        loc = LocalEstimate(
             device, name or "unknown GPU", None, None, "not in the catalog: no estimate", 1.0, fits=False
         )
+        if memory_bytes and memory_bytes > 0:
+            # Its speed is unknown, but whether the workload fits needs only its memory (an RTX 3050
+            # Laptop's row said nothing of its 4 GB): in 16-bit mixed precision, as most cards run.
+            cap = memory_bytes / 2**30
+            prec = "fp32" if a.precision in (Precision.FP32, Precision.TF32) else "fp16"
+            mo = MemoryOptions(precision=prec, optimizer=a.optimizer, offload=a.offload, loss=a.loss)
+            mem = plan(w, cap, mo, checkpointing=a.checkpointing, sharding=None, batch_size=a.batch_size)
+            loc.fits, loc.basis = mem.fits, f"not in the catalog: no time estimate; memory fitted in {prec}"
+            loc.peak_memory_gb, loc.vram_gb = round(mem.peak_gb, 2), cap
+            loc.memory_breakdown_gb, loc.max_batch = mem.breakdown_gb, mem.max_batch
+            loc.checkpointing = mem.options.recompute
+        return loc
     e = match.entry.one_die()  # the driver's GPU is one die of a multi-die board
     if memory_bytes and memory_bytes > 0:
         # Fitted in what this card reports: a Radeon PRO W7800 48GB matched the catalog's 32 GB

@@ -1011,3 +1011,13 @@ def test_a_laptop_gpu_says_it_is_estimated_at_the_top_of_its_power_range(catalog
     assert "top of its power range" in low.basis and "limited to 35 W, so expect it slower" in low.basis
     full = A.local_gpu_estimate(w, A.Assumptions(), catalog, None, power_limit_w=115.0, **kw)
     assert "top of its power range" in full.basis and "limited to" not in full.basis
+
+
+def test_a_local_gpu_the_catalog_lacks_still_says_whether_the_workload_fits(catalog) -> None:  # type: ignore[no-untyped-def]
+    """An RTX 3050 Laptop (not in the catalog) said "no estimate" and nothing of its 4 GB."""
+    kw = {"name": "NVIDIA GeForce RTX 3050 Laptop GPU", "memory_bytes": 4 * 2**30, "device": "gpu0"}
+    small = A.local_gpu_estimate(PRESETS["simple-cnn"], A.Assumptions(), catalog, None, **kw)
+    big = A.local_gpu_estimate(PRESETS["llama-8b-lora"], A.Assumptions(), catalog, None, **kw)
+    assert small.fits and big.fits is False and small.vram_gb == 4.0
+    assert big.peak_memory_gb is not None and big.peak_memory_gb > 4.0
+    assert small.total_time_h is None and "no time estimate" in small.basis
