@@ -252,8 +252,14 @@ def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[Tr
         )
     if model_type in _CLASS_DEFAULTS:
         # What transformers' config class fills in for a key the file leaves out (a multimodal
-        # model's text_config often gives only what differs from them).
-        cfg = {**_CLASS_DEFAULTS[model_type], **{k: v for k, v in cfg.items() if v is not None}}
+        # model's text_config often gives only what differs from them): only where the file gives
+        # none of the key's names ("dim" is hidden_size too), and a null stays the file's own (null
+        # key/value heads mean as many as the attention heads, as transformers reads it).
+        given = {k for k, v in cfg.items() if v is not None or k in _NULL_MEANS_DEFAULT}
+        cfg = {
+            **{k: v for k, v in _CLASS_DEFAULTS[model_type].items() if not given & _ALIASES.get(k, {k})},
+            **cfg,
+        }
     if cfg.get("is_encoder_decoder") is True or model_type in _ENCODER_DECODER:
         raise DataError(
             f"{p}: {model_type or 'this model'} is an encoder-decoder model, which gpuselect does not build from a "
@@ -399,7 +405,7 @@ _ENCODER_DECODER = frozenset(
 #: Encoder-only model types (BERT's layers, a task head, no vocabulary projection per token).
 _ENCODERS = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert", "electra", "mpnet")
 #: RoBERTa-style embeddings whose positions start after the padding index (two fewer tokens).
-_PADDING_OFFSET = ("roberta", "xlm-roberta", "camembert")
+_PADDING_OFFSET = ("roberta", "xlm-roberta", "camembert", "mpnet")
 _KNOWN_TYPES = (*_LLAMA_LIKE, "gpt2", "gpt_neox", "gpt_neo", "falcon", *_ENCODERS, "vit", "deit")
 #: Model types whose configs were read against their published parameter counts (within 1.2 %).
 _CHECKED_TYPES = frozenset((*_KNOWN_TYPES, "phi", "gptj", "mpt", "phimoe", "gpt_oss", "qwen2_moe"))
@@ -499,6 +505,23 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
+#: The names a config may give each key by (``_positive_int``'s lookups below).
+_ALIASES: dict[str, set[str]] = {
+    k: set(names)
+    for names in (
+        ("hidden_size", "n_embd", "d_model", "dim"),
+        ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+        ("num_attention_heads", "n_head", "num_heads", "n_heads"),
+        ("max_position_embeddings", "n_positions", "n_ctx", "seq_length", "max_seq_len"),
+        ("intermediate_size", "n_inner", "ffn_dim", "d_ff"),
+        ("num_key_value_heads", "n_kv_heads", "num_kv_heads", "n_head_kv"),
+    )
+    for k in names
+}
+#: Keys whose null in a file means something (transformers: key/value heads = attention heads).
+_NULL_MEANS_DEFAULT = frozenset({"num_key_value_heads"})
+
+
 def _rope_extended(cfg: dict[str, Any], positions: int) -> int:
     """The positions a RoPE scaling block extends the model to (YaRN, linear, dynamic NTK: factor x
     the original positions) where it names the original (Qwen2.5's YaRN block: 4 x 32,768). Without
@@ -533,7 +556,7 @@ def _model_type(cfg: dict[str, Any]) -> str:
                 continue
             stem = re.split(r"For[A-Z]|LMHeadModel$|Model$", a, maxsplit=1)[0].lower()
             for known in _KNOWN_TYPES:
-                if stem and stem == known.replace("_", ""):
+                if stem and stem == known.replace("_", "").replace("-", ""):
                     return known
     return ""
 

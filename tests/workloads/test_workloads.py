@@ -567,3 +567,26 @@ def test_an_unchecked_model_type_is_said_in_the_description(tmp_path: Path) -> N
         w.description
     )
     assert "not one gpuselect has checked" not in _read(tmp_path, {**LLAMA_8B, "model_type": "llama"}).description
+
+
+def test_class_defaults_never_override_what_the_file_gives_under_another_name(tmp_path: Path) -> None:
+    """A llama config with dim/n_layers/n_heads read as a 6.74 B model (the defaults' hidden_size
+    won over "dim"), and null key/value heads became Mistral's 8 (transformers: as many as heads)."""
+    small = _read(
+        tmp_path,
+        {"model_type": "llama", "dim": 2048, "n_layers": 16, "n_heads": 32, "vocab_size": 128256, "max_seq_len": 8192},
+    )
+    assert small.shape.hidden == 2048 and small.shape.layers == 16 and small.seq_len == 4096
+    mistral = _read(tmp_path, {**LLAMA_8B, "model_type": "mistral", "num_key_value_heads": None})
+    assert mistral.shape.kv_heads in (None, 32)  # null: every head its own key/value head
+    qwen = {**LLAMA_8B, "model_type": "qwen2", "num_attention_heads": 12, "hidden_size": 1536}
+    qwen["num_key_value_heads"] = None  # was "12 attention heads cannot be grouped into 32" (the class default)
+    assert _read(tmp_path, qwen).shape.heads == 12
+
+
+def test_an_xlm_r_config_without_a_model_type_is_an_encoder(tmp_path: Path) -> None:
+    keys = {"hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12, "vocab_size": 250002}
+    w = _read(tmp_path, {**keys, "architectures": ["XLMRobertaForMaskedLM"], "max_position_embeddings": 514})
+    assert not w.shape.lm_head and w.seq_len == 512
+    mpnet = _read(tmp_path, {**keys, "model_type": "mpnet", "max_position_embeddings": 514, "vocab_size": 30527})
+    assert mpnet.seq_len == 512
