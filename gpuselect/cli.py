@@ -87,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _escape_what_stdout_cannot_encode()
     try:
         rc = int(module.run(args))
+        if sys.stdout is None:  # started with stdout closed (`>&-`): Python has none
+            raise OSError(errno.EBADF, "the output is closed")
         sys.stdout.flush()  # a full disk or closed output fails here, inside the handlers below
         return rc
     except GpuselectError as exc:
@@ -103,8 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.errno not in _OUTPUT_ERRNOS:
             return _internal(exc)
         # /dev/full, a closed or failing output: one sentence, not "internal error, please report"
-        with contextlib.suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if sys.stdout is not None:  # else there is nothing to flush at exit
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         print(f"gpuselect: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # noqa: BLE001 - the last resort: one line, the traceback on request

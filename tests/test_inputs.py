@@ -414,7 +414,7 @@ def test_a_report_replaces_its_own_earlier_multi_page_pdf(tmp_path: Path) -> Non
     assert main(argv) == 0
 
 
-def _gpuselect(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess[str]:
+def _gpuselect(*args: str, cwd: Path = REPO_ROOT, **env: str) -> subprocess.CompletedProcess[str]:
     """The CLI as a user runs it: its own process, this source tree, two minutes at most."""
     return subprocess.run(
         [sys.executable, "-m", "gpuselect", *args],
@@ -422,24 +422,16 @@ def _gpuselect(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-    )
-
-
-def _cli(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
-    root = str(Path(__file__).resolve().parents[1])
-    full = {**os.environ, "PYTHONPATH": root, **env}
-    return subprocess.run(
-        [sys.executable, "-m", "gpuselect", *args], capture_output=True, text=True, env=full, timeout=120, check=False
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), **env},
     )
 
 
 def test_a_stdout_that_cannot_encode_gets_escapes_not_an_internal_error() -> None:
     """PYTHONIOENCODING=ascii (or LC_ALL=C) made every "°" and "✗" an internal error (exit 70)."""
-    done = _cli(["workloads", "--format", "json"], PYTHONIOENCODING="ascii")
+    done = _gpuselect("workloads", "--format", "json", PYTHONIOENCODING="ascii")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["kind"] == "workloads"
-    text = _cli(["catalog", "nvidia-h100-sxm5-80gb"], PYTHONIOENCODING="ascii")
+    text = _gpuselect("catalog", "nvidia-h100-sxm5-80gb", PYTHONIOENCODING="ascii")
     assert text.returncode == 0 and "internal error" not in text.stderr
 
 
@@ -457,3 +449,18 @@ def test_a_full_output_is_one_sentence_not_an_internal_error() -> None:
         )
     assert done.returncode == 1 and "cannot write the output: No space left on device" in done.stderr
     assert "internal error" not in done.stderr
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a closed descriptor")
+def test_a_closed_stdout_is_one_sentence() -> None:
+    """`gpuselect catalog >&-`: Python has no sys.stdout then, and the flush was an internal error."""
+    done = subprocess.run(
+        ["sh", "-c", f'"{sys.executable}" -m gpuselect catalog >&-'],
+        capture_output=False,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        check=False,
+    )
+    assert done.returncode == 1 and "cannot write the output" in done.stderr and "internal error" not in done.stderr
