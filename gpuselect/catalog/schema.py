@@ -133,6 +133,12 @@ class GpuEntry:
             return self.vram_gb * 15 / 16
         return self.vram_gb
 
+    def as_reported(self, memory_gb: float) -> GpuEntry:
+        """This card with the memory its driver reports (GiB) as what training can allocate: a
+        detected GPU is fitted in that (a W7800 48GB matched the 32 GB entry; a T4 with ECC on
+        reports its 15 GB)."""
+        return dataclasses.replace(self, vram_gb=max(self.vram_gb, memory_gb), visible_vram_gb=memory_gb)
+
     def one_die(self) -> GpuEntry:
         """One die of a multi-die board as PyTorch sees it (an MI250/MI250X shows each of its two
         GCDs as a GPU): every per-board resource divided by ``dies``, so the host's per-step cost

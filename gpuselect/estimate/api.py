@@ -1095,8 +1095,7 @@ def local_gpu_estimate(
     if memory_bytes and memory_bytes > 0:
         # Fitted in what this card reports: a Radeon PRO W7800 48GB matched the catalog's 32 GB
         # W7800 and was judged against 32 GB; a T4 with ECC on reports its 15 GB.
-        seen = memory_bytes / 2**30
-        e = replace(e, vram_gb=max(e.vram_gb, seen), visible_vram_gb=seen)
+        e = e.as_reported(memory_bytes / 2**30)
     d = benchmarked_gpu_device(e, bench) if bench else None
     r = _row(w, e, 1, a, perf, None, device=d)
     fit = d.bench_fit if d is not None else None
@@ -1209,7 +1208,8 @@ def estimate(
     _note_slower_than_one(rows)
     by_id = {e.id: e for e in catalog.entries}
     own = own_option(owned, by_id, lambda e, n: _row(w, e, n, a, perf, None), a)
-    owned_n = own.count if own is not None else 0  # in cards, as the rows count them (an MI250X is two GPUs)
+    # whole cards, as the rows count them (an MI250X is two GPUs; one GCD of it is no card)
+    owned_n = own.count * own.dies // by_id[own.gpu_id].dies if own is not None else 0
     if own is not None:
         rows = account_for_owned(rows, own.gpu_id, owned_n, _price(by_id[own.gpu_id])[0])
     excluded = [f"{g.device} ({g.name}): {g.problem}" for g in owned if g.problem]

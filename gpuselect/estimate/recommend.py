@@ -239,11 +239,13 @@ def own_option(
     die = entries[cid].one_die()  # each detected GPU is one die of a multi-die board (MI250)
     seen = [g.memory_gb for g in cards if g.memory_gb]
     if len(seen) == len(cards):  # what the cards report, as each one's own estimate is fitted
-        die = replace(die, vram_gb=max(die.vram_gb, min(seen)), visible_vram_gb=min(seen))
+        die = die.as_reported(min(seen))
     r = make_row(die, len(cards))
     dies = entries[cid].dies
-    if dies > 1:  # counted in cards, as the rows count them: "your 4x MI250X", not 8 (its GCDs)
+    if dies > 1 and len(cards) % dies == 0:  # in cards, as the rows count them: "your 4x MI250X", not 8
         r = replace(r, count=len(cards) // dies, dies=dies, name=f"{entries[cid].name} ({dies} GCDs each)")
+    elif dies > 1:  # some of a card's GCDs (ROCR_VISIBLE_DEVICES): counted as GCDs, "your 3x MI250X GCD"
+        r = replace(r, name=f"{entries[cid].name} GCD")
     if not r.fits or r.total_time_h is None:
         return replace(r, buy_cost_usd=None, cloud_cost_usd=None, break_even_hours=None)
     scale = min(g.scale for g in cards)

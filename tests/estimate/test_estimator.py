@@ -978,6 +978,12 @@ def test_owning_an_mi250x_counts_cards_not_gcds(catalog) -> None:  # type: ignor
     assert own is not None and own["count"] == 4 and own["owned"] == 4 and own["ranks"] == 8
     if res.recommendation.action == "have":
         assert "your 4x Instinct MI250X" in res.recommendation.choice
+    # some of a card's GCDs visible: counted as GCDs, never "your 0x"
+    for n in (1, 3):
+        some = [OwnedGpu(f"gpu{i}", "AMD Instinct MI250X", "amd-mi250x") for i in range(n)]
+        r = A.estimate(PRESETS["gpt2-124m"], A.Assumptions(), catalog, gpu_ids=["amd-mi250x"], local=[], owned=some)
+        own = r.recommendation.own
+        assert own is not None and own["count"] == n and own["ranks"] == n and "GCD" in str(own["name"])
     capped = A.estimate(PRESETS["llama-8b-lora"], A.Assumptions(max_gpus=1, cluster_max_gpus=1), catalog, local=[])
     assert not any(r.gpu_id == "amd-mi250x" for r in capped.rows)  # one card is two GPUs: over a cap of 1
 
@@ -989,11 +995,11 @@ def test_a_local_gpu_is_fitted_in_the_memory_it_reports(catalog) -> None:  # typ
         w, A.Assumptions(), catalog, None, name="AMD Radeon Pro W7800 48GB", memory_bytes=48 * 2**30, device="gpu0"
     )
     assert loc.vram_gb == pytest.approx(48.0) and loc.fits
-    # a T4 with ECC on reports 15 GB: that, not 15/16 of it again
+    # a T4 with ECC off reports all 16 GB: that, not the 15/16 the catalog assumes (ECC on)
     t4 = A.local_gpu_estimate(
-        w, A.Assumptions(), catalog, None, name="Tesla T4", memory_bytes=15 * 2**30, device="gpu0"
+        w, A.Assumptions(), catalog, None, name="Tesla T4", memory_bytes=16 * 2**30, device="gpu0"
     )
-    assert t4.vram_gb == pytest.approx(15.0)
+    assert t4.vram_gb == pytest.approx(16.0)
 
 
 def test_a_sharded_option_is_described_as_sharded(catalog) -> None:  # type: ignore[no-untyped-def]
