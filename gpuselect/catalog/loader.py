@@ -313,6 +313,14 @@ def apply_overlay(base: LoadResult, path: Path) -> None:
         )
 
 
+#: Fields that describe one thing together: an overlay that sets any of them replaces them all (a
+#: new cloud rate kept the built-in offer's "one GPU" size, and 4x L40S lost their rental price).
+_TOGETHER = {
+    "cloud": ("cloud_usd_per_hour", "cloud_provider", "cloud_price_date", "cloud_gpus"),
+    "cloud node": ("cloud_node_usd_per_hour", "cloud_node_provider", "cloud_node_gpus"),
+}
+
+
 def _merge_overlay(base: LoadResult, path: Path) -> None:
     tables, problems, sources = parse_file(path, partial=True, what="catalog overlay")
     base.problems.extend(problems)
@@ -323,6 +331,10 @@ def _merge_overlay(base: LoadResult, path: Path) -> None:
             i = by_id[t["id"]]
             current = {k: v for k, v in dataclasses.asdict(base.entries[i]).items() if v is not None}
             current["aliases"] = list(current.get("aliases", ()))
+            for keys in _TOGETHER.values():
+                if any(k in t for k in keys):  # a new offer: the built-in one's size or date is not its own
+                    for k in keys:
+                        current.pop(k, None)
             merged = {**current, **t}
             merged_sources = {**base.entries[i].sources, **t.get("sources", {})}
             for key in t:

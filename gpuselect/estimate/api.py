@@ -816,8 +816,8 @@ def _row_at(
 
 def cloud_rate(e: GpuEntry, count: int, per_node: int = 8) -> tuple[float, str | None, int | None, bool] | None:
     """($/GPU-hour, provider, GPUs of its offer, linked) renting ``count`` of ``e``: the cheapest offer
-    that rents them linked (an offer of at least ``count`` GPUs, or whole nodes of it for a cluster);
-    else the cheapest rate, not linked (8x GH200 were priced from single-GPU instances, with the
+    that rents them linked (an offer of at least ``count`` GPUs, or of whole nodes for a cluster);
+    else the largest offer's, not linked (8x GH200 were priced from single-GPU instances, with the
     NVLink of one box). An offer whose size is unknown counts as linked."""
     offers = [(e.cloud_usd_per_hour, e.cloud_provider, e.cloud_offer_gpus)]
     if e.cloud_node_usd_per_hour:
@@ -826,9 +826,13 @@ def cloud_rate(e: GpuEntry, count: int, per_node: int = 8) -> tuple[float, str |
     priced = [(r, p, k) for r, p, k in offers if r]
     if not priced:
         return None
-    linked = [(r, p, k) for r, p, k in priced if k is None or count <= k or (k >= per_node and count % k == 0)]
-    r, p, k = min(linked or priced, key=lambda o: o[0])
-    return r, p, k, bool(linked)
+    # an offer of whole nodes rents any larger count over the network, as the cluster rows assume
+    linked = [(r, p, k) for r, p, k in priced if k is None or count <= k or k >= per_node]
+    if linked:
+        r, p, k = min(linked, key=lambda o: o[0])
+        return r, p, k, True
+    r, p, k = max(priced, key=lambda o: o[2] or 0)  # the largest offer, which the row names
+    return r, p, k, False
 
 
 def _with_paging(st: StepTime, f: Fit, cap_gb: float, e: GpuEntry) -> StepTime:

@@ -333,3 +333,20 @@ def test_catalog_shows_one_gpu_with_its_sources(capsys: pytest.CaptureFixture[st
     assert main(["catalog", "--no-overlay"]) == 0
     head = capsys.readouterr().out.splitlines()[:2]
     assert "VRAM" in head[0] and "GB" in head[1] and "TFLOPS" in head[1]  # the units under the columns
+
+
+def test_an_overlay_s_own_cloud_offer_drops_the_built_in_offer_s_size(tmp_path: Path) -> None:
+    """An overlay that set only its own provider and rate kept the built-in "1-GPU offer", and its
+    4x L40S lost their rental price."""
+    from gpuselect.estimate import api as A
+
+    overlay = _write(
+        tmp_path,
+        "catalog_overlay.toml",
+        '[[gpu]]\nid = "nvidia-l40s"\ncloud_provider = "mycloud"\ncloud_usd_per_hour = 0.70\n',
+    )
+    cat = load_catalog(overlay=overlay)
+    assert cat.problems == []
+    e = cat.get("nvidia-l40s")
+    assert e.cloud_gpus is None and e.cloud_offer_gpus is None and e.cloud_price_date is None
+    assert A.cloud_rate(e, 4) == (0.70, "mycloud", None, True)

@@ -957,6 +957,8 @@ def test_several_gpus_are_priced_by_an_offer_that_rents_them_linked(catalog) -> 
         assert r.cloud_cost_usd == pytest.approx(rate * n * r.total_time_h), n  # 16: two whole 8-GPU nodes
     assert h100.cloud_node_usd_per_hour > h100.cloud_usd_per_hour
     assert row["amd-mi300x", 4].cloud_cost_usd is not None and row["amd-mi300x", 8].cloud_cost_usd is None
+    # twelve H100s: whole 8-GPU nodes over the network, at the node offer's rate
+    assert A.cloud_rate(h100, 12)[:2] == (h100.cloud_node_usd_per_hour, h100.cloud_node_provider)
     # an offer of unknown size (a user's overlay) prices any count, as before
     plain = replace(catalog.get("nvidia-l40s"), cloud_gpus=None, cloud_provider="myco:l40s")
     assert A.cloud_rate(plain, 8) == (plain.cloud_usd_per_hour, "myco:l40s", None, True)
