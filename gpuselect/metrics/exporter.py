@@ -157,8 +157,16 @@ def _only_metrics(app: Callable[..., Any]) -> Callable[..., Any]:
             start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
             return [b"Not found: the metrics are at /metrics\n"]
         if environ.get("REQUEST_METHOD") == "HEAD":
-            body = app({**environ, "REQUEST_METHOD": "GET"}, start_response)
-            return [b"" for _ in body]  # the headers of a GET, no body
+            got: list[Any] = []
+            body = b"".join(
+                app({**environ, "REQUEST_METHOD": "GET"}, lambda status, headers, *_: got.append((status, headers)))
+            )
+            status, headers = got[0]
+            length = [(k, v) for k, v in headers if k.lower() != "content-length"] + [
+                ("Content-Length", str(len(body)))
+            ]
+            start_response(status, length)
+            return []  # a GET's headers, its length included, and no body
         return app(environ, start_response)
 
     return wrapped
@@ -168,6 +176,7 @@ def _start(port: int, bind: str, app: Callable[..., Any]) -> Any:
     """A threaded WSGI server on ``bind`` (IPv4 or IPv6) in a daemon thread, whose connections time
     out when idle."""
     import socket
+    import sys
     import threading
     from socketserver import ThreadingMixIn
     from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -177,6 +186,12 @@ def _start(port: int, bind: str, app: Callable[..., Any]) -> Any:
     class Server(ThreadingMixIn, WSGIServer):
         daemon_threads = True
         address_family = family
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            # an idle or vanished client (a port scanner, a TCP health check) is no error worth
+            # a traceback on stderr; anything else is socketserver's to print
+            if not isinstance(sys.exc_info()[1], (TimeoutError, ConnectionError)):
+                super().handle_error(request, client_address)
 
     class Handler(WSGIRequestHandler):
         timeout = IDLE_TIMEOUT_S

@@ -88,7 +88,9 @@ def _get(port: int) -> tuple[str, float]:
         return resp.read().decode(), time.monotonic() - t0
 
 
-def test_exporter_answers_head_404s_other_paths_and_drops_idle_connections(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exporter_answers_head_404s_other_paths_and_drops_idle_connections(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
     """HEAD (health probes) got 405, every path answered with the metrics, and a half-sent request
     held its thread forever."""
     import socket
@@ -103,6 +105,7 @@ def test_exporter_answers_head_404s_other_paths_and_drops_idle_connections(monke
         head = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", method="HEAD")
         with urllib.request.urlopen(head, timeout=10) as resp:  # noqa: S310 - http to loopback, built here
             assert resp.status == 200 and resp.read() == b""
+            assert int(resp.headers["Content-Length"]) > 1000  # a GET's length, as HEAD should say
         for path in ("/nope", "/../../etc/passwd"):
             with pytest.raises(urllib.error.HTTPError) as err:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10)
@@ -114,6 +117,8 @@ def test_exporter_answers_head_404s_other_paths_and_drops_idle_connections(monke
         assert sock.recv(1024) == b""  # closed by the server once idle for its timeout
         assert time.monotonic() - t0 < 10
         sock.close()
+        time.sleep(0.2)
+        assert "Traceback" not in capfd.readouterr().err  # an idle client is no error to print
     finally:
         server.shutdown()
 
