@@ -426,15 +426,10 @@ def rule_foreign_memory(g: GpuInfo) -> Iterable[Finding]:
     listed = sum(p.used_memory_bytes or 0 for p in g.processes or [])
     unattributed = (used - listed) / g.memory_total_bytes
     others = [p for p in g.processes or [] if not p.is_self]
-    if g.processes is None or (
-        unattributed >= T.UNATTRIBUTED_MEMORY_FRACTION
-        and (not others or any(p.used_memory_bytes is None for p in others))
-    ):
+    if unattributed >= T.UNATTRIBUTED_MEMORY_FRACTION:
         # Memory in use that no listed process accounts for: the list is unavailable, or a
         # container, MIG or permissions hide other jobs' processes ("the GPU is free" with 60 of
-        # 80 GiB in use). Judged on the card's used memory, as another job's would be.
-        if unattributed < T.UNATTRIBUTED_MEMORY_FRACTION:
-            return
+        # 80 GiB in use), whatever else is listed. A warning, as another job's memory is.
         why = (
             "the process list is unavailable (" + g.unavailable.get("processes.compute", "not read on this GPU") + ")"
             if g.processes is None
@@ -443,7 +438,7 @@ def rule_foreign_memory(g: GpuInfo) -> Iterable[Finding]:
         )
         yield Finding(
             "gpu.memory_in_use",
-            Severity.WARNING if unattributed >= T.FOREIGN_MEMORY.warning else Severity.INFO,
+            Severity.WARNING,
             _dev(g),
             f"{(used - listed) / GIB:.1f} GiB of VRAM in use by something not listed",
             f"{why}. The GPU may be busy with another job.",
@@ -452,6 +447,7 @@ def rule_foreign_memory(g: GpuInfo) -> Iterable[Finding]:
             threshold=T.UNATTRIBUTED_MEMORY_FRACTION,
             unit="fraction of VRAM",
         )
+    if g.processes is None:
         return
     held = sum(p.used_memory_bytes or 0 for p in others)
     frac = held / g.memory_total_bytes
@@ -488,7 +484,7 @@ def rule_foreign_memory(g: GpuInfo) -> Iterable[Finding]:
             unit="fraction of VRAM",
             source=th.source,
         )
-    else:
+    elif unattributed < T.UNATTRIBUTED_MEMORY_FRACTION:  # else "the GPU is free" beside the warning above
         yield Finding(
             "gpu.memory_held_by_others",
             Severity.OK,

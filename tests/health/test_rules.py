@@ -296,6 +296,7 @@ def test_a_cpu_only_torch_is_one_warning_not_also_critical() -> None:
         F.FakeGpu(processes=[], memory_used=60 * GIB),  # a container lists no other job
         F.FakeGpu(processes=[(1, None), (2, None)], memory_used=40 * GIB),  # per-process memory unknown
         F.FakeGpu(memory_used=41 * GIB, errors={"nvmlDeviceGetComputeRunningProcesses": F._real.NVML_ERROR_UNKNOWN}),
+        F.FakeGpu(processes=[(7, 1 * GIB)], memory_used=60 * GIB),  # one visible job hid the other 59 GiB
     ],
 )
 def test_vram_in_use_that_no_listed_process_accounts_for_is_a_warning(gpu: F.FakeGpu) -> None:
