@@ -443,12 +443,24 @@ def recommend(
             and r.meets_deadline
             and (a.budget_usd is None or r.buy_cost_usd <= a.budget_usd)
         ]
-        to_buy = min(buyable, key=lambda r: (r.buy_cost_usd, r.total_time_h or math.inf), default=None)
+        # cheapest first among those whose whole error range meets the deadline, then the rest (an
+        # RX 9070 at 70.1 h of 72, up to 105 h, was "the cheapest card that is enough")
+        to_buy = min(
+            buyable,
+            key=lambda r: (
+                time_range(r.total_time_h or math.inf, r.error_band)[1] > a.deadline_hours,
+                r.buy_cost_usd,
+                r.total_time_h or math.inf,
+            ),
+            default=None,
+        )
         if rivals:
             rival = min(rivals, key=lambda r: (r.cloud_cost_usd, r.total_time_h))
             if to_buy is not None:
-                # A consumer card stays the stage's answer as the card to buy; renters get the rival.
-                rec.better_rental = describe(rival, kind="rent")
+                # A consumer card stays the stage's answer as the card to buy; renters get the rival
+                # where it is faster than that card too (the advice says "faster and costs less").
+                faster = (rival.total_time_h or math.inf) <= (to_buy.total_time_h or math.inf)
+                rec.better_rental = describe(rival, kind="rent") if faster else None
                 rec.action = "buy"
                 rec.option = describe(to_buy, kind="buy")
                 if (per_stage.get("2") or {}).get("gpu_id") == pick.get("gpu_id"):
@@ -681,7 +693,7 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 parts.append(
                     f"Renting, {option_name(alt)} is faster and costs {'about the same' if same else 'less'}: "
                     f"{_approx(alt_t)}{_range(alt)} for {alt_cost}; "
-                    f"{name} is the smallest card that is enough, the one to buy."
+                    f"{name} is the cheapest card that is enough, the one to buy."
                 )
         else:  # miss
             choice = f"{name} ({_approx(t, '~')}" + (", no price in the catalog)" if rec.missed == "price" else ")")
