@@ -118,7 +118,7 @@ class GpuEntry:
         "runpod:4x_MI300X_SECURE", "shadeform:excesssupply_H200x8"); None where it does not say."""
         if not self.cloud_provider:
             return None
-        return offer_gpus(self.cloud_provider) or self.cloud_gpus
+        return self.cloud_gpus or offer_gpus(self.cloud_provider)  # a stated size first (one die's: k x dies)
 
     @property
     def usable_vram_gb(self) -> float:
@@ -147,12 +147,15 @@ class GpuEntry:
         if dies <= 1:
             return self
         split = (
-            "vram_gb", "memory_bandwidth_gbs", "fp32_tflops", "tf32_tflops", "fp16_tflops",
+            "vram_gb", "visible_vram_gb", "memory_bandwidth_gbs", "fp32_tflops", "tf32_tflops", "fp16_tflops",
             "bf16_tflops", "fp8_tflops", "tdp_w", "l2_cache_mb",
         )  # fmt: skip
         counts = ("shader_cores", "sm_count", "tensor_cores", "memory_bus_bits")
         kw: dict[str, Any] = {f: getattr(self, f) / dies for f in split if getattr(self, f)}
         kw |= {f: getattr(self, f) // dies for f in counts if getattr(self, f)}
+        # an offer of k cards rents k x dies of these GPUs (the rows count ranks)
+        offer, node = self.cloud_offer_gpus, self.cloud_node_gpus
+        kw |= {"cloud_gpus": offer * dies if offer else None, "cloud_node_gpus": node * dies if node else None}
         return dataclasses.replace(self, **kw)
 
     def tflops(self, precision: str) -> float | None:

@@ -821,7 +821,7 @@ def cloud_rate(e: GpuEntry, count: int, per_node: int = 8) -> tuple[float, str |
     NVLink of one box). An offer whose size is unknown counts as linked."""
     offers = [(e.cloud_usd_per_hour, e.cloud_provider, e.cloud_offer_gpus)]
     if e.cloud_node_usd_per_hour:
-        node = offer_gpus(e.cloud_node_provider or "") or e.cloud_node_gpus or per_node
+        node = e.cloud_node_gpus or offer_gpus(e.cloud_node_provider or "") or per_node
         offers.append((e.cloud_node_usd_per_hour, e.cloud_node_provider, node))
     priced = [(r, p, k) for r, p, k in offers if r]
     if not priced:

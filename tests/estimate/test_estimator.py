@@ -1029,3 +1029,15 @@ def test_a_local_gpu_the_catalog_lacks_still_says_whether_the_workload_fits(cata
     assert small.fits and big.fits is False and small.vram_gb == 4.0
     assert big.peak_memory_gb is not None and big.peak_memory_gb > 4.0
     assert small.total_time_h is None and "no time estimate" in small.basis
+
+
+def test_one_die_of_a_multi_die_card_counts_offers_and_reported_memory_per_die(catalog) -> None:  # type: ignore[no-untyped-def]
+    from dataclasses import replace as dc_replace
+
+    card = dc_replace(
+        catalog.get("amd-mi250x"), cloud_usd_per_hour=4.0, cloud_provider="cloudco:2x_MI250X", visible_vram_gb=120.0
+    )
+    die = card.one_die()
+    assert card.cloud_offer_gpus == 2 and die.cloud_offer_gpus == 4  # two cards are four GCD ranks
+    assert die.visible_vram_gb == 60.0 and die.usable_vram_gb == 60.0
+    assert A.cloud_rate(die, 4)[3] and not A.cloud_rate(die, 8)[3]  # 4 GCDs rent linked, 8 do not
