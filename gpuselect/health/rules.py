@@ -114,7 +114,9 @@ def rule_temperature(g: GpuInfo) -> Iterable[Finding]:
         crit, source = slowdown, T.TEMP_SOURCE
     else:
         warn, crit, source = T.TEMP_FALLBACK.warning, T.TEMP_FALLBACK.critical, T.TEMP_FALLBACK.source
-    if t >= crit:
+    if th.shutdown_c is not None and t >= th.shutdown_c:
+        sev, title = Severity.CRITICAL, f"temperature {t} °C is at or above the shutdown point ({th.shutdown_c} °C)"
+    elif t >= crit:
         sev, title = Severity.CRITICAL, f"temperature {t} °C is at or above the slowdown point ({crit:.0f} °C)"
     elif t >= warn:
         sev, title = Severity.WARNING, f"temperature {t} °C is within {crit - t:.0f} °C of slowdown ({crit:.0f} °C)"
@@ -123,6 +125,9 @@ def rule_temperature(g: GpuInfo) -> Iterable[Finding]:
     detail = (
         f"GPU core at {t} °C; slowdown {th.slowdown_c} °C, shutdown {th.shutdown_c} °C (card's own thresholds)"
         if th.slowdown_c is not None
+        else f"GPU core at {t} °C; the card reports only its shutdown point ({th.shutdown_c} °C): slowdown taken "
+        f"5 °C below it"
+        if th.shutdown_c is not None
         else f"GPU core at {t} °C; the card reports no thresholds, generic limits used"
     )
     yield Finding(

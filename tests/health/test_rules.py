@@ -317,3 +317,13 @@ def test_a_failed_ecc_mode_query_still_reports_the_errors_it_can_read() -> None:
         }
     )
     assert one(evaluate(snap(F.FakeNVML([unread]))), "gpu.ecc").severity is Severity.UNKNOWN
+
+
+def test_temperature_past_shutdown_and_with_only_a_shutdown_point_say_so() -> None:
+    """94 °C past a 92 °C shutdown read "at or above the slowdown point (89 °C)"; a card with only
+    a shutdown point was said to report no thresholds."""
+    hot = one(evaluate(snap(F.FakeNVML([F.FakeGpu(temperature=94, field_thresholds=None)]))), "gpu.temperature")
+    assert hot.severity is Severity.CRITICAL and "shutdown point (92 °C)" in hot.title
+    only = F.FakeGpu(temperature=88, thresholds={0: 92}, field_thresholds=None)
+    f = one(evaluate(snap(F.FakeNVML([only]))), "gpu.temperature")
+    assert "only its shutdown point (92 °C)" in f.detail and "no thresholds" not in f.detail
