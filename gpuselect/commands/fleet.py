@@ -45,6 +45,8 @@ def _size(text: str) -> int:
         ) from None
     if not value.is_integer() or value < 1:
         raise argparse.ArgumentTypeError(f"--max-bytes must be a whole number of bytes, not {text!r}")
+    if value > 16 * 1024**3:  # said as given: 1e308 printed as a 309-digit number
+        raise argparse.ArgumentTypeError(f"--max-bytes must be at most 16G, not {text!r}")
     return int(value)
 
 
@@ -53,7 +55,8 @@ def _positive(kind: Callable[[str], float], what: str, hi: float) -> Callable[[s
         try:
             v = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} must be a number, not {text!r}") from None
+            whole = "a whole number" if kind is int else "a number"  # "--repeats 1.5" is a number
+            raise argparse.ArgumentTypeError(f"{what} must be {whole}, not {text!r}") from None
         if not 0 < v <= hi:
             raise argparse.ArgumentTypeError(f"{what} must be above 0 and at most {hi:g}, not {text}")
         return v

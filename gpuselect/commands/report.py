@@ -82,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"gpuselect: note: {note}", file=sys.stderr)
     result = estimate_for_machine(w, a, machine, gpu_ids=opts.gpu_ids(args)) if w is not None else None
     report = build_machine_report(machine, result, settings=settings, redact=args.redact)
+    # Again, now: a file that appeared during the run (a benchmark takes a while) was replaced.
+    check_output(args.output, inputs=inputs, force=args.force)
     path = write(report, args.output, fmt, paper=args.paper)
     print(f"wrote {path} ({fmt})", file=sys.stderr)
     return 0

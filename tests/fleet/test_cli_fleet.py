@@ -175,3 +175,19 @@ def test_a_damaged_saved_report_is_one_sentence(capsys: pytest.CaptureFixture[st
     for path in (nan, fifo, binary, v99, Path("/dev/zero")):
         assert main(["fleet", "--from", str(path)]) == 2
         assert "internal error" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--max-bytes=1e308"], "must be at most 16G, not '1e308'"),  # was a 309-digit number
+        (["--repeats=1.5"], "--repeats must be a whole number"),  # "must be a number"
+    ],
+)
+def test_fleet_numbers_are_refused_in_plain_words(
+    argv: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["fleet", *argv])
+    err = capsys.readouterr().err
+    assert words in err and len(err) < 300

@@ -265,3 +265,20 @@ def test_the_assumptions_say_which_counts_were_evaluated(tmp_path: Path) -> None
     assert main(argv) == 0
     text = out.read_text()
     assert "counts 2, 4 GPUs" in text and "up to 8 GPUs in a box" not in text  # only 2 and 4 were evaluated
+
+
+def test_a_file_that_appears_during_the_run_is_not_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The existing-file check ran only before the run: notes saved at the path meanwhile were replaced."""
+    from gpuselect.app import workflows
+    from gpuselect.cli import main
+
+    out = tmp_path / "race.md"
+    real = workflows.build_machine_report
+
+    def slow(*args: object, **kw: object) -> object:
+        out.write_text("my notes, saved while the report ran")
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(workflows, "build_machine_report", slow)
+    assert main(["report", "-o", str(out), "--no-bench"]) == 1
+    assert out.read_text() == "my notes, saved while the report ran"
