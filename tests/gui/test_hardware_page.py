@@ -141,3 +141,11 @@ def test_monitor_failure_is_said_in_the_window(qtbot, monkeypatch: pytest.Monkey
     qtbot.waitUntil(lambda: "unavailable" in page.legend.text(), timeout=10_000)
     assert "not loaded" in page.legend.text()
     _close(qtbot, w)
+
+
+def test_a_remedy_names_the_window_s_tabs_not_commands() -> None:
+    from gpuselect.gui.pages.hardware import in_the_app
+
+    assert in_the_app("run `gpuselect estimate` to see whether your workload needs a GPU at all") == (
+        "use the Estimate tab to see whether your workload needs a GPU at all"
+    )

@@ -61,6 +61,20 @@ SEVERITY_ORDER = ("critical", "warning", "unknown", "info", "ok")
 SEVERITY_WORD = {"critical": "Critical", "warning": "Warning", "unknown": "Not checked", "info": "Info", "ok": "Passed"}
 
 
+#: Commands a remedy names, as this window offers them ("run `gpuselect estimate`" in the app).
+_APP_PLACES = (
+    ("run `gpuselect estimate`", "use the Estimate tab"),
+    ("run `gpuselect health` during a benchmark", "refresh this page while the Benchmark tab runs"),
+)
+
+
+def in_the_app(remedy: str) -> str:
+    """``remedy`` with the commands it names as the places in this window that do the same."""
+    for command, place in _APP_PLACES:
+        remedy = remedy.replace(command, place)
+    return remedy
+
+
 class _Signals(QObject):
     done = Signal(object, object)  # snapshot, health report
     failed = Signal(str)
@@ -506,10 +520,11 @@ class HardwarePage(QWidget):
             for f in group:
                 measured = "" if f.value is None else f"{f.value}{' ' + f.unit if f.unit else ''}"
                 if f.threshold is not None and measured:
-                    measured += f" ({f.threshold})"
-                child = QTreeWidgetItem([f.title, f.device or "", measured, f.remedy or ""])
+                    measured += f" (threshold {f.threshold})"  # "0 GPUs (1)" read as a count
+                remedy = in_the_app(f.remedy or "")
+                child = QTreeWidgetItem([f.title, f.device or "", measured, remedy])
                 child.setToolTip(0, f.detail + (f"\nSource: {f.source}" if f.source else ""))
-                child.setToolTip(3, f.remedy or "")
+                child.setToolTip(3, remedy)
                 top.addChild(child)
             top.setExpanded(sev != "ok")  # the passed checks are folded away
         tree.setColumnWidth(0, 360)
