@@ -204,6 +204,10 @@ def test_catalog_page_filters_and_shows_sources(qtbot) -> None:
     assert names and all("H100" in n for n in names)
     page.table.setCurrentIndex(page.proxy.index(0, 0))
     assert "core:" in page.details.toPlainText() and "http" in page.details.toPlainText()
+    page.search.setText("radeon")  # hides the selected H100: its sources stayed on show
+    assert "H100" not in page.details.toPlainText()
+    page.open_overlay.click()  # no file manager here: the path is shown, not nothing
+    assert str(page.overlay) in page.details.toPlainText()
     _close(qtbot, w)
 
 

@@ -126,6 +126,9 @@ class CatalogPage(QWidget):
         self.proxy.family = "" if fam.startswith("all") else fam
         self.proxy.text = self.search.text().strip().lower()
         self.proxy.invalidate()
+        if not self.table.selectionModel().currentIndex().isValid():
+            # the filter hid the selected card: its sources stayed on show under other cards
+            self.details.setPlainText("Select a GPU to see every figure's source.")
 
     @Slot(object, object)
     def _show(self, current: Any, _previous: Any) -> None:
@@ -143,4 +146,11 @@ class CatalogPage(QWidget):
     def _open_overlay(self) -> None:
         folder = self.overlay.parent
         folder.mkdir(parents=True, exist_ok=True)  # the folder only; the overlay file stays the user's
-        QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
+        opened = QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
+        # No file manager (a server, a minimal desktop): the path, where it can be copied; the
+        # button did nothing visible.
+        self.details.setPlainText(
+            f"Your overlay file: {self.overlay}"
+            + ("" if opened else "\n(no file manager could open the folder: open it yourself)")
+            + "\nIt adds or corrects cards and prices; `gpuselect catalog --validate FILE` checks it."
+        )
