@@ -497,3 +497,23 @@ def test_the_advice_names_this_page_s_controls_not_command_line_options() -> Non
     assert gui_words(hint) == (
         "Try to raise the GPU limit (Max GPUs), offload to CPU memory (Offload) or (Offload: params: one GPU)"
     )
+
+
+def test_log_axes_label_round_values_only() -> None:
+    """pyqtgraph labelled every 2-9 of a log axis, and they overlapped at 1024 px."""
+    from gpuselect.gui.pages.estimate import _tick_text, decade_ticks
+
+    class Axis:
+        ticks: object = "unset"
+
+        def setTicks(self, ticks: object) -> None:
+            self.ticks = ticks
+
+    a = Axis()
+    decade_ticks(a, 0.0, 2.0)  # 1 h to 100 h: 1, 2, 5, 10, 20, 50, 100 labelled
+    major, minor = a.ticks  # type: ignore[misc]
+    assert [t for _, t in major] == ["1", "2", "5", "10", "20", "50", "100"] and all(t == "" for _, t in minor)
+    decade_ticks(a, -1.0, 6.0)  # many decades: the decades alone
+    assert [t for _, t in a.ticks[0]] == ["0.1", "1", "10", "100", "1,000", "10⁴", "10⁵", "10⁶"]  # type: ignore[index]
+    decade_ticks(a, 0.2, 0.9)  # under a decade: pyqtgraph's own
+    assert a.ticks is None and _tick_text(5e4) == "5e4"
