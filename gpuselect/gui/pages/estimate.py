@@ -81,7 +81,8 @@ def decade_ticks(axis: Any, lo: float, hi: float) -> None:
         axis.setTicks(None)
         return
     labelled = (1, 2, 5) if last - first < 3 else (1,)
-    major, minor = [], []
+    major: list[tuple[float, str]] = []
+    minor: list[tuple[float, str]] = []
     for k in range(first - 1, last + 1):
         for m in range(1, 10):
             v = k + math.log10(m)
