@@ -803,7 +803,12 @@ def _row_at(
         base.note = "; ".join(x for x in (base.note, said) if x)
     elif cloud is not None:
         rate, provider, offer, _ = cloud
-        base.cloud_cost_usd = rate * count * hours
+        # beyond one offer, whole offers are rented: 12 GPUs of 8-GPU nodes pay for 16
+        rented = count if offer is None or count <= offer else -(-count // offer) * offer
+        base.cloud_cost_usd = rate * rented * hours
+        if rented > count:
+            said = f"rented as {rented // (offer or 1)} whole {offer}-GPU offers ({provider}): {rented} GPUs paid for"
+            base.note = "; ".join(x for x in (base.note, said) if x)
         if offer is not None and offer > count:
             base.cloud_offer_gpus = offer
             said = f"the hourly rate is per GPU of {offer_phrase(offer)} ({provider}): fewer may not rent at it"
@@ -1202,6 +1207,8 @@ def estimate(
         for e in entries:
             if e.family not in SERVER_FAMILIES or e.form_factor not in SERVER_FORM_FACTORS:
                 continue
+            if (e.vendor, e.architecture) in UNSUPPORTED_ARCHS:
+                continue  # a card today's frameworks do not run is never the advice: no cluster of K80s
             if some_box_in_time and e.id in holds:
                 continue
             for n in bigger:

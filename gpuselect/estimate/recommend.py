@@ -140,6 +140,10 @@ class Recommendation:
     value_alt: dict[str, object] | None = None
     #: The fastest single GPU with a price (where the CPU is the answer: is a GPU faster at all?).
     fastest_gpu: dict[str, object] | None = None
+    #: Where the advice rents one consumer card: the cheapest consumer card to buy that is enough,
+    #: when another (the rented card's own purchase price was quoted: an RTX 5090's $1,999 beside a
+    #: $300 RTX 5060 in time).
+    cheaper_buy: dict[str, object] | None = None
 
     @property
     def stage_or_none(self) -> Stage | None:
@@ -408,8 +412,8 @@ def recommend(
                         rec.value_alt = describe(value)
                 in_time_unpriced = [r for r in usable if r.meets_deadline and row_cost(r) is None]
                 if in_time_unpriced:
-                    rec.unpriced = describe(
-                        min(in_time_unpriced, key=lambda r: (stage_of(r, a), r.total_time_h or math.inf))
+                    rec.unpriced = describe(  # the least hardware in time, as the "price" branch names it
+                        min(in_time_unpriced, key=lambda r: (stage_of(r, a), r.count, r.total_time_h or math.inf))
                     )
                 rec.stage, rec.action = stage_of(fastest, a), "miss"
                 rec.option = own_d if fastest is own else describe(fastest)
@@ -469,6 +473,14 @@ def recommend(
                 rec.consumer_alt = pick  # one consumer card is enough too: said beside the rental
                 rec.stage, rec.option = Stage.WORKSTATION_OR_RENTED, describe(rival, kind="rent")
                 per_stage[str(rec.stage)] = rec.option
+        if (
+            rec.action == "rent"
+            and rec.stage == Stage.ONE_GPU
+            and to_buy is not None
+            and to_buy.gpu_id != pick.get("gpu_id")
+            and (to_buy.buy_cost_usd or 0) < float(pick.get("buy_cost_usd") or math.inf)  # type: ignore[arg-type]
+        ):
+            rec.cheaper_buy = describe(to_buy, kind="buy")
     rec.stage_name = "No stage" if rec.action == "none" else STAGE_NAMES[rec.stage]
     rec.deadline_met = rec.action in ("cpu", "have", "buy", "rent") or bool(
         rec.missed == "price" and rec.option and rec.option.get("meets_deadline")
@@ -647,7 +659,8 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 choice = f"{verb} {name}"
             costs = []
             if o.get("cloud_cost_usd") is not None:
-                costs.append(f"{money(float(o['cloud_cost_usd']))} rented")  # type: ignore[arg-type]
+                caveat = _offer_caveat(o) if rec.action != "rent" else ""  # a rental's own sentence says it below
+                costs.append(f"{money(float(o['cloud_cost_usd']))} rented{caveat}")  # type: ignore[arg-type]
             if o.get("buy_cost_usd") is not None:
                 above = rec.budget_usd is not None and float(o["buy_cost_usd"]) > rec.budget_usd  # type: ignore[arg-type]
                 costs.append(
@@ -680,7 +693,11 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 parts.append(
                     f"One consumer card is also enough: {option_name(ca)} takes "
                     f"{_approx(fmt_hours(ca.get('total_time_h')))}"  # type: ignore[arg-type]
-                    + (f" for {money(float(ca_rent))} rented" if isinstance(ca_rent, float | int) else "")
+                    + (
+                        f" for {money(float(ca_rent))} rented{_offer_caveat(ca)}"
+                        if isinstance(ca_rent, float | int)
+                        else ""
+                    )
                     + f"{over}; {name} is faster and cheaper to rent."
                 )
             alt = rec.better_rental
@@ -695,8 +712,16 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                     f"{_approx(alt_t)}{_range(alt)} for {alt_cost}; "
                     f"{name} is the cheapest card that is enough, the one to buy."
                 )
+            cb = rec.cheaper_buy
+            if cb is not None and isinstance(cb.get("buy_cost_usd"), float | int):
+                parts.append(
+                    f"To buy, {option_name(cb)} is the cheapest card that is enough: "
+                    f"{_approx(fmt_hours(cb.get('total_time_h')))}{_range(cb)} for "  # type: ignore[arg-type]
+                    f"{money(float(cb['buy_cost_usd']))}."  # type: ignore[arg-type]
+                )
         else:  # miss
-            choice = f"{name} ({_approx(t, '~')}" + (", no price in the catalog)" if rec.missed == "price" else ")")
+            unpriced = ", no rental offer of that size" if o.get("cloud_unlinked") else ", no price in the catalog"
+            choice = f"{name} ({_approx(t, '~')}" + (f"{unpriced})" if rec.missed == "price" else ")")
             budget = f" and the {money(rec.budget_usd)} budget" if rec.budget_usd else ""
             both = "both " if rec.budget_usd else ""
             cost = o.get("cost_usd")
@@ -708,9 +733,10 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                     else f"beyond your {deadline} deadline"
                 )
                 parts.append(
-                    f"{_cap(name)} fits and finishes in {_approx(t)}{_range(o)}, {inside}, but the catalog has no "
-                    "price or hourly rate for it, so its cost cannot be weighed: add one in catalog_overlay.toml "
-                    'in the config folder (README, "Where gpuselect keeps your files") to compare it with priced cards.'
+                    f"{_cap(name)} fits and finishes in {_approx(t)}{_range(o)}, {inside}, but "
+                    + _no_price_reason(o)
+                    + ", so its cost cannot be weighed: add a price or an offer in catalog_overlay.toml in the "
+                    'config folder (README, "Where gpuselect keeps your files") to compare it with priced cards.'
                 )
             elif rec.missed == "budget":
                 parts.append(
@@ -733,7 +759,7 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 u = rec.unpriced
                 parts.append(
                     f"{_cap(option_name(u))} would meet the deadline ({_approx(fmt_hours(u.get('total_time_h')))}), "  # type: ignore[arg-type]
-                    "but the catalog has no price for it."
+                    f"but {_no_price_reason(u)}."
                 )
         for r_ in (o if rec.action == "rent" else None, rec.better_rental):
             offer = r_.get("cloud_offer_gpus") if r_ else None
@@ -752,6 +778,27 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
     for x in rec.excluded:
         parts.append(f"Left out of the plan: {x}.")
     return choice, " ".join(parts)
+
+
+def _offer_caveat(o: dict[str, object]) -> str:
+    """ " (per GPU of a 2-GPU offer)" where a rental quoted beside a purchase is the per-GPU rate of
+    a larger offer (a $39 RTX 5090 rental read as renting one card alone)."""
+    offer, n = o.get("cloud_offer_gpus"), _int(o.get("count"), 1)
+    if isinstance(offer, int) and offer > n and not o.get("cloud_unlinked"):
+        return f" (per GPU of {offer_phrase(offer)})"
+    return ""
+
+
+def _no_price_reason(o: dict[str, object]) -> str:
+    """Why an option has no cost: no price at all, or a rate only for smaller rented instances (8x
+    GH200 read "the catalog has no price or hourly rate" beside a $2.29 single-GPU rate)."""
+    offer = o.get("cloud_offer_gpus")
+    if o.get("cloud_unlinked") and isinstance(offer, int):
+        return (
+            f"the catalog has no purchase price for it, and its only rental is {offer_phrase(offer)}, not "
+            f"{o.get('count')} GPUs linked"
+        )
+    return "the catalog has no price or hourly rate for it"
 
 
 def _parallel_caveats(o: dict[str, object], stage: Stage) -> list[str]:

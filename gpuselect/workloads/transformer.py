@@ -341,7 +341,10 @@ def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[Tr
         kv_heads=kv,
         gated_ffn=gated,
         tied_embeddings=tied,
-        lm_head=model_type not in _ENCODERS,
+        # an encoder trains with a task head; pre-training one (its architectures say *ForMaskedLM)
+        # projects every token onto the vocabulary, without a causal mask
+        lm_head=model_type not in _ENCODERS or _masked_lm(cfg),
+        causal=False if model_type in _ENCODERS else None,
         dropout=dropout,
         norm="rmsnorm" if rms else "layernorm",
         rotary=rotary,
@@ -520,6 +523,12 @@ _ALIASES: dict[str, set[str]] = {
 }
 #: Keys whose null in a file means something (transformers: key/value heads = attention heads).
 _NULL_MEANS_DEFAULT = frozenset({"num_key_value_heads"})
+
+
+def _masked_lm(cfg: dict[str, Any]) -> bool:
+    """Whether the config's architectures name masked-language-model pre-training."""
+    archs = cfg.get("architectures")
+    return isinstance(archs, list) and any(isinstance(a, str) and a.endswith("ForMaskedLM") for a in archs)
 
 
 def _rope_extended(cfg: dict[str, Any], positions: int) -> int:
@@ -706,6 +715,11 @@ def workload_from_hf_config(
         f"vocabulary {shape.vocab}, sequence {shape.seq_len}; "
         f"{'gated (SwiGLU)' if shape.gated_ffn else 'plain'} FFN, {'RMSNorm' if shape.norm == 'rmsnorm' else 'LayerNorm'}, "
         f"{'rotary' if shape.rotary else 'learned'} positions, {'tied' if shape.tied_embeddings else 'untied'} embeddings"
+        + (
+            ("; an encoder, with a masked-LM head on every token" if shape.lm_head else "; an encoder with a task head")
+            if not shape.is_causal
+            else ""
+        )
         + (
             f"; mixture of experts: {shape.experts_per_token} of {shape.experts} experts per token"
             + (" and a shared expert" if shape.shared_ffn else "")

@@ -957,8 +957,11 @@ def test_several_gpus_are_priced_by_an_offer_that_rents_them_linked(catalog) -> 
         assert r.cloud_cost_usd == pytest.approx(rate * n * r.total_time_h), n  # 16: two whole 8-GPU nodes
     assert h100.cloud_node_usd_per_hour > h100.cloud_usd_per_hour
     assert row["amd-mi300x", 4].cloud_cost_usd is not None and row["amd-mi300x", 8].cloud_cost_usd is None
-    # twelve H100s: whole 8-GPU nodes over the network, at the node offer's rate
+    # twelve H100s: whole 8-GPU nodes over the network, at the node offer's rate, two nodes paid for
     assert A.cloud_rate(h100, 12)[:2] == (h100.cloud_node_usd_per_hour, h100.cloud_node_provider)
+    (twelve,) = A.estimate(w, A.Assumptions(counts=(12,)), catalog, gpu_ids=[h100.id], local=[]).rows
+    assert twelve.cloud_cost_usd == pytest.approx(h100.cloud_node_usd_per_hour * 16 * twelve.total_time_h)
+    assert "rented as 2 whole 8-GPU offers" in (twelve.note or "")
     # an offer of unknown size (a user's overlay) prices any count, as before
     plain = replace(catalog.get("nvidia-l40s"), cloud_gpus=None, cloud_provider="myco:l40s")
     assert A.cloud_rate(plain, 8) == (plain.cloud_usd_per_hour, "myco:l40s", None, True)
@@ -1041,3 +1044,15 @@ def test_one_die_of_a_multi_die_card_counts_offers_and_reported_memory_per_die(c
     assert card.cloud_offer_gpus == 2 and die.cloud_offer_gpus == 4  # two cards are four GCD ranks
     assert die.visible_vram_gb == 60.0 and die.usable_vram_gb == 60.0
     assert A.cloud_rate(die, 4)[3] and not A.cloud_rate(die, 8)[3]  # 4 GCDs rent linked, 8 do not
+
+
+def test_renting_a_consumer_card_also_names_the_cheapest_one_to_buy(catalog) -> None:  # type: ignore[no-untyped-def]
+    """Renting an RTX 5090 quoted its $1,999 purchase where a $300 RTX 5060 was enough; its rental,
+    quoted beside a purchase, is per GPU of a 2-GPU offer."""
+    ids = ["nvidia-rtx-5090", "nvidia-rtx-5060"]
+    rec = A.estimate(PRESETS["llama-1b-lora"], A.Assumptions(), catalog, gpu_ids=ids, local=[]).recommendation
+    assert rec.action == "rent" and rec.option is not None and rec.option["gpu_id"] == "nvidia-rtx-5090"
+    assert rec.cheaper_buy is not None and rec.cheaper_buy["gpu_id"] == "nvidia-rtx-5060"
+    assert "To buy, 1x GeForce RTX 5060 is the cheapest card that is enough: about" in rec.rationale
+    tight = A.estimate(PRESETS["llama-8b-lora"], A.Assumptions(budget_usd=500), catalog, local=[]).recommendation
+    assert "rented (per GPU of a 2-GPU offer)" in tight.rationale

@@ -586,7 +586,11 @@ def test_class_defaults_never_override_what_the_file_gives_under_another_name(tm
 
 def test_an_xlm_r_config_without_a_model_type_is_an_encoder(tmp_path: Path) -> None:
     keys = {"hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12, "vocab_size": 250002}
-    w = _read(tmp_path, {**keys, "architectures": ["XLMRobertaForMaskedLM"], "max_position_embeddings": 514})
-    assert not w.shape.lm_head and w.seq_len == 512
+    w = _read(tmp_path, {**keys, "architectures": ["XLMRobertaForQuestionAnswering"], "max_position_embeddings": 514})
+    assert not w.shape.lm_head and not w.shape.is_causal and w.seq_len == 512
+    # pre-training it (MaskedLM) projects every token onto the 250k vocabulary: ~3x the FLOPs
+    mlm = _read(tmp_path, {**keys, "architectures": ["XLMRobertaForMaskedLM"], "max_position_embeddings": 514})
+    assert mlm.shape.lm_head and not mlm.shape.is_causal and "masked-LM head" in mlm.description
+    assert mlm.forward_flops_per_sample > 2 * w.forward_flops_per_sample
     mpnet = _read(tmp_path, {**keys, "model_type": "mpnet", "max_position_embeddings": 514, "vocab_size": 30527})
     assert mpnet.seq_len == 512
