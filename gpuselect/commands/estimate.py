@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     )
     sym = money.symbol
     shown: list[Any] = []
-    paged = False
+    paged = unlinked = partial = False
     picks = {
         (o.get("gpu_id"), o.get("count"))
         for o in (rec.option, rec.better_rental, rec.consumer_alt, rec.value_alt, rec.unpriced)
@@ -166,10 +166,16 @@ def run(args: argparse.Namespace) -> int:
                 paged = True
             speed = (r.tokens_per_s if w.seq_len else r.throughput_samples_per_s) or 0
             label = ("→ " if (r.gpu_id, r.count) in picks else "") + f"{r.count}x {r.name}"
+            cloud = money(r.cloud_cost_usd)
+            if r.cloud_unlinked:  # "—" read as no price data at all (footnote)
+                cloud, unlinked = "no offer", True
+            elif r.cloud_offer_gpus and r.cloud_cost_usd is not None:
+                cloud += "‡"  # the rate is per GPU of a larger offer (footnote)
+                partial = True
             print(
                 f"{label[:34]:34s} {r.batch_size or 0:6d} {mem:>11s} {speed:11,.0f} {r.precision_used or '—':>9s} "
                 f"{r.parallelism:>5s} {r.bound or '—':>13s} "
-                f"{fmt_hours(r.total_time_h):>9s} {100 * r.error_band:4.0f}%{'*' if r.band_note else ' '} {money(r.buy_cost_usd):>9s} {money(r.cloud_cost_usd):>9s} {r.energy_kwh or 0:8,.1f}"
+                f"{fmt_hours(r.total_time_h):>9s} {100 * r.error_band:4.0f}%{'*' if r.band_note else ' '} {money(r.buy_cost_usd):>9s} {cloud:>9s} {r.energy_kwh or 0:8,.1f}"
                 + ("" if r.meets_deadline else "  (misses deadline)")
                 + ("" if r.supported else "  (not supported by today's frameworks)")
             )
@@ -186,6 +192,13 @@ def run(args: argparse.Namespace) -> int:
             "\n+ over the card's memory: the paged optimizer keeps the rest of its state in host memory, "
             "paged in and out every step (counted in the time)"
         )
+    if unlinked:
+        print(
+            "\nno offer: the price data rents this card only in smaller instances, not that many GPUs linked as the "
+            "estimate assumes (the row's note in --format json names the offer)"
+        )
+    if partial:
+        print("\n‡ the hourly rate is per GPU of a larger offer: renting fewer may cost more")
     misfits = [r for r in result.rows if not r.fits and r.peak_memory_gb is not None]
     if misfits and len({r.gpu_id for r in result.rows}) <= 3:  # the user named the cards: say why each does not fit
         print("\nDoes not fit:")

@@ -1056,3 +1056,14 @@ def test_renting_a_consumer_card_also_names_the_cheapest_one_to_buy(catalog) -> 
     assert "To buy, 1x GeForce RTX 5060 is the cheapest card that is enough: about" in rec.rationale
     tight = A.estimate(PRESETS["llama-8b-lora"], A.Assumptions(budget_usd=500), catalog, local=[]).recommendation
     assert "rented (per GPU of a 2-GPU offer)" in tight.rationale
+
+
+def test_the_text_table_says_when_a_rental_has_no_offer_or_a_larger_one(capsys: pytest.CaptureFixture[str]) -> None:
+    """A row without a rental offer of its size read "—", as if no price data existed at all."""
+    argv = ["estimate", "--workload", "gpt2-124m", "--gpus", "nvidia-gh200-96gb,nvidia-b200", "--count", "1,2"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    gh2 = next(line for line in out.splitlines() if line.lstrip("→ ").startswith("2x GH200"))
+    b1 = next(line for line in out.splitlines() if line.lstrip("→ ").startswith("1x B200"))
+    assert "no offer" in gh2 and "‡" in b1
+    assert "no offer: the price data rents this card only in smaller instances" in out and "\n‡ the hourly rate" in out
