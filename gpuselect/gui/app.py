@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from PySide6.QtCore import QEvent, QSettings, Qt, QThreadPool, QTimer, Slot
+from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QThreadPool, QTimer, Slot
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -203,11 +203,17 @@ class MainWindow(QMainWindow):
 
     def _restore(self) -> None:
         s = self.settings
+        # A damaged window.ini is ignored, value by value: "tab=abc" or "geometry=garbage" stopped
+        # the app from starting (exit 70).
         geometry = s.value("window/geometry")
-        if geometry is not None:
-            self.restoreGeometry(geometry)
+        if isinstance(geometry, (bytes, bytearray, QByteArray)):
+            self.restoreGeometry(QByteArray(geometry))
         tab: Any = s.value("window/tab", 0)  # QSettings values are untyped: an int, or its text
-        self.tabs.setCurrentIndex(int(tab or 0))
+        try:
+            index = int(tab or 0)
+        except (TypeError, ValueError, OverflowError):
+            index = 0
+        self.tabs.setCurrentIndex(index if 0 <= index < self.tabs.count() else 0)
         theme = str(s.value("window/theme", "system"))
         self.set_theme(theme if theme in self.theme_actions else "system", save=False)
         e = self.estimate

@@ -357,3 +357,17 @@ def test_a_corrupt_settings_file_is_said_above_every_page_and_on_stderr(qtbot, c
     assert not w.banner.isHidden() and "settings" in w.banner.text().lower()
     assert "gpuselect: warning:" in capsys.readouterr().err
     _close(qtbot, w)
+
+
+@pytest.mark.parametrize("line", ["tab=abc", "tab=99999999999999999999", "geometry=garbage"])
+def test_a_damaged_window_ini_is_ignored(qtbot, line: str) -> None:
+    """Each of these stopped the app from starting (exit 70)."""
+    from gpuselect.paths import config_dir
+
+    ini = config_dir() / "window.ini"
+    ini.parent.mkdir(parents=True, exist_ok=True)
+    ini.write_text(f"[window]\n{line}\n")
+    w = MainWindow()
+    qtbot.addWidget(w)
+    assert w.tabs.currentIndex() == 0
+    _close(qtbot, w)
