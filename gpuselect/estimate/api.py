@@ -218,6 +218,9 @@ class LocalEstimate:
     vram_gb: float | None = None
     max_batch: int | None = None
     checkpointing: str | None = None  # none, selective, full: what the memory figure assumed
+    #: The figure is this workload's own step, measured by this machine's benchmark at this batch
+    #: (or between two measured batches): the advice may trust it without its band.
+    measured_step: bool = False
 
 
 @dataclass
@@ -1019,6 +1022,7 @@ def _local_cpu_time(
             + (", on a busy machine (likely far too slow)" if busy else "")
             + in32,
             regime_band("cpu_unsteady" if busy else "cpu", "NVIDIA"),
+            measured_step=True,
         )
     d = cpu_device(rec or None, cores=cores, name=name, mhz=mhz, features=features)
     # A CPU is timed in fp32, the precision its benchmark trains in, whatever was asked: AMX's bf16
@@ -1060,7 +1064,13 @@ def _local_cpu_time(
     if busy and measured:
         basis += "; benchmarked on a busy machine (likely far too slow)"
     # Unmeasured: the band of our CPU records predicted from what detect sees (regime cpu_spec).
-    band = regime_band(("cpu_unsteady" if unsteady else "cpu") if measured else "cpu_spec", "NVIDIA")
+    # Past a quiet record's measured batches of this workload, the band of such estimates
+    # (cpu_anchored: each quiet record's edge steps predicted from their neighbours): the
+    # measured step carries the estimate, not the fit, however well the fit explains the others.
+    regime = ("cpu_unsteady" if unsteady else "cpu") if measured else "cpu_spec"
+    if anchor is not None and not busy:
+        regime = "cpu_anchored"
+    band = regime_band(regime, "NVIDIA")
     return LocalEstimate("cpu", name, thr, samples / thr / 3600, basis, band)
 
 

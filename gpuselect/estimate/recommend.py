@@ -354,7 +354,9 @@ def recommend(
     def good(r: EstimateRow | None) -> bool:
         return bool(r and r.meets_deadline and (a.budget_usd is None or (row_cost(r) or math.inf) <= a.budget_usd))
 
-    measured = bool(cpu and "measured" in cpu.basis and "unmeasured" not in cpu.basis)  # from its own benchmark
+    # Only the workload's own measured step is trusted without its band (a model fitted on the
+    # benchmark's other steps is not: its band can be ±2,000 %).
+    measured = bool(cpu and cpu.measured_step)
     cpu_ok = bool(
         cpu
         and cpu.fits  # the machine's memory holds the training state (where it was checked)

@@ -85,6 +85,8 @@ REGIME_LABELS = {
     "reference": "calibrated reference models",
     "approximate": "workloads given as parameters and FLOPs",
     "cpu": "a benchmarked CPU",
+    "cpu_anchored": "a benchmarked CPU past its measured batches of the workload",
+    "cpu_unsteady": "a benchmarked CPU whose own steps its fit misses (a busy machine)",
     "cpu_spec": "an unmeasured CPU",
 }
 

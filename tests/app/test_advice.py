@@ -390,3 +390,14 @@ def test_bench_records_whose_steps_contradict_themselves_or_repeat_a_device_are_
     bad.write_text(json.dumps(doc))
     with pytest.raises(DataError, match="appears twice in the device list"):
         load_bench_file(bad)
+
+
+def test_a_cpu_fitted_on_its_benchmark_s_other_steps_is_checked_against_its_band() -> None:
+    """QA 14: a CPU estimate from a model fitted on the benchmark's steps read as "measured" (its
+    basis has the word), so a ±2,028 % range reaching 730 h gave "no GPU needed" at 72 h."""
+    rows = [_row("g", 0.05, 900.0, None, band=0.3)]
+    a, w = Assumptions(deadline_hours=72), PRESETS["resnet50"]
+    fitted = LocalEstimate("cpu", "CPU", 1.0, 34.3, "step-time model, fitted on its 4 measured training steps", 20.28)
+    assert recommend(rows, [fitted], a, w).action != "cpu"
+    own = LocalEstimate("cpu", "CPU", 1.0, 34.3, "measured: this CPU trained it", 20.28, measured_step=True)
+    assert recommend(rows, [own], a, w).action == "cpu"

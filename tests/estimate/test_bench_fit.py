@@ -192,3 +192,24 @@ def test_a_benchmarked_workload_is_measured_at_its_batches_and_interpolated_betw
     # alone jumped above it)
     assert beyond.basis.startswith("step-time model") and "scaled to its measured step at batch 128" in beyond.basis
     assert beyond.throughput_samples_per_s < 1.5 * 4644.76
+
+
+def test_a_benchmarked_workload_past_its_measured_batches_takes_the_anchored_band() -> None:
+    """QA 14: past the measured batches the estimate is scaled to the workload's own measured
+    step, so a fit that misses the record's other steps (±2,028 %) is not its band."""
+    from gpuselect.estimate.api import Assumptions, local_cpu_estimate, regime_band
+    from gpuselect.workloads.presets import PRESETS
+
+    rec = json.loads((VAL / "cpu-vm-2026-11-24" / "bench-cpu-2.json").read_text())["devices"][0]
+
+    def est(workload: str, batch: int, r: dict) -> tuple[float, str]:  # type: ignore[type-arg]
+        e = local_cpu_estimate(
+            PRESETS[workload], Assumptions(batch_size=batch), cores=2, mhz=None, features=[], bench=r
+        )
+        return e.error_band, e.basis
+
+    band, basis = est("simple-cnn", 1024, rec)
+    assert "scaled to its measured step at batch 512" in basis
+    assert band == regime_band("cpu_anchored", "NVIDIA") < regime_band("cpu_unsteady", "NVIDIA")
+    assert est("gpt2-124m", 8, rec)[0] == regime_band("cpu_unsteady", "NVIDIA")  # no step of its own
+    assert est("simple-cnn", 1024, {**rec, "busy": True})[0] == regime_band("cpu_unsteady", "NVIDIA")

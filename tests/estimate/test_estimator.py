@@ -133,7 +133,8 @@ def test_stage_1_when_the_cpu_is_fast_enough() -> None:
 
 @pytest.mark.parametrize(("cpu_hours", "stage"), [(71.9, 1), (72.1, 2)])
 def test_stage_1_edge_at_the_deadline(cpu_hours: float, stage: int) -> None:
-    cpu = LocalEstimate("cpu", "CPU", 1.0, cpu_hours, "measured matmul rate", 0.5)
+    # the workload's own measured step: the advice takes it without its band
+    cpu = LocalEstimate("cpu", "CPU", 1.0, cpu_hours, "measured: this CPU trained it", 0.5, measured_step=True)
     rec = recommend([_r("g", "geforce", 1, 3.0, 100)], [cpu], Assumptions(deadline_hours=72), W)
     assert rec.stage == stage
 

@@ -173,15 +173,23 @@ CPU_QUIET_BENCHES = [p for p in CPU_RUNS if quiet(p)]
 CPU_LOADED_BENCHES = [p for p in CPU_RUNS if not quiet(p)]
 
 
+#: A quiet record used to validate only (the band of a benchmarked workload past its measured
+#: batches), not to fit: session 12's 2-core Xeon VM (its own measure of others' CPU share 0.2 %).
+CPU_VALIDATE_ONLY_QUIET = ROOT / "docs" / "validation" / "cpu-xeon-2026-11-25" / "bench-cpu.json"
+
+
 def cpu_records(which: str = "fit") -> list[tuple[dict[str, Any], int, str]]:
     """(record, cores, label). ``fit``: the quiet records, which fit the CPU's global conv factor
     (the H100 machine's 16-core Xeon, bench-quick.json, and this VM's runs at low load,
     cpu-vm-2026-11-24); ``validate``: this 2-core VM's runs while other sessions loaded it
-    (cpu-vm-2026-11-23, and the cpu-vm-2026-11-24 runs above ``QUIET_LOAD``; never used in the fit)."""
+    (cpu-vm-2026-11-23, and the cpu-vm-2026-11-24 runs above ``QUIET_LOAD``; never used in the fit);
+    ``quiet-validate``: a quiet record that validates without fitting (``CPU_VALIDATE_ONLY_QUIET``)."""
     out = []
     paths = (
         [(H100_HOST_BENCH, H100_HOST_CORES)] + [(p, 2) for p in CPU_QUIET_BENCHES]
         if which == "fit"
+        else [(CPU_VALIDATE_ONLY_QUIET, 2)]
+        if which == "quiet-validate"
         else [(p, 2) for p in CPU_BENCHES + CPU_LOADED_BENCHES]
     )
     for path, cores in paths:

@@ -542,6 +542,49 @@ def small_cases(catalog) -> list[Case]:  # type: ignore[no-untyped-def]
             out += _lomo_cases(src, cpu_device(rec, cores=cores, fit_steps=False), rec, label, "cpu", None)
             if which == "fit":  # quiet records: what the CPU does, not what a busy machine left it
                 out += _spec_cpu_cases(rec, label)
+                out += _anchor_cases(cpu_device(rec, cores=cores, fit_steps=False), rec, label)
+    for rec, cores, label in S.cpu_records("quiet-validate"):
+        out += _anchor_cases(cpu_device(rec, cores=cores, fit_steps=False), rec, f"cpu-xeon-2026-11-25/{label}")
+    return out
+
+
+def _anchor_cases(d0: Any, rec: dict[str, Any], label: str) -> list[Case]:
+    """A benchmarked workload past its measured batches, as the app estimates it
+    (``api.local_cpu_estimate``): the model's step at the batch, scaled by measured/model at the
+    nearest measured batch. Each model's smallest and largest measured step is left out and
+    predicted so from its neighbour, by the device fitted on the record's other steps; their
+    errors are the band of such estimates (regime ``cpu_anchored``: quiet records only, a busy
+    machine's rows keep ``cpu_unsteady``)."""
+    out = []
+    steps = bench_step_list(rec)
+    for m in sorted({s[0] for s in steps}):
+        mine = sorted((b, t) for model, b, t in steps if model == m)
+        if len(mine) < 2:
+            continue
+        for (b, t), (b_edge, t_edge) in ((mine[0], mine[1]), (mine[-1], mine[-2])):
+            rest = [s for s in steps if (s[0], s[1]) != (m, b)]
+            f = fit_bench_steps(d0, rest)
+            d = apply_bench_fit(d0, f) if f is not None else d0
+            trace = bench_trace(m, cpu=True)
+            st = step_time(trace, d, b, "fp32", optimizer="sgd-momentum").seconds
+            st_edge = step_time(trace, d, b_edge, "fp32", optimizer="sgd-momentum").seconds
+            pred = b / st * (b_edge / t_edge) / (b_edge / st_edge)
+            out.append(
+                Case(
+                    "cpu-anchor",
+                    m.replace("_", "-"),
+                    label,
+                    "cpu",
+                    1,
+                    "fp32",
+                    b,
+                    b / t,
+                    pred,
+                    "cpu_anchored",
+                    "anchored",
+                    f"the model's curve from the measured step at batch {b_edge} (fitted on the other steps)",
+                )
+            )
     return out
 
 
@@ -923,7 +966,15 @@ def main() -> int:
         c
         for c in cases
         if c.source
-        in ("h100-simple-cnn", "h100-catalog-row", "h100-bench-transformer", "h100-bench-lomo", "cpu-vm", "cpu-fit")
+        in (
+            "h100-simple-cnn",
+            "h100-catalog-row",
+            "h100-bench-transformer",
+            "h100-bench-lomo",
+            "cpu-vm",
+            "cpu-fit",
+            "cpu-anchor",
+        )
     ]
     lines.append("\n## Small-model curves (the bench's simple CNN and transformer)")
     for c in small:
