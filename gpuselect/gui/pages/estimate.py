@@ -48,6 +48,7 @@ SOURCES = ("Preset", "config.json", "Model file (.py)", "Parameters and FLOPs")
 BUY_COLOUR, RENT_COLOUR, CHOSEN, OTHER = (43, 108, 176), (221, 107, 32), (43, 108, 176), (160, 174, 192)
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
 MEMORY_COLOURS = ("#2b6cb0", "#805ad5", "#d69e2e", "#38a169", "#dd6b20", "#718096")
+ELECTRICITY_MAX_USD, BUDGET_MAX_USD = 100.0, 1e10  # per kWh, and in all: the estimator's limits (Assumptions)
 
 
 #: The core's advice names command-line options; here, the controls that set them.
@@ -304,10 +305,12 @@ class EstimatePage(QWidget):
         self.epochs = SpecialSpinBox(minimum=0, maximum=100_000)
         self.epochs.setSpecialValueText("workload default")  # the stubs lack the keyword form
         self.deadline = QDoubleSpinBox(minimum=0.01, maximum=1e6, value=72.0, suffix=" h", decimals=2)
-        self.budget = QDoubleSpinBox(minimum=0, maximum=1e10, value=0, prefix="$", decimals=0)
+        self.budget = QDoubleSpinBox(minimum=0, maximum=BUDGET_MAX_USD, value=0, prefix="$", decimals=0)
         self.budget.setSpecialValueText("no budget")  # the stubs lack the keyword form
         self.budget.setGroupSeparatorShown(True)
-        self.electricity = QDoubleSpinBox(minimum=0, maximum=100, value=0.15, decimals=3, prefix="$", suffix=" /kWh")
+        self.electricity = QDoubleSpinBox(
+            minimum=0, maximum=ELECTRICITY_MAX_USD, value=0.15, decimals=3, prefix="$", suffix=" /kWh"
+        )
         self.max_gpus = QComboBox()
         # As the CLI's --max-gpus: auto is boxes up to 8 and, where none meets the deadline or holds
         # the model, clusters up to 1,024; a number is the most GPUs of any option (it was the box
@@ -626,6 +629,9 @@ class EstimatePage(QWidget):
         sym = self.money.symbol
         self.electricity.setPrefix(sym)
         self.budget.setPrefix(sym)
+        # The estimator's limits in US dollars, here in your currency: a range of 100 capped a price in won.
+        self.electricity.setMaximum(ELECTRICITY_MAX_USD * self.money.rate)
+        self.budget.setMaximum(BUDGET_MAX_USD * self.money.rate)
         self.electricity.setValue(self.money.value(settings.electricity_usd_per_kwh))
         self.budget.setValue(self.money.value(settings.default_budget_usd) if settings.default_budget_usd else 0)
         self.deadline.setValue(settings.default_deadline_hours)
