@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QThreadPool, QTimer, Slot
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QThreadPool, QTimer, Slot
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QLabel,
@@ -91,6 +91,13 @@ class MainWindow(QMainWindow):
         # On the window too, so the shortcuts work whether or not the menu bar is shown (native
         # menu bars, full screen).
         self.addActions([refresh, self.export_action, quit_])
+        # A text field or spin box claims the keys its platform binds to editing (ShortcutOverride):
+        # under X11's key scheme Ctrl+E is "end of line", and the export did nothing while a field
+        # had focus. The focused widget's override is filtered for the window's own shortcuts only.
+        self._window_keys = [k for a in (refresh, self.export_action, quit_) for k in a.shortcuts()]
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            app.focusChanged.connect(self._watch_focus)
         view = self.menuBar().addMenu("&View")
         self.theme_actions: dict[str, QAction] = {}
         group = QActionGroup(self)
@@ -105,6 +112,20 @@ class MainWindow(QMainWindow):
         self._restore()
         self.snapshot: object = None
         self._export_worker: object = None
+
+    @Slot(QWidget, QWidget)
+    def _watch_focus(self, _old: QWidget | None, new: QWidget | None) -> None:
+        if new is not None and self.isAncestorOf(new):
+            new.installEventFilter(self)  # once per widget: Qt does not add a filter twice
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if (
+            event.type() == QEvent.Type.ShortcutOverride
+            and isinstance(event, QKeyEvent)
+            and QKeySequence(event.keyCombination()) in self._window_keys
+        ):
+            return True  # not delivered, so not accepted: the window's shortcut runs
+        return super().eventFilter(watched, event)
 
     @Slot()
     def show_notices(self) -> None:
