@@ -97,3 +97,40 @@ def test_the_rate_cannot_be_zero(qtbot) -> None:
     page.electricity.setValue(0.005)
     page.save()
     assert json.loads(settings_path().read_text())["usd_to_currency"] == 0.0001
+
+
+def test_saving_a_setting_keeps_the_estimate_inputs_typed(qtbot) -> None:
+    """Saving any setting reset the Estimate page's deadline, budget and electricity to the defaults.
+    Typed figures stay (a price or budget re-expressed when the currency changes); a box still
+    showing the old default takes the new one."""
+    from gpuselect.gui.app import MainWindow
+
+    w = MainWindow()
+    qtbot.addWidget(w)
+    e, page = w.estimate, w.settings_page
+    e.deadline.setValue(10)
+    e.budget.setValue(5000)
+    page.grid.setValue(0.3)
+    page.save()
+    assert (e.deadline.value(), e.budget.value(), e.electricity.value()) == (10, 5000, 0.15)
+    # the default electricity price was never touched here: it follows the settings
+    page.electricity.setValue(0.2)
+    page.deadline.setValue(24)
+    page.save()
+    assert (e.deadline.value(), e.budget.value(), e.electricity.value()) == (10, 5000, 0.2)
+    e.electricity.setValue(0.3)
+    # to won: the typed budget and price keep their worth; the deadline stays
+    page.symbol.setText("₩")
+    page.rate.setValue(1000)
+    page.electricity.setValue(200)
+    page.save()
+    assert e.deadline.value() == 10
+    assert e.budget.value() == pytest.approx(5_000_000) and e.electricity.value() == pytest.approx(300)
+    assert e.budget_usd() == pytest.approx(5000) and e.electricity_usd() == pytest.approx(0.3)
+    # typing the default back makes the box follow the settings again
+    e.deadline.setValue(24)
+    page.deadline.setValue(48)
+    page.save()
+    assert e.deadline.value() == 48
+    w.close()
+    qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=10_000)

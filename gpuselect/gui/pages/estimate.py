@@ -618,23 +618,41 @@ class EstimatePage(QWidget):
         # or a callable the window sets: whether a benchmark runs now (an estimate then waits: its
         # CPU time made the benchmark's figures low, and those figures then fed this page)
         self.bench_running: Any = None
+        # What the settings last put in the deadline, budget and electricity boxes: a box showing
+        # anything else holds the user's own figure.
+        self._defaults: dict[QDoubleSpinBox, float] = {}
         self._workload_changed()
 
     # --- settings and inputs -----------------------------------------------------------------------
 
     def apply_settings(self, settings: Any) -> None:
-        """Defaults from the settings page; every cost, input and axis in the user's currency."""
+        """Defaults from the settings page; every cost, input and axis in the user's currency.
+
+        A deadline, budget or electricity price the user typed here stays (a price or budget is
+        re-expressed in the new currency); only a box still showing the last defaults takes the
+        new ones. Saving any setting reset all three."""
+        old_rate = self.money.rate
         self.money = MoneyFormat.from_settings(settings)
+        rate = self.money.rate
         self.grid = settings.grid_kg_co2_per_kwh
         sym = self.money.symbol
         self.electricity.setPrefix(sym)
         self.budget.setPrefix(sym)
         # The estimator's limits in US dollars, here in your currency: a range of 100 capped a price in won.
-        self.electricity.setMaximum(ELECTRICITY_MAX_USD * self.money.rate)
-        self.budget.setMaximum(BUDGET_MAX_USD * self.money.rate)
-        self.electricity.setValue(self.money.value(settings.electricity_usd_per_kwh))
-        self.budget.setValue(self.money.value(settings.default_budget_usd) if settings.default_budget_usd else 0)
-        self.deadline.setValue(settings.default_deadline_hours)
+        self.electricity.setMaximum(ELECTRICITY_MAX_USD * rate)
+        self.budget.setMaximum(BUDGET_MAX_USD * rate)
+        for box, default, money in (
+            (self.electricity, settings.electricity_usd_per_kwh * rate, True),
+            (self.budget, (settings.default_budget_usd or 0) * rate, True),
+            (self.deadline, settings.default_deadline_hours, False),
+        ):
+            typed = box.value() if box in self._defaults and self._defaults[box] != box.value() else None
+            box.blockSignals(True)  # the estimate is scheduled below, once
+            box.setValue(default)
+            self._defaults[box] = box.value()  # as the box shows it (rounded to its decimals)
+            if typed is not None:
+                box.setValue(typed / old_rate * rate if money else typed)
+            box.blockSignals(False)
         self.model.set_rows(self.model.rows)  # re-format the cost columns
         if self.result is not None:
             self._show(self.result)
