@@ -150,6 +150,10 @@ class MainWindow(QMainWindow):
         from gpuselect.fsutil import written_by_gpuselect
         from gpuselect.gui import dialogs
 
+        refusal = self._refusal()
+        if refusal:  # before the file dialog and the replace prompt, not after them
+            self._export_failed(refusal)
+            return
         chosen: list[str] = []
         path = dialogs.save_file_name(self, "Export report", "gpuselect-report.pdf", EXPORT_FILTERS, chosen=chosen)
         if not path:
@@ -165,11 +169,33 @@ class MainWindow(QMainWindow):
                 if ours
                 else f"{path} exists and was not written by gpuselect: replacing it loses what it holds. Replace it?"
             )
-            yes = QMessageBox.StandardButton.Yes
-            if QMessageBox.question(self, "Replace the file?", question) != yes:
+            box = self._ask_replace(question, ours)
+            box.exec()
+            answer = box.standardButton(box.clickedButton())
+            box.deleteLater()
+            if answer != QMessageBox.StandardButton.Yes:
                 return
             force = not ours
         self.export_to(path, force=force)
+
+    def _ask_replace(self, question: str, ours: bool) -> QMessageBox:
+        """The replace prompt. Enter means Yes for gpuselect's own report (written again, as the
+        CLI does without asking) and No for any other file: replacing that loses what it holds."""
+        yes, no = QMessageBox.StandardButton.Yes, QMessageBox.StandardButton.No
+        box = QMessageBox(QMessageBox.Icon.Question, "Replace the file?", question, yes | no, self)
+        box.setDefaultButton(yes if ours else no)
+        return box
+
+    def _refusal(self) -> str | None:
+        """Why the report cannot be written now, in one sentence (None: it can): wait for work under
+        way, or fix an input the page cannot estimate."""
+        busy = self.estimate.busy_reason()
+        if busy:
+            return busy
+        stale = self.estimate.stale_reason()
+        if stale:  # the report would be the last valid input's, silently
+            return f"{stale}; fix the input, or choose a workload that can be estimated"
+        return None
 
     def export_to(self, path: str, *, force: bool = False) -> None:
         """Build the report from what the pages hold (hardware, last benchmark, current estimate)
@@ -177,9 +203,9 @@ class MainWindow(QMainWindow):
         gpuselect did not write is replaced only with ``force``)."""
         from gpuselect.gui.workers import GeneratorWorker, call_in_generator
 
-        stale = self.estimate.stale_reason()
-        if stale:  # the report would be the last valid input's, silently
-            self._export_failed(f"{stale}; fix the input, or choose a workload that can be estimated")
+        refusal = self._refusal()  # asked again: a benchmark may have started while the dialog was open
+        if refusal:
+            self._export_failed(refusal)
             return
         snapshot, bench, result = self.snapshot, self.bench.report, self.estimate.result
         settings = self.settings_page.settings

@@ -834,6 +834,16 @@ class EstimatePage(QWidget):
         self.error.setText(message)
         self._set_stale(self.result is not None)
 
+    def busy_reason(self) -> str | None:
+        """Why a report now would be the wrong one, in one sentence, where waiting is the cure: a
+        benchmark running (the report carries its figures) or the model file being measured; None
+        otherwise. The refusal said "fix the input" then."""
+        if self.bench_running is not None and self.bench_running():
+            return "a benchmark is running; wait for it to finish, then export"
+        if self.worker is not None and self.source.currentIndex() == 2:
+            return "the model file is being measured; wait for the measurement to finish, then export"
+        return None
+
     def stale_reason(self) -> str | None:
         """Why the answer shown is not the input's (an input it cannot estimate), in one sentence;
         None when it is current. An export then would write the last valid input's report."""
