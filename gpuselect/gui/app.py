@@ -263,9 +263,9 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentIndex(index if 0 <= index < self.tabs.count() else 0)
         theme = str(s.value("window/theme", "system"))
         self.set_theme(theme if theme in self.theme_actions else "system", save=False)
-        e = self.estimate
-        if s.value("estimate/precision"):  # else the page's own default (the estimator's first choice)
-            e.precision.setCurrentText(str(s.value("estimate/precision")))
+        s.beginGroup("estimate")
+        self.estimate.restore_inputs({key: s.value(key) for key in s.childKeys()})
+        s.endGroup()
 
     def set_theme(self, name: str, save: bool = True) -> None:
         """Light, dark or the system's colours, now; the charts follow (changeEvent below)."""
@@ -280,8 +280,9 @@ class MainWindow(QMainWindow):
         s = self.settings
         s.setValue("window/geometry", self.saveGeometry())
         s.setValue("window/tab", self.tabs.currentIndex())
-        e = self.estimate
-        s.setValue("estimate/precision", e.precision.currentText())
+        s.remove("estimate")  # a typed deadline set back to the default is no longer kept
+        for key, value in self.estimate.inputs().items():
+            s.setValue(f"estimate/{key}", value)
         s.sync()
 
     def changeEvent(self, event: QEvent) -> None:

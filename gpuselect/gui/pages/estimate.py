@@ -192,6 +192,17 @@ class RowFilter(QSortFilterProxyModel):
         return not (self.fits_only and not r.fits)
 
 
+def _number(value: object) -> float | None:
+    """A finite number from a stored value (QSettings gives an int, a float or text), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        v = float(value)
+    except (ValueError, OverflowError):
+        return None
+    return v if math.isfinite(v) else None
+
+
 def _choice(items: list[str], tooltip: str) -> QComboBox:
     """A drop-down of the estimate's options, the first item selected."""
     box = QComboBox()
@@ -657,6 +668,95 @@ class EstimatePage(QWidget):
         if self.result is not None:
             self._show(self.result)
         self._schedule()
+
+    # --- the inputs kept between runs (the window's window.ini) ---------------------------------------
+
+    def _spins(self) -> dict[str, QSpinBox | QDoubleSpinBox]:
+        return {
+            "seq_len": self.seq_len,
+            "params_m": self.custom_params,
+            "gflops": self.custom_flops,
+            "batch": self.batch,
+            "dataset": self.dataset,
+            "epochs": self.epochs,
+            "network_gbs": self.network,
+        }
+
+    def _combos(self) -> dict[str, QComboBox]:
+        return {
+            "mode": self.mode,
+            "precision": self.precision,
+            "max_gpus": self.max_gpus,
+            "checkpointing": self.checkpointing,
+            "loss": self.loss,
+            "sharding": self.sharding,
+            "offload": self.offload,
+        }
+
+    def _texts(self) -> dict[str, QLineEdit]:
+        return {
+            "config": self.config_path,
+            "model": self.model_path,
+            "factory": self.factory,
+            "shape": self.input_shape,
+        }
+
+    def _money_boxes(self) -> dict[str, tuple[QDoubleSpinBox, float]]:
+        """The boxes the settings fill, by key, with the factor from the stored figure to the box's
+        (the price and budget are stored in US dollars, so a currency change does not misread them)."""
+        return {
+            "deadline_hours": (self.deadline, 1.0),
+            "budget_usd": (self.budget, self.money.rate),
+            "electricity_usd_per_kwh": (self.electricity, self.money.rate),
+        }
+
+    def inputs(self) -> dict[str, object]:
+        """The inputs to keep for the next start. A deadline, budget or price is kept only where the
+        user typed it: one still showing the settings' default follows the settings then too."""
+        item = self.presets.currentItem()
+        values: dict[str, object] = {"source": self.source.currentIndex()}
+        if item is not None:
+            values["preset"] = str(item.data(Qt.ItemDataRole.UserRole))
+        values |= {key: box.value() for key, box in self._spins().items()}
+        values |= {key: box.currentText() for key, box in self._combos().items()}
+        values |= {key: edit.text() for key, edit in self._texts().items()}
+        for key, (box, factor) in self._money_boxes().items():
+            if box in self._defaults and self._defaults[box] != box.value():
+                values[key] = box.value() / factor
+        return values
+
+    def restore_inputs(self, values: dict[str, object]) -> None:
+        """Set the inputs kept by ``inputs``; a value that is missing, of the wrong type or out of
+        range is skipped, alone (a damaged window.ini must not stop the app or the other values)."""
+        preset = values.get("preset")
+        for row in range(self.presets.count()):
+            if isinstance(preset, str) and self.presets.item(row).data(Qt.ItemDataRole.UserRole) == preset:
+                self.presets.setCurrentRow(row)  # resets batch, dataset and epochs: before them
+        for key, edit in self._texts().items():
+            text = values.get(key)
+            if isinstance(text, str) and len(text) <= 4096:
+                edit.setText(text)
+        source = _number(values.get("source"))
+        # Not the model file: its code runs to measure it, and a restart must not run it unasked
+        # (the file may have changed since). Its fields are back; choosing the source runs it.
+        if source in (0, 1, 3):
+            self.source.setCurrentIndex(int(source))
+        for key, combo in self._combos().items():
+            text = values.get(key)
+            found = combo.findText(text) if isinstance(text, str) else -1
+            if found >= 0:
+                combo.setCurrentIndex(found)
+        for key, spin in self._spins().items():
+            v = _number(values.get(key))
+            if v is not None and spin.minimum() <= v <= spin.maximum():
+                if isinstance(spin, QDoubleSpinBox):
+                    spin.setValue(v)
+                elif v == int(v):
+                    spin.setValue(int(v))
+        for key, (money_box, factor) in self._money_boxes().items():
+            v = _number(values.get(key))
+            if v is not None and money_box.minimum() <= v * factor <= money_box.maximum():
+                money_box.setValue(v * factor)
 
     def electricity_usd(self) -> float:
         return self.electricity.value() / self.money.rate
