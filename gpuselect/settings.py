@@ -32,7 +32,7 @@ class Settings:
     redact_reports: bool = False
 
 
-_RANGES = {
+RANGES = {
     "electricity_usd_per_kwh": (0.0, 100.0),
     "grid_kg_co2_per_kwh": (0.0, 5.0),
     "usd_to_currency": (1e-6, 1e6),
@@ -57,14 +57,14 @@ def validate(values: dict[str, Any]) -> tuple[Settings, list[str]]:
             problems.append(f"unknown setting {key!r} ignored")
             continue
         default = fields[key].default
-        if key in _RANGES:
+        if key in RANGES:
             if value is None and default is None:
                 clean[key] = None
                 continue
             if not finite_number(value):
                 problems.append(f"{key} must be a number, not {value!r}")
                 continue
-            lo, hi = _RANGES[key]
+            lo, hi = RANGES[key]
             if not lo <= float(value) <= hi:
                 problems.append(f"{key} {value} is outside {lo:g}..{hi:g}")
                 continue

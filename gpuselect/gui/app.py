@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QThreadPool, QTimer, Slot
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QThreadPool, QTimer, Slot
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QLabel,
@@ -91,6 +91,13 @@ class MainWindow(QMainWindow):
         # On the window too, so the shortcuts work whether or not the menu bar is shown (native
         # menu bars, full screen).
         self.addActions([refresh, self.export_action, quit_])
+        # A text field or spin box claims the keys its platform binds to editing (ShortcutOverride):
+        # under X11's key scheme Ctrl+E is "end of line", and the export did nothing while a field
+        # had focus. The focused widget's override is filtered for the window's own shortcuts only.
+        self._window_keys = [k for a in (refresh, self.export_action, quit_) for k in a.shortcuts()]
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            app.focusChanged.connect(self._watch_focus)
         view = self.menuBar().addMenu("&View")
         self.theme_actions: dict[str, QAction] = {}
         group = QActionGroup(self)
@@ -105,6 +112,20 @@ class MainWindow(QMainWindow):
         self._restore()
         self.snapshot: object = None
         self._export_worker: object = None
+
+    @Slot(QWidget, QWidget)
+    def _watch_focus(self, _old: QWidget | None, new: QWidget | None) -> None:
+        if new is not None and self.isAncestorOf(new):
+            new.installEventFilter(self)  # once per widget: Qt does not add a filter twice
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if (
+            event.type() == QEvent.Type.ShortcutOverride
+            and isinstance(event, QKeyEvent)
+            and QKeySequence(event.keyCombination()) in self._window_keys
+        ):
+            return True  # not delivered, so not accepted: the window's shortcut runs
+        return super().eventFilter(watched, event)
 
     @Slot()
     def show_notices(self) -> None:
@@ -129,6 +150,10 @@ class MainWindow(QMainWindow):
         from gpuselect.fsutil import written_by_gpuselect
         from gpuselect.gui import dialogs
 
+        refusal = self._refusal()
+        if refusal:  # before the file dialog and the replace prompt, not after them
+            self._export_failed(refusal)
+            return
         chosen: list[str] = []
         path = dialogs.save_file_name(self, "Export report", "gpuselect-report.pdf", EXPORT_FILTERS, chosen=chosen)
         if not path:
@@ -144,11 +169,33 @@ class MainWindow(QMainWindow):
                 if ours
                 else f"{path} exists and was not written by gpuselect: replacing it loses what it holds. Replace it?"
             )
-            yes = QMessageBox.StandardButton.Yes
-            if QMessageBox.question(self, "Replace the file?", question) != yes:
+            box = self._ask_replace(question, ours)
+            box.exec()
+            answer = box.standardButton(box.clickedButton())
+            box.deleteLater()
+            if answer != QMessageBox.StandardButton.Yes:
                 return
             force = not ours
         self.export_to(path, force=force)
+
+    def _ask_replace(self, question: str, ours: bool) -> QMessageBox:
+        """The replace prompt. Enter means Yes for gpuselect's own report (written again, as the
+        CLI does without asking) and No for any other file: replacing that loses what it holds."""
+        yes, no = QMessageBox.StandardButton.Yes, QMessageBox.StandardButton.No
+        box = QMessageBox(QMessageBox.Icon.Question, "Replace the file?", question, yes | no, self)
+        box.setDefaultButton(yes if ours else no)
+        return box
+
+    def _refusal(self) -> str | None:
+        """Why the report cannot be written now, in one sentence (None: it can): wait for work under
+        way, or fix an input the page cannot estimate."""
+        busy = self.estimate.busy_reason()
+        if busy:
+            return busy
+        stale = self.estimate.stale_reason()
+        if stale:  # the report would be the last valid input's, silently
+            return f"{stale}; fix the input, or choose a workload that can be estimated"
+        return None
 
     def export_to(self, path: str, *, force: bool = False) -> None:
         """Build the report from what the pages hold (hardware, last benchmark, current estimate)
@@ -156,9 +203,9 @@ class MainWindow(QMainWindow):
         gpuselect did not write is replaced only with ``force``)."""
         from gpuselect.gui.workers import GeneratorWorker, call_in_generator
 
-        stale = self.estimate.stale_reason()
-        if stale:  # the report would be the last valid input's, silently
-            self._export_failed(f"{stale}; fix the input, or choose a workload that can be estimated")
+        refusal = self._refusal()  # asked again: a benchmark may have started while the dialog was open
+        if refusal:
+            self._export_failed(refusal)
             return
         snapshot, bench, result = self.snapshot, self.bench.report, self.estimate.result
         settings = self.settings_page.settings
@@ -216,9 +263,9 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentIndex(index if 0 <= index < self.tabs.count() else 0)
         theme = str(s.value("window/theme", "system"))
         self.set_theme(theme if theme in self.theme_actions else "system", save=False)
-        e = self.estimate
-        if s.value("estimate/precision"):  # else the page's own default (the estimator's first choice)
-            e.precision.setCurrentText(str(s.value("estimate/precision")))
+        s.beginGroup("estimate")
+        self.estimate.restore_inputs({key: s.value(key) for key in s.childKeys()})
+        s.endGroup()
 
     def set_theme(self, name: str, save: bool = True) -> None:
         """Light, dark or the system's colours, now; the charts follow (changeEvent below)."""
@@ -233,8 +280,9 @@ class MainWindow(QMainWindow):
         s = self.settings
         s.setValue("window/geometry", self.saveGeometry())
         s.setValue("window/tab", self.tabs.currentIndex())
-        e = self.estimate
-        s.setValue("estimate/precision", e.precision.currentText())
+        s.remove("estimate")  # a typed deadline set back to the default is no longer kept
+        for key, value in self.estimate.inputs().items():
+            s.setValue(f"estimate/{key}", value)
         s.sync()
 
     def changeEvent(self, event: QEvent) -> None:

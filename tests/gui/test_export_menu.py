@@ -129,3 +129,100 @@ def test_export_keeps_a_file_gpuselect_did_not_write_and_refuses_a_stale_answer(
     assert "the estimate shown is for the last valid input" in w.statusBar().currentMessage()
     assert not out.exists()
     _close(qtbot, w)
+
+
+def _stale_after_a_result(qtbot, w: MainWindow) -> None:
+    page = w.estimate
+    page.recompute()
+    qtbot.waitUntil(lambda: page.result is not None and page.worker is None, timeout=30_000)
+
+
+def test_export_while_a_benchmark_runs_says_to_wait_before_asking_for_a_file(
+    qtbot, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It said "fix the input", and only after the file dialog and the replace prompt."""
+    asked: list[str] = []
+    _answer_dialog(monkeypatch, str(tmp_path / "r.md"), asked)
+    w = MainWindow()
+    qtbot.addWidget(w)
+    _stale_after_a_result(qtbot, w)
+    w.estimate.bench_running = lambda: True
+    w.estimate.recompute()  # "Waiting for the benchmark to finish…"
+    w.export_action.trigger()
+    message = w.statusBar().currentMessage()
+    assert asked == [] and not (tmp_path / "r.md").exists()
+    assert "a benchmark is running; wait for it to finish, then export" in message and "fix the input" not in message
+    w.estimate.bench_running = lambda: False
+    _close(qtbot, w)
+
+
+def test_export_while_the_model_file_is_measured_says_to_wait(qtbot, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+    _answer_dialog(monkeypatch, str(tmp_path / "r.md"), asked)
+    model = tmp_path / "loop.py"
+    model.write_text("def make():\n    while True:\n        pass\n")
+    w = MainWindow()
+    qtbot.addWidget(w)
+    _stale_after_a_result(qtbot, w)
+    page = w.estimate
+    page.source.setCurrentIndex(2)
+    page.model_path.setText(str(model))
+    page.recompute()  # the factory is missing: the preset's answer is greyed
+    page.factory.setText("make")
+    page.input_shape.setText("1,28,28")
+    page.recompute()
+    assert page.worker is not None and page.error.text().startswith("Measuring the model")
+    w.export_action.trigger()
+    message = w.statusBar().currentMessage()
+    assert asked == [] and "the model file is being measured; wait for the measurement to finish" in message
+    assert "fix the input" not in message
+    from gpuselect.workloads import profile
+
+    qtbot.waitUntil(lambda: len(profile._LIVE) == 1, timeout=20_000)  # closing stops a trace once started
+    _close(qtbot, w)
+
+
+def _answer_prompt_with_enter(qtbot, seen: list[object]) -> None:
+    """Press Enter on the replace prompt once it is up (it runs its own event loop)."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    def answer() -> None:
+        box = QApplication.activeModalWidget()
+        if not isinstance(box, QMessageBox):
+            QTimer.singleShot(20, answer)
+            return
+        seen.append(box.standardButton(box.defaultButton()))
+        qtbot.keyClick(box, Qt.Key.Key_Return)
+
+    QTimer.singleShot(0, answer)
+
+
+def test_enter_on_the_replace_prompt_keeps_a_file_gpuselect_did_not_write(
+    qtbot, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The prompt for a user's own file defaulted to Yes; for gpuselect's own report Yes stays the default."""
+    from PySide6.QtWidgets import QMessageBox
+
+    notes, ours = tmp_path / "notes.md", tmp_path / "ours.md"
+    notes.write_text("my precious notes")
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.export_to(str(ours))
+    qtbot.waitUntil(lambda: ours.exists() and "Report written" in w.statusBar().currentMessage(), timeout=30_000)
+    ours.write_text(ours.read_text().replace("## Health", "## Health (old)"))
+    seen: list[object] = []
+    _answer_dialog(monkeypatch, str(notes), [])
+    _answer_prompt_with_enter(qtbot, seen)
+    first = w._export_worker
+    w.export_action.trigger()
+    assert seen == [QMessageBox.StandardButton.No] and w._export_worker is first  # no export started
+    assert notes.read_text() == "my precious notes"
+    _answer_dialog(monkeypatch, str(ours), [])
+    _answer_prompt_with_enter(qtbot, seen)
+    w.statusBar().clearMessage()
+    w.export_action.trigger()
+    assert seen[1:] == [QMessageBox.StandardButton.Yes]
+    qtbot.waitUntil(lambda: "Report written" in w.statusBar().currentMessage(), timeout=30_000)
+    assert "## Health (old)" not in ours.read_text()
+    _close(qtbot, w)

@@ -48,6 +48,7 @@ SOURCES = ("Preset", "config.json", "Model file (.py)", "Parameters and FLOPs")
 BUY_COLOUR, RENT_COLOUR, CHOSEN, OTHER = (43, 108, 176), (221, 107, 32), (43, 108, 176), (160, 174, 192)
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
 MEMORY_COLOURS = ("#2b6cb0", "#805ad5", "#d69e2e", "#38a169", "#dd6b20", "#718096")
+ELECTRICITY_MAX_USD, BUDGET_MAX_USD = 100.0, 1e10  # per kWh, and in all: the estimator's limits (Assumptions)
 
 
 #: The core's advice names command-line options; here, the controls that set them.
@@ -191,6 +192,17 @@ class RowFilter(QSortFilterProxyModel):
         return not (self.fits_only and not r.fits)
 
 
+def _number(value: object) -> float | None:
+    """A finite number from a stored value (QSettings gives an int, a float or text), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        v = float(value)
+    except (ValueError, OverflowError):
+        return None
+    return v if math.isfinite(v) else None
+
+
 def _choice(items: list[str], tooltip: str) -> QComboBox:
     """A drop-down of the estimate's options, the first item selected."""
     box = QComboBox()
@@ -304,10 +316,12 @@ class EstimatePage(QWidget):
         self.epochs = SpecialSpinBox(minimum=0, maximum=100_000)
         self.epochs.setSpecialValueText("workload default")  # the stubs lack the keyword form
         self.deadline = QDoubleSpinBox(minimum=0.01, maximum=1e6, value=72.0, suffix=" h", decimals=2)
-        self.budget = QDoubleSpinBox(minimum=0, maximum=1e10, value=0, prefix="$", decimals=0)
+        self.budget = QDoubleSpinBox(minimum=0, maximum=BUDGET_MAX_USD, value=0, prefix="$", decimals=0)
         self.budget.setSpecialValueText("no budget")  # the stubs lack the keyword form
         self.budget.setGroupSeparatorShown(True)
-        self.electricity = QDoubleSpinBox(minimum=0, maximum=100, value=0.15, decimals=3, prefix="$", suffix=" /kWh")
+        self.electricity = QDoubleSpinBox(
+            minimum=0, maximum=ELECTRICITY_MAX_USD, value=0.15, decimals=3, prefix="$", suffix=" /kWh"
+        )
         self.max_gpus = QComboBox()
         # As the CLI's --max-gpus: auto is boxes up to 8 and, where none meets the deadline or holds
         # the model, clusters up to 1,024; a number is the most GPUs of any option (it was the box
@@ -615,24 +629,134 @@ class EstimatePage(QWidget):
         # or a callable the window sets: whether a benchmark runs now (an estimate then waits: its
         # CPU time made the benchmark's figures low, and those figures then fed this page)
         self.bench_running: Any = None
+        # What the settings last put in the deadline, budget and electricity boxes: a box showing
+        # anything else holds the user's own figure.
+        self._defaults: dict[QDoubleSpinBox, float] = {}
         self._workload_changed()
 
     # --- settings and inputs -----------------------------------------------------------------------
 
     def apply_settings(self, settings: Any) -> None:
-        """Defaults from the settings page; every cost, input and axis in the user's currency."""
+        """Defaults from the settings page; every cost, input and axis in the user's currency.
+
+        A deadline, budget or electricity price the user typed here stays (a price or budget is
+        re-expressed in the new currency); only a box still showing the last defaults takes the
+        new ones. Saving any setting reset all three."""
+        old_rate = self.money.rate
         self.money = MoneyFormat.from_settings(settings)
+        rate = self.money.rate
         self.grid = settings.grid_kg_co2_per_kwh
         sym = self.money.symbol
         self.electricity.setPrefix(sym)
         self.budget.setPrefix(sym)
-        self.electricity.setValue(self.money.value(settings.electricity_usd_per_kwh))
-        self.budget.setValue(self.money.value(settings.default_budget_usd) if settings.default_budget_usd else 0)
-        self.deadline.setValue(settings.default_deadline_hours)
+        # The estimator's limits in US dollars, here in your currency: a range of 100 capped a price in won.
+        self.electricity.setMaximum(ELECTRICITY_MAX_USD * rate)
+        self.budget.setMaximum(BUDGET_MAX_USD * rate)
+        for box, default, money in (
+            (self.electricity, settings.electricity_usd_per_kwh * rate, True),
+            (self.budget, (settings.default_budget_usd or 0) * rate, True),
+            (self.deadline, settings.default_deadline_hours, False),
+        ):
+            typed = box.value() if box in self._defaults and self._defaults[box] != box.value() else None
+            box.blockSignals(True)  # the estimate is scheduled below, once
+            box.setValue(default)
+            self._defaults[box] = box.value()  # as the box shows it (rounded to its decimals)
+            if typed is not None:
+                box.setValue(typed / old_rate * rate if money else typed)
+            box.blockSignals(False)
         self.model.set_rows(self.model.rows)  # re-format the cost columns
         if self.result is not None:
             self._show(self.result)
         self._schedule()
+
+    # --- the inputs kept between runs (the window's window.ini) ---------------------------------------
+
+    def _spins(self) -> dict[str, QSpinBox | QDoubleSpinBox]:
+        return {
+            "seq_len": self.seq_len,
+            "params_m": self.custom_params,
+            "gflops": self.custom_flops,
+            "batch": self.batch,
+            "dataset": self.dataset,
+            "epochs": self.epochs,
+            "network_gbs": self.network,
+        }
+
+    def _combos(self) -> dict[str, QComboBox]:
+        return {
+            "mode": self.mode,
+            "precision": self.precision,
+            "max_gpus": self.max_gpus,
+            "checkpointing": self.checkpointing,
+            "loss": self.loss,
+            "sharding": self.sharding,
+            "offload": self.offload,
+        }
+
+    def _texts(self) -> dict[str, QLineEdit]:
+        return {
+            "config": self.config_path,
+            "model": self.model_path,
+            "factory": self.factory,
+            "shape": self.input_shape,
+        }
+
+    def _money_boxes(self) -> dict[str, tuple[QDoubleSpinBox, float]]:
+        """The boxes the settings fill, by key, with the factor from the stored figure to the box's
+        (the price and budget are stored in US dollars, so a currency change does not misread them)."""
+        return {
+            "deadline_hours": (self.deadline, 1.0),
+            "budget_usd": (self.budget, self.money.rate),
+            "electricity_usd_per_kwh": (self.electricity, self.money.rate),
+        }
+
+    def inputs(self) -> dict[str, object]:
+        """The inputs to keep for the next start. A deadline, budget or price is kept only where the
+        user typed it: one still showing the settings' default follows the settings then too."""
+        item = self.presets.currentItem()
+        values: dict[str, object] = {"source": self.source.currentIndex()}
+        if item is not None:
+            values["preset"] = str(item.data(Qt.ItemDataRole.UserRole))
+        values |= {key: box.value() for key, box in self._spins().items()}
+        values |= {key: box.currentText() for key, box in self._combos().items()}
+        values |= {key: edit.text() for key, edit in self._texts().items()}
+        for key, (box, factor) in self._money_boxes().items():
+            if box in self._defaults and self._defaults[box] != box.value():
+                values[key] = box.value() / factor
+        return values
+
+    def restore_inputs(self, values: dict[str, object]) -> None:
+        """Set the inputs kept by ``inputs``; a value that is missing, of the wrong type or out of
+        range is skipped, alone (a damaged window.ini must not stop the app or the other values)."""
+        preset = values.get("preset")
+        for row in range(self.presets.count()):
+            if isinstance(preset, str) and self.presets.item(row).data(Qt.ItemDataRole.UserRole) == preset:
+                self.presets.setCurrentRow(row)  # resets batch, dataset and epochs: before them
+        for key, edit in self._texts().items():
+            text = values.get(key)
+            if isinstance(text, str) and len(text) <= 4096:
+                edit.setText(text)
+        source = _number(values.get("source"))
+        # Not the model file: its code runs to measure it, and a restart must not run it unasked
+        # (the file may have changed since). Its fields are back; choosing the source runs it.
+        if source in (0, 1, 3):
+            self.source.setCurrentIndex(int(source))
+        for key, combo in self._combos().items():
+            text = values.get(key)
+            found = combo.findText(text) if isinstance(text, str) else -1
+            if found >= 0:
+                combo.setCurrentIndex(found)
+        for key, spin in self._spins().items():
+            v = _number(values.get(key))
+            if v is not None and spin.minimum() <= v <= spin.maximum():
+                if isinstance(spin, QDoubleSpinBox):
+                    spin.setValue(v)
+                elif v == int(v):
+                    spin.setValue(int(v))
+        for key, (money_box, factor) in self._money_boxes().items():
+            v = _number(values.get(key))
+            if v is not None and money_box.minimum() <= v * factor <= money_box.maximum():
+                money_box.setValue(v * factor)
 
     def electricity_usd(self) -> float:
         return self.electricity.value() / self.money.rate
@@ -809,6 +933,16 @@ class EstimatePage(QWidget):
         is the last valid input's (it was left looking current)."""
         self.error.setText(message)
         self._set_stale(self.result is not None)
+
+    def busy_reason(self) -> str | None:
+        """Why a report now would be the wrong one, in one sentence, where waiting is the cure: a
+        benchmark running (the report carries its figures) or the model file being measured; None
+        otherwise. The refusal said "fix the input" then."""
+        if self.bench_running is not None and self.bench_running():
+            return "a benchmark is running; wait for it to finish, then export"
+        if self.worker is not None and self.source.currentIndex() == 2:
+            return "the model file is being measured; wait for the measurement to finish, then export"
+        return None
 
     def stale_reason(self) -> str | None:
         """Why the answer shown is not the input's (an input it cannot estimate), in one sentence;

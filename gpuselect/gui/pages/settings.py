@@ -15,7 +15,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuselect.settings import Settings, load, save, settings_path
+from gpuselect.settings import RANGES, Settings, load, save, settings_path
+
+#: The spin boxes hold your currency, the file US dollars: a box's range is the file's limit at the
+#: highest rate, and ``save`` checks the limit at the rate entered (a range of 100 in your currency
+#: capped a price in won, ~1,350 per US$, and an unchanged save wrote the capped value back).
+_MAX_RATE = RANGES["usd_to_currency"][1]
 
 
 class SettingsPage(QWidget):
@@ -23,18 +28,24 @@ class SettingsPage(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.electricity = QDoubleSpinBox(minimum=0, maximum=100, decimals=3, prefix="$", suffix=" /kWh")
+        self.electricity = QDoubleSpinBox(
+            minimum=0, maximum=RANGES["electricity_usd_per_kwh"][1] * _MAX_RATE, decimals=3, prefix="$", suffix=" /kWh"
+        )
         self.grid = QDoubleSpinBox(minimum=0, maximum=5, decimals=3, suffix=" kg CO₂/kWh")
         self.grid.setToolTip("Carbon intensity of your electricity; IEA's world average is about 0.45 kg/kWh")
         self.symbol = QLineEdit()
         self.symbol.setMaxLength(5)
-        self.rate = QDoubleSpinBox(minimum=0.000001, maximum=1e6, decimals=4)
+        self.rate = QDoubleSpinBox(
+            minimum=0.0001, maximum=_MAX_RATE, decimals=4
+        )  # 0.000001 showed as 0: a division by 0
         self.rate.setToolTip(
             "Catalog prices are in US dollars; costs are shown multiplied by this rate.\n"
             "The electricity price and the budget above are in your currency."
         )
         self.deadline = QDoubleSpinBox(minimum=0.01, maximum=1e6, decimals=2, suffix=" h")
-        self.budget = QDoubleSpinBox(minimum=0, maximum=1e10, decimals=0, prefix="$")
+        self.budget = QDoubleSpinBox(
+            minimum=0, maximum=RANGES["default_budget_usd"][1] * _MAX_RATE, decimals=0, prefix="$"
+        )
         self.budget.setSpecialValueText("no budget")  # the stubs lack the keyword form
         self.redact = QCheckBox("Leave the host name, GPU serial numbers and UUIDs out of reports")
         form = QFormLayout()
@@ -62,6 +73,7 @@ class SettingsPage(QWidget):
         lay.addStretch(1)
         self.save_button.clicked.connect(self.save)
         self.symbol.textChanged.connect(self._prefixes)
+        self._shown: dict[QDoubleSpinBox, float] = {}  # what _show put in each box
         self.settings, problems = load()
         self._show(self.settings)
         self.status.setText("\n".join(problems) if problems else f"Settings file: {settings_path()}")
@@ -82,27 +94,62 @@ class SettingsPage(QWidget):
         self.budget.setValue((s.default_budget_usd or 0) * s.usd_to_currency)
         self._prefixes()
         self.redact.setChecked(s.redact_reports)
+        self.settings = s
+        self._shown = {w: w.value() for w in (self.electricity, self.grid, self.rate, self.deadline, self.budget)}
+
+    def _untouched(self, *boxes: QDoubleSpinBox) -> bool:
+        """Whether these boxes still show what the settings put there: their stored values are then
+        kept, not the boxes' rounded ones (3 decimals in your currency, 4 for the rate)."""
+        return all(self._shown.get(w) == w.value() for w in boxes)
 
     def current(self) -> Settings:
-        rate = self.rate.value()
+        s, keep_rate = self.settings, self._untouched(self.rate)
+        rate = s.usd_to_currency if keep_rate else self.rate.value()
         return Settings(
-            electricity_usd_per_kwh=self.electricity.value() / rate,
-            grid_kg_co2_per_kwh=self.grid.value(),
+            electricity_usd_per_kwh=s.electricity_usd_per_kwh
+            if keep_rate and self._untouched(self.electricity)
+            else self.electricity.value() / rate,
+            grid_kg_co2_per_kwh=s.grid_kg_co2_per_kwh if self._untouched(self.grid) else self.grid.value(),
             currency_symbol=self.symbol.text().strip() or "$",
             usd_to_currency=rate,
-            default_deadline_hours=self.deadline.value(),
-            default_budget_usd=(self.budget.value() / rate) or None,
+            default_deadline_hours=s.default_deadline_hours
+            if self._untouched(self.deadline)
+            else self.deadline.value(),
+            default_budget_usd=s.default_budget_usd
+            if keep_rate and self._untouched(self.budget)
+            else (self.budget.value() / rate) or None,
             redact_reports=self.redact.isChecked(),
         )
+
+    def problem(self, s: Settings) -> str | None:
+        """What keeps ``s`` from being saved, in one sentence (None if nothing): a price beyond the
+        file's limit, said in your currency and in US dollars."""
+        sym = s.currency_symbol
+        for what, usd, key, unit, places in (
+            ("electricity price", s.electricity_usd_per_kwh, "electricity_usd_per_kwh", "/kWh", 3),
+            ("default budget", s.default_budget_usd or 0.0, "default_budget_usd", "", 0),
+        ):
+            hi = RANGES[key][1]
+            if usd > hi:
+                return (
+                    f"The {what} {sym}{usd * s.usd_to_currency:,.{places}f}{unit} is more than US${hi:,.0f}{unit} "
+                    f"({sym}{hi * s.usd_to_currency:,.{places}f}{unit} at the rate {s.usd_to_currency:g}); "
+                    "nothing was saved."
+                )
+        return None
 
     @Slot()
     def save(self) -> None:
         s = self.current()
+        problem = self.problem(s)
+        if problem:
+            self.status.setText(problem)
+            return
         try:
             path = save(s)
         except Exception as exc:  # noqa: BLE001 - shown in the window
             self.status.setText(f"Could not save the settings: {exc}")
             return
-        self.settings = s
+        self._show(s)  # its values become the untouched ones
         self.status.setText(f"Saved to {path}")
         self.changed.emit(s)

@@ -1,0 +1,136 @@
+"""The Settings page in a currency far from the US dollar, and what an unchanged save writes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from gpuselect.settings import settings_path
+
+
+def _write_settings(**values: object) -> None:
+    p = settings_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(values))
+
+
+def test_a_price_in_won_is_neither_capped_nor_rewritten(qtbot) -> None:
+    """At ₩1,350 per US$ the boxes capped the price at ₩100, and saving with nothing changed wrote
+    ₩100 (US$0.074) back; an odd stored price came back rounded to the box's 3 decimals."""
+    from gpuselect.gui.app import MainWindow
+
+    _write_settings(
+        currency_symbol="₩", usd_to_currency=1350.0, electricity_usd_per_kwh=0.15, default_budget_usd=9_000_000.0
+    )
+    w = MainWindow()
+    qtbot.addWidget(w)
+    page = w.settings_page
+    assert page.electricity.value() == pytest.approx(202.5)
+    assert w.estimate.electricity.value() == pytest.approx(202.5)
+    assert page.budget.value() == pytest.approx(12_150_000_000)
+    assert w.estimate.budget.value() == pytest.approx(12_150_000_000)
+    page.save()
+    stored = json.loads(settings_path().read_text())
+    assert stored["electricity_usd_per_kwh"] == 0.15 and stored["default_budget_usd"] == 9_000_000.0
+    w.close()
+    qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=10_000)
+
+
+def test_an_unchanged_save_keeps_every_stored_value_exactly(qtbot) -> None:
+    from gpuselect.gui.pages.settings import SettingsPage
+
+    values = {
+        "currency_symbol": "€",
+        "usd_to_currency": 0.923456,
+        "electricity_usd_per_kwh": 0.123456,
+        "grid_kg_co2_per_kwh": 0.41234,
+        "default_deadline_hours": 0.005,
+        "default_budget_usd": 1234.5678,
+    }
+    _write_settings(**values)
+    page = SettingsPage()
+    qtbot.addWidget(page)
+    page.save()
+    stored = json.loads(settings_path().read_text())
+    assert {k: stored[k] for k in values} == values
+    # a changed box is taken as shown, in the currency
+    page.electricity.setValue(0.2)
+    page.save()
+    stored = json.loads(settings_path().read_text())
+    assert stored["electricity_usd_per_kwh"] == pytest.approx(0.2 / 0.923456)
+    assert stored["usd_to_currency"] == 0.923456
+
+
+def test_a_price_beyond_the_limit_is_refused_in_one_sentence(qtbot) -> None:
+    from gpuselect.gui.pages.settings import SettingsPage
+
+    _write_settings(currency_symbol="₩", usd_to_currency=1350.0)
+    page = SettingsPage()
+    qtbot.addWidget(page)
+    before = settings_path().read_text()
+    page.electricity.setValue(200_000)  # US$148/kWh
+    page.save()
+    assert (
+        "electricity price ₩200,000.000/kWh is more than US$100/kWh (₩135,000.000/kWh at the rate 1350)"
+        in page.status.text()
+    )
+    assert "nothing was saved" in page.status.text()
+    assert settings_path().read_text() == before
+    page.electricity.setValue(300)
+    page.save()
+    assert json.loads(settings_path().read_text())["electricity_usd_per_kwh"] == pytest.approx(300 / 1350)
+
+
+def test_the_rate_cannot_be_zero(qtbot) -> None:
+    """Its minimum, 0.000001, showed as 0.0000 and could be reached: saving then divided by zero."""
+    from gpuselect.gui.pages.settings import SettingsPage
+
+    page = SettingsPage()
+    qtbot.addWidget(page)
+    page.rate.setValue(0)
+    assert page.rate.value() > 0
+    page.save()  # $0.15/kWh at 0.0001 per US$ is US$1,500/kWh: refused, not a ZeroDivisionError
+    assert "($0.010/kWh at the rate 0.0001); nothing was saved" in page.status.text()
+    page.electricity.setValue(0.005)
+    page.save()
+    assert json.loads(settings_path().read_text())["usd_to_currency"] == 0.0001
+
+
+def test_saving_a_setting_keeps_the_estimate_inputs_typed(qtbot) -> None:
+    """Saving any setting reset the Estimate page's deadline, budget and electricity to the defaults.
+    Typed figures stay (a price or budget re-expressed when the currency changes); a box still
+    showing the old default takes the new one."""
+    from gpuselect.gui.app import MainWindow
+
+    w = MainWindow()
+    qtbot.addWidget(w)
+    e, page = w.estimate, w.settings_page
+    e.deadline.setValue(10)
+    e.budget.setValue(5000)
+    page.grid.setValue(0.3)
+    page.save()
+    assert (e.deadline.value(), e.budget.value(), e.electricity.value()) == (10, 5000, 0.15)
+    # the default electricity price was never touched here: it follows the settings
+    page.electricity.setValue(0.2)
+    page.deadline.setValue(24)
+    page.save()
+    assert (e.deadline.value(), e.budget.value(), e.electricity.value()) == (10, 5000, 0.2)
+    e.electricity.setValue(0.3)
+    # to won: the typed budget and price keep their worth; the deadline stays
+    page.symbol.setText("₩")
+    page.rate.setValue(1000)
+    page.electricity.setValue(200)
+    page.save()
+    assert e.deadline.value() == 10
+    assert e.budget.value() == pytest.approx(5_000_000) and e.electricity.value() == pytest.approx(300)
+    assert e.budget_usd() == pytest.approx(5000) and e.electricity_usd() == pytest.approx(0.3)
+    # typing the default back makes the box follow the settings again
+    e.deadline.setValue(24)
+    page.deadline.setValue(48)
+    page.save()
+    assert e.deadline.value() == 48
+    w.close()
+    qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=10_000)
