@@ -16,7 +16,9 @@ def _na(value: object, unit: str = "", fmt: str = "{}") -> str:
 
 
 def gpu_lines(g: GpuInfo) -> list[str]:
-    head = f"GPU {g.index}: {g.name or 'unknown'} [{g.vendor}, via {g.source}]"
+    head = f"GPU {g.index}: {g.name or 'unknown'} [{g.vendor}, via {g.source}]" + (
+        f" — {g.card_label}" if g.card_label else ""
+    )
     if g.state != "ok":
         return [head, f"  state: {g.state.upper()} — {g.unavailable.get('device') or g.unavailable.get('name', '')}"]
     mem = (
@@ -29,7 +31,13 @@ def gpu_lines(g: GpuInfo) -> list[str]:
     lines = [
         head,
         f"  memory: {mem}; compute capability {_na(g.compute_capability)}",
-        f"  temperature: {_na(g.temperature_c, ' °C')} (slowdown {_na(th.slowdown_c, ' °C')}, shutdown {_na(th.shutdown_c, ' °C')})",
+        f"  temperature: {_na(g.temperature_c, ' °C')}{' ' + g.temperature_sensor if g.temperature_sensor else ''} "
+        f"(slowdown {_na(th.slowdown_c, ' °C')}, shutdown {_na(th.shutdown_c, ' °C')})"
+        + (
+            f"; memory {g.memory_temperature_c} °C (limit {_na(th.memory_max_c, ' °C')})"
+            if g.memory_temperature_c is not None
+            else ""
+        ),
         f"  power: {_na(g.power_draw_w, ' W', '{:.0f}')} of {_na(g.power_limit_w, ' W', '{:.0f}')} limit (default {_na(g.power_default_limit_w, ' W', '{:.0f}')})",
         f"  clocks: SM {_na(c.sm_mhz)}/{_na(c.sm_max_mhz, ' MHz')}, memory {_na(c.memory_mhz)}/{_na(c.memory_max_mhz, ' MHz')}",
         "  PCIe: "

@@ -66,6 +66,8 @@ class EccInfo:
     remapped_rows_uncorrectable: int | None = None
     remapped_rows_pending: bool | None = None
     remapped_rows_failure: bool | None = None
+    # AMD: the driver's bad-page threshold (amdgpu.bad_page_threshold); past it the GPU is marked bad
+    retired_pages_threshold: int | None = None
 
 
 @dataclass
@@ -110,6 +112,8 @@ class GpuInfo:
     compute_capability: str | None = None
     architecture: str | None = None
     temperature_c: int | None = None
+    temperature_sensor: str | None = None  # AMD: "hotspot" (junction) or "edge"; None: the GPU core (NVML)
+    memory_temperature_c: int | None = None  # AMD: VRAM/HBM temperature
     temperature_thresholds: TemperatureThresholds = field(default_factory=TemperatureThresholds)
     temperature_margin_c: int | None = None  # °C below the thermal limit now (T.Limit margin)
     power_draw_w: float | None = None
@@ -125,6 +129,9 @@ class GpuInfo:
     ecc: EccInfo = field(default_factory=EccInfo)
     processes: list[GpuProcess] | None = None
     torch_index: int | None = None  # the torch device index, matched by UUID / PCI bus id
+    # Several devices on one physical card (MI250X GCDs, MI300 partitions), grouped by board serial
+    physical_card: int | None = None
+    card_label: str | None = None  # "GCD 0 of card 1"
     unavailable: dict[str, str] = field(default_factory=dict)
 
 

@@ -44,6 +44,14 @@ def _dev(g: GpuInfo) -> str:
     return f"gpu{g.index} ({g.name or 'unknown GPU'})"
 
 
+def _amd(g: GpuInfo) -> bool:
+    return g.vendor == "AMD" and g.source == "amdsmi"
+
+
+def _sensor(g: GpuInfo) -> str:
+    return {"hotspot": "junction (hotspot)", "edge": "edge"}.get(g.temperature_sensor or "", "GPU core")
+
+
 def _unknown(rule: str, g: GpuInfo, what: str, reason: str | None) -> Finding:
     return Finding(rule, Severity.UNKNOWN, _dev(g), f"{what}: not checked", reason or "no reading available")
 
@@ -108,12 +116,13 @@ def rule_temperature(g: GpuInfo) -> Iterable[Finding]:
         )
         return
     t = g.temperature_c
+    fallback = T.AMD_TEMP_FALLBACK if _amd(g) else T.TEMP_FALLBACK
     if th.slowdown_c is not None or th.shutdown_c is not None:
         slowdown = th.slowdown_c if th.slowdown_c is not None else float(th.shutdown_c or 0) - 5
         warn = slowdown - T.TEMP_WARN_MARGIN_BELOW_SLOWDOWN_C
-        crit, source = slowdown, T.TEMP_SOURCE
+        crit, source = slowdown, T.AMD_TEMP_SOURCE if _amd(g) else T.TEMP_SOURCE
     else:
-        warn, crit, source = T.TEMP_FALLBACK.warning, T.TEMP_FALLBACK.critical, T.TEMP_FALLBACK.source
+        warn, crit, source = fallback.warning, fallback.critical, fallback.source
     if th.shutdown_c is not None and t >= th.shutdown_c:
         sev, title = Severity.CRITICAL, f"temperature {t} °C is at or above the shutdown point ({th.shutdown_c} °C)"
     elif t >= crit:
@@ -122,13 +131,15 @@ def rule_temperature(g: GpuInfo) -> Iterable[Finding]:
         sev, title = Severity.WARNING, f"temperature {t} °C is within {crit - t:.0f} °C of slowdown ({crit:.0f} °C)"
     else:
         sev, title = Severity.OK, f"temperature {t} °C ({crit - t:.0f} °C below slowdown)"
+    where = _sensor(g)
     detail = (
-        f"GPU core at {t} °C; slowdown {th.slowdown_c} °C, shutdown {th.shutdown_c} °C (card's own thresholds)"
+        f"{where} at {t} °C; slowdown {th.slowdown_c} °C, shutdown {_na(th.shutdown_c)} °C (card's own thresholds)"
         if th.slowdown_c is not None
-        else f"GPU core at {t} °C; the card reports only its shutdown point ({th.shutdown_c} °C): slowdown taken "
+        else f"{where} at {t} °C; the card reports only its shutdown point ({th.shutdown_c} °C): slowdown taken "
         f"5 °C below it"
         if th.shutdown_c is not None
-        else f"GPU core at {t} °C; the card reports no thresholds, generic limits used"
+        else f"{where} at {t} °C; the card reports no thresholds, "
+        + ("AMD's junction limit used" if _amd(g) else "generic limits used")
     )
     yield Finding(
         rule,
@@ -141,6 +152,37 @@ def rule_temperature(g: GpuInfo) -> Iterable[Finding]:
         threshold=crit if sev is Severity.CRITICAL else warn,
         unit="°C",
         source=source,
+    )
+    yield from _memory_temperature(g)
+
+
+def _na(v: object) -> str:
+    return "n/a" if v is None else str(v)
+
+
+def _memory_temperature(g: GpuInfo) -> Iterable[Finding]:
+    """VRAM/HBM against the card's own memory limit (AMD reports both; NVML gives no reading)."""
+    t, limit = g.memory_temperature_c, g.temperature_thresholds.memory_max_c
+    if t is None or limit is None:
+        return
+    warn = limit - T.TEMP_WARN_MARGIN_BELOW_SLOWDOWN_C
+    if t >= limit:
+        sev, title = Severity.CRITICAL, f"memory temperature {t} °C is at or above its limit ({limit} °C)"
+    elif t >= warn:
+        sev, title = Severity.WARNING, f"memory temperature {t} °C is within {limit - t} °C of its limit ({limit} °C)"
+    else:
+        sev, title = Severity.OK, f"memory temperature {t} °C ({limit - t} °C below its limit)"
+    yield Finding(
+        "gpu.memory_temperature",
+        sev,
+        _dev(g),
+        title,
+        f"VRAM at {t} °C; the card's memory limit is {limit} °C",
+        remedy=None if sev is Severity.OK else "improve cooling: airflow over the card, ambient temperature, fans",
+        value=t,
+        threshold=limit if sev is Severity.CRITICAL else warn,
+        unit="°C",
+        source=T.AMD_TEMP_SOURCE if _amd(g) else T.TEMP_SOURCE,
     )
 
 
@@ -197,11 +239,13 @@ def rule_power_limit(g: GpuInfo) -> Iterable[Finding]:
             _dev(g),
             f"power limit lowered to {g.power_limit_w:.0f} W ({pct:.0f} % of the default {g.power_default_limit_w:.0f} W)",
             "a lower power cap makes the GPU clock down under sustained load, so training runs slower",
-            remedy="raise it back with `sudo nvidia-smi -pl <watts>` if cooling and the power supply allow",
+            remedy="raise it back with "
+            + ("`sudo amd-smi set --power-cap <watts>`" if _amd(g) else "`sudo nvidia-smi -pl <watts>`")
+            + " if cooling and the power supply allow",
             value=round(g.power_limit_w, 1),
             threshold=round(floor, 1),
             unit="W",
-            source=T.POWER_SOURCE,
+            source=T.AMD_POWER_SOURCE if _amd(g) else T.POWER_SOURCE,
         )
     else:
         yield Finding(
@@ -213,7 +257,7 @@ def rule_power_limit(g: GpuInfo) -> Iterable[Finding]:
             value=round(g.power_limit_w, 1),
             threshold=round(floor, 1),
             unit="W",
-            source=T.POWER_SOURCE,
+            source=T.AMD_POWER_SOURCE if _amd(g) else T.POWER_SOURCE,
         )
 
 
@@ -245,7 +289,7 @@ def rule_pcie(g: GpuInfo) -> Iterable[Finding]:
             remedy="reseat the card, use a full x16 slot wired to the CPU, check BIOS PCIe settings and riser cables",
             value=now,
             threshold=best,
-            source=T.PCIE_SOURCE,
+            source=T.AMD_PCIE_SOURCE if _amd(g) else T.PCIE_SOURCE,
         )
     elif degraded:
         yield Finding(
@@ -256,7 +300,7 @@ def rule_pcie(g: GpuInfo) -> Iterable[Finding]:
             "links train down at idle to save power; judged only under load (run `gpuselect health` during a benchmark)",
             value=now,
             threshold=best,
-            source=T.PCIE_SOURCE,
+            source=T.AMD_PCIE_SOURCE if _amd(g) else T.PCIE_SOURCE,
         )
     else:
         yield Finding(
@@ -267,7 +311,7 @@ def rule_pcie(g: GpuInfo) -> Iterable[Finding]:
             "running at its maximum",
             value=now,
             threshold=best,
-            source=T.PCIE_SOURCE,
+            source=T.AMD_PCIE_SOURCE if _amd(g) else T.PCIE_SOURCE,
         )
     if p.gpu_max_generation is not None and p.gpu_max_generation > p.max_generation:
         yield Finding(
@@ -296,7 +340,9 @@ def rule_ecc(g: GpuInfo) -> Iterable[Finding]:
             _dev(g),
             "ECC is disabled",
             "memory errors would go undetected",
-            remedy="enable it with `sudo nvidia-smi -e 1` and reboot, if you need error detection",
+            remedy="enable RAS with the amdgpu.ras_enable=1 kernel parameter and reboot, if you need error detection"
+            if _amd(g)
+            else "enable it with `sudo nvidia-smi -e 1` and reboot, if you need error detection",
             value="disabled",
             threshold="enabled",
         )
@@ -311,11 +357,13 @@ def rule_ecc(g: GpuInfo) -> Iterable[Finding]:
             _dev(g),
             f"{vol} uncorrectable ECC error(s) since the driver loaded",
             "uncorrectable memory errors corrupt or kill the running job",
-            remedy="drain the GPU, reset it, run the vendor's memory diagnostics (dcgmi diag -r 3); RMA if errors recur",
+            remedy="drain the GPU, reset it, run the vendor's memory diagnostics ("
+            + ("ROCm Validation Suite, rvs" if _amd(g) else "dcgmi diag -r 3")
+            + "); RMA if errors recur",
             value=vol,
             threshold=T.ECC_UNCORRECTED_VOLATILE.critical,
             unit="errors",
-            source=T.ECC_UNCORRECTED_VOLATILE.source,
+            source=T.AMD_ECC_SOURCE if _amd(g) else T.ECC_UNCORRECTED_VOLATILE.source,
         )
     elif agg:
         yield Finding(
@@ -349,6 +397,10 @@ def rule_retired_pages(g: GpuInfo) -> Iterable[Finding]:
         return  # Ampere and newer remap rows instead (see rule_row_remap); GeForce has neither
     total = (e.retired_pages_single_bit or 0) + (e.retired_pages_double_bit or 0)
     th = T.RETIRED_PAGES
+    if _amd(g) and e.retired_pages_threshold:
+        th = T.Threshold(
+            min(th.warning, e.retired_pages_threshold), e.retired_pages_threshold, "pages", T.AMD_BAD_PAGE_SOURCE
+        )
     sev = Severity.CRITICAL if total >= th.critical else Severity.WARNING if total >= th.warning else Severity.OK
     remedy = (
         None
@@ -360,7 +412,10 @@ def rule_retired_pages(g: GpuInfo) -> Iterable[Finding]:
         sev,
         _dev(g),
         f"{total} retired memory page(s)",
-        f"{e.retired_pages_double_bit or 0} from double-bit errors, {e.retired_pages_single_bit or 0} from repeated single-bit errors",
+        f"{total} page(s) retired after uncorrectable errors (the driver's bad-page list)"
+        + (f"; the driver marks the GPU bad at {e.retired_pages_threshold}" if e.retired_pages_threshold else "")
+        if _amd(g)
+        else f"{e.retired_pages_double_bit or 0} from double-bit errors, {e.retired_pages_single_bit or 0} from repeated single-bit errors",
         remedy=remedy,
         value=total,
         threshold=th.critical if sev is Severity.CRITICAL else th.warning,
@@ -447,7 +502,8 @@ def rule_foreign_memory(g: GpuInfo) -> Iterable[Finding]:
             _dev(g),
             f"{(used - listed) / GIB:.1f} GiB of VRAM in use by something not listed",
             f"{why}. The GPU may be busy with another job.",
-            remedy="check `nvidia-smi` on the host (outside the container), or pick another GPU",
+            remedy=f"check `{'amd-smi process' if _amd(g) else 'nvidia-smi'}` on the host (outside the container), "
+            "or pick another GPU",
             value=round(unattributed, 3),
             threshold=T.UNATTRIBUTED_MEMORY_FRACTION,
             unit="fraction of VRAM",
@@ -587,6 +643,29 @@ def rule_nvml(s: Snapshot) -> Iterable[Finding]:
         yield Finding("nvml.error", Severity.WARNING, "system", "NVML works only partly", s.nvml.error)
 
 
+def rule_amdsmi(s: Snapshot) -> Iterable[Finding]:
+    """amdsmi installed but failing: an AMD GPU may be there unseen (the driver not loaded, no
+    access to /dev/kfd), which otherwise reads as "no GPU found"."""
+    amd = s.amd
+    if amd.available:
+        if amd.error:
+            yield Finding("amdsmi.error", Severity.WARNING, "system", "amdsmi works only partly", amd.error)
+        return
+    if not amd.error or "not installed" in amd.error:
+        return
+    yield Finding(
+        "amdsmi.init_failed",
+        Severity.INFO if s.gpus else Severity.WARNING,
+        "system",
+        "amdsmi is installed but cannot read AMD GPUs" + ("" if s.gpus else ": an AMD GPU may be there unseen"),
+        amd.error,
+        remedy="check that the amdgpu driver is loaded (lsmod | grep amdgpu), that the amdsmi package matches the "
+        "installed ROCm, and that you may open /dev/kfd and /dev/dri (groups 'video' and 'render')",
+        value="failed",
+        threshold="amdsmi starts",
+    )
+
+
 def _version_tuple(v: str | None) -> tuple[int, ...] | None:
     if not v:
         return None
@@ -709,7 +788,13 @@ def rule_ram(s: Snapshot) -> Iterable[Finding]:
     )
 
 
-SYSTEM_RULES: tuple[Callable[[Snapshot], Iterable[Finding]], ...] = (rule_no_gpu, rule_nvml, rule_frameworks, rule_ram)
+SYSTEM_RULES: tuple[Callable[[Snapshot], Iterable[Finding]], ...] = (
+    rule_no_gpu,
+    rule_nvml,
+    rule_amdsmi,
+    rule_frameworks,
+    rule_ram,
+)
 
 
 @dataclass

@@ -109,3 +109,37 @@ CLOCK_EVENT_SOURCE = "NVML nvmlClocksEventReasons; severities follow NVIDIA DCGM
 #: NVIDIA CUDA minor-version compatibility: a toolkit of the same major version runs on an older
 #: driver of that major (since CUDA 11), with limits; a newer major needs a newer driver.
 CUDA_COMPAT_SOURCE = "NVIDIA CUDA Compatibility guide (minor version compatibility since CUDA 11)"
+
+# --- AMD (amdsmi) --------------------------------------------------------------------------
+
+#: AMD cards report their own limits through hwmon (read with amdsmi_get_temp_metric): temp*_crit
+#: is the throttling limit, temp*_emergency the shutdown (ASIC shutdown) limit (Linux kernel docs,
+#: Documentation/gpu/amdgpu/thermal.rst, "HWMON Interfaces"). Those limits are the authority; the
+#: warning margin below them is the same as NVIDIA's.
+AMD_TEMP_SOURCE = (
+    "the card's own critical (throttle) and emergency (shutdown) limits, hwmon temp*_crit / temp*_emergency "
+    "read through amdsmi_get_temp_metric (Linux kernel amdgpu docs, HWMON interfaces)"
+)
+#: When an AMD card reports no limits: AMD throttles at a hotspot (junction) temperature of
+#: 110 °C and calls up to 110 °C junction "expected and within spec" (AMD community blog on
+#: Radeon RX 5700 thermals, August 2019; Radeon VII and later use the junction sensor). The
+#: warning sits 10 °C below, as for cards that report their thresholds.
+AMD_TEMP_FALLBACK = Threshold(
+    warning=100.0,
+    critical=110.0,
+    unit="°C",
+    source="AMD: junction (hotspot) throttling at 110 °C, 'expected and within spec' up to it (AMD blog, 2019)",
+)
+AMD_POWER_SOURCE = "amdsmi default power cap (amdsmi_get_power_cap_info default_power_cap) as the reference"
+AMD_PCIE_SOURCE = (
+    "AMD GPUs switch PCIe link speed with their power state (amdgpu pp_dpm_pcie), so it is judged only under load"
+)
+AMD_ECC_SOURCE = (
+    "amdgpu RAS: uncorrectable errors since the driver loaded corrupt or kill the running job "
+    "(docs.kernel.org/gpu/amdgpu/ras.html)"
+)
+#: Past the driver's bad-page threshold the GPU is marked bad and should be replaced.
+AMD_BAD_PAGE_SOURCE = (
+    "the amdgpu driver's bad_page_threshold: past it the driver marks the GPU bad (Linux kernel amdgpu module "
+    "parameters); below it, DCGM's 15-page warning"
+)

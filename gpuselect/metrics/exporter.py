@@ -207,7 +207,11 @@ def _start(port: int, bind: str, app: Callable[..., Any]) -> Any:
 def machine_collector(
     *, nvml: Any | None = None, bench_devices: list[dict[str, Any]] | None = None
 ) -> Callable[[], list[Family]]:
-    """Detect + health (+ a saved benchmark's figures) each time it is called."""
+    """Detect + health (+ a saved benchmark's figures) each time it is called. Each GPU's identity
+    labels are remembered from its last good read, so a GPU that is lost keeps its series."""
+    from gpuselect.metrics.families import GpuIdentities
+
+    identities = GpuIdentities()
 
     def collect() -> list[Family]:
         from gpuselect.hardware.snapshot import detect
@@ -215,6 +219,6 @@ def machine_collector(
         from gpuselect.metrics.families import machine_families
 
         snap = detect(probe=False, nvml=nvml)
-        return machine_families(snap, evaluate(snap), bench_devices or [])
+        return machine_families(snap, evaluate(snap), bench_devices or [], identities)
 
     return collect

@@ -124,16 +124,74 @@ _GPU_FIELDS: tuple[tuple[str, str, Any], ...] = (
 )
 
 
-def gpu_families(snapshot: Any) -> list[Family]:
-    """Every GPU reading the snapshot has, one family per field (absent readings: no sample)."""
+#: The labels that say which GPU a series is (kept from its last good read by GpuIdentities).
+IDENTITY_LABELS = ("UUID", "modelName", "pci_bus_id")
+
+
+@dataclass
+class _Identity:
+    index: int
+    labels: dict[str, str]  # gpu, UUID, device, modelName, pci_bus_id: as on its last good read
+    source: str
+    vendor: str
+
+
+class GpuIdentities:
+    """Each GPU's identity labels from its last good read, for a long-running exporter.
+
+    A lost GPU answers nothing: NVML gives no UUID or name, so its ``gpuselect_gpu_info`` series
+    lost its UUID and modelName labels and became a new series (dashboards and alerts keyed on
+    UUID lost it just when it mattered). A GPU that is not "ok" at an index where a GPU was seen
+    takes that GPU's labels, unless that GPU answers elsewhere now (NVML renumbers when a GPU drops
+    out); a remembered GPU missing from the snapshot altogether is reported with state "lost".
+    Remembered for the exporter's lifetime, keyed by UUID."""
+
+    def __init__(self) -> None:
+        self._by_uuid: dict[str, _Identity] = {}
+
+    def learn(self, gpus: Iterable[Any], host: str) -> None:
+        for g in gpus:
+            if g.state == "ok" and g.uuid:
+                labels = {k: v for k, v in _gpu_labels(g, host).items() if k != "Hostname"}
+                old = self._by_uuid.get(g.uuid)
+                if old is not None:  # a reading that failed this time keeps the earlier value
+                    labels = {**old.labels, **{k: v for k, v in labels.items() if v}}
+                self._by_uuid[g.uuid] = _Identity(g.index, labels, g.source, g.vendor)
+
+    def recall(self, g: Any, answering: set[str]) -> _Identity | None:
+        """The remembered GPU a not-ok GPU is: by its UUID if it still has one, else by index."""
+        if g.uuid:
+            return self._by_uuid.get(g.uuid)
+        return next(
+            (i for u, i in self._by_uuid.items() if i.index == g.index and u not in answering and i.source == g.source),
+            None,
+        )
+
+    def missing(self, accounted: set[str]) -> list[_Identity]:
+        return [i for u, i in self._by_uuid.items() if u not in accounted]
+
+
+def gpu_families(snapshot: Any, identities: GpuIdentities | None = None) -> list[Family]:
+    """Every GPU reading the snapshot has, one family per field (absent readings: no sample).
+    ``identities`` (a long-running exporter's memory) keeps a lost GPU's identity labels."""
     host = snapshot.host
     fams = [Family(name, "gauge", help_) for name, help_, _ in _GPU_FIELDS]
     info = Family(
         "gpuselect_gpu_info", "gauge", "1 per GPU detected; its state (ok, lost, error) and backend as labels."
     )
     mem_total = Family("gpuselect_gpu_memory_total_bytes", "gauge", "GPU memory in total (bytes).")
+    answering = {g.uuid for g in snapshot.gpus if g.state == "ok" and g.uuid}
+    accounted = set(answering)
+    if identities is not None:
+        identities.learn(snapshot.gpus, host)
     for g in snapshot.gpus:
         labels = _gpu_labels(g, host)
+        known = identities.recall(g, answering) if identities is not None and g.state != "ok" else None
+        if known is not None:
+            accounted.add(known.labels.get("UUID", ""))
+            for key in IDENTITY_LABELS:
+                if not labels.get(key) and known.labels.get(key):
+                    labels[key] = known.labels[key]
         info.add({**labels, "state": g.state, "source": g.source, "vendor": g.vendor}, 1)
         mem_total.add(labels, g.memory_total_bytes)
         if g.state != "ok":
@@ -143,6 +201,9 @@ def gpu_families(snapshot: Any) -> list[Family]:
                 fam.add(labels, read(g))
             except (TypeError, AttributeError):
                 continue
+    for gone in identities.missing(accounted) if identities is not None else []:
+        # NVML no longer lists it (fallen off the bus): still this GPU's series, now "lost"
+        info.add({**gone.labels, "Hostname": host, "state": "lost", "source": gone.source, "vendor": gone.vendor}, 1)
     count = Family("DCGM_FI_DEV_COUNT", "gauge", "Number of Devices on the node.")
     count.add({"Hostname": host}, len(snapshot.gpus))
     return [count, info, mem_total, *fams]
@@ -240,7 +301,14 @@ def render(families: Iterable[Family]) -> str:
     return "\n".join(out) + "\n"
 
 
-def machine_families(snapshot: Any, health: Any, bench_devices: Iterable[dict[str, Any]] = ()) -> list[Family]:
+def machine_families(
+    snapshot: Any,
+    health: Any,
+    bench_devices: Iterable[dict[str, Any]] = (),
+    identities: GpuIdentities | None = None,
+) -> list[Family]:
     return (
-        gpu_families(snapshot) + health_families(health, snapshot.host) + bench_families(bench_devices, snapshot.host)
+        gpu_families(snapshot, identities)
+        + health_families(health, snapshot.host)
+        + bench_families(bench_devices, snapshot.host)
     )

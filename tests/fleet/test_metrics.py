@@ -241,3 +241,61 @@ def test_a_newer_bench_files_extra_keys_are_left_out(tmp_path, capsys: pytest.Ca
     p.write_text(json.dumps({"schema_version": 1, "kind": "bench", "devices": [dev]}))
     assert main(["estimate", "--workload", "simple-cnn", "--bench", str(p), "--gpus", "nvidia-rtx-4090"]) == 0
     assert "not in the expected form" not in capsys.readouterr().err
+
+
+def _info(collect) -> dict[str, dict[str, str]]:  # type: ignore[no-untyped-def]
+    """gpuselect_gpu_info samples of one collection, by their gpu label (UUID where gpu repeats)."""
+    m = _parse(render(collect()))
+    return {f"{s.labels['gpu']}/{s.labels['UUID']}": s.labels for s in m["gpuselect_gpu_info"]}
+
+
+@pytest.mark.parametrize(
+    "lose",
+    [
+        pytest.param(lambda g: setattr(g, "lost", True), id="every-query-says-lost"),
+        pytest.param(lambda g: setattr(g, "handle_error", F.GPU_IS_LOST), id="handle-says-lost"),
+    ],
+)
+def test_a_lost_gpu_keeps_its_identity_labels_and_says_lost(lose) -> None:  # type: ignore[no-untyped-def]
+    fake = F.FakeNVML([F.FakeGpu(), F.FakeGpu(uuid="GPU-2", bus_id="00000000:5E:00.0")])
+    collect = machine_collector(nvml=fake)
+    before = _info(collect)
+    assert before["1/GPU-2"]["state"] == "ok"
+    lose(fake.gpus[1])
+    after = _info(collect)
+    assert set(after) == set(before), "the lost GPU's series changed labels (a new series)"
+    lost = after["1/GPU-2"]
+    assert lost["state"] == "lost"
+    assert {k: lost[k] for k in ("UUID", "modelName", "pci_bus_id", "device")} == {
+        k: before["1/GPU-2"][k] for k in ("UUID", "modelName", "pci_bus_id", "device")
+    }
+    assert after["0/GPU-11111111-2222-3333-4444-555555555555"]["state"] == "ok"
+
+
+def test_without_the_exporters_memory_a_lost_gpu_has_no_identity() -> None:
+    """One-shot output (`gpuselect health --format prometheus`) has nothing to remember: as before."""
+    snap = detect(probe=False, nvml=F.two_gpus_one_lost())
+    m = _parse(render(machine_families(snap, evaluate(snap))))
+    lost = [s.labels for s in m["gpuselect_gpu_info"] if s.labels["state"] == "lost"]
+    assert len(lost) == 1 and lost[0]["UUID"] == "" and lost[0]["modelName"] == ""
+
+
+def test_a_gpu_that_drops_out_of_nvml_stays_reported_as_lost_and_renumbering_does_not_relabel() -> None:
+    """Three GPUs; the middle one falls off the bus and NVML lists two, the third now at index 1."""
+    fake = F.FakeNVML(
+        [
+            F.FakeGpu(uuid="GPU-A", bus_id="00000000:3B:00.0"),
+            F.FakeGpu(uuid="GPU-B", bus_id="00000000:5E:00.0"),
+            F.FakeGpu(uuid="GPU-C", bus_id="00000000:86:00.0"),
+        ]
+    )
+    collect = machine_collector(nvml=fake)
+    assert {k: v["state"] for k, v in _info(collect).items()} == {"0/GPU-A": "ok", "1/GPU-B": "ok", "2/GPU-C": "ok"}
+    del fake.gpus[1]
+    after = _info(collect)
+    assert {k: v["state"] for k, v in after.items()} == {"0/GPU-A": "ok", "1/GPU-C": "ok", "1/GPU-B": "lost"}
+    assert after["1/GPU-B"]["pci_bus_id"] == "0000:5e:00.0" and after["1/GPU-C"]["pci_bus_id"] == "0000:86:00.0"
+    # and the next GPU lost at index 1 (C) is C, not the remembered B
+    fake.gpus[1].lost = True
+    again = _info(collect)
+    assert again["1/GPU-C"]["state"] == "lost" and again["1/GPU-B"]["state"] == "lost"
