@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -495,8 +496,20 @@ def test_the_advice_names_this_page_s_controls_not_command_line_options() -> Non
 
     hint = "Try to raise the GPU limit (--max-gpus), offload to CPU memory (--offload) or (--offload params: one GPU)"
     assert gui_words(hint) == (
-        "Try to raise the GPU limit (Max GPUs), offload to CPU memory (Offload) or (Offload: params: one GPU)"
+        "Try to raise the GPU limit (Max GPUs), offload to CPU memory (Offload) or (Offload set to params: one GPU)"
     )
+
+
+def test_the_core_s_offload_hint_reads_without_a_double_colon() -> None:
+    """The parameter-offload tip says "(--offload params: one GPU, ..."; named as the control it read
+    "Offload: params: one GPU"."""
+    from gpuselect.estimate.memory import MemoryOptions, suggestions
+    from gpuselect.gui.pages.estimate import gui_words
+
+    tips = suggestions(PRESETS["llama-70b-qlora"], 24.0, MemoryOptions(), 1, None)
+    tip = next(gui_words(t) for t in tips if t.startswith("offloading the parameters"))
+    assert "(Offload set to params: one GPU, checkpointing" in tip and "--" not in tip
+    assert not re.search(r"\w+: \w+:", tip)
 
 
 def test_log_axes_label_round_values_only() -> None:

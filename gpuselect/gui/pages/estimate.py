@@ -50,10 +50,11 @@ MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "o
 MEMORY_COLOURS = ("#2b6cb0", "#805ad5", "#d69e2e", "#38a169", "#dd6b20", "#718096")
 
 
-#: The core's advice names command-line options; here, the controls that set them.
+#: The core's advice names command-line options; here, the controls that set them. A value reads
+#: "set to", not "Offload: params": the advice puts a colon after it ("--offload params: one GPU").
 _GUI_WORDS = (
-    ("--offload params", "Offload: params"),
-    ("--sharding fsdp", "Sharding: fsdp"),
+    ("--offload params", "Offload set to params"),
+    ("--sharding fsdp", "Sharding set to fsdp"),
     ("--max-gpus", "Max GPUs"),
     ("--offload", "Offload"),
     ("--seq-len", "Sequence"),
