@@ -43,6 +43,7 @@ from gpuselect.gui.plots import themed_plot
 from gpuselect.gui.workers import CLOSING_PROPERTY, GeneratorWorker, call_in_generator
 from gpuselect.report.model import local_gpu_groups, local_marks
 from gpuselect.types import LOSSES, TRAINING_PRECISIONS, Family, Mode, Offload, Precision, Sharding, Stage, values
+from gpuselect.workloads.model import sentence_start
 
 SOURCES = ("Preset", "config.json", "Model file (.py)", "Parameters and FLOPs")
 BUY_COLOUR, RENT_COLOUR, CHOSEN, OTHER = (43, 108, 176), (221, 107, 32), (43, 108, 176), (160, 174, 192)
@@ -1098,7 +1099,7 @@ class EstimatePage(QWidget):
             return  # a point of an earlier workload
         cost = r.buy_cost_usd if kind == "buy" else r.cloud_cost_usd
         self.hover.setText(
-            f"{self.result.workload.name} on {r.count}x {r.name}: {fmt_hours(r.total_time_h)} "
+            f"{sentence_start(self.result.workload.name)} on {r.count}x {r.name}: {fmt_hours(r.total_time_h)} "
             f"(±{100 * r.error_band:.0f} %), {self.money(cost)} to {kind}; batch {r.batch_size} per GPU"
             + (f"; band borrowed: {r.band_note}" if r.band_note else "")
         )
