@@ -40,6 +40,7 @@ from gpuselect.app.money import MoneyFormat
 from gpuselect.estimate.recommend import explain, fmt_hours, fmt_hours_range, option_name, stage_heading
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
 from gpuselect.gui.plots import themed_plot
+from gpuselect.gui.wording import in_the_app
 from gpuselect.gui.workers import CLOSING_PROPERTY, GeneratorWorker, call_in_generator
 from gpuselect.report.model import local_gpu_groups, local_marks
 from gpuselect.types import LOSSES, TRAINING_PRECISIONS, Family, Mode, Offload, Precision, Sharding, Stage, values
@@ -49,28 +50,6 @@ SOURCES = ("Preset", "config.json", "Model file (.py)", "Parameters and FLOPs")
 BUY_COLOUR, RENT_COLOUR, CHOSEN, OTHER = (43, 108, 176), (221, 107, 32), (43, 108, 176), (160, 174, 192)
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
 MEMORY_COLOURS = ("#2b6cb0", "#805ad5", "#d69e2e", "#38a169", "#dd6b20", "#718096")
-
-
-#: The core's advice names command-line options; here, the controls that set them. A value reads
-#: "set to", not "Offload: params": the advice puts a colon after it ("--offload params: one GPU").
-_GUI_WORDS = (
-    ("--offload params", "Offload set to params"),
-    ("--sharding fsdp", "Sharding set to fsdp"),
-    ("--max-gpus", "Max GPUs"),
-    ("--offload", "Offload"),
-    ("--seq-len", "Sequence"),
-    ("--checkpointing", "Checkpointing"),
-    ("--precision", "Precision"),
-    ("--batch-size", "Batch size"),
-)
-
-
-def gui_words(text: str) -> str:
-    """``text`` with each command-line option named as this page's control ("raise the GPU limit
-    (Max GPUs)", not "(--max-gpus)")."""
-    for flag, control in _GUI_WORDS:
-        text = text.replace(flag, control)
-    return text
 
 
 def decade_ticks(axis: Any, lo: float, hi: float) -> None:
@@ -483,7 +462,7 @@ class EstimatePage(QWidget):
                     numeric=True,
                     tooltip="hours of use after which buying costs less than renting",
                 ),
-                Column("Note", lambda r: gui_words(r.note or ("; ".join(r.suggestions) if r.suggestions else ""))),
+                Column("Note", lambda r: in_the_app(r.note or ("; ".join(r.suggestions) if r.suggestions else ""))),
             ],
             self,
         )
@@ -863,7 +842,7 @@ class EstimatePage(QWidget):
         ]
         local = "; ".join(parts)
         self.recommendation.setText(
-            f"<b>{escape(stage_heading(rec))}: {escape(choice)}</b><br>{escape(gui_words(why))}"
+            f"<b>{escape(stage_heading(rec))}: {escape(choice)}</b><br>{escape(in_the_app(why))}"
             + (f"<br><i>{escape(local)}</i>" if local else "")
         )
         self.hover.setText("Hover over or click a point in the time-vs-cost chart for its figures.")
