@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{n(e.cloud_usd_per_hour, '{:.2f}'):>6s}"
             )
         print(
-            f"{len(entries)} GPUs. TFLOPS are dense; FP16/BF16 are tensor rates with FP32 accumulate. "
+            f"{len(entries)} GPU{'s' if len(entries) != 1 else ''}. TFLOPS are dense; FP16/BF16 are tensor rates with FP32 accumulate. "
             f"`--format json` shows every figure's source. Your overlay: {overlay_path()}"
         )
     return 0

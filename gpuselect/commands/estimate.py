@@ -8,6 +8,7 @@ from typing import Any
 
 from gpuselect.commands import add_format_option
 from gpuselect.commands.estimate_options import _number, add_estimate_options
+from gpuselect.workloads.model import sentence_start
 
 HELP = "estimate training time, memory fit and cost on every catalog GPU, and recommend one of four stages"
 
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     rec = result.recommendation
     choice, why = explain(rec, money)
     print(
-        f"{w.name}: {w.params / 1e6:,.1f} M parameters, {_gflop(w.training_flops_per_sample)} per sample to train; "
+        f"{sentence_start(w.name)}: {w.params / 1e6:,.1f} M parameters, {_gflop(w.training_flops_per_sample)} per sample to train; "
         f"{a.precision}, {a.optimizer}, deadline {fmt_hours(a.deadline_hours)}"
         + (f", budget {money(a.budget_usd)}" if a.budget_usd else "")
         + f", electricity {money.per_kwh(a.electricity_usd_per_kwh)}"

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from gpuselect.types import CONSUMER_FAMILIES, Family, FormFactor, Stage
+from gpuselect.workloads.model import sentence_start
 
 if TYPE_CHECKING:  # api imports this module; the types are only annotations here
     from gpuselect.catalog.schema import GpuEntry
@@ -619,7 +620,7 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
     parts: list[str] = []
     if rec.action == "none" or o is None:
         choice = "no option considered fits this workload"
-        parts.append(f"{rec.workload} does not fit any GPU considered with these settings.")
+        parts.append(f"{sentence_start(rec.workload)} does not fit any GPU considered with these settings.")
         if rec.fit_hint:
             parts.append(rec.fit_hint)
     else:
@@ -640,7 +641,7 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                     f"{_approx(fmt_hours(gt))}): its steps are too small to keep a GPU busy."
                 )
             parts.append(
-                f"{rec.workload} is small enough that the CPU finishes in {_approx(t)}{_range(o)}, inside your {deadline} deadline. "
+                f"{sentence_start(rec.workload)} is small enough that the CPU finishes in {_approx(t)}{_range(o)}, inside your {deadline} deadline. "
                 + gpu
             )
             if rec.own:

@@ -512,9 +512,10 @@ def _run_distributed(cfg: FleetConfig, env: LaunchEnv, torch: Any, state: _State
     if backend == "nccl":
         if not torch.cuda.is_available():
             raise UsageError("--backend nccl needs CUDA GPUs, and torch sees none")
-        if env.local_rank >= torch.cuda.device_count():
+        seen = torch.cuda.device_count()
+        if env.local_rank >= seen:
             raise UsageError(
-                f"this node runs {env.local_world_size} ranks but torch sees {torch.cuda.device_count()} GPUs: "
+                f"this node runs {env.local_world_size} ranks but torch sees {seen} GPU{'s' if seen != 1 else ''}: "
                 "use --nproc-per-node at most the GPU count"
             )
         torch.cuda.set_device(env.local_rank)

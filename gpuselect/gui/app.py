@@ -34,6 +34,20 @@ EXPORT_FILTERS = "PDF (*.pdf);;Markdown (*.md);;JSON (*.json)"
 EXPORT_SUFFIXES = {"PDF": ".pdf", "Markdown": ".md", "JSON": ".json"}
 
 
+def export_path(path: str, chosen_filter: str) -> str:
+    """``path`` as the export writes it: a name without a report suffix takes the chosen file type's
+    ("r3" with Markdown chosen was written as a PDF named r3). Trailing dots go first: "r12." became
+    "r12..md"."""
+    from pathlib import Path
+
+    if Path(path).suffix.lower() in EXPORT_SUFFIXES.values():
+        return path
+    suffix = next((sfx for name, sfx in EXPORT_SUFFIXES.items() if chosen_filter.startswith(name)), ".pdf")
+    if Path(path).name.rstrip("."):  # a name of dots alone ("..") would leave only the folder
+        path = path.rstrip(".")
+    return path + suffix
+
+
 class MainWindow(QMainWindow):
     def __init__(self) -> None:
         super().__init__()
@@ -158,9 +172,7 @@ class MainWindow(QMainWindow):
         path = dialogs.save_file_name(self, "Export report", "gpuselect-report.pdf", EXPORT_FILTERS, chosen=chosen)
         if not path:
             return
-        suffix = next((sfx for name, sfx in EXPORT_SUFFIXES.items() if chosen and chosen[0].startswith(name)), ".pdf")
-        if Path(path).suffix.lower() not in EXPORT_SUFFIXES.values():
-            path += suffix  # "r3" with Markdown chosen was written as a PDF named r3
+        path = export_path(path, chosen[0] if chosen else "")
         force = False
         if Path(path).is_file():
             ours = written_by_gpuselect(Path(path))

@@ -517,46 +517,39 @@ def rule_foreign_memory(g: GpuInfo) -> Iterable[Finding]:
         return "? GiB" if p.used_memory_bytes is None else f"{p.used_memory_bytes / GIB:.1f} GiB"
 
     who = ", ".join(f"{p.name or '?'} (pid {p.pid}, {amount(p)})" for p in others[:5])
+
+    def held_by_others(severity: Severity, title: str, detail: str, value: float, remedy: str | None = None) -> Finding:
+        # One rule id, judged against one threshold, whatever the severity.
+        return Finding(
+            "gpu.memory_held_by_others",
+            severity,
+            _dev(g),
+            title,
+            detail,
+            remedy=remedy,
+            value=value,
+            threshold=th.warning,
+            unit="fraction of VRAM",
+            source=th.source,
+        )
+
     if frac >= th.warning:
         # Another job using the card is about availability, not a fault: a warning however much
         # it holds (the card itself is fine; it is just not free).
         most = " — most of the card is taken" if frac >= th.critical else ""
-        yield Finding(
-            "gpu.memory_held_by_others",
+        yield held_by_others(
             Severity.WARNING,
-            _dev(g),
             f"in use by another job: {held / GIB:.1f} GiB of VRAM ({100 * frac:.0f} %) held by other processes{most}",
             f"held by: {who}. The GPU is busy, not faulty.",
+            round(frac, 3),
             remedy="wait for that job, ask its owner, or pick another GPU; otherwise your batch size must shrink",
-            value=round(frac, 3),
-            threshold=th.warning,
-            unit="fraction of VRAM",
-            source=th.source,
         )
     elif others:
-        yield Finding(
-            "gpu.memory_held_by_others",
-            Severity.INFO,
-            _dev(g),
-            f"{len(others)} other process(es) use this GPU",
-            f"held by: {who}",
-            value=round(frac, 3),
-            threshold=th.warning,
-            unit="fraction of VRAM",
-            source=th.source,
+        yield held_by_others(
+            Severity.INFO, f"{len(others)} other process(es) use this GPU", f"held by: {who}", round(frac, 3)
         )
     elif unattributed < T.UNATTRIBUTED_MEMORY_FRACTION:  # else "the GPU is free" beside the warning above
-        yield Finding(
-            "gpu.memory_held_by_others",
-            Severity.OK,
-            _dev(g),
-            "no other process holds GPU memory",
-            "the GPU is free",
-            value=0.0,
-            threshold=th.warning,
-            unit="fraction of VRAM",
-            source=th.source,
-        )
+        yield held_by_others(Severity.OK, "no other process holds GPU memory", "the GPU is free", 0.0)
 
 
 GPU_RULES: tuple[Callable[[GpuInfo], Iterable[Finding]], ...] = (

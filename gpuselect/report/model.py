@@ -23,6 +23,7 @@ from gpuselect.estimate.recommend import (
     verdict_line,
 )
 from gpuselect.health.text import with_unit
+from gpuselect.workloads.model import sentence_start
 
 REDACTED = "[redacted]"
 
@@ -227,7 +228,7 @@ def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
     w, a = result.workload, result.assumptions
     s = Section("Workload and assumptions")
     text = (
-        f"{w.name}: {w.description}. {w.params / 1e6:,.1f} M parameters ({w.trainable_params / 1e6:,.2f} M trained), "
+        f"{sentence_start(w.name)}: {w.description}. {w.params / 1e6:,.1f} M parameters ({w.trainable_params / 1e6:,.2f} M trained), "
         f"{_three(w.forward_flops_per_sample / 1e9)} GFLOP per sample forward. Figures: {w.source}."
     )
     s.lines.append(scrub_paths(text) if redact else text)
@@ -239,9 +240,9 @@ def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
         f"electricity {money.per_kwh(a.electricity_usd_per_kwh)}, grid {a.grid_kg_co2_per_kwh} kg CO2/kWh, "
         f"checkpointing {_ckpt(a.checkpointing)}, {a.loss} loss, sharding {a.sharding or 'auto'}, offload {a.offload}, "
         + (
-            f"counts {', '.join(str(c) for c in a.counts)} GPUs; "
+            f"counts {', '.join(str(c) for c in a.counts)} GPU{'s' if max(a.counts) > 1 else ''}; "
             if a.counts
-            else f"up to {a.max_gpus} GPUs in a box; "
+            else f"up to {a.max_gpus} GPU{'s' if a.max_gpus > 1 else ''} in a box; "
         )
         + (
             f"clusters over nodes of {a.gpus_per_node} joined by {a.network_gbs:g} GB/s per node."

@@ -29,6 +29,17 @@ def public_id(workload_id: str) -> str:
     return PUBLIC_IDS.get(base, base) + plus + rest
 
 
+#: The name of a workload given by its figures alone (``--params``): prose, not an identifier.
+CUSTOM_NAME = "custom workload"
+
+
+def sentence_start(name: str) -> str:
+    """A workload's ``name`` where it opens a sentence: "Custom workload does not fit ...". Only the
+    prose name is capitalised: the presets' names already are, and a name from the user's file or
+    function ("build_model from net.py", "llama8b (from llama8b.json)") is kept as typed."""
+    return name[:1].upper() + name[1:] if name.startswith(CUSTOM_NAME) else name
+
+
 @dataclass(frozen=True)
 class Workload:
     # The internal key (calibration data, traces); JSON shows ``public_id`` in its place.

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from gpuselect.errors import UsageError
 from gpuselect.types import Mode
-from gpuselect.workloads.model import PUBLIC_IDS, Workload, public_id
+from gpuselect.workloads.model import CUSTOM_NAME, PUBLIC_IDS, Workload, public_id
 from gpuselect.workloads.transformer import TransformerShape, transformer_workload
 
 _PROFILED = "measured with torch.utils.flop_counter on gpuselect/workloads/reference_models.py (meta device); re-checked by tests"
@@ -505,7 +505,7 @@ def get_preset(workload_id: str) -> Workload:
     raise UsageError(f"unknown workload {workload_id!r}; {hint}`gpuselect workloads` lists the presets")
 
 
-def custom_workload(params: float, flops_per_sample: float, *, name: str = "custom workload") -> Workload:
+def custom_workload(params: float, flops_per_sample: float, *, name: str = CUSTOM_NAME) -> Workload:
     """A workload from a parameter count and forward FLOPs per sample (the user's own figures)."""
     import math
 

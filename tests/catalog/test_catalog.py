@@ -273,6 +273,17 @@ def test_cli_json_csv_text_family(capsys: pytest.CaptureFixture[str]) -> None:
     assert "H100 SXM5 80GB" in out and "RTX 4090" not in out
 
 
+def test_a_listing_of_one_card_says_1_gpu(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A family of one card (an overlay's) was counted "1 GPUs."."""
+    import gpuselect.catalog as C
+
+    one = load_catalog(use_overlay=False)
+    one.entries = one.by_family("instinct")[:1]
+    monkeypatch.setattr(C, "load_catalog", lambda **_: one)
+    assert main(["catalog", "--no-overlay"]) == 0
+    assert "\n1 GPU. TFLOPS are dense" in capsys.readouterr().out
+
+
 def test_cli_validate_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["catalog", "--validate", str(_write(tmp_path, "ok.toml", VALID))]) == 0
     assert (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -258,6 +259,22 @@ def test_estimate_cli_rejects_nonsense_with_exit_2(argv: list[str], capsys: pyte
         code = exc.code
     assert code == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "sentence"),
+    [
+        (["--params", "1e5", "--flops-per-sample", "1e6"], "Custom workload is small enough that the CPU"),
+        (["--params", "1e12", "--flops-per-sample", "1e12", "--max-gpus", "1"], "Custom workload does not fit any GPU"),
+    ],
+)
+def test_sentences_about_a_custom_workload_open_in_capitals(
+    argv: list[str], sentence: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["estimate", *argv]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Custom workload: ") and sentence in out
+    assert not re.search(r"(^|[.!?]\s)custom workload", out, re.MULTILINE)
 
 
 def test_local_gpu_from_its_benchmark_record(catalog, perf) -> None:

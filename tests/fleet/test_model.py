@@ -293,3 +293,15 @@ def test_interconnect_files_are_read_bounded(tmp_path) -> None:
     with pytest.raises(DataError, match="not a regular file"):
         load_interconnect("/dev/zero")  # read unbounded, this filled the machine's memory
     assert load_interconnect(str(ok)).intra_node_gbs == pytest.approx(150.0)
+
+
+def test_too_few_gpus_for_the_ranks_names_one_gpu_in_the_singular() -> None:
+    """ "torch sees 1 GPUs" where a node runs two ranks on one GPU."""
+    pytest.importorskip("torch.distributed")
+    from types import SimpleNamespace
+
+    from gpuselect.fleet.run import FleetConfig, LaunchEnv, _run_distributed, _State
+
+    one = SimpleNamespace(cuda=SimpleNamespace(is_available=lambda: True, device_count=lambda: 1))
+    with pytest.raises(UsageError, match=r"runs 2 ranks but torch sees 1 GPU: use --nproc-per-node"):
+        _run_distributed(FleetConfig(backend="nccl"), LaunchEnv(1, 2, 1, 2, None, True), one, _State())

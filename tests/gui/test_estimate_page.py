@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -491,12 +492,24 @@ def test_sorting_by_gpu_orders_each_card_by_count(qtbot) -> None:
 
 
 def test_the_advice_names_this_page_s_controls_not_command_line_options() -> None:
-    from gpuselect.gui.pages.estimate import gui_words
+    from gpuselect.gui.wording import in_the_app
 
     hint = "Try to raise the GPU limit (--max-gpus), offload to CPU memory (--offload) or (--offload params: one GPU)"
-    assert gui_words(hint) == (
-        "Try to raise the GPU limit (Max GPUs), offload to CPU memory (Offload) or (Offload: params: one GPU)"
+    assert in_the_app(hint) == (
+        "Try to raise the GPU limit (Max GPUs), offload to CPU memory (Offload) or (Offload set to params: one GPU)"
     )
+
+
+def test_the_core_s_offload_hint_reads_without_a_double_colon() -> None:
+    """The parameter-offload tip says "(--offload params: one GPU, ..."; named as the control it read
+    "Offload: params: one GPU"."""
+    from gpuselect.estimate.memory import MemoryOptions, suggestions
+    from gpuselect.gui.wording import in_the_app
+
+    tips = suggestions(PRESETS["llama-70b-qlora"], 24.0, MemoryOptions(), 1, None)
+    tip = next(in_the_app(t) for t in tips if t.startswith("offloading the parameters"))
+    assert "(Offload set to params: one GPU, checkpointing" in tip and "--" not in tip
+    assert not re.search(r"\w+: \w+:", tip)
 
 
 def test_log_axes_label_round_values_only() -> None:

@@ -105,6 +105,30 @@ def test_the_chosen_file_type_decides_the_format_and_adds_its_suffix(
     _close(qtbot, w)
 
 
+def test_a_name_ending_in_a_dot_takes_the_suffix_once(qtbot, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "r12." with Markdown chosen was written as r12..md."""
+    asked: list[str] = []
+    _answer_dialog(monkeypatch, str(tmp_path / "r12."), asked, kind="Markdown (*.md)")
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.export_action.trigger()
+    out = tmp_path / "r12.md"
+    qtbot.waitUntil(out.exists, timeout=30_000)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r12.md"]
+    _close(qtbot, w)
+
+
+def test_export_path_adds_the_chosen_suffix_only_where_the_name_lacks_one() -> None:
+    from gpuselect.gui.app import export_path
+
+    assert export_path("/d/r12.", "Markdown (*.md)") == "/d/r12.md"
+    assert export_path("/d/r12...", "JSON (*.json)") == "/d/r12.json"
+    assert export_path("/d/r12", "") == "/d/r12.pdf"
+    assert export_path("/d/r12.PDF", "Markdown (*.md)") == "/d/r12.PDF"  # a report suffix is kept
+    assert export_path("/d/v1.2", "Markdown (*.md)") == "/d/v1.2.md"
+    assert export_path("/d/..", "PDF (*.pdf)") == "/d/...pdf"  # dots alone: not stripped to the folder
+
+
 def test_export_keeps_a_file_gpuselect_did_not_write_and_refuses_a_stale_answer(qtbot, tmp_path) -> None:
     """The GUI replaced a user's notes.pdf after Qt's generic prompt (the CLI refuses), and exported
     the last valid input's report while the page said it could not estimate the input."""

@@ -144,7 +144,7 @@ def test_monitor_failure_is_said_in_the_window(qtbot, monkeypatch: pytest.Monkey
 
 
 def test_a_remedy_names_the_window_s_tabs_not_commands() -> None:
-    from gpuselect.gui.pages.hardware import in_the_app
+    from gpuselect.gui.wording import in_the_app
 
     assert in_the_app("run `gpuselect estimate` to see whether your workload needs a GPU at all") == (
         "use the Estimate tab to see whether your workload needs a GPU at all"

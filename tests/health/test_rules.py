@@ -179,6 +179,41 @@ def test_a_gpu_mostly_held_by_another_job_is_a_warning_about_availability() -> N
     assert not [f for f in report.findings if f.id == "gpu.memory_held_by_others" and f.severity is Severity.CRITICAL]
 
 
+@pytest.mark.parametrize(
+    ("held_gib", "severity", "title", "detail", "value"),
+    [
+        (
+            29,
+            Severity.WARNING,
+            "in use by another job: 29.0 GiB of VRAM (36 %) held by other processes",
+            "held by: proc4242 (pid 4242, 29.0 GiB). The GPU is busy, not faulty.",
+            0.362,
+        ),
+        (2, Severity.INFO, "1 other process(es) use this GPU", "held by: proc4242 (pid 4242, 2.0 GiB)", 0.025),
+        (0, Severity.OK, "no other process holds GPU memory", "the GPU is free", 0.0),
+    ],
+)
+def test_memory_held_by_others_keeps_one_shape_at_every_severity(
+    held_gib: int, severity: Severity, title: str, detail: str, value: float
+) -> None:
+    """The warning, the note and the all-clear are one finding judged against one threshold (its
+    shape is written once since; every field as before)."""
+    processes = [(4242, held_gib * GIB)] if held_gib else []
+    f = one(
+        evaluate(snap(F.FakeNVML([F.FakeGpu(memory_used=(held_gib + 1) * GIB, processes=processes)]))),
+        "gpu.memory_held_by_others",
+    )
+    assert (f.severity, f.device, f.title, f.detail, f.value) == (
+        severity,
+        "gpu0 (NVIDIA H100 80GB HBM3)",
+        title,
+        detail,
+        value,
+    )
+    assert (f.threshold, f.unit, f.source) == (T.FOREIGN_MEMORY.warning, "fraction of VRAM", T.FOREIGN_MEMORY.source)
+    assert (f.remedy is not None) is (severity is Severity.WARNING)
+
+
 def test_own_process_does_not_count_as_others() -> None:
     import os
 

@@ -267,6 +267,27 @@ def test_the_assumptions_say_which_counts_were_evaluated(tmp_path: Path) -> None
     assert "counts 2, 4 GPUs" in text and "up to 8 GPUs in a box" not in text  # only 2 and 4 were evaluated
 
 
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [(["--max-gpus", "1"], "up to 1 GPU in a box;"), (["--count", "1"], "counts 1 GPU;")],
+)
+def test_the_assumptions_count_one_gpu_in_the_singular(tmp_path: Path, options: list[str], said: str) -> None:
+    """ "up to 1 GPUs in a box": the same line in Markdown, PDF and JSON (all from the report model)."""
+    out = tmp_path / "r.json"
+    argv = ["report", "-o", str(out), "--no-bench", "--workload", "resnet50", "--gpus", "nvidia-rtx-4090", *options]
+    assert main(argv) == 0
+    lines = [ln for s in json.loads(out.read_text())["report"]["sections"] for ln in s["lines"]]
+    assert any(said in ln for ln in lines) and not any(" 1 GPUs" in ln for ln in lines)
+
+
+def test_the_report_opens_sentences_about_a_custom_workload_in_capitals(tmp_path: Path) -> None:
+    out = tmp_path / "r.md"
+    assert main(["report", "-o", str(out), "--no-bench", "--params", "1e5", "--flops-per-sample", "1e6"]) == 0
+    text = out.read_text()
+    assert "\nCustom workload: 100000 parameters" in text and "\ncustom workload" not in text
+    assert "Custom workload is small enough" in text and "for custom workload:" in text  # mid-sentence as named
+
+
 def test_a_file_that_appears_during_the_run_is_not_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The existing-file check ran only before the run: notes saved at the path meanwhile were replaced."""
     from gpuselect.app import workflows

@@ -333,6 +333,16 @@ def test_custom_workload_rejects_nonsense(params: float, flops: float) -> None:
         custom_workload(params, flops)
 
 
+def test_a_sentence_opens_with_the_custom_workload_capitalised_and_user_names_as_typed() -> None:
+    from gpuselect.workloads.model import sentence_start
+
+    w = custom_workload(1e9, 6e12)
+    assert w.name == "custom workload"  # the name itself is unchanged: mid-sentence it stays lower case
+    assert sentence_start(w.name) == "Custom workload"
+    for name in ("build_model from net.py", "llama8b (from llama8b.json)", PRESETS["resnet50"].name):
+        assert sentence_start(name) == name
+
+
 def test_unknown_preset() -> None:
     with pytest.raises(UsageError, match="gpuselect workloads"):
         get_preset("llama-9000b-full")

@@ -40,36 +40,17 @@ from gpuselect.app.money import MoneyFormat
 from gpuselect.estimate.recommend import explain, fmt_hours, fmt_hours_range, option_name, stage_heading
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
 from gpuselect.gui.plots import themed_plot
+from gpuselect.gui.wording import in_the_app
 from gpuselect.gui.workers import CLOSING_PROPERTY, GeneratorWorker, call_in_generator
 from gpuselect.report.model import local_gpu_groups, local_marks
 from gpuselect.types import LOSSES, TRAINING_PRECISIONS, Family, Mode, Offload, Precision, Sharding, Stage, values
+from gpuselect.workloads.model import sentence_start
 
 SOURCES = ("Preset", "config.json", "Model file (.py)", "Parameters and FLOPs")
 BUY_COLOUR, RENT_COLOUR, CHOSEN, OTHER = (43, 108, 176), (221, 107, 32), (43, 108, 176), (160, 174, 192)
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
 MEMORY_COLOURS = ("#2b6cb0", "#805ad5", "#d69e2e", "#38a169", "#dd6b20", "#718096")
 ELECTRICITY_MAX_USD, BUDGET_MAX_USD = 100.0, 1e10  # per kWh, and in all: the estimator's limits (Assumptions)
-
-
-#: The core's advice names command-line options; here, the controls that set them.
-_GUI_WORDS = (
-    ("--offload params", "Offload: params"),
-    ("--sharding fsdp", "Sharding: fsdp"),
-    ("--max-gpus", "Max GPUs"),
-    ("--offload", "Offload"),
-    ("--seq-len", "Sequence"),
-    ("--checkpointing", "Checkpointing"),
-    ("--precision", "Precision"),
-    ("--batch-size", "Batch size"),
-)
-
-
-def gui_words(text: str) -> str:
-    """``text`` with each command-line option named as this page's control ("raise the GPU limit
-    (Max GPUs)", not "(--max-gpus)")."""
-    for flag, control in _GUI_WORDS:
-        text = text.replace(flag, control)
-    return text
 
 
 def decade_ticks(axis: Any, lo: float, hi: float) -> None:
@@ -495,7 +476,7 @@ class EstimatePage(QWidget):
                     numeric=True,
                     tooltip="hours of use after which buying costs less than renting",
                 ),
-                Column("Note", lambda r: gui_words(r.note or ("; ".join(r.suggestions) if r.suggestions else ""))),
+                Column("Note", lambda r: in_the_app(r.note or ("; ".join(r.suggestions) if r.suggestions else ""))),
             ],
             self,
         )
@@ -995,7 +976,7 @@ class EstimatePage(QWidget):
         ]
         local = "; ".join(parts)
         self.recommendation.setText(
-            f"<b>{escape(stage_heading(rec))}: {escape(choice)}</b><br>{escape(gui_words(why))}"
+            f"<b>{escape(stage_heading(rec))}: {escape(choice)}</b><br>{escape(in_the_app(why))}"
             + (f"<br><i>{escape(local)}</i>" if local else "")
         )
         self.hover.setText("Hover over or click a point in the time-vs-cost chart for its figures.")
@@ -1231,7 +1212,7 @@ class EstimatePage(QWidget):
             return  # a point of an earlier workload
         cost = r.buy_cost_usd if kind == "buy" else r.cloud_cost_usd
         self.hover.setText(
-            f"{self.result.workload.name} on {r.count}x {r.name}: {fmt_hours(r.total_time_h)} "
+            f"{sentence_start(self.result.workload.name)} on {r.count}x {r.name}: {fmt_hours(r.total_time_h)} "
             f"(±{100 * r.error_band:.0f} %), {self.money(cost)} to {kind}; batch {r.batch_size} per GPU"
             + (f"; band borrowed: {r.band_note}" if r.band_note else "")
         )

@@ -45,6 +45,7 @@ from PySide6.QtWidgets import (
 
 from gpuselect.gui.models import _SEVERITY_ICON, Column, Index, RowsModel
 from gpuselect.gui.plots import GPU_COLOURS, gpu_pen, themed_plot
+from gpuselect.gui.wording import in_the_app
 
 HISTORY_S = 300
 MONITOR_INTERVAL_MS = 2000
@@ -59,20 +60,6 @@ MONITOR_FIGURES = (
 )
 SEVERITY_ORDER = ("critical", "warning", "unknown", "info", "ok")
 SEVERITY_WORD = {"critical": "Critical", "warning": "Warning", "unknown": "Not checked", "info": "Info", "ok": "Passed"}
-
-
-#: Commands a remedy names, as this window offers them ("run `gpuselect estimate`" in the app).
-_APP_PLACES = (
-    ("run `gpuselect estimate`", "use the Estimate tab"),
-    ("run `gpuselect health` during a benchmark", "refresh this page while the Benchmark tab runs"),
-)
-
-
-def in_the_app(remedy: str) -> str:
-    """``remedy`` with the commands it names as the places in this window that do the same."""
-    for command, place in _APP_PLACES:
-        remedy = remedy.replace(command, place)
-    return remedy
 
 
 class _Signals(QObject):
