@@ -625,9 +625,9 @@ def larger_batch_candidates(rec: Recommendation, rows: Sequence[EstimateRow], a:
 
 def pick_larger_batch(rec: Recommendation, tried: Sequence[EstimateRow], a: Assumptions) -> EstimateRow | None:
     """Of the candidates at their larger batch (``tried``), the one the advice names: renting the
-    same card, where it costs at most half; else the cheapest one GPU that meets the deadline and
-    budget for no more than the option costs; else, on a missed deadline, the fastest that is clearly
-    faster than the option."""
+    same card, where it costs at most half and a dollar less; else the cheapest one GPU that meets
+    the deadline (its whole range first) and budget for no more than the option costs; else, on a
+    missed deadline, the fastest that is clearly faster than the option."""
     o = rec.option or {}
     ok = [r for r in tried if _recommendable(r)]
     t_o = o.get("total_time_h")
@@ -637,7 +637,9 @@ def pick_larger_batch(rec: Recommendation, tried: Sequence[EstimateRow], a: Assu
     if o.get("count") == 1 and rec.action == "rent":
         rent = o.get("cloud_cost_usd")
         same = [r for r in ok if r.gpu_id == o.get("gpu_id") and r.cloud_cost_usd is not None]
-        if same and isinstance(rent, float | int) and (same[0].cloud_cost_usd or math.inf) <= 0.5 * rent:
+        new = same[0].cloud_cost_usd if same else None
+        # half the money, and at least a dollar saved: not a batch change for a cent's rental
+        if new is not None and isinstance(rent, float | int) and new <= min(0.5 * rent, rent - 1.0):
             return same[0]
         return None
     good = [
@@ -647,8 +649,15 @@ def pick_larger_batch(rec: Recommendation, tried: Sequence[EstimateRow], a: Assu
         and (a.budget_usd is None or (row_cost(r) or math.inf) <= a.budget_usd)
         and (not costs or (row_cost(r) or math.inf) <= min(costs))
     ]
-    if good:
-        return min(good, key=lambda r: (row_cost(r) or math.inf, r.total_time_h or math.inf))
+    if good:  # those whose whole range meets the deadline first, as the card to buy is chosen
+        return min(
+            good,
+            key=lambda r: (
+                time_range(r.total_time_h or math.inf, r.error_band)[1] > a.deadline_hours,
+                row_cost(r) or math.inf,
+                r.total_time_h or math.inf,
+            ),
+        )
     if rec.action == "miss":
         fast = min(ok, key=lambda r: r.total_time_h or math.inf)
         if not within_band(fast.total_time_h or math.inf, fast.error_band, float(t_o)):
@@ -993,7 +1002,11 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 f"A larger per-GPU batch (--batch-size {lb.get('batch_size')}) keeps one GPU busy: "
                 f"{option_name(lb)} would take {_approx(fmt_hours(lb.get('total_time_h')))}{_range(lb)}"  # type: ignore[arg-type]
                 + (f" for {lb_price}" if lb_price else "")
-                + (f", inside your {deadline} deadline" if lb.get("meets_deadline") else "")
+                + (
+                    f", inside your {deadline} deadline"
+                    if isinstance(lb_hi := lb.get("time_high_h"), float | int) and lb_hi <= rec.deadline_hours
+                    else ""
+                )
                 + ", if your model trains as well at that batch (rescale the learning rate and warm-up)."
             )
         parts.extend(_parallel_caveats(o, rec.stage))

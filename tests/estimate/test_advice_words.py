@@ -213,3 +213,15 @@ def test_the_larger_batch_reaches_the_report(tmp_path) -> None:  # type: ignore[
     argv = ["--workload", "simple-cnn", "--dataset-size", "1000000000", "--deadline-hours", "36"]
     assert main(["report", "-o", str(out), "--no-bench", *argv]) == 0
     assert "A larger per-GPU batch (--batch-size 1024) keeps one GPU busy" in out.read_text(encoding="utf-8")
+
+
+def test_renting_one_idle_card_names_its_larger_batch_where_that_saves_money(catalog) -> None:  # type: ignore[no-untyped-def]
+    w = PRESETS["simple-cnn"]
+    rec = A.estimate(w, Assumptions(dataset_size=10**8), catalog, local=[]).recommendation
+    assert rec.action == "rent" and rec.option is not None and rec.option["count"] == 1
+    lb = rec.larger_batch
+    assert lb is not None and lb["gpu_id"] == rec.option["gpu_id"] and lb["batch_size"] == 1024
+    assert float(lb["cost_usd"]) <= 0.5 * float(rec.option["cloud_cost_usd"])  # type: ignore[arg-type]
+    # a rental of a few seconds: a cent saved is no reason to change the batch
+    rec = A.estimate(PRESETS["mnist-mlp"], Assumptions(), catalog, local=[]).recommendation
+    assert rec.action == "rent" and rec.larger_batch is None
