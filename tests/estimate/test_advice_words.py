@@ -225,3 +225,19 @@ def test_renting_one_idle_card_names_its_larger_batch_where_that_saves_money(cat
     # a rental of a few seconds: a cent saved is no reason to change the batch
     rec = A.estimate(PRESETS["mnist-mlp"], Assumptions(), catalog, local=[]).recommendation
     assert rec.action == "rent" and rec.larger_batch is None
+
+
+def test_the_report_table_marks_the_gpu_named_beside_the_cpu(catalog) -> None:  # type: ignore[no-untyped-def]
+    # The report marked only some of the options the advice names: not the GPU named at stage 1.
+    from gpuselect.app.machine import this_machine
+    from gpuselect.report.model import build_report
+
+    cpu = LocalEstimate("cpu", "CPU", 1.0, 0.05, "measured", 0.47)
+    result = A.estimate(PRESETS["simple-cnn"], Assumptions(), catalog, local=[cpu])
+    rec = result.recommendation
+    assert rec.action == "cpu" and rec.faster_gpu is not None
+    m = this_machine()  # no GPU: the test session hides the vendor libraries
+    est = next(s for s in build_report(m.snapshot, m.health, estimate=result).sections if s.title == "Estimates")
+    labels = [r[0] for r in est.table]  # type: ignore[union-attr]
+    named = f"{rec.faster_gpu['count']}x {rec.faster_gpu['name']} (named in the advice)"
+    assert named in labels and rec.faster_gpu["name"] in est.lines[0]
