@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuselect.app.money import MoneyFormat
     from gpuselect.commands import estimate_options as opts
     from gpuselect.estimate.parallel import describe_reference_networks
-    from gpuselect.estimate.recommend import explain, fmt_hours, memory_need, stage_heading
+    from gpuselect.estimate.recommend import explain, fmt_hours, memory_need, named_options, stage_heading
     from gpuselect.output import json_document
 
     settings = opts.user_settings()
@@ -138,11 +138,8 @@ def run(args: argparse.Namespace) -> int:
     sym = money.symbol
     shown: list[Any] = []
     paged = unlinked = partial = False
-    picks = {
-        (o.get("gpu_id"), o.get("count"))
-        for o in (rec.option, rec.better_rental, rec.consumer_alt, rec.value_alt, rec.unpriced)
-        if o and o.get("kind") not in ("cpu", "have")
-    }
+    picks = {(o.get("gpu_id"), o.get("count")) for o in named_options(rec)}
+    marked = False  # the footnote explains → only where a printed row carries it
     for title, rows in (
         ("Single GPUs, fastest first", [r for r in ok if r.count == 1]),
         ("Several GPUs", [r for r in ok if r.count > 1 and r.count * r.dies <= a.gpus_per_node]),
@@ -166,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
                 mem += "+"  # part of a paged optimizer's state lives in host memory (footnote)
                 paged = True
             speed = (r.tokens_per_s if w.seq_len else r.throughput_samples_per_s) or 0
+            marked = marked or (r.gpu_id, r.count) in picks
             label = ("→ " if (r.gpu_id, r.count) in picks else "") + f"{r.count}x {r.name}"
             cloud = money(r.cloud_cost_usd)
             if r.cloud_unlinked:  # "—" read as no price data at all (footnote)
@@ -210,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
         f"\n{len(ok)} of {len(result.rows)} options fit. ± is the error band of each row's "
         "regime (small overhead-bound models, CNNs, transformers, LLMs on one or many GPUs, AMD), wide enough to cover "
         "80 % of that regime's validation cases (docs/accuracy.md); a time's range is time ÷ (1 + band) to time × "
-        "(1 + band). → marks the options the advice names. Rates are for the whole option; `bound` says what "
+        f"(1 + band).{' → marks the options the advice names.' if marked else ''} Rates are for the whole option; `bound` says what "
         "limits a step. `--format json` has every row with its per-step time breakdown and what would make a GPU fit."
     )
     return 0

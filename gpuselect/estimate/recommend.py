@@ -45,6 +45,17 @@ def money_text(v: float, symbol: str = "$") -> str:
     return f"{symbol}{v:,.0f}" if abs(v) >= 10 or v == 0 else f"{symbol}{v:,.2f}"
 
 
+def about_money(text: str) -> str:
+    """ "about $12", but "under $0.01" as it is (not "about under $0.01")."""
+    return text if text.startswith("under") else f"about {text}"
+
+
+def within_band(fast_h: float, fast_band: float, slow_h: float) -> bool:
+    """Whether ``slow_h`` lies inside the faster option's error range: the estimate cannot tell the
+    two apart (a B200 at 21.0 s "faster" than an RTX 3090 at 21.3 s, both ±47 %)."""
+    return slow_h <= fast_h * (1.0 + fast_band)
+
+
 def usd(v: float) -> str:
     """US dollars, the core's own currency (faces re-render in theirs: ``app.money.MoneyFormat``)."""
     return money_text(v)
@@ -145,6 +156,16 @@ class Recommendation:
     #: when another (the rented card's own purchase price was quoted: an RTX 5090's $1,999 beside a
     #: $300 RTX 5060 in time).
     cheaper_buy: dict[str, object] | None = None
+    #: Where the CPU is the answer: the cheapest single GPU to get (a consumer card to buy first)
+    #: that is clearly faster, the CPU's time outside its error range; None where none is.
+    faster_gpu: dict[str, object] | None = None
+    #: Where the fastest option misses the deadline by a lead over a much cheaper (or lower-stage)
+    #: one smaller than its error band: the cheaper one is the option, and this is that fastest.
+    tied_faster: dict[str, object] | None = None
+    #: Where the auto batch leaves the steps overhead-bound and the advice goes past one GPU (or
+    #: misses the deadline, or rents dearly): one GPU at a larger per-GPU batch that fits (its
+    #: ``batch_size``) and would meet the deadline, or cost much less (``estimate`` fills it in).
+    larger_batch: dict[str, object] | None = None
 
     @property
     def stage_or_none(self) -> Stage | None:
@@ -210,6 +231,11 @@ def describe(r: EstimateRow | None, *, kind: str | None = None, owned: int = 0) 
 
 
 _describe = describe
+
+
+def _price_as(r: EstimateRow, kind: str) -> float | None:
+    """The row's price of one kind: its purchase ("buy"), its rental ("rent"), else the cheaper."""
+    return r.buy_cost_usd if kind == "buy" else r.cloud_cost_usd if kind == "rent" else row_cost(r)
 
 
 def _recommendable(r: EstimateRow) -> bool:
@@ -370,6 +396,21 @@ def recommend(
         priced = [r for r in rows if _recommendable(r) and r.count == 1]  # the student's question: one GPU
         if priced:
             rec.fastest_gpu = describe(min(priced, key=lambda r: r.total_time_h or math.inf))
+            # The GPU to name beside the CPU: the cheapest to get (a consumer card to buy first)
+            # of those clearly faster. The fastest named a $14,500 MI250X at 3.8 s beside a 4.1 s CPU.
+            t_cpu = cpu.total_time_h if cpu is not None and cpu.total_time_h is not None else math.inf
+            quicker = [r for r in priced if not within_band(r.total_time_h or math.inf, r.error_band, t_cpu)]
+            if quicker:
+                g = min(
+                    quicker,
+                    key=lambda r: (
+                        stage_of(r, a) != Stage.ONE_GPU,
+                        r.buy_cost_usd if r.buy_cost_usd is not None else math.inf,
+                        row_cost(r) or math.inf,
+                        r.total_time_h or math.inf,
+                    ),
+                )
+                rec.faster_gpu = describe(g, kind="buy" if g.buy_cost_usd is not None else None)
     elif own_d is not None and own_d["meets_deadline"]:
         rec.stage, rec.action, rec.option = stage_of(own, a), "have", own_d  # type: ignore[arg-type]
     else:
@@ -408,11 +449,51 @@ def recommend(
                     rec.missed = "deadline"
                     # The cost of being fastest: where an option not much slower costs a fraction of
                     # it, say so (1,024 GPUs for 11 % less time than 8 at 100x the money is no advice).
-                    t_best, c_best = fastest.total_time_h or math.inf, row_cost(fastest)
-                    near = [r for r in rows if _recommendable(r) and (r.total_time_h or math.inf) <= 1.5 * t_best]
-                    value = min(near, key=lambda r: (row_cost(r) or math.inf, r.total_time_h or math.inf), default=None)
-                    if value is not None and c_best is not None and (row_cost(value) or math.inf) <= 0.5 * c_best:
-                        rec.value_alt = describe(value)
+                    # Prices are compared like with like: a purchase with purchases, a rental with
+                    # rentals ($14.8 M to buy read against $12 rented as "a fraction of the cost").
+                    lead: EstimateRow = fastest
+                    kind = "have" if lead is own else str((describe(lead) or {})["kind"])
+                    t_best, c_best = lead.total_time_h or math.inf, _price_as(lead, kind)
+                    near = [
+                        r
+                        for r in rows
+                        if _recommendable(r) and r is not lead and (r.total_time_h or math.inf) <= 1.5 * t_best
+                    ]
+
+                    def like(r: EstimateRow) -> bool:  # both have the fastest's kind of price
+                        return c_best is not None and _price_as(r, kind) is not None
+
+                    def price(r: EstimateRow) -> float:
+                        p = _price_as(r, kind) if like(r) else row_cost(r)
+                        return math.inf if p is None else p
+
+                    def cheaper(r: EstimateRow, share: float) -> bool:
+                        base = c_best if like(r) else row_cost(lead)
+                        return base is not None and price(r) <= share * base
+
+                    # A lead inside the fastest's error band is no lead: the much cheaper (or
+                    # lower-stage, no dearer) option is the answer (a B200 1 % faster than an RTX
+                    # 3090 at 13x the cost, ±47 %, was the headline).
+                    tie = [
+                        r
+                        for r in near
+                        if within_band(t_best, lead.error_band, r.total_time_h or math.inf)
+                        and (cheaper(r, 0.5) or (stage_of(r, a) < stage_of(lead, a) and cheaper(r, 1.0)))
+                    ]
+                    # of those, the cheapest to get (each described by its cheaper kind, said in words)
+                    if tie:
+                        rec.tied_faster = own_d if lead is own else describe(lead)
+                        fastest = min(
+                            tie, key=lambda r: (row_cost(r) or math.inf, stage_of(r, a), r.total_time_h or math.inf)
+                        )
+                    else:
+                        much = [r for r in near if cheaper(r, 0.5)]
+                        value = min(
+                            much, key=lambda r: (row_cost(r) or math.inf, r.total_time_h or math.inf), default=None
+                        )
+                        if value is not None:
+                            same = kind in ("buy", "rent") and _price_as(value, kind) is not None
+                            rec.value_alt = describe(value, kind=kind if same else None)
                 in_time_unpriced = [r for r in usable if r.meets_deadline and row_cost(r) is None]
                 if in_time_unpriced:
                     rec.unpriced = describe(  # the least hardware in time, as the "price" branch names it
@@ -495,6 +576,98 @@ def recommend(
     return rec
 
 
+#: How much larger a per-GPU batch ``larger_batch`` tries (capped by what fits): one batch, a few
+#: cards, so the catalog's estimate stays as fast (simple-cnn's 64 becomes 1,024).
+LARGER_BATCH_FACTOR = 16
+#: The cards ``larger_batch_candidates`` takes of each kind: the fastest, cheapest to buy, to rent.
+LARGER_BATCH_CARDS = 3
+
+
+def larger_batch_size(r: EstimateRow) -> int | None:
+    """The one larger per-GPU batch tried for ``r``: 16x its batch, or the largest power of two
+    that fits below that; None where memory leaves no batch twice as large."""
+    if not r.batch_size or not r.max_batch or r.max_batch < 2 * r.batch_size:
+        return None
+    target = r.batch_size * LARGER_BATCH_FACTOR
+    return target if r.max_batch >= target else 1 << (r.max_batch.bit_length() - 1)
+
+
+def _row_of(rows: Sequence[EstimateRow], o: dict[str, object] | None) -> EstimateRow | None:
+    if not o or o.get("kind") in ("cpu", "have"):
+        return None
+    return next((r for r in rows if r.gpu_id == o.get("gpu_id") and r.count == o.get("count")), None)
+
+
+def larger_batch_candidates(rec: Recommendation, rows: Sequence[EstimateRow], a: Assumptions) -> list[EstimateRow]:
+    """The few one-GPU rows worth trying at a larger batch: where the batch is auto and the advice's
+    option is overhead-bound (its steps too small to keep a GPU busy) and goes past one GPU or
+    misses (else, renting one such card: that card). Empty where none is."""
+    o = rec.option
+    row = _row_of(rows, o)
+    if a.batch_size is not None or rec.action not in ("buy", "rent", "miss") or rec.missed == "price":
+        return []
+    if row is None or row.bound != "overhead":
+        return []
+    if row.count == 1 and rec.action != "miss":
+        # one card in time: a larger batch only changes a rental's cost (a purchase costs the same)
+        return [row] if rec.action == "rent" and larger_batch_size(row) else []
+    singles = [
+        r
+        for r in rows
+        if r.count == 1 and _recommendable(r) and r.bound == "overhead" and larger_batch_size(r) is not None
+    ]
+    picks: list[EstimateRow] = []
+    for key in (
+        lambda r: r.total_time_h or math.inf,
+        lambda r: r.buy_cost_usd if r.buy_cost_usd is not None else math.inf,
+        lambda r: r.cloud_cost_usd if r.cloud_cost_usd is not None else math.inf,
+    ):
+        picks += [r for r in sorted(singles, key=key)[:LARGER_BATCH_CARDS] if r not in picks]
+    return picks
+
+
+def pick_larger_batch(rec: Recommendation, tried: Sequence[EstimateRow], a: Assumptions) -> EstimateRow | None:
+    """Of the candidates at their larger batch (``tried``), the one the advice names: renting the
+    same card, where it costs at most half and a dollar less; else the cheapest one GPU that meets
+    the deadline (its whole range first) and budget for no more than the option costs; else, on a
+    missed deadline, the fastest that is clearly faster than the option."""
+    o = rec.option or {}
+    ok = [r for r in tried if _recommendable(r)]
+    t_o = o.get("total_time_h")
+    costs = [c for c in (o.get("buy_cost_usd"), o.get("cloud_cost_usd")) if isinstance(c, float | int)]
+    if not ok or not isinstance(t_o, float | int):
+        return None
+    if o.get("count") == 1 and rec.action == "rent":
+        rent = o.get("cloud_cost_usd")
+        same = [r for r in ok if r.gpu_id == o.get("gpu_id") and r.cloud_cost_usd is not None]
+        new = same[0].cloud_cost_usd if same else None
+        # half the money, and at least a dollar saved: not a batch change for a cent's rental
+        if new is not None and isinstance(rent, float | int) and new <= min(0.5 * rent, rent - 1.0):
+            return same[0]
+        return None
+    good = [
+        r
+        for r in ok
+        if r.meets_deadline
+        and (a.budget_usd is None or (row_cost(r) or math.inf) <= a.budget_usd)
+        and (not costs or (row_cost(r) or math.inf) <= min(costs))
+    ]
+    if good:  # those whose whole range meets the deadline first, as the card to buy is chosen
+        return min(
+            good,
+            key=lambda r: (
+                time_range(r.total_time_h or math.inf, r.error_band)[1] > a.deadline_hours,
+                row_cost(r) or math.inf,
+                r.total_time_h or math.inf,
+            ),
+        )
+    if rec.action == "miss":
+        fast = min(ok, key=lambda r: r.total_time_h or math.inf)
+        if not within_band(fast.total_time_h or math.inf, fast.error_band, float(t_o)):
+            return fast
+    return None
+
+
 def _fit_hint(rows: list[EstimateRow], w: Workload) -> str:
     """What would make the workload fit: the option that misses by the least, what it needs and its
     row's first suggestion; else the generic levers (LoRA/QLoRA only where every parameter trains)."""
@@ -522,6 +695,27 @@ def _fit_hint(rows: list[EstimateRow], w: Workload) -> str:
         f"{what}{why}; no change gpuselect models (a smaller batch, checkpointing, sharding over more such GPUs, "
         f"offload, another precision) makes it fit there: try {shorter}a GPU with more memory."
     )
+
+
+def named_options(rec: Recommendation) -> list[dict[str, object]]:
+    """The catalog options the advice's words name, as rows of the table at its batch (the faces
+    mark them): the option, the alternatives beside it, and at stage 1 the GPU named beside the CPU.
+    ``larger_batch`` is not among them: the table's row of that card is at the other batch."""
+    beside_cpu = (rec.faster_gpu or rec.fastest_gpu) if rec.action == "cpu" else None
+    return [
+        o
+        for o in (
+            rec.option,
+            rec.better_rental,
+            rec.consumer_alt,
+            rec.value_alt,
+            rec.tied_faster,
+            rec.unpriced,
+            rec.cheaper_buy,
+            beside_cpu,
+        )
+        if o and o.get("kind") not in ("cpu", "have")
+    ]
 
 
 def option_name(o: dict[str, object]) -> str:
@@ -631,10 +825,22 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             choice = f"train on {name} ({_approx(t, '~')})"
             g = rec.fastest_gpu
             gt = g.get("total_time_h") if g else None
-            if g is None or not isinstance(gt, float | int):
+            fg = rec.faster_gpu
+            if fg is not None:  # the cheapest to get of the GPUs clearly faster, with its price
+                buy = fg.get("buy_cost_usd") if fg.get("kind") == "buy" else None
+                gpu = (
+                    f"A GPU would be faster ({option_name(fg)}, {_approx(fmt_hours(fg.get('total_time_h')))}"  # type: ignore[arg-type]
+                    + (f", {money(float(buy))} to buy" if isinstance(buy, float | int) else "")
+                    + "), but you do not need one."
+                )
+            elif g is None or not isinstance(gt, float | int):
                 gpu = "You do not need a GPU."
             elif gt < float(o.get("total_time_h") or math.inf):  # type: ignore[arg-type]
-                gpu = f"A GPU would be faster ({option_name(g)}, {_approx(fmt_hours(gt))}), but you do not need one."
+                # "A GPU would be faster (about 4 s)" beside a CPU's 4 s: a lead inside the band
+                gpu = (
+                    f"No GPU is clearly faster: even the fastest single GPU, {option_name(g)}, takes "
+                    f"{_approx(fmt_hours(gt))}, a difference inside the error range. You do not need one."
+                )
             else:  # at a small batch a GPU waits on its host: the CPU's own answer, say so
                 gpu = (
                     f"No single GPU is faster at this batch (the fastest, {option_name(g)}, takes "
@@ -645,10 +851,12 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 + gpu
             )
             if rec.own:
-                parts.append(f"{_cap(option_name(rec.own))} would take about {fmt_hours(rec.own.get('total_time_h'))}.")  # type: ignore[arg-type]
+                own_t = rec.own.get("total_time_h")
+                own_h = float(own_t) if isinstance(own_t, float | int) else None
+                parts.append(f"{_cap(option_name(rec.own))} would take {_approx(fmt_hours(own_h))}.")
         elif rec.action == "have":
             choice = f"Use {name} ({_approx(t, '~')})"
-            energy = f"; electricity about {money(float(cost))}" if isinstance(cost, (int, float)) else ""
+            energy = f"; electricity {about_money(money(float(cost)))}" if isinstance(cost, (int, float)) else ""
             verb = "finish" if _int(o.get("count"), 1) > 1 else "finishes"
             parts.append(
                 f"You already have what you need: {name} {verb} in {_approx(t)}{_range(o)}, inside your {deadline} deadline{energy}."
@@ -727,8 +935,8 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             choice = f"{name} ({_approx(t, '~')}" + (f"{unpriced})" if rec.missed == "price" else ")")
             budget = f" and the {money(rec.budget_usd)} budget" if rec.budget_usd else ""
             both = "both " if rec.budget_usd else ""
-            cost = o.get("cost_usd")
-            price = f" for about {money(float(cost))}" if isinstance(cost, float | int) else ""
+            price = _priced(o, money)
+            price = f" for {price}" if price else ""
             if rec.missed == "price":
                 inside = (
                     f"inside your {deadline} deadline"
@@ -747,16 +955,33 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                     f"{name}, {_approx(t)}{_range(o)}{price}. Raise the budget, or shrink the workload."
                 )
             else:
+                tf = rec.tied_faster
+                which = (
+                    "The fastest options with a known price differ by less than their error range; the cheapest of them is"
+                    if tf is not None
+                    else "The fastest option with a known price is"
+                )
                 parts.append(
-                    f"No option meets {both}the {deadline} deadline{budget}. The fastest option with a known price is "
+                    f"No option meets {both}the {deadline} deadline{budget}. {which} "
                     f"{name}, {_approx(t)}{_range(o)}{price}. "
                     f"Relax the deadline{' or budget' if rec.budget_usd else ''}, or shrink the workload."
                 )
+                if tf is not None:
+                    tf_price = _priced(tf, money)
+                    parts.append(
+                        f"{_cap(option_name(tf))} is estimated a little faster, "
+                        f"{_approx(fmt_hours(tf.get('total_time_h')))}"  # type: ignore[arg-type]
+                        + (f", for {tf_price}" if tf_price else "")
+                        + ": a difference inside that range."
+                    )
                 v = rec.value_alt
                 if v is not None and isinstance(v.get("cost_usd"), float | int):
+                    other = v.get("cloud_cost_usd") if v.get("kind") == "buy" else None
                     parts.append(
                         f"{_cap(option_name(v))} takes {_approx(fmt_hours(v.get('total_time_h')))} "  # type: ignore[arg-type]
-                        f"for about {money(float(v['cost_usd']))}, a fraction of the cost."  # type: ignore[arg-type]
+                        f"for {_priced(v, money)}"
+                        + (f" ({money(float(other))} rented)" if isinstance(other, float | int) else "")
+                        + ", a fraction of the cost."
                     )
             if rec.unpriced is not None and rec.missed != "price":
                 u = rec.unpriced
@@ -772,6 +997,21 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                     f"The hourly rate of {option_name(r_)} is per GPU of {offer_phrase(offer)}: renting fewer "
                     f"may cost more, or mean renting {every}."
                 )
+        lb = rec.larger_batch
+        if lb is not None:
+            lb_price = _priced(lb, money)
+            parts.append(
+                f"At batch {o.get('batch_size')} the steps are too small to keep a GPU busy (overhead-bound). "
+                f"A larger per-GPU batch (--batch-size {lb.get('batch_size')}) keeps one GPU busy: "
+                f"{option_name(lb)} would take {_approx(fmt_hours(lb.get('total_time_h')))}{_range(lb)}"  # type: ignore[arg-type]
+                + (f" for {lb_price}" if lb_price else "")
+                + (
+                    f", inside your {deadline} deadline"
+                    if isinstance(lb_hi := lb.get("time_high_h"), float | int) and lb_hi <= rec.deadline_hours
+                    else ""
+                )
+                + ", if your model trains as well at that batch (rescale the learning rate and warm-up)."
+            )
         parts.extend(_parallel_caveats(o, rec.stage))
         if rec.crosses_deadline:
             parts.append(
@@ -781,6 +1021,16 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
     for x in rec.excluded:
         parts.append(f"Left out of the plan: {x}.")
     return choice, " ".join(parts)
+
+
+def _priced(o: dict[str, object], money: Money) -> str:
+    """An option's cost with its kind, so two costs side by side compare like with like: "about $12
+    rented", "about $2,944,000 to buy and run", "under $0.01 of electricity"; "" where unknown."""
+    cost = o.get("cost_usd")
+    if not isinstance(cost, float | int):
+        return ""
+    what = {"buy": " to buy and run", "rent": " rented", "have": " of electricity"}.get(str(o.get("kind")), "")
+    return about_money(money(float(cost))) + what
 
 
 def _offer_caveat(o: dict[str, object]) -> str:

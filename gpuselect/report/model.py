@@ -18,6 +18,7 @@ from gpuselect.estimate.recommend import (
     explain,
     fmt_hours,
     memory_need,
+    named_options,
     option_name,
     stage_heading,
     verdict_line,
@@ -279,7 +280,8 @@ def _option_row(
 
 def shown_options(result: Any, top: int) -> tuple[list[Any], list[Any]]:
     """The options the estimate table shows, fastest first: (one GPU, several GPUs); the
-    recommended option, each stage's best (the chart's bars) and a better rental are always among them."""
+    recommended option, each stage's best (the chart's bars) and every option the advice names are
+    always among them."""
     ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)
     singles = [r for r in ok if r.count == 1][:top]
     multis = [r for r in ok if r.count > 1][: max(3, top // 3)]
@@ -287,7 +289,7 @@ def shown_options(result: Any, top: int) -> tuple[list[Any], list[Any]]:
     named = [
         rec.option or {},
         *(o for o in rec.per_stage.values() if o),
-        *(o or {} for o in (rec.better_rental, rec.consumer_alt, rec.value_alt, rec.unpriced)),
+        *named_options(rec),  # every option the advice's words name, as the CLI marks them
     ]
     for opt in named:
         if opt.get("gpu_id") and opt.get("kind") not in ("have", "cpu"):
@@ -344,11 +346,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
                 float(o["error_band"]),
             )
         )
-    also = {
-        (o.get("gpu_id"), o.get("count"))
-        for o in (rec.better_rental, rec.consumer_alt, rec.value_alt, rec.unpriced)
-        if o is not None
-    }
+    also = {(o.get("gpu_id"), o.get("count")) for o in named_options(rec)}
     for r in singles + multis:
         mark = (
             " (recommended)"

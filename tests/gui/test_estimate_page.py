@@ -530,3 +530,16 @@ def test_log_axes_label_round_values_only() -> None:
     assert [t for _, t in a.ticks[0]] == ["0.1", "1", "10", "100", "1,000", "10⁴", "10⁵", "10⁶"]  # type: ignore[index]
     decade_ticks(a, 0.2, 0.9)  # under a decade: pyqtgraph's own
     assert a.ticks is None and _tick_text(5e4) == "5e4"
+
+
+def test_overhead_bound_advice_names_the_larger_batch_by_its_control(qtbot) -> None:
+    """The core's larger-batch words reach the page, the option named as the page's control."""
+    page = _page(qtbot, None, "simple-cnn")
+    page.dataset.setValue(2_000_000_000)
+    page.deadline.setValue(100.0)
+    _run(qtbot, page)
+    lb = page.result.recommendation.larger_batch
+    assert lb is not None and lb["batch_size"] == 1024
+    text = page.recommendation.text()
+    assert "A larger per-GPU batch (Batch size 1024) keeps one GPU busy" in text and "--batch-size" not in text
+    page.shutdown()
