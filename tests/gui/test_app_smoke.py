@@ -359,6 +359,52 @@ def test_a_corrupt_settings_file_is_said_above_every_page_and_on_stderr(qtbot, c
     _close(qtbot, w)
 
 
+def test_the_warnings_banner_clears_when_the_settings_are_saved_and_can_be_dismissed(qtbot) -> None:
+    """QA: the banner stayed after the settings were fixed and saved, and had no close button."""
+    import json
+
+    from gpuselect import notices
+    from gpuselect.settings import settings_path
+
+    notices.reset()
+    p = settings_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps({"grid_kg_co2_per_kwh": -1, "currency_symbol": "€"}))
+    w = MainWindow()
+    qtbot.addWidget(w)
+    assert not w.banner.isHidden() and "grid_kg_co2_per_kwh" in w.banner.text()
+    notices.warn("your catalog overlay x.toml has 1 problem")  # not the settings': it stays
+    w.show_notices()
+    w.settings_page.save()
+    assert not w.banner.isHidden() and "grid_kg" not in w.banner.text() and "overlay" in w.banner.text()
+    assert json.loads(p.read_text())["grid_kg_co2_per_kwh"] >= 0  # really fixed on disk
+    qtbot.mouseClick(w.banner.close_button, Qt.MouseButton.LeftButton)
+    assert w.banner.isHidden()
+    notices.warn("a later problem")  # a new warning shows again, alone
+    w.show_notices()
+    assert not w.banner.isHidden() and w.banner.text() == "Warning: A later problem"
+    _close(qtbot, w)
+
+
+def test_the_warnings_banner_counts_the_warnings_it_does_not_show(qtbot) -> None:
+    """QA: it showed the last five warnings and said nothing of the others."""
+    from gpuselect import notices
+
+    notices.reset()
+    w = MainWindow()
+    qtbot.addWidget(w)
+    for i in range(8):
+        notices.warn(f"problem {i}")
+    w.show_notices()
+    text = w.banner.text()
+    assert "Problem 7" in text and "Problem 2" not in text and "and 3 more warnings" in text
+    assert "Problem 0" in w.banner.label.toolTip()  # every one on hover
+    assert w.banner.more.isVisibleTo(w.banner) and w.banner.more.text() == "Show all 8"
+    qtbot.mouseClick(w.banner.more, Qt.MouseButton.LeftButton)
+    assert all(f"Problem {i}" in w.banner.text() for i in range(8)) and "more" not in w.banner.text()
+    _close(qtbot, w)
+
+
 @pytest.mark.parametrize("line", ["tab=abc", "tab=99999999999999999999", "geometry=garbage"])
 def test_a_damaged_window_ini_is_ignored(qtbot, line: str) -> None:
     """Each of these stopped the app from starting (exit 70)."""

@@ -20,6 +20,8 @@ from gpuselect.settings import Settings, load, save, settings_path
 
 class SettingsPage(QWidget):
     changed = Signal(object)  # Settings
+    #: The load problems a successful save has made moot (the file now holds valid settings).
+    problems_fixed = Signal(list)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -63,6 +65,7 @@ class SettingsPage(QWidget):
         self.save_button.clicked.connect(self.save)
         self.symbol.textChanged.connect(self._prefixes)
         self.settings, problems = load()
+        self.problems = problems
         self._show(self.settings)
         self.status.setText("\n".join(problems) if problems else f"Settings file: {settings_path()}")
 
@@ -105,4 +108,7 @@ class SettingsPage(QWidget):
             return
         self.settings = s
         self.status.setText(f"Saved to {path}")
+        fixed, self.problems = self.problems, []
+        if fixed:
+            self.problems_fixed.emit(fixed)
         self.changed.emit(s)
