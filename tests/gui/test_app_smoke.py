@@ -211,6 +211,36 @@ def test_catalog_page_filters_and_shows_sources(qtbot) -> None:
     _close(qtbot, w)
 
 
+def test_catalog_overlay_problems_stay_on_show_while_filtering(qtbot) -> None:
+    """QA: the overlay's problems were in the details pane, and the first filter or selection
+    replaced them for good."""
+    from PySide6.QtWidgets import QLabel, QPlainTextEdit
+
+    from gpuselect.catalog import _cached_default, overlay_path
+    from gpuselect.gui.pages.catalog import CatalogPage
+
+    overlay = overlay_path()
+    overlay.parent.mkdir(parents=True, exist_ok=True)
+    overlay.write_text('[[gpu]]\nid = "rtx-3090"\nvram_gb = "lots"\n')
+    _cached_default.cache_clear()
+    try:
+        page = CatalogPage()
+    finally:
+        _cached_default.cache_clear()  # the next test's catalog is the built-in one again
+    qtbot.addWidget(page)
+    page.show()
+
+    def on_show() -> str:
+        boxes = [*page.findChildren(QPlainTextEdit), *page.findChildren(QLabel)]
+        return "\n".join(b.toPlainText() if isinstance(b, QPlainTextEdit) else b.text() for b in boxes if b.isVisible())
+
+    assert "'vram_gb': must be a number" in on_show()
+    page.search.setText("rtx")
+    page.table.setCurrentIndex(page.proxy.index(0, 0))
+    page.family.setCurrentText("datacenter")
+    assert "'vram_gb': must be a number" in on_show() and str(overlay) in on_show()
+
+
 def test_custom_workload_and_bad_input_message(qtbot) -> None:
     page = EstimatePage()
     qtbot.addWidget(page)
