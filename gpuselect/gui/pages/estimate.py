@@ -71,36 +71,6 @@ def gui_words(text: str) -> str:
     return text
 
 
-def decade_ticks(axis: Any, lo: float, hi: float) -> None:
-    """A log axis labelled at round values only (``lo``, ``hi``: log10 of the range): the decades,
-    and 2 and 5 between them where it spans under three decades; the rest of 2-9 as unlabelled
-    ticks. pyqtgraph labelled all of them, and they ran into each other at 1024 px ("2·10¹ 3·10¹
-    4·10¹"). Over less than a decade its own ticks stay."""
-    first, last = math.ceil(lo - 1e-9), math.floor(hi + 1e-9)
-    if last - first < 1:
-        axis.setTicks(None)
-        return
-    labelled = (1, 2, 5) if last - first < 3 else (1,)
-    major: list[tuple[float, str]] = []
-    minor: list[tuple[float, str]] = []
-    for k in range(first - 1, last + 1):
-        for m in range(1, 10):
-            v = k + math.log10(m)
-            if lo <= v <= hi:
-                (major if m in labelled else minor).append((v, _tick_text(m * 10.0**k) if m in labelled else ""))
-    axis.setTicks([major, minor])
-
-
-def _tick_text(value: float) -> str:
-    """1, 20, 500, 5,000, then 10⁴-style (a cost axis of "100,000" pushed the chart's title off)."""
-    if value >= 1e4:
-        k = round(math.log10(value))
-        if abs(value - 10.0**k) < 1e-6 * value:
-            return "10" + str(k).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
-        return f"{value:.0e}".replace("e+0", "e").replace("e+", "e")
-    return f"{value:,.0f}" if value >= 1 else f"{value:g}"
-
-
 class SpecialSpinBox(QSpinBox):
     """A spin box whose special-value text ("auto", "workload default") can be typed as well as
     reached by stepping down to 0: typing "auto" over 512 left 512."""
@@ -999,8 +969,7 @@ class EstimatePage(QWidget):
                 labelOpts={"position": 0.04, "color": (197, 48, 48)},
             )
         )
-        p.setXRange(math.log10(left), math.log10(max(spans)) + 0.15, padding=0)
-        decade_ticks(p.getAxis("bottom"), math.log10(left), math.log10(max(spans)) + 0.15)
+        p.setXRange(math.log10(left), math.log10(max(spans)) + 0.15, padding=0)  # ticks: plots.LogAxis
         p.setYRange(0.5, 4.75, padding=0)
 
     def _plot_scatter(self, result: Any) -> None:
@@ -1045,11 +1014,6 @@ class EstimatePage(QWidget):
             item.sigClicked.connect(self._on_hover)
             p.addItem(item)
         allpts = [(10 ** d["pos"][0], 10 ** d["pos"][1], d["data"]) for d in buy + rent]
-        xs = [d["pos"][0] for d in buy + rent] + [math.log10(result.assumptions.deadline_hours)]
-        ys = [d["pos"][1] for d in buy + rent]
-        decade_ticks(p.getAxis("bottom"), min(xs) - 0.5, max(xs) + 0.5)
-        if ys:
-            decade_ticks(p.getAxis("left"), min(ys) - 0.5, max(ys) + 0.5)
         if allpts:
             front = pareto(allpts)
             # PlotDataItem applies the log mode itself: linear values here (the scatter items take log10 positions)
