@@ -15,7 +15,7 @@ from typing import Any
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QPalette, QPen
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QSizePolicy, QWidget
 
 #: One colour per GPU: Okabe-Ito's colour-blind-safe set (its black swapped for grey so it shows
 #: on a dark background too). GPUs 8+ repeat the colours with a dashed line.
@@ -173,6 +173,25 @@ class LogAxis(pg.AxisItem):  # type: ignore[misc]  # pyqtgraph is untyped
         self.autoSIPrefixScale = 1.0
         self.labelUnitPrefix = ""
         self._updateLabel()
+
+
+class _SideLegend(pg.LegendItem):  # type: ignore[misc]  # pyqtgraph is untyped
+    def mouseDragEvent(self, ev: Any) -> None:
+        ev.ignore()  # it sits in the chart's layout: dragged, it would land on the data again
+
+
+def side_legend(w: pg.PlotWidget) -> pg.LegendItem:
+    """A legend beside the plot area, right of it, instead of inside: inside it covered data points
+    (the benchmark chart's lstm and transformer points at the largest batch). Curves plotted with a
+    ``name`` join it as with ``addLegend``."""
+    item = w.getPlotItem()
+    legend = _SideLegend(offset=None)
+    legend.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)  # its rows, not the plot's height
+    item.layout.addItem(legend, 2, 3)  # row 2 holds the left axis, the view box and the right axis
+    item.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop)
+    item.legend = legend
+    apply_theme(w)
+    return legend
 
 
 def themed_plot(parent: QWidget | None = None, *, title: str = "", left: str = "", bottom: str = "") -> pg.PlotWidget:

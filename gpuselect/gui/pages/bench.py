@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 from gpuselect.bench.model import BenchConfig
 from gpuselect.bench.text import measured
 from gpuselect.gui.models import Column, RowsModel
-from gpuselect.gui.plots import GPU_COLOURS, apply_theme, themed_plot
+from gpuselect.gui.plots import GPU_COLOURS, side_legend, themed_plot
 from gpuselect.gui.workers import GeneratorWorker
 
 
@@ -133,8 +133,7 @@ class BenchPage(QWidget):
             title="Training samples/s by batch size, per device", left="samples/s", bottom="batch size"
         )
         self.batch_plot.setLogMode(x=True, y=True)
-        self.batch_plot.addLegend(offset=(-10, -10))  # bottom right: large batches sit high, small ones low
-        apply_theme(self.batch_plot)  # the legend too
+        side_legend(self.batch_plot)
         top = QHBoxLayout()
         for w in (self.quick, self.start_button, self.cancel_button):
             top.addWidget(w)
