@@ -588,3 +588,28 @@ def test_the_estimate_charts_log_axes_are_readable_at_1024_px(qtbot, preset: str
     _assert_readable(page.scatter_plot.getAxis("bottom"))
     _assert_readable(page.scatter_plot.getAxis("left"))
     page.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("symbol", "rate", "budget_usd"),
+    [("Fr.", 0.9, 1.0), ("CHF", 0.9, 50.0), ("KRW", 1350.0, 5000.0), ("KRW", 1350.0, 1e9)],
+)
+def test_the_budget_label_lies_wholly_inside_the_chart(qtbot, symbol: str, rate: float, budget_usd: float) -> None:
+    """QA: the "budget" label was cut at the chart's edge in some currencies; a budget below every
+    cost put it under the plot's bottom edge."""
+    import pyqtgraph as pg
+
+    page = _page(qtbot, "a100x2_ecc", "resnet50")
+    page.apply_settings(Settings(currency_symbol=symbol, usd_to_currency=rate, default_budget_usd=budget_usd))
+    _run(qtbot, page, 60_000)
+    page.resize(1024 - 20, 700)
+    page.show()
+    qtbot.wait(50)
+    view = page.scatter_plot.getViewBox().sceneBoundingRect()
+    labels = [
+        item.label
+        for item in page.scatter_plot.getPlotItem().items
+        if isinstance(item, pg.InfiniteLine) and item.angle == 0 and item.label.toPlainText() == "budget"
+    ]
+    assert len(labels) == 1 and view.contains(labels[0].sceneBoundingRect()), (labels[0].sceneBoundingRect(), view)
+    page.shutdown()

@@ -1047,8 +1047,10 @@ class EstimatePage(QWidget):
                     angle=0,
                     pen=pg.mkPen((197, 48, 48), style=Qt.PenStyle.DashLine),
                     label="budget",
-                    # left-aligned under the line: centred on it, the axis cut it to "ɔudget"
-                    labelOpts={"position": 0.02, "color": (197, 48, 48), "anchors": [(0, 0), (0, 0)]},
+                    # Left-aligned (centred on the line's end, the axis cut it to "ɔudget"); under the
+                    # line in the chart's upper half, over it in the lower half: a budget below
+                    # every cost put it under the plot's bottom edge, cut in half.
+                    labelOpts={"position": 0.02, "color": (197, 48, 48), "anchors": [(0, 0), (0, 1)]},
                 )
             )
 
