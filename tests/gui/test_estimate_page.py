@@ -613,3 +613,27 @@ def test_the_budget_label_lies_wholly_inside_the_chart(qtbot, symbol: str, rate:
     ]
     assert len(labels) == 1 and view.contains(labels[0].sceneBoundingRect()), (labels[0].sceneBoundingRect(), view)
     page.shutdown()
+
+
+@pytest.mark.parametrize("scatter_share", [0.5, 0.3])
+def test_the_time_vs_cost_title_is_never_cut(qtbot, scatter_share: float) -> None:
+    """QA: the title (which carries the chart's legend) was cut at 1024 px; it had 11 px to spare
+    there, and none in a narrower pane. It drops words instead, the markers last."""
+    page = _page(qtbot, "a100x2_ecc", "resnet50")
+    _run(qtbot, page)
+    page.resize(1024 - 20, 700)
+    page.show()
+    qtbot.wait(50)
+    splitter = page.scatter_plot.parentWidget()
+    total = sum(splitter.sizes())
+    splitter.setSizes([round(total * (1 - scatter_share)), round(total * scatter_share)])
+    qtbot.wait(50)
+    item = page.scatter_plot.getPlotItem()
+    label = item.titleLabel
+    text = label.item.mapRectToScene(label.item.boundingRect())
+    assert text.width() > 0 and text.right() <= page.scatter_plot.width(), (text, page.scatter_plot.width())
+    assert item.getViewBox().sceneBoundingRect().right() <= page.scatter_plot.width()  # nor the plot cut
+    assert "● buy" in label.text and "▲ rent" in label.text
+    if scatter_share == 0.5:
+        assert "Pareto" in label.text
+    page.shutdown()

@@ -477,6 +477,8 @@ class EstimatePage(QWidget):
         self.stage_plot.setMouseEnabled(x=False, y=False)
         self.scatter_plot = themed_plot(title="Time vs cost", left="cost", bottom="training time (h)")
         self.scatter_plot.setLogMode(x=True, y=True)
+        self._fitting_title = False
+        self.scatter_plot.installEventFilter(self)  # resized: _fit_scatter_title
         self.scatter_plot.setToolTip(
             "Each option: circles to buy, triangles to rent; the line joins the Pareto front.\n"
             "Hover or click a point for its figures."
@@ -976,13 +978,7 @@ class EstimatePage(QWidget):
         p = self.scatter_plot
         p.clear()
         p.setLabel("left", f"cost ({self.money.symbol})")
-        # The legend sits in the title: inside the plot it would cover points somewhere.
-        fg = self._text_colour().name()
-        p.setTitle(
-            f"Time vs cost &nbsp;<span style='color:rgb{BUY_COLOUR}'>● buy</span> "
-            f"<span style='color:rgb{RENT_COLOUR}'>▲ rent</span> <span style='color:{fg}'>— Pareto front</span>",
-            size="9pt",  # at 10pt the title was cut to "Pareto fron" in a 1024 px window
-        )
+        self._fit_scatter_title()
         buy: list[dict[str, Any]] = []
         rent: list[dict[str, Any]] = []
         for r in result.rows:
@@ -1053,6 +1049,43 @@ class EstimatePage(QWidget):
                     labelOpts={"position": 0.02, "color": (197, 48, 48), "anchors": [(0, 0), (0, 1)]},
                 )
             )
+
+    def eventFilter(self, watched: Any, event: Any) -> bool:
+        from PySide6.QtCore import QEvent
+
+        if watched is self.scatter_plot and event.type() == QEvent.Type.Resize:
+            self._fit_scatter_title()
+        return super().eventFilter(watched, event)
+
+    @Slot()
+    def _fit_scatter_title(self) -> None:
+        """The longest title that fits the chart's width. The legend sits in the title (inside the
+        plot it would cover points somewhere). A title wider than the pane widened the chart past
+        the pane's edge, which cut it ("Pareto fron") and the plot's right side: at 9pt it had 11
+        px to spare in a 1024 px window, none with a narrower pane, axis or wider font."""
+        if self._fitting_title:
+            return
+        self._fitting_title = True
+        try:
+            fg = self._text_colour().name()
+            marks = (
+                f"<span style='color:rgb{BUY_COLOUR}'>● buy</span> <span style='color:rgb{RENT_COLOUR}'>▲ rent</span>"
+            )
+            variants = (
+                f"Time vs cost &nbsp;{marks} <span style='color:{fg}'>— Pareto front</span>",
+                f"{marks} <span style='color:{fg}'>— Pareto front</span>",
+                f"{marks} <span style='color:{fg}'>— front</span>",
+                marks,
+            )
+            label = self.scatter_plot.getPlotItem().titleLabel
+            # The title's cell starts right of the cost axis and may end at the widget's edge.
+            room = self.scatter_plot.width() - label.sceneBoundingRect().left() - 4
+            for html in variants:
+                self.scatter_plot.setTitle(html, size="9pt")
+                if label.item.boundingRect().width() <= room:
+                    break
+        finally:
+            self._fitting_title = False
 
     @Slot(object, object)
     def _on_hover(self, _item: Any, points: Any, *_: Any) -> None:
