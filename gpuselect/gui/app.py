@@ -14,7 +14,6 @@ from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QThreadPo
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
-    QLabel,
     QMainWindow,
     QMessageBox,
     QTabWidget,
@@ -22,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuselect.gui.banner import NoticeBanner
 from gpuselect.gui.pages.bench import BenchPage
 from gpuselect.gui.pages.catalog import CatalogPage
 from gpuselect.gui.pages.estimate import EstimatePage
@@ -72,19 +72,14 @@ class MainWindow(QMainWindow):
         # Warnings the core carried on past (a corrupt settings file, a broken catalog overlay): a
         # banner above every page and a line on stderr. The settings page alone said so, and a
         # user on the Estimate tab exported a report that ignored their redaction choice.
-        self.banner = QLabel()
-        self.banner.setWordWrap(True)
-        self.banner.setTextFormat(Qt.TextFormat.PlainText)
-        self.banner.setStyleSheet("QLabel { background: #fff3cd; color: #664d03; padding: 6px; }")
-        self.banner.setAccessibleName("warnings")
-        self.banner.hide()
+        self.banner = NoticeBanner()
+        self.settings_page.problems_fixed.connect(self.banner.resolve)  # saved valid: those warnings are moot
         central = QWidget()
         box = QVBoxLayout(central)
         box.setContentsMargins(0, 0, 0, 0)
         box.addWidget(self.banner)
         box.addWidget(self.tabs)
         self.setCentralWidget(central)
-        self._notices: list[str] = []
         self.show_notices()
         self.notice_timer = QTimer(self)  # warnings a worker's load raises later (an overlay read)
         self.notice_timer.timeout.connect(self.show_notices)
@@ -151,9 +146,7 @@ class MainWindow(QMainWindow):
             return
         for message in new:
             print(f"gpuselect: warning: {message}", file=sys.stderr)
-        self._notices += new
-        self.banner.setText("\n".join(f"Warning: {m[:1].upper()}{m[1:]}" for m in self._notices[-5:]))
-        self.banner.show()
+        self.banner.add(new)
 
     @Slot()
     def export_report(self) -> None:

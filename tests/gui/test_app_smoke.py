@@ -211,6 +211,36 @@ def test_catalog_page_filters_and_shows_sources(qtbot) -> None:
     _close(qtbot, w)
 
 
+def test_catalog_overlay_problems_stay_on_show_while_filtering(qtbot) -> None:
+    """QA: the overlay's problems were in the details pane, and the first filter or selection
+    replaced them for good."""
+    from PySide6.QtWidgets import QLabel, QPlainTextEdit
+
+    from gpuselect.catalog import _cached_default, overlay_path
+    from gpuselect.gui.pages.catalog import CatalogPage
+
+    overlay = overlay_path()
+    overlay.parent.mkdir(parents=True, exist_ok=True)
+    overlay.write_text('[[gpu]]\nid = "rtx-3090"\nvram_gb = "lots"\n')
+    _cached_default.cache_clear()
+    try:
+        page = CatalogPage()
+    finally:
+        _cached_default.cache_clear()  # the next test's catalog is the built-in one again
+    qtbot.addWidget(page)
+    page.show()
+
+    def on_show() -> str:
+        boxes = [*page.findChildren(QPlainTextEdit), *page.findChildren(QLabel)]
+        return "\n".join(b.toPlainText() if isinstance(b, QPlainTextEdit) else b.text() for b in boxes if b.isVisible())
+
+    assert "'vram_gb': must be a number" in on_show()
+    page.search.setText("rtx")
+    page.table.setCurrentIndex(page.proxy.index(0, 0))
+    page.family.setCurrentText("datacenter")
+    assert "'vram_gb': must be a number" in on_show() and str(overlay) in on_show()
+
+
 def test_custom_workload_and_bad_input_message(qtbot) -> None:
     page = EstimatePage()
     qtbot.addWidget(page)
@@ -356,6 +386,52 @@ def test_a_corrupt_settings_file_is_said_above_every_page_and_on_stderr(qtbot, c
     w.tabs.setCurrentWidget(w.estimate)
     assert not w.banner.isHidden() and "settings" in w.banner.text().lower()
     assert "gpuselect: warning:" in capsys.readouterr().err
+    _close(qtbot, w)
+
+
+def test_the_warnings_banner_clears_when_the_settings_are_saved_and_can_be_dismissed(qtbot) -> None:
+    """QA: the banner stayed after the settings were fixed and saved, and had no close button."""
+    import json
+
+    from gpuselect import notices
+    from gpuselect.settings import settings_path
+
+    notices.reset()
+    p = settings_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps({"grid_kg_co2_per_kwh": -1, "currency_symbol": "€"}))
+    w = MainWindow()
+    qtbot.addWidget(w)
+    assert not w.banner.isHidden() and "grid_kg_co2_per_kwh" in w.banner.text()
+    notices.warn("your catalog overlay x.toml has 1 problem")  # not the settings': it stays
+    w.show_notices()
+    w.settings_page.save()
+    assert not w.banner.isHidden() and "grid_kg" not in w.banner.text() and "overlay" in w.banner.text()
+    assert json.loads(p.read_text())["grid_kg_co2_per_kwh"] >= 0  # really fixed on disk
+    qtbot.mouseClick(w.banner.close_button, Qt.MouseButton.LeftButton)
+    assert w.banner.isHidden()
+    notices.warn("a later problem")  # a new warning shows again, alone
+    w.show_notices()
+    assert not w.banner.isHidden() and w.banner.text() == "Warning: A later problem"
+    _close(qtbot, w)
+
+
+def test_the_warnings_banner_counts_the_warnings_it_does_not_show(qtbot) -> None:
+    """QA: it showed the last five warnings and said nothing of the others."""
+    from gpuselect import notices
+
+    notices.reset()
+    w = MainWindow()
+    qtbot.addWidget(w)
+    for i in range(8):
+        notices.warn(f"problem {i}")
+    w.show_notices()
+    text = w.banner.text()
+    assert "Problem 7" in text and "Problem 2" not in text and "and 3 more warnings" in text
+    assert "Problem 0" in w.banner.label.toolTip()  # every one on hover
+    assert w.banner.more.isVisibleTo(w.banner) and w.banner.more.text() == "Show all 8"
+    qtbot.mouseClick(w.banner.more, Qt.MouseButton.LeftButton)
+    assert all(f"Problem {i}" in w.banner.text() for i in range(8)) and "more" not in w.banner.text()
     _close(qtbot, w)
 
 

@@ -71,3 +71,27 @@ def test_a_cancelled_run_does_not_replace_the_last_complete_one_for_the_estimate
     page._on_finished(dataclasses.replace(complete, cancelled=True))  # what a cancelled run delivers
     assert page.report is complete and got == [complete]
     assert "the estimates keep the last complete run" in page.step.text()
+
+
+def test_the_batch_chart_s_legend_covers_no_data(qtbot) -> None:
+    """QA: the legend sat in the plot's bottom right and hid the points at the largest batch."""
+    from types import SimpleNamespace as Ns
+
+    page = BenchPage()
+    qtbot.addWidget(page)
+    rates = {"lstm": (132, 432, 380), "simple_cnn": (965, 4112, 4869), "transformer": (260, 36, 400)}
+    steps = [
+        Ns(model=m, batch_size=b, samples_per_s=v)
+        for m, vals in rates.items()
+        for b, v in zip((1, 16, 128), vals, strict=True)
+    ]
+    page.resize(1000, 700)
+    page.show()
+    page._plot(Ns(devices=[Ns(device="cpu", kind="cpu", spec_ratio={}, train_steps=steps)]))
+    qtbot.wait(50)
+    item = page.batch_plot.getPlotItem()
+    assert [label.text for _s, label in item.legend.items] == ["cpu lstm", "cpu simple_cnn", "cpu transformer"]
+    legend = item.legend.sceneBoundingRect()
+    data = item.getViewBox().sceneBoundingRect()
+    assert legend.width() > 50 and legend.left() >= data.right() - 1  # beside the plot area, not on it
+    assert page.batch_plot.rect().contains(legend.toRect())  # and on show, not pushed off the widget

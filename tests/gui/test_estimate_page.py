@@ -4,6 +4,7 @@ hover text that follows the workload, the memory bar, and a GUI thread that neve
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -500,6 +501,145 @@ def test_the_advice_names_this_page_s_controls_not_command_line_options() -> Non
     )
 
 
+def test_log_ticks_are_round_values_that_never_touch() -> None:
+    """pyqtgraph labelled every 2-9 of a log axis and they ran together; fixed ticks set per chart
+    missed the empty chart's default range and one-decade ranges."""
+    from gpuselect.gui.plots import log_ticks, tick_text
+
+    def width(text: str) -> float:
+        return 7.0 * len(text)
+
+    def texts(lo: float, hi: float, px: float) -> list[str]:
+        return [t for _, t in log_ticks(lo, hi, px, width)[0]]
+
+    assert texts(0.0, 2.0, 400) == ["2", "5", "10", "20", "50"]  # 1 and 100 sit on the ends
+    assert texts(-1.2, 6.2, 400) == ["0.1", "1", "10", "100", "1,000", "10⁴", "10⁵", "10⁶"]
+    assert texts(-0.3, 12.3, 245) == ["1", "100", "10⁴", "10⁶", "10⁸", "10¹⁰"]  # every 2nd decade
+    assert texts(0.0, 1.0, 245) == ["2", "5"]  # an empty chart's default range
+    assert texts(1.05, 1.65, 245) == ["20", "30", "40"]  # under a decade: every 1-9
+    assert texts(0.2, 0.3, 245) == ["1.6", "1.8"]  # a tenth of one: round linear steps
+    assert texts(6.1, 6.2, 245) == ["1.3e6", "1.4e6", "1.5e6"]
+    batch = [math.log10(b) for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)]
+    assert [t for _, t in log_ticks(-0.1, 3.1, 120, width, batch)[0]] == ["1", "8", "64", "512"]
+    for lo in [x / 7 for x in range(-20, 20)]:
+        for span in (0.05, 0.3, 0.9, 1.0, 1.1, 2.5, 4.0, 9.0, 30.0):
+            for px in (120, 245, 600):
+                labels = log_ticks(lo, lo + span, px, width)[0]
+                assert labels, (lo, span, px)
+                at = [((v - lo) * px / span, width(t)) for v, t in labels]
+                for (a, wa), (b, wb) in itertools.pairwise(at):
+                    assert b - a >= (wa + wb) / 2 + 6, (lo, span, px, labels)
+                assert all(x - w / 2 >= -1 and x + w / 2 <= px + 1 for x, w in at)
+                if px >= 245:
+                    assert len(labels) >= 2, (lo, span, px, labels)
+    assert tick_text(5e4) == "5e4" and tick_text(1e5) == "10⁵" and tick_text(0.5) == "0.5"
+
+
+def _drawn_labels(axis) -> list[tuple[object, str]]:  # type: ignore[no-untyped-def]
+    """The tick labels pyqtgraph would draw on ``axis``: (rectangle, text)."""
+    from PySide6.QtGui import QImage, QPainter
+
+    image = QImage(8, 8, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        specs = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    assert specs is not None
+    return [(rect, text) for rect, _flags, text in specs[2] if text]
+
+
+def _assert_readable(axis) -> None:  # type: ignore[no-untyped-def]
+    labels = _drawn_labels(axis)
+    assert labels, "no tick label at all"
+    for i, (a, ta) in enumerate(labels):
+        for b, tb in labels[i + 1 :]:
+            assert not a.intersects(b), f"{ta!r} runs into {tb!r}: {[t for _, t in labels]}"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("span", [None, (0.0, 1.0), (-0.5, 0.6), (1.0, 1.53), (0.3, 1.4), (3.0, 12.0)])
+def test_every_log_axis_draws_labels_that_do_not_run_together(qtbot, span: tuple[float, float] | None) -> None:
+    """An empty log chart (pyqtgraph's default range) and ranges of about one decade."""
+    from gpuselect.gui.plots import themed_plot
+
+    plot = themed_plot(title="t", left="cost (KRW)", bottom="training time (h)")
+    qtbot.addWidget(plot)
+    plot.setLogMode(x=True, y=True)
+    if span:
+        plot.setXRange(*span, padding=0)
+        plot.setYRange(*span, padding=0)
+    plot.resize(300, 260)
+    plot.show()
+    qtbot.wait(50)
+    for side in ("left", "bottom"):
+        _assert_readable(plot.getAxis(side))
+    assert "x1e" not in plot.getAxis("left").labelString()  # no SI factor beside whole values
+
+
+@pytest.mark.parametrize(("preset", "max_gpus"), [("llama-70b-full", "auto"), ("llama-70b-full", "1")])
+def test_the_estimate_charts_log_axes_are_readable_at_1024_px(qtbot, preset: str, max_gpus: str) -> None:
+    """QA: labels ran together with llama-70b-full, and on the empty "no option" charts."""
+    page = _page(qtbot, "a100x2_ecc", preset)
+    page.max_gpus.setCurrentText(max_gpus)
+    _run(qtbot, page, 60_000)
+    page.resize(1024 - 20, 700)
+    page.show()
+    qtbot.wait(50)
+    _assert_readable(page.stage_plot.getAxis("bottom"))
+    _assert_readable(page.scatter_plot.getAxis("bottom"))
+    _assert_readable(page.scatter_plot.getAxis("left"))
+    page.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("symbol", "rate", "budget_usd"),
+    [("Fr.", 0.9, 1.0), ("CHF", 0.9, 50.0), ("KRW", 1350.0, 5000.0), ("KRW", 1350.0, 1e9)],
+)
+def test_the_budget_label_lies_wholly_inside_the_chart(qtbot, symbol: str, rate: float, budget_usd: float) -> None:
+    """QA: the "budget" label was cut at the chart's edge in some currencies; a budget below every
+    cost put it under the plot's bottom edge."""
+    import pyqtgraph as pg
+
+    page = _page(qtbot, "a100x2_ecc", "resnet50")
+    page.apply_settings(Settings(currency_symbol=symbol, usd_to_currency=rate, default_budget_usd=budget_usd))
+    _run(qtbot, page, 60_000)
+    page.resize(1024 - 20, 700)
+    page.show()
+    qtbot.wait(50)
+    view = page.scatter_plot.getViewBox().sceneBoundingRect()
+    labels = [
+        item.label
+        for item in page.scatter_plot.getPlotItem().items
+        if isinstance(item, pg.InfiniteLine) and item.angle == 0 and item.label.toPlainText() == "budget"
+    ]
+    assert len(labels) == 1 and view.contains(labels[0].sceneBoundingRect()), (labels[0].sceneBoundingRect(), view)
+    page.shutdown()
+
+
+@pytest.mark.parametrize("scatter_share", [0.5, 0.3])
+def test_the_time_vs_cost_title_is_never_cut(qtbot, scatter_share: float) -> None:
+    """QA: the title (which carries the chart's legend) was cut at 1024 px; it had 11 px to spare
+    there, and none in a narrower pane. It drops words instead, the markers last."""
+    page = _page(qtbot, "a100x2_ecc", "resnet50")
+    _run(qtbot, page)
+    page.resize(1024 - 20, 700)
+    page.show()
+    qtbot.wait(50)
+    splitter = page.scatter_plot.parentWidget()
+    total = sum(splitter.sizes())
+    splitter.setSizes([round(total * (1 - scatter_share)), round(total * scatter_share)])
+    qtbot.wait(50)
+    item = page.scatter_plot.getPlotItem()
+    label = item.titleLabel
+    text = label.item.mapRectToScene(label.item.boundingRect())
+    assert text.width() > 0 and text.right() <= page.scatter_plot.width(), (text, page.scatter_plot.width())
+    assert item.getViewBox().sceneBoundingRect().right() <= page.scatter_plot.width()  # nor the plot cut
+    assert "● buy" in label.text and "▲ rent" in label.text
+    if scatter_share == 0.5:
+        assert "Pareto" in label.text
+    page.shutdown()
+
+
 def test_the_core_s_offload_hint_reads_without_a_double_colon() -> None:
     """The parameter-offload tip says "(--offload params: one GPU, ..."; named as the control it read
     "Offload: params: one GPU"."""
@@ -512,26 +652,6 @@ def test_the_core_s_offload_hint_reads_without_a_double_colon() -> None:
     assert not re.search(r"\w+: \w+:", tip)
 
 
-def test_log_axes_label_round_values_only() -> None:
-    """pyqtgraph labelled every 2-9 of a log axis, and they overlapped at 1024 px."""
-    from gpuselect.gui.pages.estimate import _tick_text, decade_ticks
-
-    class Axis:
-        ticks: object = "unset"
-
-        def setTicks(self, ticks: object) -> None:
-            self.ticks = ticks
-
-    a = Axis()
-    decade_ticks(a, 0.0, 2.0)  # 1 h to 100 h: 1, 2, 5, 10, 20, 50, 100 labelled
-    major, minor = a.ticks  # type: ignore[misc]
-    assert [t for _, t in major] == ["1", "2", "5", "10", "20", "50", "100"] and all(t == "" for _, t in minor)
-    decade_ticks(a, -1.0, 6.0)  # many decades: the decades alone
-    assert [t for _, t in a.ticks[0]] == ["0.1", "1", "10", "100", "1,000", "10⁴", "10⁵", "10⁶"]  # type: ignore[index]
-    decade_ticks(a, 0.2, 0.9)  # under a decade: pyqtgraph's own
-    assert a.ticks is None and _tick_text(5e4) == "5e4"
-
-
 def test_overhead_bound_advice_names_the_larger_batch_by_its_control(qtbot) -> None:
     """The core's larger-batch words reach the page, the option named as the page's control."""
     page = _page(qtbot, None, "simple-cnn")
@@ -542,4 +662,3 @@ def test_overhead_bound_advice_names_the_larger_batch_by_its_control(qtbot) -> N
     assert lb is not None and lb["batch_size"] == 1024
     text = page.recommendation.text()
     assert "A larger per-GPU batch (Batch size 1024) keeps one GPU busy" in text and "--batch-size" not in text
-    page.shutdown()

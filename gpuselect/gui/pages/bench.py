@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 from gpuselect.bench.model import BenchConfig
 from gpuselect.bench.text import measured
 from gpuselect.gui.models import Column, RowsModel
-from gpuselect.gui.plots import GPU_COLOURS, apply_theme, themed_plot
+from gpuselect.gui.plots import GPU_COLOURS, side_legend, themed_plot
 from gpuselect.gui.workers import GeneratorWorker
 
 
@@ -133,8 +133,7 @@ class BenchPage(QWidget):
             title="Training samples/s by batch size, per device", left="samples/s", bottom="batch size"
         )
         self.batch_plot.setLogMode(x=True, y=True)
-        self.batch_plot.addLegend(offset=(-10, -10))  # bottom right: large batches sit high, small ones low
-        apply_theme(self.batch_plot)  # the legend too
+        side_legend(self.batch_plot)
         top = QHBoxLayout()
         for w in (self.quick, self.start_button, self.cancel_button):
             top.addWidget(w)
@@ -271,18 +270,12 @@ class BenchPage(QWidget):
         self._log_ticks(report)
 
     def _log_ticks(self, report: Any) -> None:
-        """Ticks at the batch sizes measured and at whole decades of samples/s (pyqtgraph's log
-        axes otherwise label every minor tick, unreadably close together)."""
+        """The batch sizes measured label the batch axis (thinned where they would touch); the
+        samples/s axis takes plots.LogAxis's own round values."""
         import math
 
-        steps = [s for d in report.devices for s in d.train_steps if s.samples_per_s and s.samples_per_s > 0]
-        if not steps:
-            return
-        sizes = sorted({s.batch_size for s in steps})
-        self.batch_plot.getAxis("bottom").setTicks([[(math.log10(b), str(b)) for b in sizes], []])
-        lo = math.floor(math.log10(min(s.samples_per_s for s in steps)))
-        hi = math.ceil(math.log10(max(s.samples_per_s for s in steps)))
-        self.batch_plot.getAxis("left").setTicks([[(e, f"{10.0**e:g}") for e in range(lo, hi + 1)], []])
+        sizes = sorted({s.batch_size for d in report.devices for s in d.train_steps if s.batch_size > 0})
+        self.batch_plot.getAxis("bottom").set_preferred([math.log10(b) for b in sizes])
 
     def shutdown(self) -> None:
         if self.worker is not None:

@@ -99,10 +99,18 @@ class CatalogPage(QWidget):
         self.table.verticalHeader().setVisible(False)
         self.details = QPlainTextEdit(readOnly=True)
         self.details.setAccessibleName("Sources of the selected GPU's figures")
-        self.details.setPlainText(
-            "Select a GPU to see every figure's source."
-            + ("\n" + "\n".join(self.catalog.problems) if self.catalog.problems else "")
+        self.details.setPlainText("Select a GPU to see every figure's source.")
+        # The catalog's problems (a user overlay's, mostly) in a box of their own: in the details
+        # pane they were replaced by the first filter or selection and not seen again.
+        self.problems = QPlainTextEdit(readOnly=True)
+        self.problems.setAccessibleName("Catalog problems")
+        n = len(self.catalog.problems)
+        self.problems.setPlainText(
+            f"The catalog has {n} problem{'s' if n != 1 else ''}; the entries concerned are ignored "
+            f"(your overlay: {self.overlay}):\n" + "\n".join(self.catalog.problems)
         )
+        self.problems.setMaximumHeight(6 * self.problems.fontMetrics().lineSpacing() + 12)
+        self.problems.setVisible(bool(self.catalog.problems))
         top = QHBoxLayout()
         top.addWidget(self.search, 1)
         top.addWidget(self.family)
@@ -114,6 +122,7 @@ class CatalogPage(QWidget):
         split.setStretchFactor(1, 1)
         lay = QVBoxLayout(self)
         lay.addLayout(top)
+        lay.addWidget(self.problems)
         lay.addWidget(split, 1)
         self.search.textChanged.connect(self._refilter)
         self.family.currentIndexChanged.connect(self._refilter)

@@ -53,36 +53,6 @@ MEMORY_COLOURS = ("#2b6cb0", "#805ad5", "#d69e2e", "#38a169", "#dd6b20", "#71809
 ELECTRICITY_MAX_USD, BUDGET_MAX_USD = 100.0, 1e10  # per kWh, and in all: the estimator's limits (Assumptions)
 
 
-def decade_ticks(axis: Any, lo: float, hi: float) -> None:
-    """A log axis labelled at round values only (``lo``, ``hi``: log10 of the range): the decades,
-    and 2 and 5 between them where it spans under three decades; the rest of 2-9 as unlabelled
-    ticks. pyqtgraph labelled all of them, and they ran into each other at 1024 px ("2·10¹ 3·10¹
-    4·10¹"). Over less than a decade its own ticks stay."""
-    first, last = math.ceil(lo - 1e-9), math.floor(hi + 1e-9)
-    if last - first < 1:
-        axis.setTicks(None)
-        return
-    labelled = (1, 2, 5) if last - first < 3 else (1,)
-    major: list[tuple[float, str]] = []
-    minor: list[tuple[float, str]] = []
-    for k in range(first - 1, last + 1):
-        for m in range(1, 10):
-            v = k + math.log10(m)
-            if lo <= v <= hi:
-                (major if m in labelled else minor).append((v, _tick_text(m * 10.0**k) if m in labelled else ""))
-    axis.setTicks([major, minor])
-
-
-def _tick_text(value: float) -> str:
-    """1, 20, 500, 5,000, then 10⁴-style (a cost axis of "100,000" pushed the chart's title off)."""
-    if value >= 1e4:
-        k = round(math.log10(value))
-        if abs(value - 10.0**k) < 1e-6 * value:
-            return "10" + str(k).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
-        return f"{value:.0e}".replace("e+0", "e").replace("e+", "e")
-    return f"{value:,.0f}" if value >= 1 else f"{value:g}"
-
-
 class SpecialSpinBox(QSpinBox):
     """A spin box whose special-value text ("auto", "workload default") can be typed as well as
     reached by stepping down to 0: typing "auto" over 512 left 512."""
@@ -502,6 +472,8 @@ class EstimatePage(QWidget):
         self.stage_plot.setMouseEnabled(x=False, y=False)
         self.scatter_plot = themed_plot(title="Time vs cost", left="cost", bottom="training time (h)")
         self.scatter_plot.setLogMode(x=True, y=True)
+        self._fitting_title = False
+        self.scatter_plot.installEventFilter(self)  # resized: _fit_scatter_title
         self.scatter_plot.setToolTip(
             "Each option: circles to buy, triangles to rent; the line joins the Pareto front.\n"
             "Hover or click a point for its figures."
@@ -1114,21 +1086,14 @@ class EstimatePage(QWidget):
                 labelOpts={"position": 0.04, "color": (197, 48, 48)},
             )
         )
-        p.setXRange(math.log10(left), math.log10(max(spans)) + 0.15, padding=0)
-        decade_ticks(p.getAxis("bottom"), math.log10(left), math.log10(max(spans)) + 0.15)
+        p.setXRange(math.log10(left), math.log10(max(spans)) + 0.15, padding=0)  # ticks: plots.LogAxis
         p.setYRange(0.5, 4.75, padding=0)
 
     def _plot_scatter(self, result: Any) -> None:
         p = self.scatter_plot
         p.clear()
         p.setLabel("left", f"cost ({self.money.symbol})")
-        # The legend sits in the title: inside the plot it would cover points somewhere.
-        fg = self._text_colour().name()
-        p.setTitle(
-            f"Time vs cost &nbsp;<span style='color:rgb{BUY_COLOUR}'>● buy</span> "
-            f"<span style='color:rgb{RENT_COLOUR}'>▲ rent</span> <span style='color:{fg}'>— Pareto front</span>",
-            size="9pt",  # at 10pt the title was cut to "Pareto fron" in a 1024 px window
-        )
+        self._fit_scatter_title()
         buy: list[dict[str, Any]] = []
         rent: list[dict[str, Any]] = []
         for r in result.rows:
@@ -1160,11 +1125,6 @@ class EstimatePage(QWidget):
             item.sigClicked.connect(self._on_hover)
             p.addItem(item)
         allpts = [(10 ** d["pos"][0], 10 ** d["pos"][1], d["data"]) for d in buy + rent]
-        xs = [d["pos"][0] for d in buy + rent] + [math.log10(result.assumptions.deadline_hours)]
-        ys = [d["pos"][1] for d in buy + rent]
-        decade_ticks(p.getAxis("bottom"), min(xs) - 0.5, max(xs) + 0.5)
-        if ys:
-            decade_ticks(p.getAxis("left"), min(ys) - 0.5, max(ys) + 0.5)
         if allpts:
             front = pareto(allpts)
             # PlotDataItem applies the log mode itself: linear values here (the scatter items take log10 positions)
@@ -1198,10 +1158,49 @@ class EstimatePage(QWidget):
                     angle=0,
                     pen=pg.mkPen((197, 48, 48), style=Qt.PenStyle.DashLine),
                     label="budget",
-                    # left-aligned under the line: centred on it, the axis cut it to "ɔudget"
-                    labelOpts={"position": 0.02, "color": (197, 48, 48), "anchors": [(0, 0), (0, 0)]},
+                    # Left-aligned (centred on the line's end, the axis cut it to "ɔudget"); under the
+                    # line in the chart's upper half, over it in the lower half: a budget below
+                    # every cost put it under the plot's bottom edge, cut in half.
+                    labelOpts={"position": 0.02, "color": (197, 48, 48), "anchors": [(0, 0), (0, 1)]},
                 )
             )
+
+    def eventFilter(self, watched: Any, event: Any) -> bool:
+        from PySide6.QtCore import QEvent
+
+        if watched is self.scatter_plot and event.type() == QEvent.Type.Resize:
+            self._fit_scatter_title()
+        return super().eventFilter(watched, event)
+
+    @Slot()
+    def _fit_scatter_title(self) -> None:
+        """The longest title that fits the chart's width. The legend sits in the title (inside the
+        plot it would cover points somewhere). A title wider than the pane widened the chart past
+        the pane's edge, which cut it ("Pareto fron") and the plot's right side: at 9pt it had 11
+        px to spare in a 1024 px window, none with a narrower pane, axis or wider font."""
+        if self._fitting_title:
+            return
+        self._fitting_title = True
+        try:
+            fg = self._text_colour().name()
+            marks = (
+                f"<span style='color:rgb{BUY_COLOUR}'>● buy</span> <span style='color:rgb{RENT_COLOUR}'>▲ rent</span>"
+            )
+            variants = (
+                f"Time vs cost &nbsp;{marks} <span style='color:{fg}'>— Pareto front</span>",
+                f"{marks} <span style='color:{fg}'>— Pareto front</span>",
+                f"{marks} <span style='color:{fg}'>— front</span>",
+                marks,
+            )
+            label = self.scatter_plot.getPlotItem().titleLabel
+            # The title's cell starts right of the cost axis and may end at the widget's edge.
+            room = self.scatter_plot.width() - label.sceneBoundingRect().left() - 4
+            for html in variants:
+                self.scatter_plot.setTitle(html, size="9pt")
+                if label.item.boundingRect().width() <= room:
+                    break
+        finally:
+            self._fitting_title = False
 
     @Slot(object, object)
     def _on_hover(self, _item: Any, points: Any, *_: Any) -> None:

@@ -25,6 +25,8 @@ _MAX_RATE = RANGES["usd_to_currency"][1]
 
 class SettingsPage(QWidget):
     changed = Signal(object)  # Settings
+    #: The load problems a successful save has made moot (the file now holds valid settings).
+    problems_fixed = Signal(list)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -75,6 +77,7 @@ class SettingsPage(QWidget):
         self.symbol.textChanged.connect(self._prefixes)
         self._shown: dict[QDoubleSpinBox, float] = {}  # what _show put in each box
         self.settings, problems = load()
+        self.problems = problems
         self._show(self.settings)
         self.status.setText("\n".join(problems) if problems else f"Settings file: {settings_path()}")
 
@@ -152,4 +155,7 @@ class SettingsPage(QWidget):
             return
         self._show(s)  # its values become the untouched ones
         self.status.setText(f"Saved to {path}")
+        fixed, self.problems = self.problems, []
+        if fixed:
+            self.problems_fixed.emit(fixed)
         self.changed.emit(s)
