@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
     from gpuselect.app.money import MoneyFormat
     from gpuselect.commands import estimate_options as opts
+    from gpuselect.commands.workloads import workload_json
     from gpuselect.estimate.parallel import describe_reference_networks
     from gpuselect.estimate.recommend import explain, fmt_hours, memory_need, named_options, stage_heading
     from gpuselect.output import json_document
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         print(
             json_document(
                 {
-                    "workload": result.workload,
+                    "workload": workload_json(result.workload),
                     "assumptions": result.assumptions,
                     "rows": result.rows,
                     "local": result.local,

@@ -142,7 +142,7 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
         choices=("full", "selective", "none"),
         default=None,
         metavar="{full,selective,none}",
-        help="activation checkpointing: full (alone: keeps each block's input, ~4/3 the compute), selective "
+        help="activation checkpointing: full (alone: keeps each block's input, ~4/3 the compute, ~3/2 for LoRA/QLoRA), selective "
         "(transformers: keeps the linear layers' outputs, recomputes attention and elementwise ops) or none; "
         "default: full where the model does not fit otherwise, or where it trains faster at the larger batch it allows",
     )

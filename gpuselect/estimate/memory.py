@@ -183,11 +183,19 @@ def _embedding_params(w: Workload, shape: TransformerShape | None) -> int:
     return min(w.params, emb + head + shape.layers * 4 * shape.hidden)
 
 
+def _trained_params(w: Workload) -> float:
+    return float(w.trainable_params if w.mode != "full" else w.params)
+
+
 def host_state_gb(w: Workload, o: MemoryOptions) -> float:
     """GB of model state the host holds under offload: the optimizer state (and master weights), and
-    with ``params`` the weights and gradients too (the whole model's, on the node's host)."""
+    with ``params`` the weights and gradients too (the whole model's, on the node's host; in mixed
+    precision the offloaded fp32 parameter is the master copy, so the trained weights' 16-bit copy
+    is not held there)."""
     weights, grads, opt, _ = _state_bytes(w, o, shape_of(w))
     if o.offload == "params":
+        if mixed(o.precision):
+            weights -= _trained_params(w) * 2
         return (weights + grads + opt) / GB
     return opt / GB if o.offload == "optimizer" else 0.0
 
@@ -461,17 +469,23 @@ def peak_memory(w: Workload, batch: int, o: MemoryOptions, shape: TransformerSha
         opt, evictable = opt / n, evictable / n
     if o.sharding in ("zero2", "fsdp"):
         grads /= n
+    whole = weights  # the whole model's weights in their compute dtype (what a unit gathers)
     if o.sharding == "fsdp" and n > 1:
         working = _unit_bytes(w, o, shape, weights)
         if w.mode == "full":  # the unit's gradients are whole until reduce-scattered
             working += _unit_grad_bytes(w, o, shape, weights)
+        # In mixed precision FSDP's sharded fp32 parameter is the master copy (counted with the
+        # optimizer) and the trained weights' 16-bit copy exists only gathered, in ``working``:
+        # 4 + 4 + 8 = 16 bytes per trained parameter over the GPUs, not autocast's 18 (ZeRO-3
+        # likewise holds 16: 16-bit weights and gradients, fp32 master and Adam).
+        if mixed(o.precision):
+            weights -= _trained_params(w) * 2
         weights /= n
     if o.offload in ("optimizer", "params"):
         opt, evictable = 0.0, 0.0
     if o.offload == "params":
         # Weights and gradients live on the host; the GPU holds the gathered unit it computes with
         # and that unit's gradients.
-        whole = weights * n if o.sharding == "fsdp" else weights
         unit = _unit_bytes(w, o, shape, whole)
         weights, grads, working = unit, (_unit_grad_bytes(w, o, shape, whole) if w.mode == "full" else 0.0), 0.0
     weights += working + dequant_transient_bytes(w, shape)
@@ -493,6 +507,11 @@ def capacity_bytes(vram_gb: float) -> float:
 
 def _needed(b: MemoryBreakdown) -> float:
     return b.total() - b.evictable * (1 + ALLOCATOR_SLACK)
+
+
+def needed_gb(b: MemoryBreakdown) -> float:
+    """GB the card must hold: the peak less what a paged optimizer may move to the host."""
+    return _needed(b) / GB
 
 
 def _at(zero: MemoryBreakdown, act: float, logits: float, batch: int, ph: _LossPhase | None = None) -> MemoryBreakdown:
@@ -579,6 +598,12 @@ class Fit:
         return self.breakdown.as_gb() if self.breakdown else {}
 
 
+#: The share of a card's memory a batch chosen for the user fills at most (where batch 1 fits in
+#: it): the memory model's held-out error on single-GPU peaks is a median 5.9 %
+#: (docs/validation/memory-2026-11-24/litgpt.txt). A fit above it is called tight.
+HEADROOM = 0.95
+
+
 def fit_with(
     w: Workload,
     vram_gb: float,
@@ -591,7 +616,13 @@ def fit_with(
     cap = capacity_bytes(vram_gb)
     mb = _max_batch(zero, act, logits, cap, 1 << 24, ph)
     wanted = batch_size if batch_size is not None else w.default_batch_size
-    used = max(1, wanted if batch_size is not None else min(wanted, mb))
+    if batch_size is None and mb > 0:
+        # A batch capped by memory leaves the card HEADROOM's room where it can: filled to 99.9 %,
+        # any error of this model, a longer sample or another library's workspace runs out of it.
+        room = _max_batch(zero, act, logits, cap * HEADROOM, 1 << 24, ph)
+        used = max(1, min(wanted, room if room > 0 else mb))
+    else:
+        used = max(1, wanted if batch_size is not None else min(wanted, mb))
     b = _at(zero, act, logits, used, ph)
     return Fit(
         fits=mb >= used and _needed(b) <= cap,

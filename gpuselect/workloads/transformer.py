@@ -238,13 +238,35 @@ def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> Tra
     return _shape_and_type(path, seq_len=seq_len)[0]
 
 
-def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[TransformerShape, str]:
-    """The config's shape and its model type."""
+#: The settings whose value the shape rests on: where the file leaves one to its class's default,
+#: the estimate says so (a config of only {"model_type": "llama"} was silently Llama 2 7B).
+_SHAPE_KEYS = (
+    "vocab_size",
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "max_position_embeddings",
+)
+
+
+def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[TransformerShape, str, list[str]]:
+    """The config's shape, its model type, and notes on what the file left to defaults or asks that
+    is not applied."""
+    notes: list[str] = []
     p = Path(path)
     cfg = read_json(p, what="model config", max_bytes=4 * 1024 * 1024)  # bounded; UTF-8 or UTF-16 with a BOM
     if not isinstance(cfg, dict):
         raise DataError(f"{p}: expected a JSON object of model settings")
     model_type = _model_type(cfg)
+    quant = cfg.get("quantization_config")
+    if isinstance(quant, dict) and quant:
+        bits = "4-bit" if quant.get("load_in_4bit") or quant.get("bits") == 4 else "quantised"
+        notes.append(
+            f"the file's quantization_config ({bits} weights) is not applied: the mode (full, lora or qlora) decides "
+            "how the weights are stored"
+        )
     if model_type in _NOT_MODELLED:
         raise DataError(
             f"{p}: {model_type} models are not supported: {_NOT_MODELLED[model_type]}; the estimate would be wrong, "
@@ -256,10 +278,13 @@ def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[Tr
         # none of the key's names ("dim" is hidden_size too), and a null stays the file's own (null
         # key/value heads mean as many as the attention heads, as transformers reads it).
         given = {k for k, v in cfg.items() if v is not None or k in _NULL_MEANS_DEFAULT}
-        cfg = {
-            **{k: v for k, v in _CLASS_DEFAULTS[model_type].items() if not given & _ALIASES.get(k, {k})},
-            **cfg,
-        }
+        filled = {k: v for k, v in _CLASS_DEFAULTS[model_type].items() if not given & _ALIASES.get(k, {k})}
+        cfg = {**filled, **cfg}
+        shown = [f"{k} {v:,}" for k, v in filled.items() if k in _SHAPE_KEYS]
+        if shown:
+            notes.append(
+                f"not in the file, taken from {model_type}'s defaults as transformers does: {', '.join(shown)}"
+            )
     if cfg.get("is_encoder_decoder") is True or model_type in _ENCODER_DECODER:
         raise DataError(
             f"{p}: {model_type or 'this model'} is an encoder-decoder model, which gpuselect does not build from a "
@@ -278,7 +303,7 @@ def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[Tr
                 f"{p}: a vision transformer trains fixed-size images (its tokens are the image's patches): "
                 "--seq-len does not apply; change image_size in the config instead"
             )
-        return _vit_shape(cfg, str(p)), model_type
+        return _vit_shape(cfg, str(p)), model_type, notes
     hidden = _positive_int(cfg, str(p), ("hidden_size", "n_embd", "d_model", "dim"), limit=1 << 17)
     layers = _positive_int(cfg, str(p), ("num_hidden_layers", "n_layer", "num_layers", "n_layers"), limit=1000)
     heads = _positive_int(cfg, str(p), ("num_attention_heads", "n_head", "num_heads", "n_heads"), limit=4096)
@@ -354,7 +379,7 @@ def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[Tr
         shared_ffn=shared,
         head_dim=head_dim,
     )
-    return shape, model_type
+    return shape, model_type, notes
 
 
 #: Hugging Face model types whose layers are Llama's: a gated (SwiGLU) FFN, RMSNorm, rotary positions.
@@ -677,8 +702,8 @@ def _vit_shape(cfg: dict[str, Any], p: str) -> TransformerShape:
 def workload_from_hf_config(
     path: str | Path, *, seq_len: int | None = None, mode: Mode = Mode.FULL, lora_rank: int = 16
 ) -> Workload:
-    shape, model_type = _shape_and_type(path, seq_len=seq_len)
-    unchecked = (
+    shape, model_type, notes = _shape_and_type(path, seq_len=seq_len)
+    unchecked = "".join(f"; {n}" for n in notes) + (
         (f"; model type {model_type!r} is not one gpuselect has checked" if model_type else "; no model type given")
         + ": read as "
         + ("a BERT-style encoder" if not shape.lm_head else "a GPT/Llama-style decoder")
@@ -699,7 +724,8 @@ def workload_from_hf_config(
             lora_rank=lora_rank,
             sample_unit="image",
             description=f"vision transformer read from {path}: {shape.layers} layers, hidden {shape.hidden}, {shape.heads} "
-            f"heads, {side}x{side} images in {shape.patch}x{shape.patch} patches, {shape.vocab} classes",
+            f"heads, {side}x{side} images in {shape.patch}x{shape.patch} patches, {shape.vocab} classes"
+            + "".join(f"; {n}" for n in notes),
             dataset_size=1_281_167,
             epochs=1,
             batch_size=64,

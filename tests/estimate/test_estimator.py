@@ -918,8 +918,15 @@ def test_a_paged_optimizer_pays_for_what_it_pages(catalog) -> None:  # type: ign
         return r
 
     plain, paged = row("adam8bit", None), row("paged-adamw8bit", None)
-    assert paged.tokens_per_s <= plain.tokens_per_s * 1.001  # paging never wins by allowing a batch over memory
-    over = row("paged-adamw8bit", plain.batch_size + 1)
+    # paging never wins by allowing a batch over memory (it may win by the headroom plain Adam keeps:
+    # a paged state that runs short pages out instead of running out of memory)
+    assert paged.tokens_per_s <= plain.tokens_per_s * 1.001 or (
+        paged.peak_memory_gb is not None
+        and paged.peak_memory_gb <= paged.vram_gb
+        and "paging" not in paged.time_breakdown_s
+    )
+    assert plain.max_batch is not None
+    over = row("paged-adamw8bit", plain.max_batch + 1)  # beyond what plain 8-bit Adam fits at all
     assert over.fits and over.peak_memory_gb > over.vram_gb
     assert over.time_breakdown_s["paging"] > 0 and "paged in and out every step" in (over.note or "")
 

@@ -734,3 +734,83 @@ def test_offloading_the_parameters_never_needs_more_gpu_memory_than_offloading_t
         opt = peak_memory(w, batch, replace(o, offload="optimizer"), LLAMA31_8B)
         par = peak_memory(w, batch, replace(o, offload="params"), LLAMA31_8B)
         assert par.total() <= opt.total(), (batch, ckpt, par, opt)
+
+
+@pytest.mark.parametrize(("mode", "precision"), [("full", "bf16"), ("lora", "bf16"), ("full", "bf16-true")])
+def test_fsdp_holds_16_bytes_per_trained_parameter_in_mixed_precision(mode: str, precision: str) -> None:
+    """QA 14: FSDP rows counted autocast's 18 bytes per parameter over the GPUs; FSDP's sharded
+    fp32 parameter is the master copy and the 16-bit copy lives only gathered (the working set),
+    so the sharded state is 4 + 4 + 8 = 16 (pure bf16 keeps its own 2 + 2 + 4)."""
+    w = _w(LLAMA31_8B, mode)
+    o = MemoryOptions(precision=precision, sharding="fsdp", gpus=8)
+    z3 = peak_memory(w, 0, o, LLAMA31_8B)
+    working = M._unit_bytes(
+        w, o, LLAMA31_8B, peak_memory(w, 0, replace(o, sharding="none", gpus=1), LLAMA31_8B).weights
+    )
+    if mode == "full":
+        working += M._unit_grad_bytes(
+            w, o, LLAMA31_8B, peak_memory(w, 0, replace(o, sharding="none", gpus=1), LLAMA31_8B).weights
+        )
+    trained = w.params if mode == "full" else w.trainable_params
+    frozen16 = 2 * (w.params - trained)
+    per = 16 if precision == "bf16" else 8
+    state = z3.weights - working + z3.gradients + z3.optimizer
+    assert state == pytest.approx((per * trained + frozen16) / 8, rel=1e-9)
+
+
+def test_estimate_json_and_workloads_give_the_same_activations(capsys: pytest.CaptureFixture[str]) -> None:
+    """QA 14: `estimate --format json` showed the workload's older stored 16-bit figure (30.6 GB per
+    sample for Llama 8B in every mode) where `workloads` and the memory breakdown give 16-25 GB."""
+    assert main(["workloads", "--format", "json"]) == 0
+    listed = {w["id"]: w["activation_bytes_per_sample"] for w in json.loads(capsys.readouterr().out)["workloads"]}
+    for wid in ("llama-8b-lora", "llama-8b-qlora", "gpt2-124m"):
+        assert main(["estimate", "--workload", wid, "--format", "json", "--top", "1"]) == 0
+        got = json.loads(capsys.readouterr().out)["workload"]["activation_bytes_per_sample"]
+        assert got == pytest.approx(listed[wid])
+        assert got == pytest.approx(M.activation_bytes_per_sample(PRESETS[wid], MemoryOptions()))
+    assert listed["llama-8b-lora"] != listed["llama-8b-qlora"]
+
+
+@pytest.mark.parametrize("sharding", ["none", "zero1", "zero2"])
+def test_parameter_offload_with_a_sharding_that_keeps_them_whole_is_refused(
+    sharding: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """QA 14: `--offload params --sharding none` ran as FSDP without a word."""
+    args = ["estimate", "--workload", "llama-8b-full", "--offload", "params", "--sharding", sharding]
+    assert main([*args, "--gpus", "nvidia-rtx-4090", "--count", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "needs them sharded (FSDP / ZeRO-3)" in err and err.count("\n") == 1
+    assert (
+        main(["estimate", "--workload", "llama-8b-full", "--offload", "params", "--sharding", "fsdp", "--top", "1"])
+        == 0
+    )
+
+
+def test_an_automatic_batch_leaves_room_and_a_tight_fit_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """QA 14: the automatic batch filled cards to 99.9 % (8x B200 at 177.9 of 180 GB recommended) with
+    no word; a batch chosen for the user now fills at most 95 % where batch 1 fits in it, and a row
+    above that says it is tight."""
+    from gpuselect.catalog import load_catalog
+
+    cat = load_catalog()
+    assert main(["estimate", "--workload", "llama-8b-qlora", "--format", "json"]) == 0
+    rows = [r for r in json.loads(capsys.readouterr().out)["rows"] if r["fits"] and r["count"] == 1]
+    assert len(rows) > 20
+    for r in rows:
+        tight = r["peak_memory_gb"] > M.HEADROOM * cat.get(r["gpu_id"]).usable_vram_gb
+        assert not (tight and r["batch_size"] > 1), r["gpu_id"]
+        assert ("a tight fit" in (r["note"] or "")) == tight, r["gpu_id"]
+    args = ["estimate", "--workload", "llama-8b-full", "--precision", "bf16-true", "--count", "1"]
+    assert main([*args, "--gpus", "nvidia-h100-sxm5-80gb", "--format", "json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert row["batch_size"] == 1 and "a tight fit" in row["note"]
+
+
+def test_several_gpus_shard_only_when_it_pays(capsys: pytest.CaptureFixture[str]) -> None:
+    """QA 14: a LoRA model that fits one B200 was sharded (FSDP) for 0.02 % at the same batch."""
+    assert (
+        main(["estimate", "--workload", "llama-8b-lora", "--gpus", "nvidia-b200", "--count", "2", "--format", "json"])
+        == 0
+    )
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert row["parallelism"] == "ddp"

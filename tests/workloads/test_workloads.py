@@ -604,3 +604,30 @@ def test_an_xlm_r_config_without_a_model_type_is_an_encoder(tmp_path: Path) -> N
     assert mlm.forward_flops_per_sample > 2 * w.forward_flops_per_sample
     mpnet = _read(tmp_path, {**keys, "model_type": "mpnet", "max_position_embeddings": 514, "vocab_size": 30527})
     assert mpnet.seq_len == 512
+
+
+def test_a_config_says_which_shape_settings_it_left_to_its_class_defaults(tmp_path: Path) -> None:
+    """QA 14: {"model_type": "llama"} alone was estimated as Llama 2 7B without a word."""
+    from gpuselect.workloads.transformer import workload_from_hf_config
+
+    bare = tmp_path / "bare.json"
+    bare.write_text('{"model_type": "llama"}')
+    d = workload_from_hf_config(bare).description
+    assert "taken from llama's defaults" in d and "hidden_size 4,096" in d and "num_hidden_layers 32" in d
+    full = tmp_path / "full.json"
+    full.write_text(
+        '{"model_type": "llama", "hidden_size": 512, "num_hidden_layers": 2, "num_attention_heads": 8, '
+        '"vocab_size": 1000, "intermediate_size": 1024, "max_position_embeddings": 512}'
+    )
+    assert "defaults" not in workload_from_hf_config(full).description
+
+
+def test_a_config_s_quantization_is_said_not_to_be_applied(tmp_path: Path) -> None:
+    from gpuselect.workloads.transformer import workload_from_hf_config
+
+    q = tmp_path / "q.json"
+    q.write_text(
+        '{"model_type": "llama", "hidden_size": 512, "num_hidden_layers": 2, "num_attention_heads": 8, '
+        '"vocab_size": 1000, "quantization_config": {"load_in_4bit": true, "bnb_4bit_quant_type": "nf4"}}'
+    )
+    assert "quantization_config (4-bit weights) is not applied" in workload_from_hf_config(q).description

@@ -298,7 +298,7 @@ class EstimatePage(QWidget):
             "Activation checkpointing: auto = full where the model does not fit otherwise, or where it trains faster\n"
             "at the larger batch it allows;\n"
             "selective keeps the linear layers' outputs and recomputes attention and elementwise ops (transformers;\n"
-            "other models checkpoint fully); full keeps each block's input (~4/3 the compute)",
+            "other models checkpoint fully); full keeps each block's input (~4/3 the compute, ~3/2 for LoRA/QLoRA)",
         )
         self.loss = _choice(
             list(LOSSES),
