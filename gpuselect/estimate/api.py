@@ -786,7 +786,9 @@ def _row_at(
         from gpuselect.estimate.memory import host_state_gb
 
         notes.append(f"the host holds about {host_state_gb(w, fit.options):,.0f} GB of offloaded model state")
-    if (needed_gb(fit.breakdown) if fit.breakdown else fit.peak_gb) > HEADROOM * cap:  # a paged optimizer's state may page out instead
+    if (
+        needed_gb(fit.breakdown) if fit.breakdown else fit.peak_gb
+    ) > HEADROOM * cap:  # a paged optimizer's state may page out instead
         notes.append(
             f"a tight fit: {fit.peak_gb:,.1f} of {cap:g} GB, within the memory estimate's error; a longer "
             "sample, another library's workspace or fragmentation may run out of memory (a smaller batch or "
