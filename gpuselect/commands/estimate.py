@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     rec = result.recommendation
     choice, why = explain(rec, money)
     print(
-        f"{w.name}: {w.params / 1e6:,.1f} M parameters, {_gflop(w.training_flops_per_sample)} per sample to train; "
+        f"{w.name}: {w.params / 1e6:,.1f} M parameters, {_gflop(w.training_flops_per_sample)} per sample to train, "
+        f"{data_scope(w, a)}; "
         f"{a.precision}, {a.optimizer}, deadline {fmt_hours(a.deadline_hours)}"
         + (f", budget {money(a.budget_usd)}" if a.budget_usd else "")
         + f", electricity {money.per_kwh(a.electricity_usd_per_kwh)}"
@@ -213,6 +214,25 @@ def run(args: argparse.Namespace) -> int:
         "limits a step. `--format json` has every row with its per-step time breakdown and what would make a GPU fit."
     )
     return 0
+
+
+def data_scope(w: Any, a: Any) -> str:
+    """The samples and epochs every time covers, and where each figure came from: a time means
+    nothing without them, and for a model given by its size they are a guess (100,000 x 10)."""
+    n, e = a.dataset_size or w.default_dataset_size, a.epochs or w.default_epochs
+    text = f"{n:,} samples \u00d7 {e:,} epoch{'s' if e != 1 else ''}"
+    unset = [opt for opt, v in (("--dataset-size", a.dataset_size), ("--epochs", a.epochs)) if v is None]
+    if not unset:
+        return text + " (as given)"
+    whose = (
+        "the custom default"
+        if w.id == "custom"
+        else "the config default"
+        if str(w.id).startswith("config:")
+        else "the workload's own"
+    )
+    which = "" if len(unset) == 2 else ("samples: " if unset[0] == "--dataset-size" else "epochs: ")
+    return f"{text} ({which}{whose}; set {'/'.join(unset)})"
 
 
 def _gflop(flops: float) -> str:

@@ -104,9 +104,19 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
         "--batch-size", default="auto", help="per-GPU batch, or auto: the workload's default capped by memory"
     )
     parser.add_argument(
-        "--dataset-size", type=_number(int, 1, 1e13, "the dataset size"), metavar="N", help="samples per epoch"
+        "--dataset-size",
+        type=_number(int, 1, 1e13, "the dataset size"),
+        metavar="N",
+        help="samples per epoch (default: the workload's own, as `gpuselect workloads` lists it; 100,000 for "
+        "--config, --params and --model)",
     )
-    parser.add_argument("--epochs", type=_number(int, 1, 100_000, "the number of epochs"))
+    parser.add_argument(
+        "--epochs",
+        type=_number(int, 1, 100_000, "the number of epochs"),
+        metavar="N",
+        help="passes over the dataset (default: the workload's own, as `gpuselect workloads` lists it; 1 for "
+        "--config, 10 for --params and --model)",
+    )
     parser.add_argument(
         "--deadline-hours",
         type=_number(float, 1e-3, 1e6, "the deadline"),

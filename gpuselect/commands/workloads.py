@@ -37,15 +37,20 @@ def run(args: argparse.Namespace) -> int:
         doc = {"count": len(PRESETS), "activation_basis": ACTIVATION_BASIS, "workloads": entries}
         print(json_document(doc, kind="workloads"))
         return 0
-    print(f"{'id':20s} {'params':>9s} {'trainable':>10s} {'fwd GFLOP':>11s} {'act. MB':>9s}  sample / name")
+    print(
+        f"{'id':20s} {'params':>9s} {'trainable':>10s} {'fwd GFLOP':>11s} {'act. MB':>9s} "
+        f"{'samples x epochs':>20s}  sample / name"
+    )
     for k, w in PRESETS.items():
         mark = "" if w.profiler_checked else " (approx.)"
         print(
             f"{w.public_id:20s} {w.params / 1e6:8.1f}M {w.trainable_params / 1e6:9.2f}M {_small(w.forward_flops_per_sample / 1e9, 3):>11s} "
-            f"{_small(acts[k] / 1e6, 1):>9s}  {w.sample_unit}: {w.name}{mark}"
+            f"{_small(acts[k] / 1e6, 1):>9s} {f'{w.default_dataset_size:,} x {w.default_epochs:,}':>20s}  "
+            f"{w.sample_unit}: {w.name}{mark}"
         )
     print(
         f"FLOPs: one forward pass of one sample (training costs about 3x). Activation memory: {ACTIVATION_BASIS}. "
+        "Samples x epochs: the training an estimate times unless --dataset-size and --epochs say otherwise. "
         "'(approx.)': derived from papers, not measured with torch's FLOP counter."
     )
     return 0
