@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gpuselect.cli import main
@@ -51,3 +53,38 @@ def test_workloads_lists_samples_and_epochs(capsys: pytest.CaptureFixture[str]) 
     w = PRESETS["resnet50"]
     row = next(ln for ln in lines if ln.startswith("resnet50 "))
     assert f"{w.default_dataset_size:,} x {w.default_epochs:,}" in row
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (
+            ["report", "-o", "{out}", "--no-bench", "--bench", "{bench}"],
+            "--bench: not allowed with argument --no-bench",
+        ),
+        (
+            ["report", "-o", "{out}", "--bench", "{bench}", "--no-bench"],
+            "--no-bench: not allowed with argument --bench",
+        ),
+        (
+            ["report", "-o", "{out}", "--bench-quick", "--no-bench"],
+            "--no-bench: not allowed with argument --bench-quick",
+        ),
+        (["estimate", "--workload", "simple-cnn", "--bench", "{bench}", "--bench-quick"], "not allowed with"),
+        (["fleet", "--from", "{bench}", "--bench-quick"], "--from redraws a saved report and measures nothing"),
+        (["catalog", "--validate", "{bench}", "nvidia-b200"], "--validate checks one file and lists nothing"),
+    ],
+)
+def test_contradicting_options_are_refused_in_one_sentence(
+    argv: list[str], words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, bench = tmp_path / "r.md", tmp_path / "bench.json"
+    bench.write_text("{}")  # never read: the options are refused first
+    argv = [a.format(out=out, bench=bench) for a in argv]
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and err.count("\n") == 1, err
+    assert not out.exists()  # nothing written

@@ -46,8 +46,11 @@ def _counts(text: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: bool) -> None:
-    """The workload and assumption options, shared by ``estimate`` and ``report``."""
+def add_estimate_options(
+    parser: argparse.ArgumentParser, *, workload_required: bool, no_bench_help: str | None = None
+) -> None:
+    """The workload and assumption options, shared by ``estimate`` and ``report``; ``no_bench_help``:
+    also ``--no-bench``, exclusive with the benchmark options (given with one, it silently dropped it)."""
     src = parser.add_mutually_exclusive_group(required=workload_required)
     src.add_argument("--workload", metavar="ID", help="a preset (see `gpuselect workloads`)")
     src.add_argument("--config", metavar="FILE", help="a Hugging Face style config.json (read as data, no code runs)")
@@ -222,6 +225,8 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
     bench.add_argument(
         "--bench-quick", action="store_true", help="run `gpuselect bench --quick` first (about 10 s) and anchor on it"
     )
+    if no_bench_help:
+        bench.add_argument("--no-bench", action="store_true", help=no_bench_help)
 
 
 def workload_spec(args: argparse.Namespace) -> Any:

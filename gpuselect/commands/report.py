@@ -35,12 +35,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--paper", choices=("a4", "letter"), default=None, help="default: from the locale (Letter in North America)"
     )
-    parser.add_argument(
-        "--no-bench",
-        action="store_true",
-        help="no benchmark section (the default unless --bench-quick or --bench FILE)",
+    add_estimate_options(
+        parser,
+        workload_required=False,
+        no_bench_help="no benchmark section (the default unless --bench-quick or --bench FILE, which it excludes)",
     )
-    add_estimate_options(parser, workload_required=False)
 
 
 def run(args: argparse.Namespace) -> int:
