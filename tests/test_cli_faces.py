@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from pathlib import Path
 
 import pytest
@@ -88,3 +91,93 @@ def test_contradicting_options_are_refused_in_one_sentence(
     err = capsys.readouterr().err
     assert code == 2 and words in err and err.count("\n") == 1, err
     assert not out.exists()  # nothing written
+
+
+def _cpu_bench(tmp_path: Path) -> Path:
+    """A CPU benchmark record that trained the simple CNN at batches 1, 16 and 128."""
+    steps = [
+        {
+            "model": "simple_cnn",
+            "batch_size": b,
+            "samples_per_s": s,
+            "step_ms": 1000 * b / s,
+            "includes_host_to_device_copy": False,
+        }
+        for b, s in ((1, 1000.0), (16, 4000.0), (128, 4700.0))
+    ]
+    dev = {
+        "device": "cpu",
+        "kind": "cpu",
+        "matmul_tflops": {"fp32": 0.38},
+        "memory_bandwidth_gbs": 26.8,
+        "launch_overhead_us": 1.8,
+        "train_steps": steps,
+    }
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps({"schema_version": 1, "kind": "bench", "devices": [dev]}))
+    return path
+
+
+ROW_KEYS = (
+    "batch_size",
+    "precision_used",
+    "tokens_per_s",
+    "epoch_time_s",
+    "bound",
+    "time_breakdown_s",
+    "energy_kwh",
+    "meets_deadline",
+)
+
+
+@pytest.mark.parametrize(
+    ("argv", "modelled"),
+    [
+        (["--workload", "gpt2-124m"], True),  # unmeasured: the step-time model with rough CPU figures
+        (["--workload", "simple-cnn", "--bench", "{bench}", "--batch-size", "128"], False),  # its measured step
+        (["--workload", "simple-cnn", "--bench", "{bench}", "--batch-size", "512"], True),  # anchored on batch 128
+    ],
+)
+def test_local_cpu_entry_has_the_row_keys(
+    argv: list[str], modelled: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [a.format(bench=_cpu_bench(tmp_path)) for a in argv]
+    doc = json.loads(_out(["estimate", *argv, "--format", "json"], capsys))
+    cpu, a = doc["local"][0], doc["assumptions"]
+    w = doc["workload"]
+    assert cpu["device"] == "cpu" and all(k in cpu for k in ROW_KEYS)
+    thr = cpu["throughput_samples_per_s"]
+    assert cpu["batch_size"] == (int(argv[-1]) if "--batch-size" in argv else w["default_batch_size"])
+    assert cpu["precision_used"] == "fp32"  # a CPU is timed in fp32
+    assert cpu["energy_kwh"] is None  # no CPU power figure: unknown, not 0
+    epochs = a["epochs"] or w["default_epochs"]
+    assert cpu["epoch_time_s"] * epochs / 3600 == pytest.approx(cpu["total_time_h"], rel=1e-9)
+    assert cpu["tokens_per_s"] == (pytest.approx(thr * w["seq_len"]) if w["seq_len"] else None)
+    assert cpu["meets_deadline"] == (cpu["fits"] and cpu["total_time_h"] <= a["deadline_hours"])
+    if modelled:  # the model's step, which sums to the time the rate says
+        assert cpu["bound"] in ("compute", "memory", "overhead")
+        assert sum(cpu["time_breakdown_s"].values()) == pytest.approx(cpu["batch_size"] / thr, rel=1e-4)
+    else:  # a measured step has no modelled breakdown
+        assert cpu["bound"] is None and cpu["time_breakdown_s"] == {}
+    capsys.readouterr()
+    rows = list(csv.DictReader(io.StringIO(_out(["estimate", *argv, "--format", "csv"], capsys))))
+    local = rows[0]
+    assert local["gpu_id"] == "local:cpu" and local["batch_size"] == str(cpu["batch_size"])
+    assert float(local["epoch_time_s"]) == pytest.approx(cpu["epoch_time_s"])
+
+
+def test_local_gpu_entry_carries_its_row_figures() -> None:
+    from gpuselect.catalog import load_catalog
+    from gpuselect.estimate.api import Assumptions, estimate, local_gpu_estimate
+    from gpuselect.estimate.perf import default_model
+    from gpuselect.workloads.presets import PRESETS
+
+    cat = load_catalog(use_overlay=False)
+    perf = default_model(cat)
+    w, a = PRESETS["gpt2-124m"], Assumptions()
+    loc = local_gpu_estimate(w, a, cat, perf, name="NVIDIA GeForce RTX 4090", memory_bytes=24 * 2**30, device="gpu0")
+    row = next(r for r in estimate(w, a, cat, perf, gpu_ids=["nvidia-rtx-4090"]).rows if r.count == 1)
+    for key in ("batch_size", "precision_used", "tokens_per_s", "epoch_time_s", "bound", "time_breakdown_s"):
+        mine, theirs = getattr(loc, key), getattr(row, key)
+        assert mine == (pytest.approx(theirs) if isinstance(theirs, (float, dict)) else theirs), key
+    assert loc.energy_kwh == pytest.approx(row.energy_kwh) and loc.meets_deadline == row.meets_deadline

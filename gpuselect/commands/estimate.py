@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
                 "gpu_id": f"local:{loc.device}",
                 "count": 1,
                 "note": loc.basis,
-                "meets_deadline": loc.fits and loc.total_time_h is not None and loc.total_time_h <= a.deadline_hours,
+                "meets_deadline": bool(loc.meets_deadline),
             }
             for loc in result.local
         ]

@@ -218,6 +218,28 @@ class LocalEstimate:
     vram_gb: float | None = None
     max_batch: int | None = None
     checkpointing: str | None = None  # none, selective, full: what the memory figure assumed
+    # The figures a catalog row carries, under its keys (a script compares the CPU with the GPUs
+    # without reading ``basis``); None or empty where unknown: a CPU has no power figure (energy),
+    # a measured step no modelled breakdown.
+    batch_size: int | None = None
+    precision_used: Precision | None = None
+    epoch_time_s: float | None = None
+    tokens_per_s: float | None = None
+    bound: str | None = None
+    time_breakdown_s: dict[str, float] = field(default_factory=dict)  # one step, as the rows' (see EstimateRow)
+    energy_kwh: float | None = None
+    meets_deadline: bool | None = None
+
+
+def _with_row_figures(loc: LocalEstimate, w: Workload, a: Assumptions) -> LocalEstimate:
+    """The per-epoch, token and deadline figures a row has, from the local estimate's own rate."""
+    thr = loc.throughput_samples_per_s
+    if thr:
+        loc.epoch_time_s = (a.dataset_size or w.default_dataset_size) / thr
+        loc.tokens_per_s = thr * w.seq_len if w.seq_len else None
+    if loc.total_time_h is not None:
+        loc.meets_deadline = loc.fits and loc.total_time_h <= a.deadline_hours
+    return loc
 
 
 @dataclass
@@ -926,8 +948,10 @@ def local_cpu_estimate(
     loc = _local_cpu_time(
         w, a, cores=cores, mhz=mhz, features=features, measured_tflops=measured_tflops, name=name, bench=bench
     )
+    if loc.throughput_samples_per_s is not None:  # timed in fp32 at this batch, measured or modelled
+        loc.batch_size, loc.precision_used = a.batch_size or w.default_batch_size, Precision.FP32
     if ram_gb is None or not (finite_number(ram_gb) and ram_gb > 0):
-        return loc  # not checked: fits stays True, and no memory figure is shown
+        return _with_row_figures(loc, w, a)  # not checked: fits stays True, and no memory figure is shown
     # memory in the precision the time assumes: fp32 for auto (as the CPU's benchmark trains), a
     # 16-bit request in 16 bits (fp8 keeps bf16 activations, as on a GPU)
     prec = "fp32" if a.precision in (Precision.AUTO, Precision.FP32, Precision.TF32) else str(a.precision)
@@ -946,7 +970,7 @@ def local_cpu_estimate(
     loc.vram_gb = float(ram_gb)
     loc.max_batch = fit.max_batch
     loc.checkpointing = fit.options.recompute
-    return loc
+    return _with_row_figures(loc, w, a)
 
 
 def unvalidated_paths(w: Workload, a: Assumptions, count: int, link_basis: str | None) -> str:
@@ -1061,7 +1085,11 @@ def _local_cpu_time(
         basis += "; benchmarked on a busy machine (likely far too slow)"
     # Unmeasured: the band of our CPU records predicted from what detect sees (regime cpu_spec).
     band = regime_band(("cpu_unsteady" if unsteady else "cpu") if measured else "cpu_spec", "NVIDIA")
-    return LocalEstimate("cpu", name, thr, samples / thr / 3600, basis, band)
+    loc = LocalEstimate("cpu", name, thr, samples / thr / 3600, basis, band)
+    # the model's step, scaled as its rate was where a measured step anchors it
+    scale = (batch / thr) / st.seconds
+    loc.bound, loc.time_breakdown_s = st.bound, {k: round(v * scale, 6) for k, v in st.breakdown.items() if v > 0}
+    return loc
 
 
 def local_gpu_estimate(
@@ -1133,10 +1161,17 @@ def local_gpu_estimate(
             thr = hit[0]
             hours = (a.dataset_size or w.default_dataset_size) * (a.epochs or w.default_epochs) / thr / 3600
             basis = f"measured: this card trained {w.name} {hit[1]} in its benchmark"
-            return _with_memory(
+            loc = _with_memory(
                 LocalEstimate(device, name or e.name, thr, hours, basis, regime_band("overhead", e.vendor), r.fits), r
             )
-    return _with_memory(LocalEstimate(device, name or e.name, thr, hours, basis, r.error_band, r.fits), r)
+            # a measured step has no modelled breakdown; the energy scales with the measured time
+            loc.bound, loc.time_breakdown_s = None, {}
+            if r.energy_kwh is not None and r.total_time_h:
+                loc.energy_kwh = r.energy_kwh * hours / r.total_time_h
+            return _with_row_figures(loc, w, a)
+    return _with_row_figures(
+        _with_memory(LocalEstimate(device, name or e.name, thr, hours, basis, r.error_band, r.fits), r), w, a
+    )
 
 
 def _with_memory(loc: LocalEstimate, r: EstimateRow) -> LocalEstimate:
@@ -1146,6 +1181,8 @@ def _with_memory(loc: LocalEstimate, r: EstimateRow) -> LocalEstimate:
     loc.vram_gb = r.vram_gb
     loc.max_batch = r.max_batch
     loc.checkpointing = r.checkpointing
+    loc.batch_size, loc.precision_used, loc.energy_kwh = r.batch_size, r.precision_used, r.energy_kwh
+    loc.bound, loc.time_breakdown_s = r.bound, dict(r.time_breakdown_s)
     return loc
 
 
