@@ -48,3 +48,18 @@ def json_document(payload: dict[str, Any], *, kind: str) -> str:
     """One JSON document with ``schema_version`` and ``kind`` first; NaN is refused."""
     doc = {"schema_version": SCHEMA_VERSION, "kind": kind, **to_jsonable(payload)}
     return json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False)
+
+
+def estimate_payload(result: Any) -> dict[str, Any]:
+    """An estimate as ``estimate --format json`` writes it, in US dollars as the core returns them;
+    the report's JSON embeds the same, so a script reads one structure in both."""
+    doc: dict[str, Any] = to_jsonable(
+        {
+            "workload": result.workload,
+            "assumptions": result.assumptions,
+            "rows": result.rows,
+            "local": result.local,
+            "recommendation": result.recommendation,
+        }
+    )
+    return doc

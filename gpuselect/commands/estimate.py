@@ -45,24 +45,13 @@ def run(args: argparse.Namespace) -> int:
     from gpuselect.commands import estimate_options as opts
     from gpuselect.estimate.parallel import describe_reference_networks
     from gpuselect.estimate.recommend import explain, fmt_hours, memory_need, stage_heading
-    from gpuselect.output import json_document
+    from gpuselect.output import estimate_payload, json_document
 
     settings = opts.user_settings()
     result = compute(args, opts.load_bench(args), settings)
     w, a = result.workload, result.assumptions
     if args.format == "json":  # numbers in US dollars, as the core returns them
-        print(
-            json_document(
-                {
-                    "workload": result.workload,
-                    "assumptions": result.assumptions,
-                    "rows": result.rows,
-                    "local": result.local,
-                    "recommendation": result.recommendation,
-                },
-                kind="estimate",
-            )
-        )
+        print(json_document(estimate_payload(result), kind="estimate"))
         return 0
     if args.format == "csv":
         from gpuselect.estimate.api import EstimateRow

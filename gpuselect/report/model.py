@@ -72,6 +72,9 @@ class Report:
     summary: str = ""  # page 1: the verdict, the machine's health, the recommended option with time, cost and range
     accuracy: dict[str, Any] | None = None
     sources: list[str] = field(default_factory=list)
+    # The estimate as `estimate --format json` writes it (raw numbers, US dollars), beside the
+    # sections' display strings; None without a workload. Only the JSON form writes it.
+    estimate: dict[str, Any] | None = None
 
 
 #: The regimes of the step-time bands (steptime_bands.json), as the report names them.
@@ -566,6 +569,27 @@ def summary_text(health: Any, n_gpus: int, result: Any, money: MoneyFormat) -> s
     return f"{stage_heading(rec)} — for {result.workload.name}: {choice}. {machine} {why}"
 
 
+def _estimate_json(result: Any, redact: bool) -> dict[str, Any]:
+    """The estimate's JSON structure; redacted, the fields where a file's folders can appear keep
+    only file names (as the report's text does), and a config's id no longer names its folder."""
+    from gpuselect.output import estimate_payload
+
+    doc = estimate_payload(result)
+    if not redact:
+        return doc
+
+    def scrub(d: Any) -> Any:
+        return {k: scrub_paths(v) if isinstance(v, str) else v for k, v in d.items()} if isinstance(d, dict) else d
+
+    doc["workload"] = scrub(doc["workload"])
+    if str(doc["workload"].get("id", "")).startswith("config:"):
+        doc["workload"]["id"] = "config"
+    doc["assumptions"]["interconnect"] = scrub(doc["assumptions"].get("interconnect"))
+    for r in doc["rows"]:
+        r["link_basis"] = scrub_paths(r["link_basis"]) if r.get("link_basis") else r.get("link_basis")
+    return doc
+
+
 def build_report(
     snapshot: Any,
     health: Any,
@@ -641,6 +665,7 @@ def build_report(
         accuracy=accuracy,
         sources=sources,
         summary=summary_text(health, len(snapshot.gpus), estimate, money),
+        estimate=_estimate_json(estimate, redact) if estimate is not None else None,
     )
     if redact and estimate is not None and str(estimate.workload.id).startswith("config:"):
         # A config's workload is named after its folder or file ("secretproject (from config.json)"):
