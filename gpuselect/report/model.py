@@ -203,12 +203,19 @@ def _bench_section(bench: Any) -> Section:
         if d.kind != "cpu":
             rows.append([d.device, "host to device, pinned (GB/s)", _fmt(d.host_to_device_gbs, "", 2), ""])
         rows.append([d.device, "launch overhead (us)", _fmt(d.launch_overhead_us, "", 2), ""])
+        # the steps a CPU estimate is fitted on, as figures in every form (the PDF also draws them)
         for st in d.train_steps:
             chart.setdefault(f"{d.device} {st.model}", []).append((st.batch_size, st.samples_per_s))
+            rows.append(
+                [d.device, f"training step {st.model}, batch {st.batch_size} (samples/s)", _fmt(st.samples_per_s), ""]
+            )
     s.table = rows
     if not chart:  # a chart with nothing to show is left out; say why instead
         why = "; ".join(f"{d.device}: {v}" for d in bench.devices for k, v in d.skipped.items() if "train" in k.lower())
         s.lines.append("No training step was measured in this run" + (f" ({why})." if why else "."))
+    skipped = [f"{d.device}: {k} ({v})" for d in bench.devices for k, v in d.skipped.items()]
+    if skipped:
+        s.lines.append("Not measured: " + "; ".join(skipped) + ".")
     s.chart = {"kind": "batch", "title": "Training samples/s by batch size, per device", "series": chart}
     return s
 
@@ -527,13 +534,19 @@ def _memory_section(result: Any, top: int) -> Section | None:
         "Memory per GPU",
         [
             "What training needs on each GPU against its memory, in GB (what the caching allocator "
-            "reserves, as nvidia-smi shows it), and what it is made of: " + sep.join(MEMORY_PARTS) + ". "
-            "The bars stack the parts to the peak; the black tick is the card's memory; a bar ending in a zigzag is shortened to fit (not to scale).",
+            "reserves, as nvidia-smi shows it), and what it is made of: " + sep.join(MEMORY_PARTS) + ".",
             *lines,
         ],
     )
     s.table = rows
-    s.chart = {"kind": "memory", "parts": list(MEMORY_PARTS), "bars": bars}
+    s.chart = {
+        "kind": "memory",
+        "parts": list(MEMORY_PARTS),
+        "bars": bars,
+        # said only where the bars are drawn (the PDF): Markdown has the table, no bars
+        "caption": "The bars stack the parts to the peak; the black tick is the card's memory; a bar ending in "
+        "a zigzag is shortened to fit (not to scale).",
+    }
     return s
 
 

@@ -630,6 +630,8 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
             story.append(Paragraph(escape(line), body))
             story.append(Spacer(1, 3))
         if s.chart and s.chart.get("kind") == "memory":  # the bars before the table of their figures
+            if s.chart.get("caption"):
+                story += [Paragraph(escape(s.chart["caption"]), body), Spacer(1, 3)]
             for drawing in _memory_charts(s.chart, width, font):
                 story.append(drawing)
                 story.append(Spacer(1, 6))

@@ -51,3 +51,63 @@ def test_a_redacted_report_json_keeps_no_folder_of_a_config(tmp_path: Path) -> N
     body = out.read_text()
     assert "secret-project" not in body and "secret-llama" not in body
     assert json.loads(body)["report"]["estimate"]["workload"]["id"] == "config"
+
+
+def _bench_file(tmp_path: Path) -> Path:
+    steps = [
+        {
+            "model": m,
+            "batch_size": b,
+            "samples_per_s": v,
+            "step_ms": 1000 * b / v,
+            "includes_host_to_device_copy": False,
+        }
+        for m, b, v in (("simple_cnn", 1, 1003.34), ("simple_cnn", 16, 4120.33), ("transformer", 1, 70.7))
+    ]
+    dev = {
+        "device": "cpu",
+        "kind": "cpu",
+        "matmul_tflops": {"fp32": 0.38, "tf32": None},
+        "memory_bandwidth_gbs": 26.8,
+        "launch_overhead_us": 1.8,
+        "train_steps": steps,
+        "skipped": {
+            "matmul tf32": "TF32 is an NVIDIA tensor-core mode",
+            "train transformer batches >= 16": "the device's time box ran out",
+        },
+    }
+    report = {"devices": [dev], "quick": True, "torch_version": "2.0", "cancelled": False, "duration_s": 8.0}
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps({"schema_version": 1, "kind": "bench", "report": report, "devices": [dev]}))
+    return path
+
+
+def test_the_benchmark_section_lists_its_training_steps_and_what_it_skipped(tmp_path: Path) -> None:
+    bench = _bench_file(tmp_path)
+    md, js = tmp_path / "r.md", tmp_path / "r.json"
+    for out in (md, js):
+        assert main(["report", "-o", str(out), "--bench", str(bench), *ARGS]) == 0
+    body = md.read_text()
+    section = body.split("## Benchmark", 1)[1].split("\n## ", 1)[0]
+    for row in (
+        "| cpu | training step simple_cnn, batch 1 (samples/s) | 1,003.3 |",
+        "| cpu | training step simple_cnn, batch 16 (samples/s) | 4,120.3 |",
+        "| cpu | training step transformer, batch 1 (samples/s) | 70.7 |",
+    ):
+        assert row in section
+    assert "matmul tf32 (TF32 is an NVIDIA tensor-core mode)" in section
+    assert "train transformer batches >= 16 (the device's time box ran out)" in section
+    bench_js = next(s for s in json.loads(js.read_text())["report"]["sections"] if s["title"] == "Benchmark")
+    assert ["cpu", "training step simple_cnn, batch 16 (samples/s)", "4,120.3", ""] in bench_js["table"]
+    assert any("train transformer batches >= 16" in ln for ln in bench_js["lines"])
+    # Markdown draws no chart: it never describes bars, ticks or zigzags that only the PDF has
+    for pdf_only in ("The bars", "black tick", "zigzag"):
+        assert pdf_only not in body
+
+
+def test_the_pdf_still_explains_its_memory_bars(tmp_path: Path) -> None:
+    pypdf = pytest.importorskip("pypdf")
+    out = tmp_path / "r.pdf"
+    assert main(["report", "-o", str(out), *ARGS]) == 0
+    text = " ".join(" ".join(p.extract_text().split()) for p in pypdf.PdfReader(str(out)).pages)
+    assert "The bars stack the parts to the peak" in text
