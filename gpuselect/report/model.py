@@ -284,18 +284,22 @@ def _option_row(
     ]
 
 
+def _named(rec: Any) -> list[dict[str, Any]]:
+    """The options the advice's sentences name besides the recommended one (a better rental, the
+    consumer card or the cheapest card to buy that is enough, the GPU that would beat the CPU ...)."""
+    alts = (rec.better_rental, rec.consumer_alt, rec.value_alt, rec.unpriced, rec.cheaper_buy, rec.fastest_gpu)
+    return [o for o in alts if o]
+
+
 def shown_options(result: Any, top: int) -> tuple[list[Any], list[Any]]:
     """The options the estimate table shows, fastest first: (one GPU, several GPUs); the
-    recommended option, each stage's best (the chart's bars) and a better rental are always among them."""
+    recommended option, each stage's best (the chart's bars) and every option the advice names are
+    always among them."""
     ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)
     singles = [r for r in ok if r.count == 1][:top]
     multis = [r for r in ok if r.count > 1][: max(3, top // 3)]
     rec = result.recommendation
-    named = [
-        rec.option or {},
-        *(o for o in rec.per_stage.values() if o),
-        *(o or {} for o in (rec.better_rental, rec.consumer_alt, rec.value_alt, rec.unpriced)),
-    ]
+    named = [rec.option or {}, *(o for o in rec.per_stage.values() if o), *_named(rec)]
     for opt in named:
         if opt.get("gpu_id") and opt.get("kind") not in ("have", "cpu"):
             chosen = next((r for r in ok if r.gpu_id == opt["gpu_id"] and r.count == opt.get("count")), None)
@@ -318,6 +322,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
         )
     ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)
     singles, multis = shown_options(result, top)
+    s.lines.append(_selection_note(ok, singles, multis, top))
     opt = rec.option or {}
     sym = money.symbol
     rows = [["Option", "Fits", "Batch", "Time", f"Buy ({sym})", f"Cloud ({sym})", "Energy (kWh)", "Error band"]]
@@ -351,17 +356,16 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
                 float(o["error_band"]),
             )
         )
-    also = {
-        (o.get("gpu_id"), o.get("count"))
-        for o in (rec.better_rental, rec.consumer_alt, rec.value_alt, rec.unpriced)
-        if o is not None
-    }
+    also = {(o.get("gpu_id"), o.get("count")) for o in _named(rec)}
+    stage_of = {(o.get("gpu_id"), o.get("count")): k for k, o in rec.per_stage.items() if o and o.get("gpu_id")}
     for r in singles + multis:
         mark = (
             " (recommended)"
             if opt.get("gpu_id") == r.gpu_id and opt.get("count") == r.count and rec.action in ("buy", "rent", "miss")
             else (" (named in the advice)" if (r.gpu_id, r.count) in also else "")
         )
+        if not mark and (r.gpu_id, r.count) in stage_of:  # why a slower row is here: the stage chart's bar
+            mark = f" (best of stage {stage_of[(r.gpu_id, r.count)]})"
         if not r.meets_deadline:
             mark += " (misses deadline)"  # as the CLI's table says it
         rows.append(
@@ -407,6 +411,29 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
         "stage_names": {str(k): f"{k}  {v}" for k, v in STAGE_SHORT.items()},
     }
     return s
+
+
+def _selection_note(ok: list[Any], singles: list[Any], multis: list[Any], top: int) -> str:
+    """How the table chose its rows, and how many faster ones it leaves out: an option the advice
+    names can be far down the list (a stage's best, the cheapest card that is enough)."""
+    n1, n2 = min(top, sum(r.count == 1 for r in ok)), min(max(3, top // 3), sum(r.count > 1 for r in ok))
+    text = (
+        f"The table lists this machine, then of the {len(ok):,} options that fit the {n1} fastest single "
+        f"GPU{'s' if n1 != 1 else ''} and the {n2} fastest option{'s' if n2 != 1 else ''} of several GPUs, "
+        "and every option the advice names or the stage chart shows, marked, each group fastest first."
+    )
+    left = 0
+    for group, rows in ((singles, [r for r in ok if r.count == 1]), (multis, [r for r in ok if r.count > 1])):
+        if group:
+            slowest = max(r.total_time_h for r in group)
+            left += sum(1 for r in rows if r not in group and r.total_time_h < slowest)
+    if left:
+        text += (
+            f" {left:,} option{'s' if left != 1 else ''} faster than a marked one "
+            f"{'are' if left != 1 else 'is'} left out to keep the table short; this report's JSON "
+            "(`report.estimate.rows`) and `gpuselect estimate` list every option."
+        )
+    return text
 
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")

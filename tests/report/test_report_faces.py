@@ -111,3 +111,29 @@ def test_the_pdf_still_explains_its_memory_bars(tmp_path: Path) -> None:
     assert main(["report", "-o", str(out), *ARGS]) == 0
     text = " ".join(" ".join(p.extract_text().split()) for p in pypdf.PdfReader(str(out)).pages)
     assert "The bars stack the parts to the peak" in text
+
+
+def test_the_estimates_table_says_how_it_chose_its_rows_and_holds_every_named_option(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    assert main(["report", "-o", str(out), "--workload", "resnet50"]) == 0
+    doc = json.loads(out.read_text())["report"]
+    rec, rows = doc["estimate"]["recommendation"], doc["estimate"]["rows"]
+    est = next(s for s in doc["sections"] if s["title"] == "Estimates")
+    labels = [r[0] for r in est["table"][1:]]
+    named = [rec[k] for k in ("option", "better_rental", "consumer_alt", "cheaper_buy", "value_alt") if rec.get(k)]
+    named += [o for k, o in rec["per_stage"].items() if o and k != "1"]
+    assert rec.get("cheaper_buy"), "resnet50 at 72 h names a cheaper card to buy (the case QA found missing)"
+    for o in named:
+        assert any(lb.startswith(f"{o['count']}x {o['name']} (") for lb in labels), o["name"]
+    # the rows between the fastest and a slower named one are left out, and the table says so
+    note = next(ln for ln in est["lines"] if ln.startswith("The table lists"))
+
+    def is_shown(r: dict) -> bool:  # type: ignore[type-arg]
+        return any(lb == f"{r['count']}x {r['name']}" or lb.startswith(f"{r['count']}x {r['name']} (") for lb in labels)
+
+    left = 0
+    for single in (True, False):
+        group = [r for r in rows if r["fits"] and r["total_time_h"] is not None and (r["count"] == 1) == single]
+        slowest = max(r["total_time_h"] for r in group if is_shown(r))
+        left += sum(1 for r in group if not is_shown(r) and r["total_time_h"] < slowest)
+    assert left and f"{left:,} options faster than a marked one are left out" in note
