@@ -181,3 +181,33 @@ def test_local_gpu_entry_carries_its_row_figures() -> None:
         mine, theirs = getattr(loc, key), getattr(row, key)
         assert mine == (pytest.approx(theirs) if isinstance(theirs, (float, dict)) else theirs), key
     assert loc.energy_kwh == pytest.approx(row.energy_kwh) and loc.meets_deadline == row.meets_deadline
+
+
+def test_a_report_into_a_pipe_nobody_reads_says_it_waits(tmp_path: Path) -> None:
+    """A named pipe without a reader blocked the finished report forever, silently."""
+    import os
+    import select
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpuselect", "report", "-o", str(fifo)],
+        cwd=REPO_ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    try:
+        ready, _, _ = select.select([proc.stderr], [], [], 60)  # the line comes before the wait
+        assert ready and proc.stderr is not None
+        assert proc.stderr.readline() == f"gpuselect: waiting for a reader on {fifo}…\n"
+        assert proc.poll() is None  # still waiting: nothing was written anywhere else
+        assert fifo.read_bytes().startswith(b"# gpuselect hardware report")  # a reader lets it finish
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+        proc.wait()

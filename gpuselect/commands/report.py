@@ -83,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
     report = build_machine_report(machine, result, settings=settings, redact=args.redact)
     # Again, now: a file that appeared during the run (a benchmark takes a while) was replaced.
     check_output(args.output, inputs=inputs, force=args.force)
-    path = write(report, args.output, fmt, paper=args.paper)
+
+    def waiting(p: Path) -> None:  # a named pipe nobody reads yet: said, not a silent hang
+        print(f"gpuselect: waiting for a reader on {p}…", file=sys.stderr, flush=True)
+
+    path = write(report, args.output, fmt, paper=args.paper, on_wait=waiting)
     print(f"wrote {path} ({fmt})", file=sys.stderr)
     return 0

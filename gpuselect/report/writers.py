@@ -8,6 +8,7 @@ import io
 import locale
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,13 +58,21 @@ def to_markdown(report: Report) -> str:
 
 
 def write(
-    report: Report, path: str | os.PathLike[str], fmt: str, *, paper: str | None = None, compress: bool = True
+    report: Report,
+    path: str | os.PathLike[str],
+    fmt: str,
+    *,
+    paper: str | None = None,
+    compress: bool = True,
+    on_wait: Callable[[Path], None] | None = None,
 ) -> Path:
+    """``on_wait``: told before the write waits for a reader of a named pipe (fsutil)."""
     if fmt == "json":
-        return atomic_write_text(path, to_json(report) + "\n")
+        return atomic_write_text(path, to_json(report) + "\n", on_wait=on_wait)
     if fmt == "md":
-        return atomic_write_text(path, to_markdown(report))
-    return atomic_write_bytes(path, to_pdf_bytes(report, paper=paper or default_paper(), compress=compress))
+        return atomic_write_text(path, to_markdown(report), on_wait=on_wait)
+    pdf = to_pdf_bytes(report, paper=paper or default_paper(), compress=compress)
+    return atomic_write_bytes(path, pdf, on_wait=on_wait)
 
 
 # --- PDF --------------------------------------------------------------------------------------
