@@ -211,3 +211,13 @@ def test_a_report_into_a_pipe_nobody_reads_says_it_waits(tmp_path: Path) -> None
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_deadline_in_days_reads_as_one(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _out(["estimate", "--workload", "vit-b16", "--deadline-hours", "1000", "--top", "1"], capsys)
+    assert "42-day deadline" in out and "days deadline" not in out
+
+
+def test_a_time_under_a_second_has_no_range_that_repeats_it(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _out(["estimate", "--workload", "simple-cnn", "--dataset-size", "1", "--top", "1"], capsys)
+    assert "in under 1 s" in out and "(range under 1 s)" not in out

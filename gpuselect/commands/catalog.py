@@ -47,7 +47,10 @@ def run(args: argparse.Namespace) -> int:
         for p in problems:
             print(p, file=sys.stderr)
         if problems:
-            print(f"gpuselect: error: {args.validate} has {len(problems)} problem(s)", file=sys.stderr)
+            print(
+                f"gpuselect: error: {args.validate} has {len(problems)} problem{'' if len(problems) == 1 else 's'}",
+                file=sys.stderr,
+            )
             return 2
         print(f"{args.validate}: valid")
         return 0

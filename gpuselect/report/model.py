@@ -92,6 +92,11 @@ REGIME_LABELS = {
 }
 
 
+def plural(n: int, word: str) -> str:
+    """ "1 warning", "0 warnings": never "warning(s)"."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 def _three(v: float) -> str:
     """Three significant digits without scientific notation: 32,900 and 0.0123, not 3.29e+04."""
     if v == 0 or not math.isfinite(v):
@@ -161,7 +166,7 @@ def _health_section(health: Any) -> Section:
         )
     c = health.counts
     s.lines.append(
-        f"{c.get('critical', 0)} critical, {c.get('warning', 0)} warning(s), {c.get('info', 0)} informational, "
+        f"{c.get('critical', 0)} critical, {plural(c.get('warning', 0), 'warning')}, {c.get('info', 0)} informational, "
         f"{c.get('unknown', 0)} not checkable, {c.get('ok', 0)} passed."
     )
     rows = [["Severity", "Device", "Finding", "Measured", "Threshold", "What to do"]]
@@ -592,13 +597,13 @@ def summary_text(health: Any, n_gpus: int, result: Any, money: MoneyFormat) -> s
     gpus = f"{n_gpus} GPU{'s' if n_gpus != 1 else ''}" if n_gpus else "no GPU"
     if worst == "critical":
         crit = [f.title for f in health.findings if f.severity.value == "critical"][:2]
-        machine = f"This machine ({gpus}) has {c.get('critical', 0)} critical finding(s): {'; '.join(crit)}."
+        machine = f"This machine ({gpus}) has {plural(c.get('critical', 0), 'critical finding')}: {'; '.join(crit)}."
     elif worst == "warning":
-        machine = f"This machine ({gpus}) has {c.get('warning', 0)} warning(s) and no critical finding."
+        machine = f"This machine ({gpus}) has {plural(c.get('warning', 0), 'warning')} and no critical finding."
     elif not c.get("ok", 0):  # nothing checked passed (no GPU, no readings): not "passed its checks"
-        machine = (
-            f"This machine ({gpus}) has no warning and no critical finding; "
-            f"{c.get('unknown', 0)} check(s) could not be made here."
+        unknown = c.get("unknown", 0)
+        machine = f"This machine ({gpus}) has no warning and no critical finding" + (
+            f"; {plural(unknown, 'check')} could not be made here." if unknown else "."
         )
     else:
         machine = f"This machine ({gpus}) passed its health checks: no warning and no critical finding."
@@ -652,7 +657,7 @@ def build_report(
     if estimate is not None:
         verdict = verdict_line(estimate.recommendation, money)
     else:
-        verdict = f"Hardware health: {health.worst.value.upper()} ({len(snapshot.gpus)} GPU(s))"
+        verdict = f"Hardware health: {health.worst.value.upper()} ({plural(len(snapshot.gpus), 'GPU') if snapshot.gpus else 'no GPU'})"
     sections = [_machine_section(snap, redact), _health_section(health)]
     if bench is not None:
         sections.append(_bench_section(bench))

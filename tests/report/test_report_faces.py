@@ -137,3 +137,12 @@ def test_the_estimates_table_says_how_it_chose_its_rows_and_holds_every_named_op
         slowest = max(r["total_time_h"] for r in group if is_shown(r))
         left += sum(1 for r in group if not is_shown(r) and r["total_time_h"] < slowest)
     assert left and f"{left:,} options faster than a marked one are left out" in note
+
+
+def test_counts_are_plural_words_not_parentheses(tmp_path: Path) -> None:
+    out = tmp_path / "h.md"
+    assert main(["report", "-o", str(out)]) == 0  # no GPU here (tests see none): a health report
+    body = out.read_text()
+    assert "(s)" not in body
+    assert "**Hardware health: INFO (no GPU)**" in body and "0 warnings" in body
+    assert "0 checks could not be made" not in body
