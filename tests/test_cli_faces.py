@@ -221,3 +221,11 @@ def test_a_deadline_in_days_reads_as_one(capsys: pytest.CaptureFixture[str]) -> 
 def test_a_time_under_a_second_has_no_range_that_repeats_it(capsys: pytest.CaptureFixture[str]) -> None:
     out = _out(["estimate", "--workload", "simple-cnn", "--dataset-size", "1", "--top", "1"], capsys)
     assert "in under 1 s" in out and "(range under 1 s)" not in out
+
+
+def test_the_memory_column_rounds_every_card_alike(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "--workload", "resnet50", "--gpus", "nvidia-h100-sxm5-80gb,nvidia-rtx-4090"]
+    lines = _out(argv, capsys).splitlines()
+    h100 = next(ln for ln in lines if ln.lstrip("→ ").startswith("1x H100 SXM5"))
+    assert "/79.7 " in h100 or "/79.6 " in h100  # tenths, like the peak beside it; never /79.65
+    assert "/79.65" not in "\n".join(lines)

@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         named = [r for r in rows if (r.gpu_id, r.count) in picks and r not in top]
         for r in top + named:
             shown.append(r)
-            mem = f"{r.peak_memory_gb:.1f}/{r.vram_gb:g}" if r.peak_memory_gb is not None and r.vram_gb else "—"
+            mem = f"{r.peak_memory_gb:.1f}/{_vram(r.vram_gb)}" if r.peak_memory_gb is not None and r.vram_gb else "—"
             if "paging" in r.time_breakdown_s:
                 mem += "+"  # part of a paged optimizer's state lives in host memory (footnote)
                 paged = True
@@ -222,6 +222,12 @@ def data_scope(w: Any, a: Any) -> str:
     )
     which = "" if len(unset) == 2 else ("samples: " if unset[0] == "--dataset-size" else "epochs: ")
     return f"{text} ({which}{whose}; set {'/'.join(unset)})"
+
+
+def _vram(gb: float) -> str:
+    """A card's memory in the table: whole GB as "80", else tenths like the peak beside it
+    ("79.7" for an H100's 79.65, which read as a third precision among "/80" and "/96")."""
+    return f"{gb:.0f}" if abs(gb - round(gb)) < 0.05 else f"{gb:.1f}"
 
 
 def _gflop(flops: float) -> str:

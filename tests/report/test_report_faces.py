@@ -146,3 +146,38 @@ def test_counts_are_plural_words_not_parentheses(tmp_path: Path) -> None:
     assert "(s)" not in body
     assert "**Hardware health: INFO (no GPU)**" in body and "0 warnings" in body
     assert "0 checks could not be made" not in body
+
+
+def test_stage_chart_labels_write_cents_and_one_unit_per_range() -> None:
+    pytest.importorskip("reportlab")
+    from reportlab.graphics.shapes import String
+
+    from gpuselect.report.writers import _fonts, _stage_chart
+
+    per = {
+        "1": {"kind": "cpu", "name": "CPU", "total_time_h": 5160.0, "time_low_h": 242.0, "time_high_h": 109680.0},
+        "2": {
+            "kind": "rent",
+            "name": "RTX 5090",
+            "count": 1,
+            "total_time_h": 7 / 60,
+            "time_low_h": 5 / 60,
+            "time_high_h": 10 / 60,
+            "cost_usd": 0.11,
+        },
+        "3": {
+            "kind": "rent",
+            "name": "A6000",
+            "count": 1,
+            "total_time_h": 0.2,
+            "time_low_h": 0.1,
+            "time_high_h": 0.3,
+            "cost_usd": 0.004,
+        },
+    }
+    chart = {"per_stage": per, "deadline_h": 72.0, "stage": 2, "currency": "$"}
+    font, _ = _fonts()
+    texts = [c.text for c in _stage_chart(chart, 480.0, font).contents if isinstance(c, String)]
+    assert any(t.startswith("CPU: 215 d (10–4,570 d)") for t in texts), texts
+    assert any(t.startswith("1x RTX 5090: 7 min (5–10 min), $0.11 rented") for t in texts), texts
+    assert any("under $0.01 rented" in t for t in texts) and not any("$0 rented" in t for t in texts)
