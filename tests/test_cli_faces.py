@@ -229,3 +229,39 @@ def test_the_memory_column_rounds_every_card_alike(capsys: pytest.CaptureFixture
     h100 = next(ln for ln in lines if ln.lstrip("→ ").startswith("1x H100 SXM5"))
     assert "/79.7 " in h100 or "/79.6 " in h100  # tenths, like the peak beside it; never /79.65
     assert "/79.65" not in "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (
+            ["estimate", "--workload", "resnet50", "--batch-size", "0"],
+            "argument --batch-size: 0 is outside 1..1,000,000",
+        ),
+        (["estimate", "--workload", "resnet50", "--batch-size", "x"], "argument --batch-size: the batch size must be"),
+        (["report", "-o", "{out}", "--workload", "resnet50", "--batch-size", "2.5"], "argument --batch-size:"),
+        (["estimate", "--workload", "resnet50", "--gpus", "h100"], "did you mean nvidia-h100-"),
+        (["estimate", "--workload", "resnet50", "--gpus", "nvidia-b20"], "did you mean nvidia-b200?"),
+        (["bench", "--device", ""], "--device names no device"),
+        (["bench", "--device", " , "], "--device names no device"),
+    ],
+)
+def test_bad_values_get_one_sentence_with_a_hint(
+    argv: list[str], words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [a.format(out=tmp_path / "r.md") for a in argv]
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and err.count("\n") == 1, err
+    if "--batch-size" in argv:  # the prefix and hint of every other bad option
+        assert err.startswith(f"gpuselect {argv[0]}: error: argument --batch-size: ") and "--help` lists" in err
+
+
+def test_batch_auto_and_gpu_ids_in_any_case(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "--workload", "resnet50", "--format", "json", "--gpus", "NVIDIA-B200,Nvidia-RTX-4090"]
+    doc = json.loads(_out([*argv, "--batch-size", "AUTO"], capsys))
+    assert {r["gpu_id"] for r in doc["rows"]} == {"nvidia-b200", "nvidia-rtx-4090"}
+    assert doc["assumptions"]["batch_size"] is None

@@ -104,7 +104,11 @@ def add_estimate_options(
         "(fp8->bf16->fp16->fp32, tf32->fp32) and its row says which precision it used",
     )
     parser.add_argument(
-        "--batch-size", default="auto", help="per-GPU batch, or auto: the workload's default capped by memory"
+        "--batch-size",
+        type=_batch,
+        default=None,  # auto
+        metavar="{N,auto}",
+        help="per-GPU batch, or auto (default): the workload's default capped by memory",
     )
     parser.add_argument(
         "--dataset-size",
@@ -258,18 +262,25 @@ def workload_spec(args: argparse.Namespace) -> Any:
     )
 
 
-def batch_size(args: argparse.Namespace) -> int | None:
-    from gpuselect.errors import UsageError
-
-    if args.batch_size == "auto":
+def _batch(text: str) -> int | None:
+    """``--batch-size``: a whole number in range, or auto in any case (None); argparse names the
+    option in its errors, as it does for every other number."""
+    if text.strip().lower() == "auto":
         return None
     try:
-        batch = int(args.batch_size)
-    except ValueError:
-        raise UsageError(f"--batch-size must be a whole number or auto, not {args.batch_size!r}") from None
+        value = float(text)  # 1e3 as the other whole-number options take it
+        if not value.is_integer():
+            raise ValueError(text)
+        batch = int(value)
+    except (ValueError, OverflowError):
+        raise argparse.ArgumentTypeError(f"the batch size must be a whole number or auto, not {text!r}") from None
     if not 1 <= batch <= 1_000_000:
-        raise UsageError(f"--batch-size {batch} is outside 1..1000000")
+        raise argparse.ArgumentTypeError(f"{text} is outside 1..1,000,000")
     return batch
+
+
+def batch_size(args: argparse.Namespace) -> int | None:
+    return args.batch_size  # type: ignore[no-any-return]  # parsed by _batch: an int or None (auto)
 
 
 def assumptions(args: argparse.Namespace, settings: Any) -> Any:

@@ -1212,9 +1212,7 @@ def estimate(
     a.validate()
     entries = catalog.entries
     if gpu_ids:
-        unknown = [g for g in gpu_ids if catalog.get(g) is None]
-        if unknown:
-            raise UsageError(f"unknown GPU id(s): {', '.join(unknown)}; `gpuselect catalog` lists them")
+        gpu_ids = known_gpu_ids(catalog, gpu_ids)
         entries = [e for e in entries if e.id in gpu_ids]
     rows = []
     for e in entries:
@@ -1263,6 +1261,30 @@ def estimate(
     excluded = [f"{g.device} ({g.name}): {g.problem}" for g in owned if g.problem]
     local = local or []
     return EstimateResult(w, a, rows, local, recommend(rows, local, a, w, own=own, owned_n=owned_n, excluded=excluded))
+
+
+def known_gpu_ids(catalog: Catalog, gpu_ids: Sequence[str]) -> list[str]:
+    """The catalog ids meant, in any case (NVIDIA-B200); an unknown one is refused in one sentence
+    with the ids it may mean (those containing it, else the closest), not just "unknown"."""
+    import difflib
+
+    lower = {e.id.lower(): e.id for e in catalog.entries}
+    out, unknown = [], []
+    for g in gpu_ids:
+        hit = catalog.get(g) or catalog.get(lower.get(g.strip().lower(), ""))
+        if hit is not None:
+            out.append(hit.id)
+            continue
+        key = g.strip().lower()
+        near = [i for k, i in lower.items() if key and key in k] or [
+            lower[k] for k in difflib.get_close_matches(key, list(lower), n=3, cutoff=0.6)
+        ]
+        more = f" … ({len(near)} ids contain it)" if len(near) > 4 else ""
+        unknown.append(f"{g} (did you mean {', '.join(near[:4])}{more}?)" if near else g)
+    if unknown:
+        what = "unknown GPU id" + ("s" if len(unknown) > 1 else "")
+        raise UsageError(f"{what} {'; '.join(unknown)}: `gpuselect catalog` lists them")
+    return out
 
 
 def _card_row(w: Workload, e: GpuEntry, n: int, a: Assumptions, perf: PerfModel | None, **kw: Any) -> EstimateRow:
