@@ -53,13 +53,34 @@ def json_document(payload: dict[str, Any], *, kind: str) -> str:
 def estimate_payload(result: Any) -> dict[str, Any]:
     """An estimate as ``estimate --format json`` writes it, in US dollars as the core returns them;
     the report's JSON embeds the same, so a script reads one structure in both."""
-    doc: dict[str, Any] = to_jsonable(
-        {
-            "workload": result.workload,
-            "assumptions": result.assumptions,
-            "rows": result.rows,
-            "local": result.local,
-            "recommendation": result.recommendation,
-        }
+    doc: dict[str, Any] = round_money(
+        to_jsonable(
+            {
+                "workload": result.workload,
+                "assumptions": result.assumptions,
+                "rows": result.rows,
+                "local": result.local,
+                "recommendation": result.recommendation,
+            }
+        )
     )
     return doc
+
+
+def _is_money(key: str) -> bool:
+    return key.endswith("cost_usd") or key == "budget_usd"
+
+
+def round_money(value: Any) -> Any:
+    """Costs (``*cost_usd``, ``budget_usd``) of a JSON-safe value to the cent, or to three
+    significant digits below a dollar (0.0039, not 0.0): a purchase plus a few micro-dollars of
+    electricity read 1499.00009279792. The JSON face only; the core keeps its floats."""
+    if isinstance(value, dict):
+        return {k: _cents(v) if _is_money(k) and isinstance(v, float) else round_money(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [round_money(v) for v in value]
+    return value
+
+
+def _cents(v: float) -> float:
+    return round(v, 2) if abs(v) >= 1 else float(f"{v:.3g}")

@@ -265,3 +265,47 @@ def test_batch_auto_and_gpu_ids_in_any_case(capsys: pytest.CaptureFixture[str]) 
     doc = json.loads(_out([*argv, "--batch-size", "AUTO"], capsys))
     assert {r["gpu_id"] for r in doc["rows"]} == {"nvidia-b200", "nvidia-rtx-4090"}
     assert doc["assumptions"]["batch_size"] is None
+
+
+def _money(doc: object, key: str = "") -> list[float]:
+    if isinstance(doc, dict):
+        return [x for k, v in doc.items() for x in _money(v, k)]
+    if isinstance(doc, list):
+        return [x for v in doc for x in _money(v, key)]
+    return [doc] if isinstance(doc, float) and (key.endswith("cost_usd") or key == "budget_usd") else []
+
+
+def test_json_costs_are_cents_without_float_noise(capsys: pytest.CaptureFixture[str]) -> None:
+    from gpuselect.app.workflows import estimate_for_machine
+    from gpuselect.estimate.api import Assumptions
+    from gpuselect.output import to_jsonable
+    from gpuselect.workloads.presets import get_preset
+
+    argv = ["--workload", "bert-base-squad", "--max-gpus", "2"]
+    core = to_jsonable(estimate_for_machine(get_preset("bert-base-squad"), Assumptions(max_gpus=2), None))
+    assert any(v >= 1 and v != round(v, 2) for v in _money(core))  # the core keeps its floats (noise)
+    doc = json.loads(_out(["estimate", *argv, "--format", "json"], capsys))
+    money = _money(doc)
+    assert money and all(v == round(v, 2) if abs(v) >= 1 else v == float(f"{v:.3g}") for v in money)
+    assert any(0 < v < 1 for v in money)  # a cost under a dollar keeps its digits, not 0.0
+
+
+def test_bound_follows_the_documented_shares(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/estimator.md: `bound`'s memory share is memory + optimizer, overhead is kernel_floor +
+    host + copy (a consumer recomputing it from the breakdown's largest entry got contradictions)."""
+    doc = json.loads(_out(["estimate", "--workload", "bert-base-squad", "--max-gpus", "1", "--format", "json"], capsys))
+    checked = 0
+    for r in doc["rows"]:
+        b = r["time_breakdown_s"]
+        if not r["fits"] or r["bound"] == "overhead" or not b:
+            continue  # overhead also names a step the host outlasts, whatever the device's split
+        share = {
+            "compute": b.get("compute", 0.0),
+            "memory": b.get("memory", 0.0) + b.get("optimizer", 0.0),
+            "overhead": b.get("kernel_floor", 0.0) + b.get("host", 0.0) + b.get("copy", 0.0),
+        }
+        assert r["bound"] == max(share, key=lambda k: share[k]), r["gpu_id"]
+        checked += 1
+    assert checked > 10
+    text = " ".join((Path(__file__).parents[1] / "docs" / "estimator.md").read_text().split())
+    assert "its memory share counts the optimizer's traffic" in text

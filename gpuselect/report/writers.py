@@ -14,7 +14,7 @@ from typing import Any
 
 from gpuselect.estimate.recommend import money_text
 from gpuselect.fsutil import atomic_write_bytes, atomic_write_text
-from gpuselect.output import json_document
+from gpuselect.output import json_document, round_money, to_jsonable
 from gpuselect.report.model import Report
 from gpuselect.types import Stage
 
@@ -32,7 +32,7 @@ def default_paper() -> str:
 
 
 def to_json(report: Report) -> str:
-    return json_document({"report": report}, kind="report")
+    return json_document(round_money(to_jsonable({"report": report})), kind="report")
 
 
 def to_markdown(report: Report) -> str:
