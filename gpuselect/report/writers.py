@@ -119,16 +119,17 @@ def _batch_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         lp.lines[i].strokeColor = palette[i % len(palette)]
         lp.lines[i].strokeWidth = 1.5
         lp.lines[i].strokeDashArray = None if name.startswith("cpu") else [4, 2]
-        lp.lines[i].symbol = makeMarker("FilledCircle", size=3)  # a series of one batch size is a point, not a line
+        # a series of one batch size is a point, not a line: a larger mark, so it reads as a series
+        lp.lines[i].symbol = makeMarker("FilledCircle", size=5 if len(series[i][1]) == 1 else 3)
         lp.lines[i].symbol.fillColor = palette[i % len(palette)]
     xs = [x for _, pts in series for x, _ in pts]
     ys = [y for _, pts in series for _, y in pts]
     for axis, vals in ((lp.xValueAxis, xs), (lp.yValueAxis, ys)):
-        axis.valueMin, axis.valueMax = (
-            math.floor(min(vals)),
-            math.ceil(max(vals)) if max(vals) > min(vals) else math.floor(min(vals)) + 1,
-        )
-        axis.valueSteps = _log_ticks(axis.valueMin, axis.valueMax)
+        lo, hi = math.floor(min(vals)), math.ceil(max(vals)) if max(vals) > min(vals) else math.floor(min(vals)) + 1
+        axis.valueSteps = _log_ticks(lo, hi)
+        # a tenth of a decade inside each end: a point at batch 1 (log 0) sat on the y axis itself,
+        # and a series of one point there was invisible
+        axis.valueMin, axis.valueMax = min(lo, min(vals) - 0.1), max(hi, max(vals) + 0.1)
         axis.labelTextFormat = lambda v: f"{10**v:,.0f}" if v >= 0 else f"{10**v:g}"  # 1,000,000, not 1e+06
         axis.labels.fontName = font
         axis.labels.fontSize = 7

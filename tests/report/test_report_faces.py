@@ -181,3 +181,20 @@ def test_stage_chart_labels_write_cents_and_one_unit_per_range() -> None:
     assert any(t.startswith("CPU: 215 d (10–4,570 d)") for t in texts), texts
     assert any(t.startswith("1x RTX 5090: 7 min (5–10 min), $0.11 rented") for t in texts), texts
     assert any("under $0.01 rented" in t for t in texts) and not any("$0 rented" in t for t in texts)
+
+
+def test_a_series_of_one_point_is_drawn_off_the_axes() -> None:
+    pytest.importorskip("reportlab")
+    from reportlab.graphics.charts.lineplots import LinePlot
+
+    from gpuselect.report.writers import _batch_chart, _fonts
+
+    chart = {"title": "t", "series": {"cpu simple_cnn": [(1, 1000.0), (16, 4000.0)], "cpu transformer": [(1, 70.7)]}}
+    font, _ = _fonts()
+    lp = next(c for c in _batch_chart(chart, 480.0, font).contents if isinstance(c, LinePlot))
+    xs = [x for pts in lp.data for x, _ in pts]
+    ys = [y for pts in lp.data for _, y in pts]
+    assert lp.xValueAxis.valueMin < min(xs) and lp.xValueAxis.valueMax > max(xs)  # batch 1 is not on the y axis
+    assert lp.yValueAxis.valueMin < min(ys) and lp.yValueAxis.valueMax > max(ys)
+    assert lp.lines[1].symbol.size > lp.lines[0].symbol.size  # the one-point series is a visible mark
+    assert lp.xValueAxis.valueSteps[0] == 0  # the decade ticks stay: 1, 10, 100
