@@ -5,10 +5,12 @@ is written in place, never replaced by a new file."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from gpuselect.errors import OutputError
@@ -89,10 +91,18 @@ def check_output(
         )
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, make_parents: bool = False) -> Path:
+def atomic_write_bytes(
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    make_parents: bool = False,
+    on_wait: Callable[[Path], None] | None = None,
+) -> Path:
     """Write ``data`` to ``path``: a regular file (or a new one) through a temporary file in the
     same folder and a rename; a device, pipe or socket in place; a folder is refused, and so is a
-    folder that does not exist unless ``make_parents`` (a typo must not create a tree)."""
+    folder that does not exist unless ``make_parents`` (a typo must not create a tree).
+    ``on_wait``: called with the path before waiting for a named pipe that has no reader yet (the
+    write blocks until one opens it; a face says so rather than hang in silence)."""
     if not str(path).strip():
         raise OutputError("the output file name is empty; give a file name to write to")
     target = given = Path(path)
@@ -105,7 +115,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, make_parent
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise OutputError(f"{target} is a folder; give a file name to write to")
     if st is not None and not stat.S_ISREG(st.st_mode):
-        _write_in_place(target, data)
+        _write_in_place(target, data, on_wait if stat.S_ISFIFO(st.st_mode) else None)
         return target
     if os.path.islink(target):
         # A link to a regular file: replace the file it points to, keep the link.
@@ -141,15 +151,33 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, make_parent
     return given
 
 
-def _write_in_place(target: Path, data: bytes) -> None:
-    """A device or pipe: open it for writing (no truncation needed) and write the data."""
+def _write_in_place(target: Path, data: bytes, on_wait: Callable[[Path], None] | None = None) -> None:
+    """A device or pipe: open it for writing (no truncation needed) and write the data. A pipe
+    (``on_wait`` given) is first opened without blocking: with no reader yet that fails (ENXIO),
+    ``on_wait`` is told, and the blocking open waits for one (/dev/stdout, process substitution
+    and a pipe someone reads open at once)."""
     try:
-        with open(target, "wb") as fh:
+        fd = None
+        if on_wait is not None:
+            try:
+                fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+                os.set_blocking(fd, True)
+            except OSError as exc:
+                if exc.errno != errno.ENXIO:
+                    raise
+                on_wait(target)
+        with os.fdopen(fd, "wb") if fd is not None else open(target, "wb") as fh:
             fh.write(data)
             fh.flush()
     except OSError as exc:
         raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str, *, make_parents: bool = False) -> Path:
-    return atomic_write_bytes(path, text.encode("utf-8"), make_parents=make_parents)
+def atomic_write_text(
+    path: str | os.PathLike[str],
+    text: str,
+    *,
+    make_parents: bool = False,
+    on_wait: Callable[[Path], None] | None = None,
+) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"), make_parents=make_parents, on_wait=on_wait)

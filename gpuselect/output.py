@@ -48,3 +48,57 @@ def json_document(payload: dict[str, Any], *, kind: str) -> str:
     """One JSON document with ``schema_version`` and ``kind`` first; NaN is refused."""
     doc = {"schema_version": SCHEMA_VERSION, "kind": kind, **to_jsonable(payload)}
     return json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False)
+
+
+ACTIVATION_BASIS = (
+    "kept for the backward pass per sample in bf16 without checkpointing, as the memory model counts it "
+    "(the operator trace's saved tensors, fused attention)"
+)
+
+
+def workload_json(w: Any) -> dict[str, Any]:
+    """A workload as JSON with its activations as the memory model counts them (``ACTIVATION_BASIS``),
+    the figure `workloads` lists: the dataclass's own field is an older 16-bit figure the traces
+    scale from, and `estimate` showed it (30.6 GB per sample for Llama 8B, 1.4-2.5x too big)."""
+    from gpuselect.estimate.memory import MemoryOptions, activation_bytes_per_sample
+
+    entry: dict[str, Any] = to_jsonable(w)
+    entry["activation_bytes_per_sample"] = activation_bytes_per_sample(w, MemoryOptions())
+    entry["activation_basis"] = ACTIVATION_BASIS
+    return entry
+
+
+def estimate_payload(result: Any) -> dict[str, Any]:
+    """An estimate as ``estimate --format json`` writes it, in US dollars as the core returns them;
+    the report's JSON embeds the same, so a script reads one structure in both."""
+    doc: dict[str, Any] = round_money(
+        to_jsonable(
+            {
+                "workload": workload_json(result.workload),
+                "assumptions": result.assumptions,
+                "rows": result.rows,
+                "local": result.local,
+                "recommendation": result.recommendation,
+            }
+        )
+    )
+    return doc
+
+
+def _is_money(key: str) -> bool:
+    return key.endswith("cost_usd") or key == "budget_usd"
+
+
+def round_money(value: Any) -> Any:
+    """Costs (``*cost_usd``, ``budget_usd``) of a JSON-safe value to the cent, or to three
+    significant digits below a dollar (0.0039, not 0.0): a purchase plus a few micro-dollars of
+    electricity read 1499.00009279792. The JSON face only; the core keeps its floats."""
+    if isinstance(value, dict):
+        return {k: _cents(v) if _is_money(k) and isinstance(v, float) else round_money(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [round_money(v) for v in value]
+    return value
+
+
+def _cents(v: float) -> float:
+    return round(v, 2) if abs(v) >= 1 else float(f"{v:.3g}")

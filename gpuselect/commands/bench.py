@@ -43,8 +43,12 @@ def run(args: argparse.Namespace) -> int:
 
     # once each, in the order given ("cpu,cpu" benchmarked the CPU twice and recorded it twice)
     devices = tuple(dict.fromkeys(d.strip().lower() for d in args.device.split(",") if d.strip()))
+    if not devices:  # '' or ',' benchmarked every device, which nobody asked for
+        from gpuselect.errors import UsageError
+
+        raise UsageError("--device names no device: give cpu, cuda:N, mps or all")
     cancel = threading.Event()
-    cfg = BenchConfig(quick=args.quick, devices=devices or ("all",))
+    cfg = BenchConfig(quick=args.quick, devices=devices)
     try:
         report = run_to_completion(cfg, cancel, on_event=_progress)
     except KeyboardInterrupt:

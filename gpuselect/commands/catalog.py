@@ -35,12 +35,22 @@ def run(args: argparse.Namespace) -> int:
     from gpuselect.catalog.loader import validate_file
     from gpuselect.output import json_document
 
+    if args.validate and (args.gpu or args.family):
+        from gpuselect.errors import UsageError
+
+        # it checks a file and lists nothing: a GPU or family beside it was silently dropped
+        raise UsageError(
+            f"--validate checks one file and lists nothing: {'a GPU' if args.gpu else '--family'} cannot go with it"
+        )
     if args.validate:
         problems = validate_file(Path(args.validate))
         for p in problems:
             print(p, file=sys.stderr)
         if problems:
-            print(f"gpuselect: error: {args.validate} has {len(problems)} problem(s)", file=sys.stderr)
+            print(
+                f"gpuselect: error: {args.validate} has {len(problems)} problem{'' if len(problems) == 1 else 's'}",
+                file=sys.stderr,
+            )
             return 2
         print(f"{args.validate}: valid")
         return 0

@@ -44,27 +44,15 @@ def run(args: argparse.Namespace) -> int:
 
     from gpuselect.app.money import MoneyFormat
     from gpuselect.commands import estimate_options as opts
-    from gpuselect.commands.workloads import workload_json
     from gpuselect.estimate.parallel import describe_reference_networks
     from gpuselect.estimate.recommend import explain, fmt_hours, memory_need, named_options, stage_heading
-    from gpuselect.output import json_document
+    from gpuselect.output import estimate_payload, json_document
 
     settings = opts.user_settings()
     result = compute(args, opts.load_bench(args), settings)
     w, a = result.workload, result.assumptions
     if args.format == "json":  # numbers in US dollars, as the core returns them
-        print(
-            json_document(
-                {
-                    "workload": workload_json(result.workload),
-                    "assumptions": result.assumptions,
-                    "rows": result.rows,
-                    "local": result.local,
-                    "recommendation": result.recommendation,
-                },
-                kind="estimate",
-            )
-        )
+        print(json_document(estimate_payload(result), kind="estimate"))
         return 0
     if args.format == "csv":
         from gpuselect.estimate.api import EstimateRow
@@ -81,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
                 "gpu_id": f"local:{loc.device}",
                 "count": 1,
                 "note": loc.basis,
-                "meets_deadline": loc.fits and loc.total_time_h is not None and loc.total_time_h <= a.deadline_hours,
+                "meets_deadline": bool(loc.meets_deadline),
             }
             for loc in result.local
         ]
@@ -99,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
     rec = result.recommendation
     choice, why = explain(rec, money)
     print(
-        f"{sentence_start(w.name)}: {w.params / 1e6:,.1f} M parameters, {_gflop(w.training_flops_per_sample)} per sample to train; "
+        f"{sentence_start(w.name)}: {w.params / 1e6:,.1f} M parameters, {_gflop(w.training_flops_per_sample)} per sample to train, "
+        f"{data_scope(w, a)}; "
         f"{a.precision}, {a.optimizer}, deadline {fmt_hours(a.deadline_hours)}"
         + (f", budget {money(a.budget_usd)}" if a.budget_usd else "")
         + f", electricity {money.per_kwh(a.electricity_usd_per_kwh)}"
@@ -159,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         named = [r for r in rows if (r.gpu_id, r.count) in picks and r not in top]
         for r in top + named:
             shown.append(r)
-            mem = f"{r.peak_memory_gb:.1f}/{r.vram_gb:g}" if r.peak_memory_gb is not None and r.vram_gb else "—"
+            mem = f"{r.peak_memory_gb:.1f}/{_vram(r.vram_gb)}" if r.peak_memory_gb is not None and r.vram_gb else "—"
             if "paging" in r.time_breakdown_s:
                 mem += "+"  # part of a paged optimizer's state lives in host memory (footnote)
                 paged = True
@@ -213,6 +202,31 @@ def run(args: argparse.Namespace) -> int:
         "limits a step. `--format json` has every row with its per-step time breakdown and what would make a GPU fit."
     )
     return 0
+
+
+def data_scope(w: Any, a: Any) -> str:
+    """The samples and epochs every time covers, and where each figure came from: a time means
+    nothing without them, and for a model given by its size they are a guess (100,000 x 10)."""
+    n, e = a.dataset_size or w.default_dataset_size, a.epochs or w.default_epochs
+    text = f"{n:,} samples \u00d7 {e:,} epoch{'s' if e != 1 else ''}"
+    unset = [opt for opt, v in (("--dataset-size", a.dataset_size), ("--epochs", a.epochs)) if v is None]
+    if not unset:
+        return text + " (as given)"
+    whose = (
+        "the custom default"
+        if w.id == "custom"
+        else "the config default"
+        if str(w.id).startswith("config:")
+        else "the workload's own"
+    )
+    which = "" if len(unset) == 2 else ("samples: " if unset[0] == "--dataset-size" else "epochs: ")
+    return f"{text} ({which}{whose}; set {'/'.join(unset)})"
+
+
+def _vram(gb: float) -> str:
+    """A card's memory in the table: whole GB as "80", else tenths like the peak beside it
+    ("79.7" for an H100's 79.65, which read as a third precision among "/80" and "/96")."""
+    return f"{gb:.0f}" if abs(gb - round(gb)) < 0.05 else f"{gb:.1f}"
 
 
 def _gflop(flops: float) -> str:

@@ -46,8 +46,11 @@ def _counts(text: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: bool) -> None:
-    """The workload and assumption options, shared by ``estimate`` and ``report``."""
+def add_estimate_options(
+    parser: argparse.ArgumentParser, *, workload_required: bool, no_bench_help: str | None = None
+) -> None:
+    """The workload and assumption options, shared by ``estimate`` and ``report``; ``no_bench_help``:
+    also ``--no-bench``, exclusive with the benchmark options (given with one, it silently dropped it)."""
     src = parser.add_mutually_exclusive_group(required=workload_required)
     src.add_argument("--workload", metavar="ID", help="a preset (see `gpuselect workloads`)")
     src.add_argument("--config", metavar="FILE", help="a Hugging Face style config.json (read as data, no code runs)")
@@ -101,12 +104,26 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
         "(fp8->bf16->fp16->fp32, tf32->fp32) and its row says which precision it used",
     )
     parser.add_argument(
-        "--batch-size", default="auto", help="per-GPU batch, or auto: the workload's default capped by memory"
+        "--batch-size",
+        type=_batch,
+        default=None,  # auto
+        metavar="{N,auto}",
+        help="per-GPU batch, or auto (default): the workload's default capped by memory",
     )
     parser.add_argument(
-        "--dataset-size", type=_number(int, 1, 1e13, "the dataset size"), metavar="N", help="samples per epoch"
+        "--dataset-size",
+        type=_number(int, 1, 1e13, "the dataset size"),
+        metavar="N",
+        help="samples per epoch (default: the workload's own, as `gpuselect workloads` lists it; 100,000 for "
+        "--config, --params and --model)",
     )
-    parser.add_argument("--epochs", type=_number(int, 1, 100_000, "the number of epochs"))
+    parser.add_argument(
+        "--epochs",
+        type=_number(int, 1, 100_000, "the number of epochs"),
+        metavar="N",
+        help="passes over the dataset (default: the workload's own, as `gpuselect workloads` lists it; 1 for "
+        "--config, 10 for --params and --model)",
+    )
     parser.add_argument(
         "--deadline-hours",
         type=_number(float, 1e-3, 1e6, "the deadline"),
@@ -212,6 +229,8 @@ def add_estimate_options(parser: argparse.ArgumentParser, *, workload_required: 
     bench.add_argument(
         "--bench-quick", action="store_true", help="run `gpuselect bench --quick` first (about 10 s) and anchor on it"
     )
+    if no_bench_help:
+        bench.add_argument("--no-bench", action="store_true", help=no_bench_help)
 
 
 def workload_spec(args: argparse.Namespace) -> Any:
@@ -243,18 +262,25 @@ def workload_spec(args: argparse.Namespace) -> Any:
     )
 
 
-def batch_size(args: argparse.Namespace) -> int | None:
-    from gpuselect.errors import UsageError
-
-    if args.batch_size == "auto":
+def _batch(text: str) -> int | None:
+    """``--batch-size``: a whole number in range, or auto in any case (None); argparse names the
+    option in its errors, as it does for every other number."""
+    if text.strip().lower() == "auto":
         return None
     try:
-        batch = int(args.batch_size)
-    except ValueError:
-        raise UsageError(f"--batch-size must be a whole number or auto, not {args.batch_size!r}") from None
+        value = float(text)  # 1e3 as the other whole-number options take it
+        if not value.is_integer():
+            raise ValueError(text)
+        batch = int(value)
+    except (ValueError, OverflowError):
+        raise argparse.ArgumentTypeError(f"the batch size must be a whole number or auto, not {text!r}") from None
     if not 1 <= batch <= 1_000_000:
-        raise UsageError(f"--batch-size {batch} is outside 1..1000000")
+        raise argparse.ArgumentTypeError(f"{text} is outside 1..1,000,000")
     return batch
+
+
+def batch_size(args: argparse.Namespace) -> int | None:
+    return args.batch_size  # type: ignore[no-any-return]  # parsed by _batch: an int or None (auto)
 
 
 def assumptions(args: argparse.Namespace, settings: Any) -> Any:

@@ -119,6 +119,16 @@ def run(args: argparse.Namespace) -> int:
     from gpuselect.fleet.run import FleetConfig, run_fleet
     from gpuselect.fleet.writers import format_of, to_json, to_text, write
 
+    if args.from_file:
+        # --from measures nothing: a measuring option beside it was silently dropped
+        given = [o for o, v in (("--bench-quick", args.bench_quick), ("--max-bytes", args.max_bytes)) if v]
+        given += ["--probe"] if args.probe is not None else []
+        if given:
+            from gpuselect.errors import UsageError
+
+            raise UsageError(
+                f"--from redraws a saved report and measures nothing: {', '.join(given)} cannot go with it"
+            )
     if args.output:
         from gpuselect.fsutil import check_output
 

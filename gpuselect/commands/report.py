@@ -35,12 +35,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--paper", choices=("a4", "letter"), default=None, help="default: from the locale (Letter in North America)"
     )
-    parser.add_argument(
-        "--no-bench",
-        action="store_true",
-        help="no benchmark section (the default unless --bench-quick or --bench FILE)",
+    add_estimate_options(
+        parser,
+        workload_required=False,
+        no_bench_help="no benchmark section (the default unless --bench-quick or --bench FILE, which it excludes)",
     )
-    add_estimate_options(parser, workload_required=False)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
     report = build_machine_report(machine, result, settings=settings, redact=args.redact)
     # Again, now: a file that appeared during the run (a benchmark takes a while) was replaced.
     check_output(args.output, inputs=inputs, force=args.force)
-    path = write(report, args.output, fmt, paper=args.paper)
+
+    def waiting(p: Path) -> None:  # a named pipe nobody reads yet: said, not a silent hang
+        print(f"gpuselect: waiting for a reader on {p}…", file=sys.stderr, flush=True)
+
+    path = write(report, args.output, fmt, paper=args.paper, on_wait=waiting)
     print(f"wrote {path} ({fmt})", file=sys.stderr)
     return 0

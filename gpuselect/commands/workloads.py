@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from gpuselect.commands import add_format_option
 
-ACTIVATION_BASIS = (
-    "kept for the backward pass per sample in bf16 without checkpointing, as the memory model counts it "
-    "(the operator trace's saved tensors, fused attention)"
-)
 HELP = "list the preset training workloads with parameters, FLOPs and activation memory per sample"
 
 
@@ -18,22 +13,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_format_option(parser)
 
 
-def workload_json(w: Any) -> dict[str, Any]:
-    """A workload as JSON with its activations as the memory model counts them (``ACTIVATION_BASIS``),
-    the figure `workloads` lists: the dataclass's own field is an older 16-bit figure the traces
-    scale from, and `estimate` showed it (30.6 GB per sample for Llama 8B, 1.4-2.5x too big)."""
-    from gpuselect.estimate.memory import MemoryOptions, activation_bytes_per_sample
-    from gpuselect.output import to_jsonable
-
-    entry: dict[str, Any] = to_jsonable(w)
-    entry["activation_bytes_per_sample"] = activation_bytes_per_sample(w, MemoryOptions())
-    entry["activation_basis"] = ACTIVATION_BASIS
-    return entry
-
-
 def run(args: argparse.Namespace) -> int:
     from gpuselect.estimate.memory import MemoryOptions, activation_bytes_per_sample
-    from gpuselect.output import json_document
+    from gpuselect.output import ACTIVATION_BASIS, json_document, workload_json
     from gpuselect.workloads.presets import PRESETS
 
     # Activations as the memory model counts them (bf16, no checkpointing: the operator trace's
@@ -51,15 +33,20 @@ def run(args: argparse.Namespace) -> int:
         doc = {"count": len(PRESETS), "activation_basis": ACTIVATION_BASIS, "workloads": entries}
         print(json_document(doc, kind="workloads"))
         return 0
-    print(f"{'id':20s} {'params':>9s} {'trainable':>10s} {'fwd GFLOP':>11s} {'act. MB':>9s}  sample / name")
+    print(
+        f"{'id':20s} {'params':>9s} {'trainable':>10s} {'fwd GFLOP':>11s} {'act. MB':>9s} "
+        f"{'samples x epochs':>20s}  sample / name"
+    )
     for k, w in PRESETS.items():
         mark = "" if w.profiler_checked else " (approx.)"
         print(
             f"{w.public_id:20s} {w.params / 1e6:8.1f}M {w.trainable_params / 1e6:9.2f}M {_small(w.forward_flops_per_sample / 1e9, 3):>11s} "
-            f"{_small(acts[k] / 1e6, 1):>9s}  {w.sample_unit}: {w.name}{mark}"
+            f"{_small(acts[k] / 1e6, 1):>9s} {f'{w.default_dataset_size:,} x {w.default_epochs:,}':>20s}  "
+            f"{w.sample_unit}: {w.name}{mark}"
         )
     print(
         f"FLOPs: one forward pass of one sample (training costs about 3x). Activation memory: {ACTIVATION_BASIS}. "
+        "Samples x epochs: the training an estimate times unless --dataset-size and --epochs say otherwise. "
         "'(approx.)': derived from papers, not measured with torch's FLOP counter."
     )
     return 0

@@ -230,6 +230,28 @@ class LocalEstimate:
     #: The figure is this workload's own step, measured by this machine's benchmark at this batch
     #: (or between two measured batches): the advice may trust it without its band.
     measured_step: bool = False
+    # The figures a catalog row carries, under its keys (a script compares the CPU with the GPUs
+    # without reading ``basis``); None or empty where unknown: a CPU has no power figure (energy),
+    # a measured step no modelled breakdown.
+    batch_size: int | None = None
+    precision_used: Precision | None = None
+    epoch_time_s: float | None = None
+    tokens_per_s: float | None = None
+    bound: str | None = None
+    time_breakdown_s: dict[str, float] = field(default_factory=dict)  # one step, as the rows' (see EstimateRow)
+    energy_kwh: float | None = None
+    meets_deadline: bool | None = None
+
+
+def _with_row_figures(loc: LocalEstimate, w: Workload, a: Assumptions) -> LocalEstimate:
+    """The per-epoch, token and deadline figures a row has, from the local estimate's own rate."""
+    thr = loc.throughput_samples_per_s
+    if thr:
+        loc.epoch_time_s = (a.dataset_size or w.default_dataset_size) / thr
+        loc.tokens_per_s = thr * w.seq_len if w.seq_len else None
+    if loc.total_time_h is not None:
+        loc.meets_deadline = loc.fits and loc.total_time_h <= a.deadline_hours
+    return loc
 
 
 @dataclass
@@ -952,8 +974,10 @@ def local_cpu_estimate(
     loc = _local_cpu_time(
         w, a, cores=cores, mhz=mhz, features=features, measured_tflops=measured_tflops, name=name, bench=bench
     )
+    if loc.throughput_samples_per_s is not None:  # timed in fp32 at this batch, measured or modelled
+        loc.batch_size, loc.precision_used = a.batch_size or w.default_batch_size, Precision.FP32
     if ram_gb is None or not (finite_number(ram_gb) and ram_gb > 0):
-        return loc  # not checked: fits stays True, and no memory figure is shown
+        return _with_row_figures(loc, w, a)  # not checked: fits stays True, and no memory figure is shown
     # memory in the precision the time assumes: fp32 for auto (as the CPU's benchmark trains), a
     # 16-bit request in 16 bits (fp8 keeps bf16 activations, as on a GPU)
     prec = "fp32" if a.precision in (Precision.AUTO, Precision.FP32, Precision.TF32) else str(a.precision)
@@ -972,7 +996,7 @@ def local_cpu_estimate(
     loc.vram_gb = float(ram_gb)
     loc.max_batch = fit.max_batch
     loc.checkpointing = fit.options.recompute
-    return loc
+    return _with_row_figures(loc, w, a)
 
 
 def unvalidated_paths(w: Workload, a: Assumptions, count: int, link_basis: str | None) -> str:
@@ -1094,7 +1118,11 @@ def _local_cpu_time(
     if anchor is not None and not busy:
         regime = "cpu_anchored"
     band = regime_band(regime, "NVIDIA")
-    return LocalEstimate("cpu", name, thr, samples / thr / 3600, basis, band)
+    loc = LocalEstimate("cpu", name, thr, samples / thr / 3600, basis, band)
+    # the model's step, scaled as its rate was where a measured step anchors it
+    scale = (batch / thr) / st.seconds
+    loc.bound, loc.time_breakdown_s = st.bound, {k: round(v * scale, 6) for k, v in st.breakdown.items() if v > 0}
+    return loc
 
 
 def local_gpu_estimate(
@@ -1166,10 +1194,17 @@ def local_gpu_estimate(
             thr = hit[0]
             hours = (a.dataset_size or w.default_dataset_size) * (a.epochs or w.default_epochs) / thr / 3600
             basis = f"measured: this card trained {w.name} {hit[1]} in its benchmark"
-            return _with_memory(
+            loc = _with_memory(
                 LocalEstimate(device, name or e.name, thr, hours, basis, regime_band("overhead", e.vendor), r.fits), r
             )
-    return _with_memory(LocalEstimate(device, name or e.name, thr, hours, basis, r.error_band, r.fits), r)
+            # a measured step has no modelled breakdown; the energy scales with the measured time
+            loc.bound, loc.time_breakdown_s = None, {}
+            if r.energy_kwh is not None and r.total_time_h:
+                loc.energy_kwh = r.energy_kwh * hours / r.total_time_h
+            return _with_row_figures(loc, w, a)
+    return _with_row_figures(
+        _with_memory(LocalEstimate(device, name or e.name, thr, hours, basis, r.error_band, r.fits), r), w, a
+    )
 
 
 def _with_memory(loc: LocalEstimate, r: EstimateRow) -> LocalEstimate:
@@ -1179,6 +1214,8 @@ def _with_memory(loc: LocalEstimate, r: EstimateRow) -> LocalEstimate:
     loc.vram_gb = r.vram_gb
     loc.max_batch = r.max_batch
     loc.checkpointing = r.checkpointing
+    loc.batch_size, loc.precision_used, loc.energy_kwh = r.batch_size, r.precision_used, r.energy_kwh
+    loc.bound, loc.time_breakdown_s = r.bound, dict(r.time_breakdown_s)
     return loc
 
 
@@ -1208,9 +1245,7 @@ def estimate(
     a.validate()
     entries = catalog.entries
     if gpu_ids:
-        unknown = [g for g in gpu_ids if catalog.get(g) is None]
-        if unknown:
-            raise UsageError(f"unknown GPU id(s): {', '.join(unknown)}; `gpuselect catalog` lists them")
+        gpu_ids = known_gpu_ids(catalog, gpu_ids)
         entries = [e for e in entries if e.id in gpu_ids]
     rows = []
     for e in entries:
@@ -1297,6 +1332,30 @@ def _larger_batch(
     if pick is not None:
         rec.larger_batch = describe(pick)
         rec.choice, rec.rationale = explain(rec, usd)
+
+
+def known_gpu_ids(catalog: Catalog, gpu_ids: Sequence[str]) -> list[str]:
+    """The catalog ids meant, in any case (NVIDIA-B200); an unknown one is refused in one sentence
+    with the ids it may mean (those containing it, else the closest), not just "unknown"."""
+    import difflib
+
+    lower = {e.id.lower(): e.id for e in catalog.entries}
+    out, unknown = [], []
+    for g in gpu_ids:
+        hit = catalog.get(g) or catalog.get(lower.get(g.strip().lower(), ""))
+        if hit is not None:
+            out.append(hit.id)
+            continue
+        key = g.strip().lower()
+        near = [i for k, i in lower.items() if key and key in k] or [
+            lower[k] for k in difflib.get_close_matches(key, list(lower), n=3, cutoff=0.6)
+        ]
+        more = f" … ({len(near)} ids contain it)" if len(near) > 4 else ""
+        unknown.append(f"{g} (did you mean {', '.join(near[:4])}{more}?)" if near else g)
+    if unknown:
+        what = "unknown GPU id" + ("s" if len(unknown) > 1 else "")
+        raise UsageError(f"{what} {'; '.join(unknown)}: `gpuselect catalog` lists them")
+    return out
 
 
 def _card_row(w: Workload, e: GpuEntry, n: int, a: Assumptions, perf: PerfModel | None, **kw: Any) -> EstimateRow:

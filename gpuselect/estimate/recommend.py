@@ -779,11 +779,17 @@ def fmt_hours_range(lo: float, hi: float, *, unit_of: float | None = None) -> st
     return f"{fmt.format(a)}–{fmt.format(b)} {unit}"
 
 
+def fmt_deadline(h: float) -> str:
+    """A deadline before the word "deadline": "72 h", but "42-day" (not "42 days deadline")."""
+    t = fmt_hours(h)
+    return t.removesuffix(" days") + "-day" if t.endswith(" days") else t
+
+
 def _cpu_lead(cpu: dict[str, object], deadline_h: float) -> str:
     """Why the CPU is not the answer, as the stage-1 test decided it: it cannot hold the training
     state in RAM, it misses the deadline, or only its error range reaches past it."""
     t = float(cpu["total_time_h"])  # type: ignore[arg-type]
-    deadline = fmt_hours(deadline_h)
+    deadline = fmt_deadline(deadline_h)
     if cpu.get("fits") is False:
         return "The CPU cannot hold the training state in this machine's RAM. "
     if t > deadline_h:
@@ -804,12 +810,14 @@ def _range(o: dict[str, object]) -> str:
         return ""
     # in the unit the time itself is written in: "77 min (range 63–96 min)", not "(range 1.1–1.6 h)"
     unit = float(t) if isinstance(t, float | int) else float(hi)  # type: ignore[arg-type]
-    return f" (range {fmt_hours_range(float(lo), float(hi), unit_of=unit)})"  # type: ignore[arg-type]
+    span = fmt_hours_range(float(lo), float(hi), unit_of=unit)  # type: ignore[arg-type]
+    # a range that reads as the time itself says nothing ("under 1 s (range under 1 s)")
+    return "" if span == fmt_hours(unit) else f" (range {span})"
 
 
 def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
     """(choice, rationale) in words, money through the face's formatter."""
-    deadline = fmt_hours(rec.deadline_hours)
+    deadline = fmt_deadline(rec.deadline_hours)
     o = rec.option
     parts: list[str] = []
     if rec.action == "none" or o is None:

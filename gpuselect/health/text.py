@@ -37,7 +37,8 @@ def format_health(report: HealthReport, *, verbose: bool = False) -> str:
     c = report.counts
     ok = c.get("ok", 0)
     summary = (
-        f"{c.get('critical', 0)} critical, {c.get('warning', 0)} warning(s), {c.get('info', 0)} info, "
+        f"{c.get('critical', 0)} critical, {c.get('warning', 0)} warning{'' if c.get('warning', 0) == 1 else 's'}, "
+        f"{c.get('info', 0)} info, "
         f"{c.get('unknown', 0)} not checked, {ok} passed"
     )
     if report.worst.rank < Severity.WARNING.rank:

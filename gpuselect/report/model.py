@@ -74,6 +74,9 @@ class Report:
     summary: str = ""  # page 1: the verdict, the machine's health, the recommended option with time, cost and range
     accuracy: dict[str, Any] | None = None
     sources: list[str] = field(default_factory=list)
+    # The estimate as `estimate --format json` writes it (raw numbers, US dollars), beside the
+    # sections' display strings; None without a workload. Only the JSON form writes it.
+    estimate: dict[str, Any] | None = None
 
 
 #: The regimes of the step-time bands (steptime_bands.json), as the report names them.
@@ -91,6 +94,11 @@ REGIME_LABELS = {
     "cpu_unsteady": "a benchmarked CPU whose own steps its fit misses (a busy machine)",
     "cpu_spec": "an unmeasured CPU",
 }
+
+
+def plural(n: int, word: str) -> str:
+    """ "1 warning", "0 warnings": never "warning(s)"."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def _three(v: float) -> str:
@@ -162,7 +170,7 @@ def _health_section(health: Any) -> Section:
         )
     c = health.counts
     s.lines.append(
-        f"{c.get('critical', 0)} critical, {c.get('warning', 0)} warning(s), {c.get('info', 0)} informational, "
+        f"{c.get('critical', 0)} critical, {plural(c.get('warning', 0), 'warning')}, {c.get('info', 0)} informational, "
         f"{c.get('unknown', 0)} not checkable, {c.get('ok', 0)} passed."
     )
     rows = [["Severity", "Device", "Finding", "Measured", "Threshold", "What to do"]]
@@ -204,12 +212,19 @@ def _bench_section(bench: Any) -> Section:
         if d.kind != "cpu":
             rows.append([d.device, "host to device, pinned (GB/s)", _fmt(d.host_to_device_gbs, "", 2), ""])
         rows.append([d.device, "launch overhead (us)", _fmt(d.launch_overhead_us, "", 2), ""])
+        # the steps a CPU estimate is fitted on, as figures in every form (the PDF also draws them)
         for st in d.train_steps:
             chart.setdefault(f"{d.device} {st.model}", []).append((st.batch_size, st.samples_per_s))
+            rows.append(
+                [d.device, f"training step {st.model}, batch {st.batch_size} (samples/s)", _fmt(st.samples_per_s), ""]
+            )
     s.table = rows
     if not chart:  # a chart with nothing to show is left out; say why instead
         why = "; ".join(f"{d.device}: {v}" for d in bench.devices for k, v in d.skipped.items() if "train" in k.lower())
         s.lines.append("No training step was measured in this run" + (f" ({why})." if why else "."))
+    skipped = [f"{d.device}: {k} ({v})" for d in bench.devices for k, v in d.skipped.items()]
+    if skipped:
+        s.lines.append("Not measured: " + "; ".join(skipped) + ".")
     s.chart = {"kind": "batch", "title": "Training samples/s by batch size, per device", "series": chart}
     return s
 
@@ -313,6 +328,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
         )
     ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)
     singles, multis = shown_options(result, top)
+    s.lines.append(_selection_note(ok, singles, multis, top))
     opt = rec.option or {}
     sym = money.symbol
     rows = [["Option", "Fits", "Batch", "Time", f"Buy ({sym})", f"Cloud ({sym})", "Energy (kWh)", "Error band"]]
@@ -347,12 +363,15 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
             )
         )
     also = {(o.get("gpu_id"), o.get("count")) for o in named_options(rec)}
+    stage_of = {(o.get("gpu_id"), o.get("count")): k for k, o in rec.per_stage.items() if o and o.get("gpu_id")}
     for r in singles + multis:
         mark = (
             " (recommended)"
             if opt.get("gpu_id") == r.gpu_id and opt.get("count") == r.count and rec.action in ("buy", "rent", "miss")
             else (" (named in the advice)" if (r.gpu_id, r.count) in also else "")
         )
+        if not mark and (r.gpu_id, r.count) in stage_of:  # why a slower row is here: the stage chart's bar
+            mark = f" (best of stage {stage_of[(r.gpu_id, r.count)]})"
         if not r.meets_deadline:
             mark += " (misses deadline)"  # as the CLI's table says it
         rows.append(
@@ -398,6 +417,29 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
         "stage_names": {str(k): f"{k}  {v}" for k, v in STAGE_SHORT.items()},
     }
     return s
+
+
+def _selection_note(ok: list[Any], singles: list[Any], multis: list[Any], top: int) -> str:
+    """How the table chose its rows, and how many faster ones it leaves out: an option the advice
+    names can be far down the list (a stage's best, the cheapest card that is enough)."""
+    n1, n2 = min(top, sum(r.count == 1 for r in ok)), min(max(3, top // 3), sum(r.count > 1 for r in ok))
+    text = (
+        f"The table lists this machine, then of the {len(ok):,} options that fit the {n1} fastest single "
+        f"GPU{'s' if n1 != 1 else ''} and the {n2} fastest option{'s' if n2 != 1 else ''} of several GPUs, "
+        "and every option the advice names or the stage chart shows, marked, each group fastest first."
+    )
+    left = 0
+    for group, rows in ((singles, [r for r in ok if r.count == 1]), (multis, [r for r in ok if r.count > 1])):
+        if group:
+            slowest = max(r.total_time_h for r in group)
+            left += sum(1 for r in rows if r not in group and r.total_time_h < slowest)
+    if left:
+        text += (
+            f" {left:,} option{'s' if left != 1 else ''} faster than a marked one "
+            f"{'are' if left != 1 else 'is'} left out to keep the table short; this report's JSON "
+            "(`report.estimate.rows`) and `gpuselect estimate` list every option."
+        )
+    return text
 
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
@@ -525,13 +567,19 @@ def _memory_section(result: Any, top: int) -> Section | None:
         "Memory per GPU",
         [
             "What training needs on each GPU against its memory, in GB (what the caching allocator "
-            "reserves, as nvidia-smi shows it), and what it is made of: " + sep.join(MEMORY_PARTS) + ". "
-            "The bars stack the parts to the peak; the black tick is the card's memory; a bar ending in a zigzag is shortened to fit (not to scale).",
+            "reserves, as nvidia-smi shows it), and what it is made of: " + sep.join(MEMORY_PARTS) + ".",
             *lines,
         ],
     )
     s.table = rows
-    s.chart = {"kind": "memory", "parts": list(MEMORY_PARTS), "bars": bars}
+    s.chart = {
+        "kind": "memory",
+        "parts": list(MEMORY_PARTS),
+        "bars": bars,
+        # said only where the bars are drawn (the PDF): Markdown has the table, no bars
+        "caption": "The bars stack the parts to the peak; the black tick is the card's memory; a bar ending in "
+        "a zigzag is shortened to fit (not to scale).",
+    }
     return s
 
 
@@ -550,13 +598,13 @@ def summary_text(health: Any, n_gpus: int, result: Any, money: MoneyFormat) -> s
     gpus = f"{n_gpus} GPU{'s' if n_gpus != 1 else ''}" if n_gpus else "no GPU"
     if worst == "critical":
         crit = [f.title for f in health.findings if f.severity.value == "critical"][:2]
-        machine = f"This machine ({gpus}) has {c.get('critical', 0)} critical finding(s): {'; '.join(crit)}."
+        machine = f"This machine ({gpus}) has {plural(c.get('critical', 0), 'critical finding')}: {'; '.join(crit)}."
     elif worst == "warning":
-        machine = f"This machine ({gpus}) has {c.get('warning', 0)} warning(s) and no critical finding."
+        machine = f"This machine ({gpus}) has {plural(c.get('warning', 0), 'warning')} and no critical finding."
     elif not c.get("ok", 0):  # nothing checked passed (no GPU, no readings): not "passed its checks"
-        machine = (
-            f"This machine ({gpus}) has no warning and no critical finding; "
-            f"{c.get('unknown', 0)} check(s) could not be made here."
+        unknown = c.get("unknown", 0)
+        machine = f"This machine ({gpus}) has no warning and no critical finding" + (
+            f"; {plural(unknown, 'check')} could not be made here." if unknown else "."
         )
     else:
         machine = f"This machine ({gpus}) passed its health checks: no warning and no critical finding."
@@ -565,6 +613,27 @@ def summary_text(health: Any, n_gpus: int, result: Any, money: MoneyFormat) -> s
     rec = result.recommendation
     choice, why = explain(rec, money)
     return f"{stage_heading(rec)} — for {result.workload.name}: {choice}. {machine} {why}"
+
+
+def _estimate_json(result: Any, redact: bool) -> dict[str, Any]:
+    """The estimate's JSON structure; redacted, the fields where a file's folders can appear keep
+    only file names (as the report's text does), and a config's id no longer names its folder."""
+    from gpuselect.output import estimate_payload
+
+    doc = estimate_payload(result)
+    if not redact:
+        return doc
+
+    def scrub(d: Any) -> Any:
+        return {k: scrub_paths(v) if isinstance(v, str) else v for k, v in d.items()} if isinstance(d, dict) else d
+
+    doc["workload"] = scrub(doc["workload"])
+    if str(doc["workload"].get("id", "")).startswith("config:"):
+        doc["workload"]["id"] = "config"
+    doc["assumptions"]["interconnect"] = scrub(doc["assumptions"].get("interconnect"))
+    for r in doc["rows"]:
+        r["link_basis"] = scrub_paths(r["link_basis"]) if r.get("link_basis") else r.get("link_basis")
+    return doc
 
 
 def build_report(
@@ -589,7 +658,7 @@ def build_report(
     if estimate is not None:
         verdict = verdict_line(estimate.recommendation, money)
     else:
-        verdict = f"Hardware health: {health.worst.value.upper()} ({len(snapshot.gpus)} GPU(s))"
+        verdict = f"Hardware health: {health.worst.value.upper()} ({plural(len(snapshot.gpus), 'GPU') if snapshot.gpus else 'no GPU'})"
     sections = [_machine_section(snap, redact), _health_section(health)]
     if bench is not None:
         sections.append(_bench_section(bench))
@@ -642,6 +711,7 @@ def build_report(
         accuracy=accuracy,
         sources=sources,
         summary=summary_text(health, len(snapshot.gpus), estimate, money),
+        estimate=_estimate_json(estimate, redact) if estimate is not None else None,
     )
     if redact and estimate is not None and str(estimate.workload.id).startswith("config:"):
         # A config's workload is named after its folder or file ("secretproject (from config.json)"):

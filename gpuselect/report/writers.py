@@ -8,11 +8,13 @@ import io
 import locale
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gpuselect.estimate.recommend import money_text
 from gpuselect.fsutil import atomic_write_bytes, atomic_write_text
-from gpuselect.output import json_document
+from gpuselect.output import json_document, round_money, to_jsonable
 from gpuselect.report.model import Report
 from gpuselect.types import Stage
 
@@ -30,7 +32,7 @@ def default_paper() -> str:
 
 
 def to_json(report: Report) -> str:
-    return json_document({"report": report}, kind="report")
+    return json_document(round_money(to_jsonable({"report": report})), kind="report")
 
 
 def to_markdown(report: Report) -> str:
@@ -57,13 +59,21 @@ def to_markdown(report: Report) -> str:
 
 
 def write(
-    report: Report, path: str | os.PathLike[str], fmt: str, *, paper: str | None = None, compress: bool = True
+    report: Report,
+    path: str | os.PathLike[str],
+    fmt: str,
+    *,
+    paper: str | None = None,
+    compress: bool = True,
+    on_wait: Callable[[Path], None] | None = None,
 ) -> Path:
+    """``on_wait``: told before the write waits for a reader of a named pipe (fsutil)."""
     if fmt == "json":
-        return atomic_write_text(path, to_json(report) + "\n")
+        return atomic_write_text(path, to_json(report) + "\n", on_wait=on_wait)
     if fmt == "md":
-        return atomic_write_text(path, to_markdown(report))
-    return atomic_write_bytes(path, to_pdf_bytes(report, paper=paper or default_paper(), compress=compress))
+        return atomic_write_text(path, to_markdown(report), on_wait=on_wait)
+    pdf = to_pdf_bytes(report, paper=paper or default_paper(), compress=compress)
+    return atomic_write_bytes(path, pdf, on_wait=on_wait)
 
 
 # --- PDF --------------------------------------------------------------------------------------
@@ -109,16 +119,17 @@ def _batch_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         lp.lines[i].strokeColor = palette[i % len(palette)]
         lp.lines[i].strokeWidth = 1.5
         lp.lines[i].strokeDashArray = None if name.startswith("cpu") else [4, 2]
-        lp.lines[i].symbol = makeMarker("FilledCircle", size=3)  # a series of one batch size is a point, not a line
+        # a series of one batch size is a point, not a line: a larger mark, so it reads as a series
+        lp.lines[i].symbol = makeMarker("FilledCircle", size=5 if len(series[i][1]) == 1 else 3)
         lp.lines[i].symbol.fillColor = palette[i % len(palette)]
     xs = [x for _, pts in series for x, _ in pts]
     ys = [y for _, pts in series for _, y in pts]
     for axis, vals in ((lp.xValueAxis, xs), (lp.yValueAxis, ys)):
-        axis.valueMin, axis.valueMax = (
-            math.floor(min(vals)),
-            math.ceil(max(vals)) if max(vals) > min(vals) else math.floor(min(vals)) + 1,
-        )
-        axis.valueSteps = _log_ticks(axis.valueMin, axis.valueMax)
+        lo, hi = math.floor(min(vals)), math.ceil(max(vals)) if max(vals) > min(vals) else math.floor(min(vals)) + 1
+        axis.valueSteps = _log_ticks(lo, hi)
+        # a tenth of a decade inside each end: a point at batch 1 (log 0) sat on the y axis itself,
+        # and a series of one point there was invisible
+        axis.valueMin, axis.valueMax = min(lo, min(vals) - 0.1), max(hi, max(vals) + 0.1)
         axis.labelTextFormat = lambda v: f"{10**v:,.0f}" if v >= 0 else f"{10**v:g}"  # 1,000,000, not 1e+06
         axis.labels.fontName = font
         axis.labels.fontSize = 7
@@ -281,8 +292,9 @@ def _stage_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         )
         cost = v.get("cost_usd")
         how = {"cpu": "owned", "have": "owned, power", "rent": "rented", "buy": "to buy"}.get(str(kind), "")
-        money = "" if cost is None or kind == "cpu" else f", {sym}{float(cost):,.0f} {how}".rstrip()
-        rng = f" ({hours_tick_short(float(lo))}–{hours_tick_short(float(hi))})" if lo and hi else ""
+        # the tables' formatter: "$0.11 rented", not "$0 rented"
+        money = "" if cost is None or kind == "cpu" else f", {money_text(float(cost), sym)} {how}".rstrip()
+        rng = f" ({hours_range_short(float(lo), float(hi))})" if lo and hi else ""
         label = f"{who}: {hours_tick_short(t)}{rng}{money}" + ("  — recommended" if chosen else "")
         labels.append((x0 + 2, y - 8, label))
     xd = ax.pos(deadline)
@@ -324,6 +336,27 @@ def hours_tick_short(h: float) -> str:
     if h < 1000:
         return f"{h:.0f} h"
     return f"{h / 24:,.0f} d"
+
+
+def _short_unit(h: float) -> tuple[str, float]:
+    """The unit ``hours_tick_short`` writes ``h`` in, and hours per that unit."""
+    if h * 3600 < 90:
+        return "s", 1 / 3600
+    if h < 1.5:
+        return "min", 1 / 60
+    return ("h", 1.0) if h < 1000 else ("d", 24.0)
+
+
+def hours_range_short(lo: float, hi: float) -> str:
+    """A range for a chart label in one unit, the larger end's: "10–4,570 d", "5–10 min" (not
+    "242 h–4,570 d"); the two ends apart where the smaller would read 0 in that unit."""
+    unit, per = _short_unit(hi)
+    v = lo / per
+    if round(v, 1) <= 0:
+        return f"{hours_tick_short(lo)} to {hours_tick_short(hi)}"
+    tenths = v < 10 or (unit == "h" and hi < 100)  # as hours_tick_short writes hours below 100
+    low = f"{v:.1f}".removesuffix(".0") if tenths else f"{v:,.0f}"
+    return f"{low}–{hours_tick_short(hi)}"
 
 
 def money_tick(v: float, sym: str) -> str:
@@ -630,6 +663,8 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
             story.append(Paragraph(escape(line), body))
             story.append(Spacer(1, 3))
         if s.chart and s.chart.get("kind") == "memory":  # the bars before the table of their figures
+            if s.chart.get("caption"):
+                story += [Paragraph(escape(s.chart["caption"]), body), Spacer(1, 3)]
             for drawing in _memory_charts(s.chart, width, font):
                 story.append(drawing)
                 story.append(Spacer(1, 6))

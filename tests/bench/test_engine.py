@@ -321,3 +321,31 @@ def test_a_benchmark_on_a_busy_machine_says_so() -> None:
     found = [f for f in bench_findings(busy) if f.id == "bench.busy_machine"]
     assert found and found[0].value == 0.6 and found[0].threshold == BUSY_SHARE_WARN
     assert not [f for f in bench_findings(quiet) if f.id == "bench.busy_machine"]
+
+
+def test_progress_names_only_steps_it_measures_and_its_eta_stays_inside_the_time_box(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A CPU listed "matmul tf32" (then reported as not measured), and the first ETA extrapolated
+    the slow first step to 3x the real run."""
+    import gpuselect.bench.engine as engine
+
+    real = engine.measure_matmul
+
+    def slow_first(r, res, precision):  # type: ignore[no-untyped-def]
+        if precision == "fp32":
+            import time
+
+            time.sleep(1.0)  # a slow first step (torch's import, a settling matmul)
+        real(r, res, precision)
+
+    monkeypatch.setattr(engine, "measure_matmul", slow_first)
+    cfg = BenchConfig(
+        quick=True, devices=("cpu",), budget_s=0.02, batch_sizes=(1,), models=("simple_cnn",), time_box_s=1.5
+    )
+    events: list = []
+    report = run_to_completion(cfg, on_event=events.append)
+    assert not any("tf32" in e.step for e in events)
+    assert "matmul tf32" in report.devices[0].skipped  # still recorded, with its reason
+    # at most what the box leaves (1.5 s from the start), never the 1 s step extrapolated over the plan
+    assert all(e.eta_s is None or e.eta_s <= max(0.0, 1.5 - e.elapsed_s) + 0.05 for e in events)

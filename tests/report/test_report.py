@@ -187,7 +187,7 @@ def test_memory_section_draws_a_stacked_bar_per_gpu_that_adds_up_to_the_peak(
     labels = [b["label"] for b in bars]
     assert labels[0].startswith("your 8\u00d7 ") and "H100" in labels[0]
     assert sum(label.startswith("your ") for label in labels) == 1  # identical cards: one bar
-    marks = re.compile(r" \((recommended|named in the advice|misses deadline)\)")
+    marks = re.compile(r" \((recommended|named in the advice|best of stage \d|misses deadline)\)")
     options = [marks.sub("", r[0]) for r in est["table"][1:] if r[0][0].isdigit()]
     assert options and all(o in labels for o in options)  # every option shown has its bar
     assert mem["lines"][1].startswith(labels[0] + ": needs ")

@@ -1,0 +1,311 @@
+"""What the CLI's text, JSON and CSV faces of ``estimate`` and ``workloads`` say (QA round 14a)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuselect.cli import main
+
+
+def _out(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(argv) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "scope"),
+    [
+        (
+            ["--params", "1e6", "--flops-per-sample", "1e9"],
+            "100,000 samples × 10 epochs (the custom default; set --dataset-size/--epochs)",
+        ),
+        (["--workload", "resnet50"], "1,281,167 samples × 90 epochs (the workload's own; set --dataset-size/--epochs)"),
+        (["--workload", "resnet50", "--epochs", "1"], "1,281,167 samples × 1 epoch (samples: the workload's own"),
+        (
+            ["--workload", "simple-cnn", "--epochs", "2", "--dataset-size", "1000"],
+            "1,000 samples × 2 epochs (as given)",
+        ),
+    ],
+)
+def test_estimate_header_says_what_data_its_times_cover(
+    argv: list[str], scope: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    header = _out(["estimate", *argv, "--top", "1"], capsys).splitlines()[0]
+    assert scope in header
+
+
+def test_dataset_and_epoch_options_give_their_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["estimate", "--help"])
+    text = " ".join(capsys.readouterr().out.split()).split("options:", 1)[1]  # past the usage line
+    for option in ("--dataset-size N", "--epochs N"):
+        after = text.split(option, 1)[1][:200]
+        assert "default: the workload's own" in after, option
+
+
+def test_workloads_lists_samples_and_epochs(capsys: pytest.CaptureFixture[str]) -> None:
+    from gpuselect.workloads.presets import PRESETS
+
+    lines = _out(["workloads"], capsys).splitlines()
+    assert "samples x epochs" in lines[0]
+    w = PRESETS["resnet50"]
+    row = next(ln for ln in lines if ln.startswith("resnet50 "))
+    assert f"{w.default_dataset_size:,} x {w.default_epochs:,}" in row
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (
+            ["report", "-o", "{out}", "--no-bench", "--bench", "{bench}"],
+            "--bench: not allowed with argument --no-bench",
+        ),
+        (
+            ["report", "-o", "{out}", "--bench", "{bench}", "--no-bench"],
+            "--no-bench: not allowed with argument --bench",
+        ),
+        (
+            ["report", "-o", "{out}", "--bench-quick", "--no-bench"],
+            "--no-bench: not allowed with argument --bench-quick",
+        ),
+        (["estimate", "--workload", "simple-cnn", "--bench", "{bench}", "--bench-quick"], "not allowed with"),
+        (["fleet", "--from", "{bench}", "--bench-quick"], "--from redraws a saved report and measures nothing"),
+        (["catalog", "--validate", "{bench}", "nvidia-b200"], "--validate checks one file and lists nothing"),
+    ],
+)
+def test_contradicting_options_are_refused_in_one_sentence(
+    argv: list[str], words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, bench = tmp_path / "r.md", tmp_path / "bench.json"
+    bench.write_text("{}")  # never read: the options are refused first
+    argv = [a.format(out=out, bench=bench) for a in argv]
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and err.count("\n") == 1, err
+    assert not out.exists()  # nothing written
+
+
+def _cpu_bench(tmp_path: Path) -> Path:
+    """A CPU benchmark record that trained the simple CNN at batches 1, 16 and 128."""
+    steps = [
+        {
+            "model": "simple_cnn",
+            "batch_size": b,
+            "samples_per_s": s,
+            "step_ms": 1000 * b / s,
+            "includes_host_to_device_copy": False,
+        }
+        for b, s in ((1, 1000.0), (16, 4000.0), (128, 4700.0))
+    ]
+    dev = {
+        "device": "cpu",
+        "kind": "cpu",
+        "matmul_tflops": {"fp32": 0.38},
+        "memory_bandwidth_gbs": 26.8,
+        "launch_overhead_us": 1.8,
+        "train_steps": steps,
+    }
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps({"schema_version": 1, "kind": "bench", "devices": [dev]}))
+    return path
+
+
+ROW_KEYS = (
+    "batch_size",
+    "precision_used",
+    "tokens_per_s",
+    "epoch_time_s",
+    "bound",
+    "time_breakdown_s",
+    "energy_kwh",
+    "meets_deadline",
+)
+
+
+@pytest.mark.parametrize(
+    ("argv", "modelled"),
+    [
+        (["--workload", "gpt2-124m"], True),  # unmeasured: the step-time model with rough CPU figures
+        (["--workload", "simple-cnn", "--bench", "{bench}", "--batch-size", "128"], False),  # its measured step
+        (["--workload", "simple-cnn", "--bench", "{bench}", "--batch-size", "512"], True),  # anchored on batch 128
+    ],
+)
+def test_local_cpu_entry_has_the_row_keys(
+    argv: list[str], modelled: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [a.format(bench=_cpu_bench(tmp_path)) for a in argv]
+    doc = json.loads(_out(["estimate", *argv, "--format", "json"], capsys))
+    cpu, a = doc["local"][0], doc["assumptions"]
+    w = doc["workload"]
+    assert cpu["device"] == "cpu" and all(k in cpu for k in ROW_KEYS)
+    thr = cpu["throughput_samples_per_s"]
+    assert cpu["batch_size"] == (int(argv[-1]) if "--batch-size" in argv else w["default_batch_size"])
+    assert cpu["precision_used"] == "fp32"  # a CPU is timed in fp32
+    assert cpu["energy_kwh"] is None  # no CPU power figure: unknown, not 0
+    epochs = a["epochs"] or w["default_epochs"]
+    assert cpu["epoch_time_s"] * epochs / 3600 == pytest.approx(cpu["total_time_h"], rel=1e-9)
+    assert cpu["tokens_per_s"] == (pytest.approx(thr * w["seq_len"]) if w["seq_len"] else None)
+    assert cpu["meets_deadline"] == (cpu["fits"] and cpu["total_time_h"] <= a["deadline_hours"])
+    if modelled:  # the model's step, which sums to the time the rate says
+        assert cpu["bound"] in ("compute", "memory", "overhead")
+        assert sum(cpu["time_breakdown_s"].values()) == pytest.approx(cpu["batch_size"] / thr, rel=1e-4)
+    else:  # a measured step has no modelled breakdown
+        assert cpu["bound"] is None and cpu["time_breakdown_s"] == {}
+    capsys.readouterr()
+    rows = list(csv.DictReader(io.StringIO(_out(["estimate", *argv, "--format", "csv"], capsys))))
+    local = rows[0]
+    assert local["gpu_id"] == "local:cpu" and local["batch_size"] == str(cpu["batch_size"])
+    assert float(local["epoch_time_s"]) == pytest.approx(cpu["epoch_time_s"])
+
+
+def test_local_gpu_entry_carries_its_row_figures() -> None:
+    from gpuselect.catalog import load_catalog
+    from gpuselect.estimate.api import Assumptions, estimate, local_gpu_estimate
+    from gpuselect.estimate.perf import default_model
+    from gpuselect.workloads.presets import PRESETS
+
+    cat = load_catalog(use_overlay=False)
+    perf = default_model(cat)
+    w, a = PRESETS["gpt2-124m"], Assumptions()
+    loc = local_gpu_estimate(w, a, cat, perf, name="NVIDIA GeForce RTX 4090", memory_bytes=24 * 2**30, device="gpu0")
+    row = next(r for r in estimate(w, a, cat, perf, gpu_ids=["nvidia-rtx-4090"]).rows if r.count == 1)
+    for key in ("batch_size", "precision_used", "tokens_per_s", "epoch_time_s", "bound", "time_breakdown_s"):
+        mine, theirs = getattr(loc, key), getattr(row, key)
+        assert mine == (pytest.approx(theirs) if isinstance(theirs, (float, dict)) else theirs), key
+    assert loc.energy_kwh == pytest.approx(row.energy_kwh) and loc.meets_deadline == row.meets_deadline
+
+
+def test_a_report_into_a_pipe_nobody_reads_says_it_waits(tmp_path: Path) -> None:
+    """A named pipe without a reader blocked the finished report forever, silently."""
+    import os
+    import select
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpuselect", "report", "-o", str(fifo)],
+        cwd=REPO_ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    try:
+        ready, _, _ = select.select([proc.stderr], [], [], 60)  # the line comes before the wait
+        assert ready and proc.stderr is not None
+        assert proc.stderr.readline() == f"gpuselect: waiting for a reader on {fifo}…\n"
+        assert proc.poll() is None  # still waiting: nothing was written anywhere else
+        assert fifo.read_bytes().startswith(b"# gpuselect hardware report")  # a reader lets it finish
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_deadline_in_days_reads_as_one(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _out(["estimate", "--workload", "vit-b16", "--deadline-hours", "1000", "--top", "1"], capsys)
+    assert "42-day deadline" in out and "days deadline" not in out
+
+
+def test_a_time_under_a_second_has_no_range_that_repeats_it(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _out(["estimate", "--workload", "simple-cnn", "--dataset-size", "1", "--top", "1"], capsys)
+    assert "in under 1 s" in out and "(range under 1 s)" not in out
+
+
+def test_the_memory_column_rounds_every_card_alike(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "--workload", "resnet50", "--gpus", "nvidia-h100-sxm5-80gb,nvidia-rtx-4090"]
+    lines = _out(argv, capsys).splitlines()
+    h100 = next(ln for ln in lines if ln.lstrip("→ ").startswith("1x H100 SXM5"))
+    assert "/79.7 " in h100 or "/79.6 " in h100  # tenths, like the peak beside it; never /79.65
+    assert "/79.65" not in "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (
+            ["estimate", "--workload", "resnet50", "--batch-size", "0"],
+            "argument --batch-size: 0 is outside 1..1,000,000",
+        ),
+        (["estimate", "--workload", "resnet50", "--batch-size", "x"], "argument --batch-size: the batch size must be"),
+        (["report", "-o", "{out}", "--workload", "resnet50", "--batch-size", "2.5"], "argument --batch-size:"),
+        (["estimate", "--workload", "resnet50", "--gpus", "h100"], "did you mean nvidia-h100-"),
+        (["estimate", "--workload", "resnet50", "--gpus", "nvidia-b20"], "did you mean nvidia-b200?"),
+        (["bench", "--device", ""], "--device names no device"),
+        (["bench", "--device", " , "], "--device names no device"),
+    ],
+)
+def test_bad_values_get_one_sentence_with_a_hint(
+    argv: list[str], words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [a.format(out=tmp_path / "r.md") for a in argv]
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and err.count("\n") == 1, err
+    if "--batch-size" in argv:  # the prefix and hint of every other bad option
+        assert err.startswith(f"gpuselect {argv[0]}: error: argument --batch-size: ") and "--help` lists" in err
+
+
+def test_batch_auto_and_gpu_ids_in_any_case(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "--workload", "resnet50", "--format", "json", "--gpus", "NVIDIA-B200,Nvidia-RTX-4090"]
+    doc = json.loads(_out([*argv, "--batch-size", "AUTO"], capsys))
+    assert {r["gpu_id"] for r in doc["rows"]} == {"nvidia-b200", "nvidia-rtx-4090"}
+    assert doc["assumptions"]["batch_size"] is None
+
+
+def _money(doc: object, key: str = "") -> list[float]:
+    if isinstance(doc, dict):
+        return [x for k, v in doc.items() for x in _money(v, k)]
+    if isinstance(doc, list):
+        return [x for v in doc for x in _money(v, key)]
+    return [doc] if isinstance(doc, float) and (key.endswith("cost_usd") or key == "budget_usd") else []
+
+
+def test_json_costs_are_cents_without_float_noise(capsys: pytest.CaptureFixture[str]) -> None:
+    from gpuselect.app.workflows import estimate_for_machine
+    from gpuselect.estimate.api import Assumptions
+    from gpuselect.output import to_jsonable
+    from gpuselect.workloads.presets import get_preset
+
+    argv = ["--workload", "bert-base-squad", "--max-gpus", "2"]
+    core = to_jsonable(estimate_for_machine(get_preset("bert-base-squad"), Assumptions(max_gpus=2), None))
+    assert any(v >= 1 and v != round(v, 2) for v in _money(core))  # the core keeps its floats (noise)
+    doc = json.loads(_out(["estimate", *argv, "--format", "json"], capsys))
+    money = _money(doc)
+    assert money and all(v == round(v, 2) if abs(v) >= 1 else v == float(f"{v:.3g}") for v in money)
+    assert any(0 < v < 1 for v in money)  # a cost under a dollar keeps its digits, not 0.0
+
+
+def test_bound_follows_the_documented_shares(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/estimator.md: `bound`'s memory share is memory + optimizer, overhead is kernel_floor +
+    host + copy (a consumer recomputing it from the breakdown's largest entry got contradictions)."""
+    doc = json.loads(_out(["estimate", "--workload", "bert-base-squad", "--max-gpus", "1", "--format", "json"], capsys))
+    checked = 0
+    for r in doc["rows"]:
+        b = r["time_breakdown_s"]
+        if not r["fits"] or r["bound"] == "overhead" or not b:
+            continue  # overhead also names a step the host outlasts, whatever the device's split
+        share = {
+            "compute": b.get("compute", 0.0),
+            "memory": b.get("memory", 0.0) + b.get("optimizer", 0.0),
+            "overhead": b.get("kernel_floor", 0.0) + b.get("host", 0.0) + b.get("copy", 0.0),
+        }
+        assert r["bound"] == max(share, key=lambda k: share[k]), r["gpu_id"]
+        checked += 1
+    assert checked > 10
+    text = " ".join((Path(__file__).parents[1] / "docs" / "estimator.md").read_text().split())
+    assert "its memory share counts the optimizer's traffic" in text
