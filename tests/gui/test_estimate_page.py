@@ -664,3 +664,4 @@ def test_overhead_bound_advice_names_the_larger_batch_by_its_control(qtbot) -> N
     assert lb is not None and lb["batch_size"] == 1024
     text = page.recommendation.text()
     assert "A larger per-GPU batch (Batch size 1024) keeps one GPU busy" in text and "--batch-size" not in text
+    page.shutdown()
