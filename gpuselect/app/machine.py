@@ -217,6 +217,8 @@ def local_estimates(w: Any, a: Any, machine: Machine, catalog: Any, perf: Any) -
         )  # the record form the estimator reads (a value, not a file)
         if cpu_rec is not None and _busy(machine.bench):
             cpu_rec["busy"] = True  # its steps say what a busy machine did: the wide band, said so
+        elif cpu_rec is not None and getattr(machine.bench, "other_cpu_share", None) is not None:
+            cpu_rec["quiet"] = True  # measured quiet: its steps may anchor an estimate past them
     out = [
         local_cpu_estimate(
             w,

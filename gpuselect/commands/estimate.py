@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
                 "gpu_id": f"local:{loc.device}",
                 "count": 1,
                 "note": loc.basis,
-                "meets_deadline": bool(loc.meets_deadline),
+                "meets_deadline": loc.meets_deadline,  # None (unknown) is an empty cell, as JSON's null
             }
             for loc in result.local
         ]

@@ -692,6 +692,10 @@ def _row_at(
             max_gpus=plausible_max(e, a.gpus_per_node, a.cluster_max_gpus),
             precisions=frozenset(p for p in ("fp16", "bf16", "bf16-true") if supports(e, p)),
         )
+        if a.sharding not in (None, Sharding.FSDP):  # parameter offload needs it: the tip says so, or it is refused
+            base.suggestions = [
+                t.replace("(--offload params:", "(--offload params --sharding fsdp:") for t in base.suggestions
+            ]
         base.note = "; ".join(
             [
                 *notes,
@@ -808,11 +812,10 @@ def _row_at(
         from gpuselect.estimate.memory import host_state_gb
 
         notes.append(f"the host holds about {host_state_gb(w, fit.options):,.0f} GB of offloaded model state")
-    if (
-        needed_gb(fit.breakdown) if fit.breakdown else fit.peak_gb
-    ) > HEADROOM * cap:  # a paged optimizer's state may page out instead
+    held = needed_gb(fit.breakdown) if fit.breakdown else fit.peak_gb  # a paged optimizer's state may page out
+    if held > HEADROOM * cap:
         notes.append(
-            f"a tight fit: {fit.peak_gb:,.1f} of {cap:g} GB, within the memory estimate's error; a longer "
+            f"a tight fit: {held:,.1f} of {cap:g} GB, within the memory estimate's error; a longer "
             "sample, another library's workspace or fragmentation may run out of memory (a smaller batch or "
             "checkpointing leaves room)"
         )
@@ -1115,7 +1118,9 @@ def _local_cpu_time(
     # (cpu_anchored: each quiet record's edge steps predicted from their neighbours): the
     # measured step carries the estimate, not the fit, however well the fit explains the others.
     regime = ("cpu_unsteady" if unsteady else "cpu") if measured else "cpu_spec"
-    if anchor is not None and not busy:
+    if anchor is not None and rec.get("quiet") and not busy:
+        # only where the benchmark measured itself quiet (``quiet``: its own measure of other
+        # processes' CPU use): a loaded record's anchors are themselves off (-80 to +2,692 %)
         regime = "cpu_anchored"
     band = regime_band(regime, "NVIDIA")
     loc = LocalEstimate("cpu", name, thr, samples / thr / 3600, basis, band)
@@ -1325,7 +1330,11 @@ def _larger_batch(
         b = larger_batch_size(r)
         if b is None or r.gpu_id == owned_id or r.gpu_id not in by_id:
             continue  # the user's own cards are their own option, priced apart
-        alt = _card_row(w, by_id[r.gpu_id], 1, replace(a, batch_size=b), perf)
+        e = by_id[r.gpu_id]
+        alt = _card_row(w, e, 1, replace(a, batch_size=b), perf)
+        if alt.fits and b >= 2 and (alt.peak_memory_gb or 0) > HEADROOM * e.usable_vram_gb:
+            # not a batch that fills the card: the room an automatic batch leaves (review 14)
+            alt = _card_row(w, e, 1, replace(a, batch_size=b // 2), perf)
         if alt.fits and alt.total_time_h is not None:
             tried.append(alt)
     pick = pick_larger_batch(rec, tried, a)

@@ -82,9 +82,6 @@ class NoticeBanner(QFrame):
         self.expanded = not self.expanded
         self._render()
 
-    def hidden_count(self) -> int:
-        return 0 if self.expanded else max(0, len(self.messages) - self.SHOWN)
-
     def _render(self) -> None:
         if not self.messages:
             self.label.clear()

@@ -636,6 +636,13 @@ def rule_nvml(s: Snapshot) -> Iterable[Finding]:
         yield Finding("nvml.error", Severity.WARNING, "system", "NVML works only partly", s.nvml.error)
 
 
+def _amdgpu_present() -> bool:
+    """Whether the kernel shows the amdgpu driver or AMD's compute device (/dev/kfd)."""
+    import os
+
+    return os.path.exists("/dev/kfd") or os.path.isdir("/sys/module/amdgpu")
+
+
 def rule_amdsmi(s: Snapshot) -> Iterable[Finding]:
     """amdsmi installed but failing: an AMD GPU may be there unseen (the driver not loaded, no
     access to /dev/kfd), which otherwise reads as "no GPU found"."""
@@ -646,11 +653,14 @@ def rule_amdsmi(s: Snapshot) -> Iterable[Finding]:
         return
     if not amd.error or "not installed" in amd.error:
         return
+    # A warning only where the kernel shows an AMD GPU driver: amdsmi installed without ROCm on a
+    # machine with no AMD GPU (a laptop, a CI image with every extra) is no sign of one (review 14).
+    unseen = not s.gpus and _amdgpu_present()
     yield Finding(
         "amdsmi.init_failed",
-        Severity.INFO if s.gpus else Severity.WARNING,
+        Severity.WARNING if unseen else Severity.INFO,
         "system",
-        "amdsmi is installed but cannot read AMD GPUs" + ("" if s.gpus else ": an AMD GPU may be there unseen"),
+        "amdsmi is installed but cannot read AMD GPUs" + (": an AMD GPU may be there unseen" if unseen else ""),
         amd.error,
         remedy="check that the amdgpu driver is loaded (lsmod | grep amdgpu), that the amdsmi package matches the "
         "installed ROCm, and that you may open /dev/kfd and /dev/dri (groups 'video' and 'render')",

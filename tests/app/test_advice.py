@@ -401,3 +401,27 @@ def test_a_cpu_fitted_on_its_benchmark_s_other_steps_is_checked_against_its_band
     assert recommend(rows, [fitted], a, w).action != "cpu"
     own = LocalEstimate("cpu", "CPU", 1.0, 34.3, "measured: this CPU trained it", 20.28, measured_step=True)
     assert recommend(rows, [own], a, w).action == "cpu"
+
+
+def test_a_quiet_benchmark_anchors_the_cpu_estimate_past_its_batches_and_an_unmeasured_load_does_not() -> None:
+    """The anchored band (±45 %) is the quiet records': a benchmark that measured itself quiet
+    takes it past its measured batches, one without a measure of its load keeps the wide band."""
+    from gpuselect.app.machine import load_bench
+    from gpuselect.estimate.api import regime_band
+    from gpuselect.hardware.snapshot import detect
+
+    bench = load_bench(Path(__file__).resolve().parents[2] / "docs/validation/cpu-xeon-2026-11-25/bench-cpu.json")
+    snap = detect(probe=False, nvml=rtx3090())
+    cpu_dev = dataclasses.replace(bench.devices[0], name=snap.cpu.model or "cpu", logical_cores=None)
+    steps = [s.batch_size for s in cpu_dev.train_steps if s.model == "simple_cnn"]
+    past = 4 * max(steps)
+
+    def band(share: float | None) -> float:
+        m = this_machine(snapshot=snap, bench=dataclasses.replace(bench, devices=[cpu_dev], other_cpu_share=share))
+        a = Assumptions(deadline_hours=72, batch_size=past)
+        (c,) = [x for x in estimate_for_machine(PRESETS["simple-cnn"], a, m).local if x.device == "cpu"]
+        assert "scaled to its measured step" in c.basis
+        return c.error_band
+
+    assert band(0.02) == regime_band("cpu_anchored", "NVIDIA")
+    assert band(None) != regime_band("cpu_anchored", "NVIDIA")

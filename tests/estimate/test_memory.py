@@ -814,3 +814,14 @@ def test_several_gpus_shard_only_when_it_pays(capsys: pytest.CaptureFixture[str]
     )
     (row,) = json.loads(capsys.readouterr().out)["rows"]
     assert row["parallelism"] == "ddp"
+
+
+def test_the_parameter_offload_tip_names_the_sharding_it_needs(capsys: pytest.CaptureFixture[str]) -> None:
+    """Review 14: with --sharding zero2 the tip said "--offload params", which is then refused."""
+    args = ["estimate", "--workload", "llama-70b-full", "--gpus", "nvidia-h100-sxm5-80gb", "--count", "8"]
+    assert main([*args, "--sharding", "zero2", "--format", "json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert not row["fits"] and any("(--offload params --sharding fsdp:" in t for t in row["suggestions"])
+    assert main([*args, "--offload", "params", "--sharding", "fsdp", "--format", "json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert row["fits"]

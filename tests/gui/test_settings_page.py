@@ -134,3 +134,23 @@ def test_saving_a_setting_keeps_the_estimate_inputs_typed(qtbot) -> None:
     assert e.deadline.value() == 48
     w.close()
     qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=10_000)
+
+
+def test_switching_from_a_large_currency_back_keeps_the_prices_worth(qtbot) -> None:
+    """Review 14: back from won to dollars the new maximum cut the box first (₩195 to 100), and the
+    cut value counted as typed: the default price became $0.077 and a typed ₩260 ($0.20) too."""
+    from gpuselect.gui.pages.estimate import EstimatePage
+    from gpuselect.settings import Settings
+
+    p = EstimatePage()
+    qtbot.addWidget(p)
+    won = Settings(currency_symbol="₩", usd_to_currency=1300.0)
+    p.apply_settings(won)
+    assert p.electricity.value() == pytest.approx(195.0)
+    p.apply_settings(Settings())  # untyped: follows the settings
+    assert p.electricity.value() == pytest.approx(0.15)
+    p.apply_settings(won)
+    p.electricity.setValue(260.0)  # typed: $0.20
+    p.apply_settings(Settings())
+    assert p.electricity.value() == pytest.approx(0.20)
+    p.shutdown()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from gpuselect.hardware.snapshot import detect
 from gpuselect.hardware.types import Snapshot
 from gpuselect.health import thresholds as T
@@ -112,8 +114,22 @@ def test_a_metric_raising_makes_that_check_unknown_not_a_crash() -> None:
     assert one(r, "gpu.pcie_link").severity is Severity.OK  # the rest still judged
 
 
-def test_amdsmi_init_failure_is_reported_not_read_as_no_problem() -> None:
+def test_amdsmi_init_failure_is_reported_not_read_as_no_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gpuselect.health.rules as rules
+
+    monkeypatch.setattr(rules, "_amdgpu_present", lambda: True)  # the kernel shows amdgpu
     r = evaluate(snap(A.FakeAmdSmi(init_error=A.AMDSMI_STATUS_INIT_ERROR)))
     f = one(r, "amdsmi.init_failed")
     assert f.severity is Severity.WARNING and "INIT_ERROR" in f.detail
     assert r.exit_code == EXIT_WARNINGS
+
+
+def test_amdsmi_failing_without_an_amd_driver_is_only_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 14: amdsmi installed without ROCm on a machine with no AMD GPU warned that one may be
+    there unseen, and changed the verdict."""
+    import gpuselect.health.rules as rules
+
+    monkeypatch.setattr(rules, "_amdgpu_present", lambda: False)
+    r = evaluate(snap(A.FakeAmdSmi(init_error=A.AMDSMI_STATUS_INIT_ERROR)))
+    f = one(r, "amdsmi.init_failed")
+    assert f.severity is Severity.INFO and "unseen" not in f.title

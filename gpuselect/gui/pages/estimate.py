@@ -602,15 +602,25 @@ class EstimatePage(QWidget):
         sym = self.money.symbol
         self.electricity.setPrefix(sym)
         self.budget.setPrefix(sym)
-        # The estimator's limits in US dollars, here in your currency: a range of 100 capped a price in won.
-        self.electricity.setMaximum(ELECTRICITY_MAX_USD * rate)
-        self.budget.setMaximum(BUDGET_MAX_USD * rate)
-        for box, default, money in (
+        boxes = (
             (self.electricity, settings.electricity_usd_per_kwh * rate, True),
             (self.budget, (settings.default_budget_usd or 0) * rate, True),
             (self.deadline, settings.default_deadline_hours, False),
-        ):
-            typed = box.value() if box in self._defaults and self._defaults[box] != box.value() else None
+        )
+        # What the user typed, read before the new maxima: a maximum in dollars cut a value in won
+        # first, and the cut value then counted as typed (₩195 became $0.077, not $0.15).
+        typed_values = {
+            box: box.value() if box in self._defaults and self._defaults[box] != box.value() else None
+            for box, _, _ in boxes
+        }
+        # The estimator's limits in US dollars, here in your currency: a range of 100 capped a price in won.
+        for box, _, money in boxes:
+            if money:
+                box.blockSignals(True)
+        self.electricity.setMaximum(ELECTRICITY_MAX_USD * rate)
+        self.budget.setMaximum(BUDGET_MAX_USD * rate)
+        for box, default, money in boxes:
+            typed = typed_values[box]
             box.blockSignals(True)  # the estimate is scheduled below, once
             box.setValue(default)
             self._defaults[box] = box.value()  # as the box shows it (rounded to its decimals)

@@ -425,7 +425,9 @@ class HardwarePage(QWidget):
         n = len(snap.gpus)
         gpus = "no GPU" if n == 0 else f"{n} GPU" + ("s" if n > 1 else "")
         health = (
-            f"Health: {c.get('critical', 0)} critical, {c.get('warning', 0)} warning(s), "
+            f"Health: {c.get('critical', 0)} critical, {c.get('warning', 0)} warning"
+            + ("" if c.get("warning", 0) == 1 else "s")
+            + ", "
             f"{c.get('info', 0)} info, {c.get('ok', 0)} passed."
         )
         if n == 0:
