@@ -1028,6 +1028,14 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             )
     for x in rec.excluded:
         parts.append(f"Left out of the plan: {x}.")
+    lb = rec.larger_batch
+    if lb is not None and rec.action != "none":
+        # in the headline too: a first-time user reads it and not the paragraph (QA 14: 8x V100 rented
+        # for 18x the cost of one RTX 3090 at batch 1,024, which is also faster)
+        choice += (
+            f"; or {option_name(lb)} at batch {lb.get('batch_size')} "
+            f"({_approx(fmt_hours(lb.get('total_time_h')), '~')})"  # type: ignore[arg-type]
+        )
     return choice, " ".join(parts)
 
 

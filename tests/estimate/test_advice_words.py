@@ -179,6 +179,8 @@ def test_overhead_bound_advice_offers_one_gpu_at_a_larger_batch(catalog) -> None
     assert lb is not None and lb["count"] == 1 and lb["batch_size"] == 1024 and lb["meets_deadline"]
     assert "A larger per-GPU batch (--batch-size 1024) keeps one GPU busy: 1x " in rec.rationale
     assert "inside your 72 h deadline" in rec.rationale
+    # and in the headline, which is what a first-time user reads (QA 14)
+    assert rec.choice.count("; or 1x ") == 1 and "at batch 1024 (~" in rec.choice
     # its figures are those of that card estimated at that batch
     again = A.estimate(
         w, Assumptions(dataset_size=10**9, batch_size=1024), catalog, gpu_ids=[str(lb["gpu_id"])], local=[]

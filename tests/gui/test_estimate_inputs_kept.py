@@ -134,3 +134,24 @@ def test_damaged_inputs_are_skipped_one_by_one(qtbot) -> None:
     assert e.presets.currentItem().data(0x0100) == "resnet50" and e.dataset.value() > 0  # resnet50's own
     assert e.epochs.value() == 9 and e.loss.currentText() == "plain"  # the sound values are taken
     _close(qtbot, w)
+
+
+def test_a_preset_shown_instead_of_the_model_file_keeps_its_own_dataset_and_epochs(qtbot, tmp_path) -> None:
+    """QA 14: the model file's 100,000 x 10 came back on the preset shown instead of it (Llama 70B:
+    a stage-4 answer where its own 50,000 x 3 gave stage 3)."""
+    from gpuselect.workloads.presets import get_preset
+
+    w = _open(qtbot)
+    e = w.estimate
+    e.presets.setCurrentRow(_row_of(e, "llama-70b-full"))
+    e.source.setCurrentIndex(2)
+    e.model_path.setText(str(tmp_path / "net.py"))
+    e.dataset.setValue(100_000)  # as measuring the model file fills them
+    e.epochs.setValue(10)
+    _close(qtbot, w)
+    w2 = _open(qtbot)
+    e2 = w2.estimate
+    preset = get_preset("llama-70b-full")
+    assert e2.source.currentIndex() == 0
+    assert (e2.dataset.value(), e2.epochs.value()) == (preset.default_dataset_size, preset.default_epochs)
+    _close(qtbot, w2)

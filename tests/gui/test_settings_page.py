@@ -92,11 +92,12 @@ def test_the_rate_cannot_be_zero(qtbot) -> None:
     qtbot.addWidget(page)
     page.rate.setValue(0)
     assert page.rate.value() > 0
-    page.save()  # $0.15/kWh at 0.0001 per US$ is US$1,500/kWh: refused, not a ZeroDivisionError
-    assert "($0.010/kWh at the rate 0.0001); nothing was saved" in page.status.text()
-    page.electricity.setValue(0.005)
+    page.save()  # the untouched price keeps its US$0.15, not a ZeroDivisionError
+    stored = json.loads(settings_path().read_text())
+    assert stored["usd_to_currency"] == 0.0001 and stored["electricity_usd_per_kwh"] == 0.15
+    page.electricity.setValue(0.02)  # typed at the rate 0.0001: US$200/kWh, refused
     page.save()
-    assert json.loads(settings_path().read_text())["usd_to_currency"] == 0.0001
+    assert "($0.010/kWh at the rate 0.0001); nothing was saved" in page.status.text()
 
 
 def test_saving_a_setting_keeps_the_estimate_inputs_typed(qtbot) -> None:
@@ -154,3 +155,23 @@ def test_switching_from_a_large_currency_back_keeps_the_prices_worth(qtbot) -> N
     p.apply_settings(Settings())
     assert p.electricity.value() == pytest.approx(0.20)
     p.shutdown()
+
+
+def test_changing_only_the_rate_keeps_the_price_s_worth(qtbot) -> None:
+    """QA 14: at a new rate the untouched price box still held dollars read as won: ₩0.150 saved as
+    US$0.00011/kWh. An untouched box shows its price re-expressed and keeps its dollars; a typed one
+    is read at the new rate."""
+    from gpuselect.gui.pages.settings import SettingsPage
+
+    _write_settings(electricity_usd_per_kwh=0.15, default_budget_usd=1000.0)
+    page = SettingsPage()
+    qtbot.addWidget(page)
+    page.symbol.setText("₩")
+    page.rate.setValue(1350)
+    assert page.electricity.value() == pytest.approx(202.5) and page.budget.value() == pytest.approx(1_350_000)
+    s = page.current()
+    assert s.electricity_usd_per_kwh == 0.15 and s.default_budget_usd == 1000.0 and s.usd_to_currency == 1350
+    page.electricity.setValue(270)  # typed, in won
+    assert page.current().electricity_usd_per_kwh == pytest.approx(0.2)
+    page.rate.setValue(1000)  # a typed price stays as typed
+    assert page.electricity.value() == pytest.approx(270)

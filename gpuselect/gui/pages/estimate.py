@@ -709,8 +709,14 @@ class EstimatePage(QWidget):
             found = combo.findText(text) if isinstance(text, str) else -1
             if found >= 0:
                 combo.setCurrentIndex(found)
+        # The batch, dataset and epochs belong to the workload they were kept with: where that was
+        # the model file, which is not restored, the preset shown keeps its own (QA 14: Llama 70B got
+        # the model file's 100,000 x 10 and a stage-4 answer).
+        tied = ("batch", "dataset", "epochs") if source == 2 else ()
         for key, spin in self._spins().items():
             v = _number(values.get(key))
+            if key in tied:
+                continue
             if v is not None and spin.minimum() <= v <= spin.maximum():
                 if isinstance(spin, QDoubleSpinBox):
                     spin.setValue(v)

@@ -75,6 +75,7 @@ class SettingsPage(QWidget):
         lay.addStretch(1)
         self.save_button.clicked.connect(self.save)
         self.symbol.textChanged.connect(self._prefixes)
+        self.rate.valueChanged.connect(self._rate_changed)
         self._shown: dict[QDoubleSpinBox, float] = {}  # what _show put in each box
         self.settings, problems = load()
         self.problems = problems
@@ -100,6 +101,18 @@ class SettingsPage(QWidget):
         self.settings = s
         self._shown = {w: w.value() for w in (self.electricity, self.grid, self.rate, self.deadline, self.budget)}
 
+    @Slot(float)
+    def _rate_changed(self, rate: float) -> None:
+        """A price or budget not typed here keeps its worth at a new rate: shown re-expressed, and
+        saved as the US dollars it was (left as it was, ₩0.150 at ₩1,350/US$ saved as $0.00011)."""
+        s = self.settings
+        for box, usd in ((self.electricity, s.electricity_usd_per_kwh), (self.budget, s.default_budget_usd or 0.0)):
+            if self._untouched(box):
+                box.blockSignals(True)
+                box.setValue(usd * rate)
+                box.blockSignals(False)
+                self._shown[box] = box.value()
+
     def _untouched(self, *boxes: QDoubleSpinBox) -> bool:
         """Whether these boxes still show what the settings put there: their stored values are then
         kept, not the boxes' rounded ones (3 decimals in your currency, 4 for the rate)."""
@@ -108,9 +121,10 @@ class SettingsPage(QWidget):
     def current(self) -> Settings:
         s, keep_rate = self.settings, self._untouched(self.rate)
         rate = s.usd_to_currency if keep_rate else self.rate.value()
+        # A money box not typed in keeps its US dollars whatever the rate (it shows them re-expressed).
         return Settings(
             electricity_usd_per_kwh=s.electricity_usd_per_kwh
-            if keep_rate and self._untouched(self.electricity)
+            if self._untouched(self.electricity)
             else self.electricity.value() / rate,
             grid_kg_co2_per_kwh=s.grid_kg_co2_per_kwh if self._untouched(self.grid) else self.grid.value(),
             currency_symbol=self.symbol.text().strip() or "$",
@@ -119,7 +133,7 @@ class SettingsPage(QWidget):
             if self._untouched(self.deadline)
             else self.deadline.value(),
             default_budget_usd=s.default_budget_usd
-            if keep_rate and self._untouched(self.budget)
+            if self._untouched(self.budget)
             else (self.budget.value() / rate) or None,
             redact_reports=self.redact.isChecked(),
         )
