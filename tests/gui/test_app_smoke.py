@@ -435,6 +435,33 @@ def test_the_warnings_banner_counts_the_warnings_it_does_not_show(qtbot) -> None
     _close(qtbot, w)
 
 
+def test_the_collapsed_banner_shows_the_warnings_that_change_results_first(qtbot) -> None:
+    """QA 14c: the latest five were "unknown setting ignored" while the price that fell back to its
+    default and the overlay's problems were behind "and 4 more"."""
+    import json
+
+    from gpuselect import notices
+    from gpuselect.settings import settings_path
+
+    notices.reset()
+    p = settings_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    values = {"electricity_usd_per_kwh": "cheap", "grid_kg_co2_per_kwh": 99} | {f"foo{i}": 1 for i in range(6)}
+    p.write_text(json.dumps(values))
+    w = MainWindow()
+    qtbot.addWidget(w)
+    notices.warn("your catalog overlay x.toml has 13 problems")  # after the minor ones
+    w.show_notices()
+    lines = w.banner.text().splitlines()
+    assert "electricity_usd_per_kwh" in lines[0] and "grid_kg_co2_per_kwh" in lines[1] and "overlay" in lines[2]
+    assert sum("unknown setting" in line for line in lines) == 2  # the latest two minor ones fill the five
+    assert "foo5" in lines[4] and lines[5] == "… and 4 more warnings (Show all)"
+    assert w.banner.more.text() == "Show all 9"
+    qtbot.mouseClick(w.banner.more, Qt.MouseButton.LeftButton)  # all nine, in the order they came
+    assert [("foo" in line) for line in w.banner.text().splitlines()] == [False, False] + [True] * 6 + [False]
+    _close(qtbot, w)
+
+
 @pytest.mark.parametrize("line", ["tab=abc", "tab=99999999999999999999", "geometry=garbage"])
 def test_a_damaged_window_ini_is_ignored(qtbot, line: str) -> None:
     """Each of these stopped the app from starting (exit 70)."""
