@@ -239,6 +239,10 @@ def test_catalog_overlay_problems_stay_on_show_while_filtering(qtbot) -> None:
     page.table.setCurrentIndex(page.proxy.index(0, 0))
     page.family.setCurrentText("datacenter")
     assert "'vram_gb': must be a number" in on_show() and str(overlay) in on_show()
+    # QA 14c: it began "The catalog has 1 problem", and the built-in catalog had none
+    first = page.problems.toPlainText().splitlines()[0]
+    assert first.startswith(f"Your catalog overlay {overlay} has 1 problem;"), first
+    assert "built-in catalog has" not in page.problems.toPlainText()
 
 
 def test_custom_workload_and_bad_input_message(qtbot) -> None:
