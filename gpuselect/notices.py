@@ -13,15 +13,20 @@ from collections.abc import Callable
 _lock = threading.Lock()
 _seen: set[str] = set()
 _pending: list[str] = []
+_minor: set[str] = set()
 _handler: Callable[[str], None] | None = None
 
 
-def warn(message: str) -> None:
-    """Record ``message`` (one sentence for the user); a repeat of the same text is dropped."""
+def warn(message: str, *, minor: bool = False) -> None:
+    """Record ``message`` (one sentence for the user); a repeat of the same text is dropped.
+    ``minor``: it changes no value the app uses (an unknown setting ignored), so a face that shows
+    only a few warnings shows it after those that do (a price that fell back to its default)."""
     with _lock:
         if message in _seen:
             return
         _seen.add(message)
+        if minor:
+            _minor.add(message)
         handler = _handler
         if handler is None:
             _pending.append(message)
@@ -42,6 +47,12 @@ def set_handler(handler: Callable[[str], None] | None) -> None:
             handler(message)
 
 
+def is_minor(message: str) -> bool:
+    """Whether ``message`` was recorded as minor (see :func:`warn`)."""
+    with _lock:
+        return message in _minor
+
+
 def drain() -> list[str]:
     """The warnings not delivered yet; they are not returned again."""
     with _lock:
@@ -55,5 +66,6 @@ def reset() -> None:
     global _handler
     with _lock:
         _seen.clear()
+        _minor.clear()
         _pending.clear()
         _handler = None

@@ -11,7 +11,7 @@ import time
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpuselect import notices
 from gpuselect.errors import DataError
@@ -47,14 +47,24 @@ def settings_path() -> Path:
     return config_dir() / FILE_NAME
 
 
+class Problem(NamedTuple):
+    message: str
+    minor: bool = False  # changes no value the app uses (an unknown key ignored): told last
+
+
 def validate(values: dict[str, Any]) -> tuple[Settings, list[str]]:
     """Known, well-typed values are taken; each problem is named; the rest stay default."""
-    problems: list[str] = []
+    s, problems = _validate(values)
+    return s, [p.message for p in problems]
+
+
+def _validate(values: dict[str, Any]) -> tuple[Settings, list[Problem]]:
+    problems: list[Problem] = []
     fields = {f.name: f for f in dataclasses.fields(Settings)}
     clean: dict[str, Any] = {}
     for key, value in values.items():
         if key not in fields:
-            problems.append(f"unknown setting {key!r} ignored")
+            problems.append(Problem(f"unknown setting {key!r} ignored", minor=True))
             continue
         default = fields[key].default
         if key in RANGES:
@@ -62,11 +72,11 @@ def validate(values: dict[str, Any]) -> tuple[Settings, list[str]]:
                 clean[key] = None
                 continue
             if not finite_number(value):
-                problems.append(f"{key} must be a number, not {value!r}")
+                problems.append(Problem(f"{key} must be a number, not {value!r}"))
                 continue
             lo, hi = RANGES[key]
             if not lo <= float(value) <= hi:
-                problems.append(f"{key} {value} is outside {lo:g}..{hi:g}")
+                problems.append(Problem(f"{key} {value} is outside {lo:g}..{hi:g}"))
                 continue
             clean[key] = float(value)
         elif key == "currency_symbol":
@@ -75,12 +85,12 @@ def validate(values: dict[str, Any]) -> tuple[Settings, list[str]]:
                 or not 0 < len(value.strip()) <= 5
                 or any(unicodedata.category(ch).startswith("C") for ch in value)
             ):  # printed before every cost: an escape sequence there would rewrite the terminal
-                problems.append(f"currency_symbol must be 1 to 5 printable characters, not {value!r}")
+                problems.append(Problem(f"currency_symbol must be 1 to 5 printable characters, not {value!r}"))
                 continue
             clean[key] = value.strip()
         elif key == "redact_reports":
             if not isinstance(value, bool):
-                problems.append(f"redact_reports must be true or false, not {value!r}")
+                problems.append(Problem(f"redact_reports must be true or false, not {value!r}"))
                 continue
             clean[key] = value
     return Settings(**clean), problems
@@ -97,24 +107,24 @@ def load(path: Path | None = None) -> tuple[Settings, list[str]]:
     """
     p = path or settings_path()
     settings, problems = _load(p)
-    for message in problems:
-        notices.warn(message)
-    return settings, problems
+    for problem in problems:
+        notices.warn(problem.message, minor=problem.minor)
+    return settings, [problem.message for problem in problems]
 
 
-def _load(p: Path) -> tuple[Settings, list[str]]:
+def _load(p: Path) -> tuple[Settings, list[Problem]]:
     if not os.path.lexists(p):
         return Settings(), []
     try:
         data = read_json(p, what="settings file", max_bytes=MAX_BYTES)
     except DataError as exc:
-        return Settings(), [f"{exc}; using the default settings, the file is kept"]
+        return Settings(), [Problem(f"{exc}; using the default settings, the file is kept")]
     if not isinstance(data, dict):
         return Settings(), [
-            f"the settings file {p} should hold a JSON object; using the default settings, the file is kept"
+            Problem(f"the settings file {p} should hold a JSON object; using the default settings, the file is kept")
         ]
-    s, problems = validate(data)
-    return s, [f"{p}: {m}" for m in problems]
+    s, problems = _validate(data)
+    return s, [Problem(f"{p}: {m.message}", m.minor) for m in problems]
 
 
 def save(settings: Settings, path: Path | None = None) -> Path:

@@ -9,6 +9,7 @@ within that.
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import statistics
@@ -645,7 +646,11 @@ def run_benchmark(cfg: BenchConfig, cancel: CancelFlag | None = None) -> Generat
             # settling matmul) are the slowest, and extrapolating them said 25 s of a real 8 s
             eta = min(eta, max(0.0, box_end - now) + cfg.device_time_box_s() * boxes_left)
         return ProgressEvent(
-            step=step, fraction=frac, elapsed_s=round(elapsed, 3), eta_s=None if eta is None else round(eta, 1)
+            step=step,
+            fraction=frac,
+            elapsed_s=round(elapsed, 3),
+            eta_s=None if eta is None else round(eta, 1),
+            devices=tuple(copy.deepcopy(report.devices)),  # a few small records per step
         )
 
     try:

@@ -39,6 +39,9 @@ class ProgressEvent:
     fraction: float  # 0..1 of the whole run
     elapsed_s: float
     eta_s: float | None  # estimated seconds left
+    #: The figures measured so far, copied (the run goes on changing its own): a face shows each
+    #: as it comes, not all at 100 %.
+    devices: tuple[DeviceResult, ...] = ()
 
 
 @dataclass

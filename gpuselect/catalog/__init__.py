@@ -26,6 +26,7 @@ class Catalog:
             result.entries, key=lambda e: (_FAMILY_ORDER.get(e.family, 99), e.vendor, e.release_date, e.name)
         )
         self.problems: list[str] = [str(p) for p in result.problems]
+        self.overlay_problems: list[str] = [str(p) for p in result.overlay_problems]  # the user's file's
         self.sources: dict[str, dict[str, str]] = result.sources
         self._by_id = {e.id: e for e in self.entries}
         self._index = NameIndex(self.entries)

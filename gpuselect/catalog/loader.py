@@ -121,6 +121,7 @@ class LoadResult:
     entries: list[GpuEntry] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     sources: dict[str, dict[str, str]] = field(default_factory=dict)
+    overlay_problems: list[Problem] = field(default_factory=list)  # those of ``problems`` in the user's overlay
 
 
 def _check_value(name: str, value: Any) -> str | None:
@@ -302,6 +303,7 @@ def apply_overlay(base: LoadResult, path: Path) -> None:
     before = len(base.problems)
     _merge_overlay(base, path)
     overlay_problems = base.problems[before:]
+    base.overlay_problems = list(overlay_problems)
     if len(overlay_problems) == 1 and overlay_problems[0].entry is None and overlay_problems[0].field is None:
         # The whole file is unusable (unreadable, not TOML, too large, ...): the message names it.
         notices.warn(f"{overlay_problems[0].message}; using the built-in catalog without your overlay")

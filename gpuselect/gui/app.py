@@ -121,6 +121,7 @@ class MainWindow(QMainWindow):
         self._restore()
         self.snapshot: object = None
         self._export_worker: object = None
+        self._quit_without_asking = False
 
     @Slot(QWidget, QWidget)
     def _watch_focus(self, _old: QWidget | None, new: QWidget | None) -> None:
@@ -307,9 +308,40 @@ class MainWindow(QMainWindow):
 
         return QThreadPool.globalInstance().waitForDone(msecs) and not live_workers()
 
+    def quit_question(self) -> str | None:
+        """What quitting now would throw away, as a question; None when nothing is under way."""
+        if self.bench.worker is not None:
+            return "A benchmark is running — quit anyway?"
+        if self.estimate.busy_reason():  # a benchmark is asked about above: this is the model file
+            return "The model file is being measured — quit anyway?"
+        return None
+
+    def _ask_quit(self, question: str) -> bool:
+        """The quit prompt; No is the default (Enter, Escape): a long benchmark is not lost to a
+        stray Ctrl+Q. Tests answer it by patching this method or clicking the box."""
+        yes, no = QMessageBox.StandardButton.Yes, QMessageBox.StandardButton.No
+        box = QMessageBox(QMessageBox.Icon.Question, "Quit gpuselect?", question, yes | no, self)
+        box.setInformativeText("Quitting stops it, and what it measured so far is not kept.")
+        box.setDefaultButton(no)
+        box.setEscapeButton(no)
+        box.exec()
+        answer = box.standardButton(box.clickedButton())
+        box.deleteLater()
+        return answer == yes
+
+    def close_without_asking(self) -> None:
+        """Close as Quit does, without the prompt (Ctrl+C in the terminal, ``--quit-after``)."""
+        self._quit_without_asking = True
+        self.close()
+
     def closeEvent(self, event: QCloseEvent) -> None:
         from gpuselect.gui.workers import CLOSING_PROPERTY, shutdown_all
 
+        if not self.property(CLOSING_PROPERTY) and not self._quit_without_asking:
+            question = self.quit_question()
+            if question is not None and not self._ask_quit(question):
+                event.ignore()  # the window stays, the work goes on
+                return
         # No new work from here on: pending debounce timers stop, and a worker a late slot tries
         # to start (an estimate "once more") does not start.
         self.setProperty(CLOSING_PROPERTY, True)
@@ -335,7 +367,7 @@ def run_app(quit_after_s: float | None = None) -> int:
     QTimer.singleShot(0, window.hardware.refresh)
     QTimer.singleShot(0, window.estimate.recompute)
     if quit_after_s is not None:
-        QTimer.singleShot(int(quit_after_s * 1000), window.close)
+        QTimer.singleShot(int(quit_after_s * 1000), window.close_without_asking)
     interrupted = _close_on_interrupt(window)
     rc = int(app.exec())
     return 130 if interrupted else rc
@@ -356,7 +388,7 @@ def _close_on_interrupt(window: MainWindow) -> list[bool]:
     def handler(_signum: int, _frame: object) -> None:
         if not interrupted:
             interrupted.append(True)
-            QTimer.singleShot(0, window.close)
+            QTimer.singleShot(0, window.close_without_asking)
 
     signal.signal(signal.SIGINT, handler)
     tick = QTimer(window)

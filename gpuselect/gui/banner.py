@@ -1,8 +1,10 @@
 """The warnings banner above every page: the core's warnings (a corrupt settings file, a broken
-catalog overlay), the latest few at once, the rest behind "Show all", each removable.
+catalog overlay), a few at once (those that change results first, then the latest), the rest
+behind "Show all", each removable.
 
 QA found it stayed after the settings were fixed and saved, could not be closed, and showed the
-last five warnings with no word of the others.
+last five warnings with no word of the others; then that those five were "unknown setting
+ignored" while a price that fell back to its default was behind "and 4 more".
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from collections.abc import Iterable
 
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
+
+from gpuselect import notices
 
 
 def _line(message: str) -> str:
@@ -82,6 +86,13 @@ class NoticeBanner(QFrame):
         self.expanded = not self.expanded
         self._render()
 
+    def _first(self) -> list[str]:
+        """The collapsed view: warnings that change results (not minor) before minor ones, the
+        latest of each kind first chosen; shown that way, in the order they came within a kind."""
+        order = sorted(range(len(self.messages)), key=lambda i: (notices.is_minor(self.messages[i]), -i))
+        chosen = sorted(order[: self.SHOWN], key=lambda i: (notices.is_minor(self.messages[i]), i))
+        return [self.messages[i] for i in chosen]
+
     def _render(self) -> None:
         if not self.messages:
             self.label.clear()
@@ -89,7 +100,7 @@ class NoticeBanner(QFrame):
             self.hide()
             return
         rest = max(0, len(self.messages) - self.SHOWN)
-        shown = self.messages if self.expanded else self.messages[-self.SHOWN :]
+        shown = self.messages if self.expanded else self._first()
         lines = [_line(m) for m in shown]
         if rest and not self.expanded:
             lines.append(f"… and {rest} more warning{'s' if rest != 1 else ''} (Show all)")

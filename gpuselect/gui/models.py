@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,10 @@ def num(digits: int = 1, suffix: str = "") -> Callable[[Any], str]:
 
     return f
 
+
+#: A text cell longer than this gets its full text as its tooltip: a column sized to the view cuts
+#: it ("a tight fit: 47.5 of 48 GB, within the memory estimate's error; ..." in the Note column).
+LONG_TEXT = 24
 
 _NO_PARENT = QModelIndex()  # the invalid index: the default parent, read only
 
@@ -66,6 +71,9 @@ class RowsModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.TextAlignmentRole and col.numeric:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ToolTipRole:
+            text = "" if col.numeric else col.fmt(raw)
+            if len(text) > LONG_TEXT:  # wrapped: a tooltip is one line otherwise, as wide as the screen
+                return "\n".join(textwrap.wrap(text, 100))
             return col.tooltip or None
         return None
 

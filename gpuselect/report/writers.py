@@ -4,10 +4,12 @@ real text with embedded fonts, vector charts, page numbers, tables that split ac
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import locale
 import math
 import os
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -87,6 +89,77 @@ def _fonts() -> tuple[str, str]:
         pdfmetrics.registerFont(TTFont("Vera", "Vera.ttf"))  # ships with reportlab; embedded in the PDF
         pdfmetrics.registerFont(TTFont("VeraBd", "VeraBd.ttf"))
     return "Vera", "VeraBd"
+
+
+# ISO 4217 codes for currency signs the PDF's font may lack (Vera has $ € £ ¥ but not ₩ or ₹).
+CURRENCY_CODES = {
+    "₩": "KRW", "₹": "INR", "₽": "RUB", "₪": "ILS", "₺": "TRY", "₫": "VND", "฿": "THB", "₱": "PHP",
+    "₴": "UAH", "₦": "NGN", "₸": "KZT", "₡": "CRC", "₲": "PYG", "₵": "GHS", "₮": "MNT", "₭": "LAK",
+    "₼": "AZN", "₾": "GEL", "৳": "BDT", "៛": "KHR", "₨": "Rs", "₿": "BTC", "€": "EUR", "£": "GBP",
+    "¥": "JPY", "₣": "FRF", "₤": "ITL",
+}  # fmt: skip
+
+
+def _font_chars(*fonts: str) -> set[int]:
+    """The code points every one of ``fonts`` can draw (their cmaps), read from the font files."""
+    from reportlab.pdfbase import pdfmetrics
+
+    maps = [set(pdfmetrics.getFont(f).face.charToGlyph) for f in fonts]
+    return set.intersection(*maps)
+
+
+def drawable_text(text: str, chars: set[int]) -> str:
+    """``text`` with each currency sign the font cannot draw written as its code ("KRW 421,543"),
+    not as a missing-glyph box. Other characters are left as they are."""
+    if all(ord(c) in chars for c in text):
+        return text
+    out: list[str] = []
+    for i, c in enumerate(text):
+        if ord(c) in chars or unicodedata.category(c) != "Sc":
+            out.append(c)
+            continue
+        code = CURRENCY_CODES.get(c) or unicodedata.name(c, "currency").removesuffix(" SIGN").title()
+        nxt = text[i + 1 : i + 2]
+        out.append(code + (" " if nxt.isdigit() or nxt in ("-", "−") else ""))
+    return "".join(out)
+
+
+def _drawable_report(report: Report, chars: set[int]) -> Report:
+    """The report with every string passed through ``drawable_text``; a chart's currency becomes
+    a prefix ("KRW ") that the charts put before their figures."""
+
+    def fix(v: Any) -> Any:
+        if isinstance(v, str):
+            return drawable_text(v, chars)
+        if isinstance(v, list | tuple):
+            return type(v)(fix(x) for x in v)
+        if isinstance(v, dict):
+            return {k: fix(x) for k, x in v.items()}
+        return v
+
+    def chart(c: dict[str, Any] | None) -> dict[str, Any] | None:
+        if c is None:
+            return None
+        out: dict[str, Any] = fix(c)
+        if "currency" in c:
+            sym = str(c["currency"])
+            out["currency"] = sym if drawable_text(sym, chars) == sym else drawable_text(sym + "0", chars)[:-1]
+        return out
+
+    sections = [
+        dataclasses.replace(s, title=fix(s.title), lines=fix(s.lines), table=fix(s.table), chart=chart(s.chart))
+        for s in report.sections
+    ]
+    return dataclasses.replace(
+        report,
+        title=fix(report.title),
+        host=fix(report.host),
+        os=fix(report.os),
+        verdict=fix(report.verdict),
+        summary=fix(report.summary),
+        sections=sections,
+        sources=fix(report.sources),
+    )
 
 
 def _log_ticks(lo: float, hi: float) -> list[float]:
@@ -416,7 +489,7 @@ def _scatter_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         d.add(Line(px0, y, px0 + pw, y, strokeColor=colors.HexColor("#e2e8f0"), strokeWidth=0.5))
         d.add(String(px0 - 3, y - 2, money_tick(c, sym), fontName=font, fontSize=6.5, textAnchor="end"))
     d.add(String(px0 + pw / 2, 6, "training time (log scale)", fontName=font, fontSize=7, textAnchor="middle"))
-    d.add(String(0, py0 + ph + 6, f"cost ({sym}, log)", fontName=font, fontSize=7))
+    d.add(String(0, py0 + ph + 6, f"cost ({sym.strip()}, log)", fontName=font, fontSize=7))
     for t, c, _, k in pts:
         x, y = ax.pos(t), ay.pos(c)
         if k == "rent":
@@ -628,6 +701,7 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
     )
 
     font, bold = _fonts()
+    report = _drawable_report(report, _font_chars(font, bold))
     size = LETTER if paper == "letter" else A4
     buf = io.BytesIO()
     doc = SimpleDocTemplate(

@@ -31,6 +31,15 @@ def main(argv: list[str]) -> int:
     w.show()
     state: dict[str, object] = {}
 
+    def answer_quit_prompt() -> None:
+        """Yes on "A benchmark is running — quit anyway?" (the window asks during a benchmark)."""
+        from PySide6.QtWidgets import QMessageBox
+
+        box = QApplication.activeModalWidget()
+        if isinstance(box, QMessageBox):
+            state["asked"] = box.text()
+            box.button(QMessageBox.StandardButton.Yes).click()
+
     def close_when_busy() -> None:
         if "live_at_close" in state:
             return  # two progress events can queue two calls before the first runs: close once
@@ -39,6 +48,7 @@ def main(argv: list[str]) -> int:
         export = w._export_worker
         state["export_running_at_close"] = export is not None and export._thread.isRunning()
         t0 = time.monotonic()
+        QTimer.singleShot(0, answer_quit_prompt)  # the box runs its own loop: answered from there
         w.close()
         state["close_s"] = round(time.monotonic() - t0, 2)
         state["live_after_close"] = len(workers.live_workers())

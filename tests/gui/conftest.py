@@ -27,3 +27,23 @@ def _no_worker_left_running(qtbot):
 
     gc.collect()
     gc.enable()
+
+
+@pytest.fixture(autouse=True)
+def real_quit_prompt(monkeypatch):
+    """Closing the window while a benchmark runs or a model file is measured asks first (a modal
+    box that would wait forever in a test): answered Yes here, the questions kept on the window
+    as ``quit_questions``. Yields the real prompt for a test that shows it (setattr it back)."""
+    try:
+        from gpuselect.gui.app import MainWindow
+    except ImportError:  # no PySide6: the Qt tests skip themselves
+        yield None
+        return
+    real = getattr(MainWindow, "_ask_quit", None)
+
+    def yes(self, question: str) -> bool:  # type: ignore[no-untyped-def]
+        self.quit_questions = [*getattr(self, "quit_questions", []), question]
+        return True
+
+    monkeypatch.setattr(MainWindow, "_ask_quit", yes, raising=False)
+    yield real

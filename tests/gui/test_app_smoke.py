@@ -239,6 +239,10 @@ def test_catalog_overlay_problems_stay_on_show_while_filtering(qtbot) -> None:
     page.table.setCurrentIndex(page.proxy.index(0, 0))
     page.family.setCurrentText("datacenter")
     assert "'vram_gb': must be a number" in on_show() and str(overlay) in on_show()
+    # QA 14c: it began "The catalog has 1 problem", and the built-in catalog had none
+    first = page.problems.toPlainText().splitlines()[0]
+    assert first.startswith(f"Your catalog overlay {overlay} has 1 problem;"), first
+    assert "built-in catalog has" not in page.problems.toPlainText()
 
 
 def test_custom_workload_and_bad_input_message(qtbot) -> None:
@@ -432,6 +436,33 @@ def test_the_warnings_banner_counts_the_warnings_it_does_not_show(qtbot) -> None
     assert w.banner.more.isVisibleTo(w.banner) and w.banner.more.text() == "Show all 8"
     qtbot.mouseClick(w.banner.more, Qt.MouseButton.LeftButton)
     assert all(f"Problem {i}" in w.banner.text() for i in range(8)) and "more" not in w.banner.text()
+    _close(qtbot, w)
+
+
+def test_the_collapsed_banner_shows_the_warnings_that_change_results_first(qtbot) -> None:
+    """QA 14c: the latest five were "unknown setting ignored" while the price that fell back to its
+    default and the overlay's problems were behind "and 4 more"."""
+    import json
+
+    from gpuselect import notices
+    from gpuselect.settings import settings_path
+
+    notices.reset()
+    p = settings_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    values = {"electricity_usd_per_kwh": "cheap", "grid_kg_co2_per_kwh": 99} | {f"foo{i}": 1 for i in range(6)}
+    p.write_text(json.dumps(values))
+    w = MainWindow()
+    qtbot.addWidget(w)
+    notices.warn("your catalog overlay x.toml has 13 problems")  # after the minor ones
+    w.show_notices()
+    lines = w.banner.text().splitlines()
+    assert "electricity_usd_per_kwh" in lines[0] and "grid_kg_co2_per_kwh" in lines[1] and "overlay" in lines[2]
+    assert sum("unknown setting" in line for line in lines) == 2  # the latest two minor ones fill the five
+    assert "foo5" in lines[4] and lines[5] == "… and 4 more warnings (Show all)"
+    assert w.banner.more.text() == "Show all 9"
+    qtbot.mouseClick(w.banner.more, Qt.MouseButton.LeftButton)  # all nine, in the order they came
+    assert [("foo" in line) for line in w.banner.text().splitlines()] == [False, False] + [True] * 6 + [False]
     _close(qtbot, w)
 
 

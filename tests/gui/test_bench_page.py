@@ -95,3 +95,78 @@ def test_the_batch_chart_s_legend_covers_no_data(qtbot) -> None:
     data = item.getViewBox().sceneBoundingRect()
     assert legend.width() > 50 and legend.left() >= data.right() - 1  # beside the plot area, not on it
     assert page.batch_plot.rect().contains(legend.toRect())  # and on show, not pushed off the widget
+
+
+def test_each_figure_shows_in_the_table_as_it_is_measured(qtbot) -> None:
+    """QA 14c: the table stayed empty for the whole run; every row arrived at 100 %."""
+    tiny = BenchConfig(quick=True, devices=("cpu",), budget_s=0.03, batch_sizes=(1, 4), models=("simple_cnn",))
+    page = BenchPage(config=tiny)
+    qtbot.addWidget(page)
+    page.start()
+    during: list[list[tuple[str, str]]] = []  # the table's (device, figure) at each event before the end
+    page.worker.progress.connect(
+        lambda _ev: page.report is None and during.append([(r[0], r[1]) for r in page.model.rows])
+    )
+    qtbot.waitUntil(lambda: page.report is not None and page.worker is None, timeout=60_000)
+    counts = [len(t) for t in during]
+    assert counts and counts[0] == 0 and max(counts) > 0, counts  # rows came in during the run
+    assert counts == sorted(counts)  # one by one, none taken back
+    final = [(r[0], r[1]) for r in page.model.rows]
+    assert all(set(t) <= set(final) for t in during)  # rows of the finished table, none made up
+
+
+def _answer_quit_prompt(qtbot, answer, seen: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """Click ``answer`` on the quit prompt once it is up (it runs its own event loop); Enter
+    first shows the default, so record it."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    tries = [250]  # 5 s, then give up: no prompt came
+
+    def click() -> None:
+        box = QApplication.activeModalWidget()
+        if not isinstance(box, QMessageBox):
+            tries[0] -= 1
+            if tries[0] > 0:
+                QTimer.singleShot(20, click)
+            return
+        seen.append(f"{box.text()} [default {box.standardButton(box.defaultButton()).name}]")
+        box.button(answer).click()
+
+    QTimer.singleShot(0, click)
+
+
+def test_quitting_during_a_benchmark_asks_first_and_no_keeps_it_running(
+    qtbot, monkeypatch: pytest.MonkeyPatch, real_quit_prompt
+) -> None:
+    """QA 14c: Ctrl+Q during a run closed the app and dropped the run without a word."""
+    import threading
+    import time
+
+    from PySide6.QtWidgets import QMessageBox
+
+    from gpuselect.bench.model import BenchReport, ProgressEvent
+
+    def endless(_cfg: BenchConfig, cancel: threading.Event):  # type: ignore[no-untyped-def]
+        yield ProgressEvent(step="cpu: matmul fp32", fraction=0.1, elapsed_s=0.1, eta_s=30.0)
+        while not cancel.wait(0.02):  # a benchmark that runs until it is cancelled
+            pass
+        return BenchReport(devices=[], quick=False, torch_version="x", cancelled=True)
+
+    monkeypatch.setattr("gpuselect.bench.engine.run_benchmark", endless)
+    monkeypatch.setattr(MainWindow, "_ask_quit", real_quit_prompt)
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    w.bench.start()
+    seen: list[str] = []
+    _answer_quit_prompt(qtbot, QMessageBox.StandardButton.No, seen)
+    w.close()  # Ctrl+Q's action calls this
+    assert seen == ["A benchmark is running — quit anyway? [default No]"]
+    assert w.isVisible() and w.bench.worker is not None  # still open, still measuring
+    time.sleep(0.1)
+    assert w.bench.worker._thread.isRunning()
+    _answer_quit_prompt(qtbot, QMessageBox.StandardButton.Yes, seen)
+    w.close()
+    assert len(seen) == 2 and not w.isVisible()
+    qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=20_000)  # cancelled and awaited

@@ -49,6 +49,7 @@ def test_close_during_benchmark_cancels_it(tmp_path) -> None:
     result = _run(tmp_path, "bench")
     assert result["live_at_close"] >= 1 and result["live_after_close"] == 0, result
     assert result["close_s"] < 30  # cancelled, not run to the end (the full CPU run takes about a minute)
+    assert result.get("asked") == "A benchmark is running — quit anyway?", result  # answered Yes
 
 
 def test_registry_tracks_workers_in_process(qtbot) -> None:

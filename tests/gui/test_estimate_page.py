@@ -665,3 +665,23 @@ def test_overhead_bound_advice_names_the_larger_batch_by_its_control(qtbot) -> N
     text = page.recommendation.text()
     assert "A larger per-GPU batch (Batch size 1024) keeps one GPU busy" in text and "--batch-size" not in text
     page.shutdown()
+
+
+def test_a_long_note_cell_shows_its_full_text_on_hover(qtbot) -> None:
+    """QA 14c: the Note column ("a tight fit: 47.5 of 48 GB, ...") was cut off at the view's edge and
+    hovering a cell showed nothing."""
+    page = _page(qtbot, None, "llama-8b-full")
+    _run(qtbot, page, 60_000)
+    cols = [page.model.headerData(i, Qt.Orientation.Horizontal) for i in range(page.model.columnCount())]
+    note = cols.index("Note")
+    long_notes = [
+        (text, page.model.index(i, note).data(Qt.ItemDataRole.ToolTipRole))
+        for i in range(page.model.rowCount())
+        if len(text := page.model.index(i, note).data()) > 40  # wider than the column is likely to be
+    ]
+    assert long_notes and any("tight fit" in text for text, _ in long_notes)
+    assert all(tip and " ".join(tip.split()) == " ".join(text.split()) for text, tip in long_notes)
+    assert all(max(map(len, tip.splitlines())) <= 100 for _, tip in long_notes)  # wrapped, not one screen-wide line
+    vram = cols.index("VRAM")  # a number keeps its column's explanation
+    assert page.model.index(0, vram).data(Qt.ItemDataRole.ToolTipRole) == page.model.columns[vram].tooltip
+    page.shutdown()

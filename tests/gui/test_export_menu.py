@@ -250,3 +250,36 @@ def test_enter_on_the_replace_prompt_keeps_a_file_gpuselect_did_not_write(
     qtbot.waitUntil(lambda: "Report written" in w.statusBar().currentMessage(), timeout=30_000)
     assert "## Health (old)" not in ours.read_text()
     _close(qtbot, w)
+
+
+def test_quitting_while_the_model_file_is_measured_asks_first(qtbot, tmp_path, real_quit_prompt, monkeypatch) -> None:
+    """QA 14c: the app closed during the measurement without a prompt. Enter keeps it open (No is
+    the default); Yes closes it and stops the measuring process."""
+    from PySide6.QtWidgets import QMessageBox
+
+    model = tmp_path / "loop.py"
+    model.write_text("def make():\n    while True:\n        pass\n")
+    monkeypatch.setattr(MainWindow, "_ask_quit", real_quit_prompt)
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    _stale_after_a_result(qtbot, w)
+    page = w.estimate
+    page.source.setCurrentIndex(2)
+    page.model_path.setText(str(model))
+    page.factory.setText("make")
+    page.input_shape.setText("1,28,28")
+    page.recompute()
+    assert page.worker is not None
+    seen: list[object] = []
+    _answer_prompt_with_enter(qtbot, seen)
+    w.close()
+    assert seen == [QMessageBox.StandardButton.No] and w.isVisible() and page.worker is not None
+    assert w.quit_question() == "The model file is being measured — quit anyway?"
+    from gpuselect.workloads import profile
+
+    qtbot.waitUntil(lambda: len(profile._LIVE) == 1, timeout=20_000)  # still measuring
+    monkeypatch.setattr(MainWindow, "_ask_quit", lambda _self, q: seen.append(q) or True)
+    _close(qtbot, w)
+    assert seen[1:] == ["The model file is being measured — quit anyway?"] and not w.isVisible()
+    qtbot.waitUntil(lambda: not profile._LIVE, timeout=20_000)

@@ -73,9 +73,9 @@ def test_a_price_beyond_the_limit_is_refused_in_one_sentence(qtbot) -> None:
     before = settings_path().read_text()
     page.electricity.setValue(200_000)  # US$148/kWh
     page.save()
+    # won as the app writes money, not "₩200,000.000" (QA 14c)
     assert (
-        "electricity price ₩200,000.000/kWh is more than US$100/kWh (₩135,000.000/kWh at the rate 1350)"
-        in page.status.text()
+        "electricity price ₩200,000/kWh is more than US$100/kWh (₩135,000/kWh at the rate 1350)" in page.status.text()
     )
     assert "nothing was saved" in page.status.text()
     assert settings_path().read_text() == before
@@ -97,7 +97,7 @@ def test_the_rate_cannot_be_zero(qtbot) -> None:
     assert stored["usd_to_currency"] == 0.0001 and stored["electricity_usd_per_kwh"] == 0.15
     page.electricity.setValue(0.02)  # typed at the rate 0.0001: US$200/kWh, refused
     page.save()
-    assert "($0.010/kWh at the rate 0.0001); nothing was saved" in page.status.text()
+    assert "($0.01/kWh at the rate 0.0001); nothing was saved" in page.status.text()
 
 
 def test_saving_a_setting_keeps_the_estimate_inputs_typed(qtbot) -> None:
@@ -175,3 +175,35 @@ def test_changing_only_the_rate_keeps_the_price_s_worth(qtbot) -> None:
     assert page.current().electricity_usd_per_kwh == pytest.approx(0.2)
     page.rate.setValue(1000)  # a typed price stays as typed
     assert page.electricity.value() == pytest.approx(270)
+
+
+def test_the_money_boxes_of_both_pages_share_their_format_limits_and_refusal(qtbot) -> None:
+    """QA 14c: Settings showed ₩5000000 and the Estimate page ₩4,999,995; the Estimate page's price
+    stopped typing at ₩99,999.999 (US$74) with no word while Settings took up to US$100/kWh."""
+    from gpuselect.gui.app import MainWindow
+
+    _write_settings(currency_symbol="₩", usd_to_currency=1350.0, default_budget_usd=3703.7)
+    w = MainWindow()
+    qtbot.addWidget(w)
+    s, e = w.settings_page, w.estimate
+    for a, b in ((s.electricity, e.electricity), (s.budget, e.budget)):
+        assert (a.maximum(), a.decimals(), a.prefix(), a.suffix()) == (
+            b.maximum(),
+            b.decimals(),
+            b.prefix(),
+            b.suffix(),
+        )
+        assert a.isGroupSeparatorShown() and b.isGroupSeparatorShown()
+        assert a.text() == b.text()
+    assert s.budget.text() == "₩4,999,995"
+    e.electricity.lineEdit().selectAll()
+    qtbot.keyClicks(e.electricity.lineEdit(), "200000")  # US$148/kWh: typed in full, then refused
+    e.electricity.interpretText()
+    assert e.electricity.value() == 200_000
+    e.recompute()
+    assert e.error.text() == (
+        "<b>Cannot estimate:</b> the electricity price ₩200,000/kWh is more than US$100/kWh "
+        "(₩135,000/kWh at the rate 1350)."
+    )
+    w.close()
+    qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=10_000)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import socket
 from pathlib import Path
 
@@ -211,6 +212,29 @@ def test_cli_report_money_in_the_settings_currency(tmp_path: Path) -> None:
     est = next(s for s in doc["sections"] if s["title"] == "Estimates")
     assert est["table"][0][4] == "Buy (CHF)" and "$" not in " ".join(est["lines"])
     assert est["chart"]["currency"] == "CHF"
+
+
+@pytest.mark.parametrize(("symbol", "code"), [("₩", "KRW"), ("₹", "INR")])
+def test_the_pdf_writes_a_currency_sign_its_font_lacks_as_its_code(symbol: str, code: str, tmp_path: Path) -> None:
+    # QA 14c: "for about □421,543 rented": the bundled font has no ₩, so the PDF drew a missing-glyph box.
+    m = this_machine(nvml=a100x2())
+    s = Settings(currency_symbol=symbol, usd_to_currency=1350.0)
+    report = build_machine_report(m, estimate_for_machine(get_preset("resnet50"), assumptions(s), m), settings=s)
+    text = "\n".join(_pages(to_pdf_bytes(report), tmp_path))
+    assert symbol not in text and f"({code}, log)" in text  # the chart's axis title too
+    assert re.search(rf"\b{code} \d[\d,]*", text), text[:2000]  # "KRW 24,780": the code, a space, the figure
+
+
+def test_a_currency_sign_the_font_draws_is_kept() -> None:
+    from reportlab.pdfbase import pdfmetrics
+
+    from gpuselect.report.writers import _fonts, drawable_text
+
+    chars = set(pdfmetrics.getFont(_fonts()[0]).face.charToGlyph)
+    assert drawable_text("about €1,200 (€)", chars) == "about €1,200 (€)"
+    assert drawable_text("about ₩1,200 (₩)", chars) == "about KRW 1,200 (KRW)"
+    # coverage is read from the font, not a list: a font with ₩ keeps it
+    assert drawable_text("₩5", {ord("₩"), ord("5")}) == "₩5"
 
 
 def test_report_says_what_memory_each_gpu_needs(tmp_path: Path) -> None:

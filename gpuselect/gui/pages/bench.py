@@ -4,6 +4,7 @@ CPU-vs-GPU samples/s by batch size chart."""
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 from typing import Any
 
 import pyqtgraph as pg
@@ -79,6 +80,12 @@ def result_rows(report: Any) -> list[tuple[str, str, float | None, str, float | 
         for note in d.backoffs:
             rows.append((d.device, "back-off", None, "", None, note))
     return [r if len(r) == 6 else (*r, "") for r in rows]
+
+
+def partial_rows(devices: Any) -> list[tuple[str, str, float | None, str, float | None, str]]:
+    """The table during a run: the figures measured so far; one not measured yet is left out, not
+    shown as "—" (which the finished table uses for a figure that could not be measured)."""
+    return [r for r in result_rows(SimpleNamespace(devices=devices)) if r[2] is not None or r[5]]
 
 
 class BenchPage(QWidget):
@@ -199,6 +206,9 @@ class BenchPage(QWidget):
         self.progress.setValue(int(1000 * ev.fraction))
         left = f" — about {ev.eta_s:.0f} s left" if ev.eta_s is not None else ""
         self.step.setText(f"{ev.step}{left}")
+        rows = partial_rows(ev.devices)
+        if rows != self.model.rows:  # each figure as it is measured (the table stayed empty until 100 %)
+            self.model.set_rows(rows)
 
     @Slot(object)
     def _on_finished(self, report: Any) -> None:

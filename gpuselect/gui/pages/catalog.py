@@ -38,6 +38,28 @@ class _Filter(QSortFilterProxyModel):
 
 
 class CatalogPage(QWidget):
+    def _problem_text(self) -> str:
+        """Whose the problems are: the user's overlay file, named (it said "The catalog has 13
+        problems", and the built-in catalog had none), and any of the built-in catalog's."""
+
+        def count(n: int) -> str:
+            return f"{n} problem{'s' if n != 1 else ''}"
+
+        mine = self.catalog.overlay_problems
+        builtin = self.catalog.problems[: len(self.catalog.problems) - len(mine)]  # the overlay's come last
+        parts = []
+        if mine:
+            parts.append(
+                f"Your catalog overlay {self.overlay} has {count(len(mine))}; the entries concerned are ignored "
+                "and the built-in catalog is used without them:\n" + "\n".join(mine)
+            )
+        if builtin:
+            parts.append(
+                f"The built-in catalog has {count(len(builtin))}; the entries concerned are ignored:\n"
+                + "\n".join(builtin)
+            )
+        return "\n".join(parts)
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         from gpuselect.catalog import load_catalog, overlay_path
@@ -104,11 +126,7 @@ class CatalogPage(QWidget):
         # pane they were replaced by the first filter or selection and not seen again.
         self.problems = QPlainTextEdit(readOnly=True)
         self.problems.setAccessibleName("Catalog problems")
-        n = len(self.catalog.problems)
-        self.problems.setPlainText(
-            f"The catalog has {n} problem{'s' if n != 1 else ''}; the entries concerned are ignored "
-            f"(your overlay: {self.overlay}):\n" + "\n".join(self.catalog.problems)
-        )
+        self.problems.setPlainText(self._problem_text())
         self.problems.setMaximumHeight(6 * self.problems.fontMetrics().lineSpacing() + 12)
         self.problems.setVisible(bool(self.catalog.problems))
         top = QHBoxLayout()

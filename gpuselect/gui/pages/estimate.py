@@ -39,6 +39,7 @@ from PySide6.QtWidgets import (
 from gpuselect.app.money import MoneyFormat
 from gpuselect.estimate.recommend import explain, fmt_hours, fmt_hours_range, option_name, stage_heading
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
+from gpuselect.gui.money import budget_box, electricity_box, over_limit
 from gpuselect.gui.plots import themed_plot
 from gpuselect.gui.wording import in_the_app
 from gpuselect.gui.workers import CLOSING_PROPERTY, GeneratorWorker, call_in_generator
@@ -50,7 +51,6 @@ SOURCES = ("Preset", "config.json", "Model file (.py)", "Parameters and FLOPs")
 BUY_COLOUR, RENT_COLOUR, CHOSEN, OTHER = (43, 108, 176), (221, 107, 32), (43, 108, 176), (160, 174, 192)
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
 MEMORY_COLOURS = ("#2b6cb0", "#805ad5", "#d69e2e", "#38a169", "#dd6b20", "#718096")
-ELECTRICITY_MAX_USD, BUDGET_MAX_USD = 100.0, 1e10  # per kWh, and in all: the estimator's limits (Assumptions)
 
 
 class SpecialSpinBox(QSpinBox):
@@ -267,12 +267,9 @@ class EstimatePage(QWidget):
         self.epochs = SpecialSpinBox(minimum=0, maximum=100_000)
         self.epochs.setSpecialValueText("workload default")  # the stubs lack the keyword form
         self.deadline = QDoubleSpinBox(minimum=0.01, maximum=1e6, value=72.0, suffix=" h", decimals=2)
-        self.budget = QDoubleSpinBox(minimum=0, maximum=BUDGET_MAX_USD, value=0, prefix="$", decimals=0)
-        self.budget.setSpecialValueText("no budget")  # the stubs lack the keyword form
-        self.budget.setGroupSeparatorShown(True)
-        self.electricity = QDoubleSpinBox(
-            minimum=0, maximum=ELECTRICITY_MAX_USD, value=0.15, decimals=3, prefix="$", suffix=" /kWh"
-        )
+        self.budget = budget_box()  # as the Settings page's: same format, same limit
+        self.electricity = electricity_box()
+        self.electricity.setValue(0.15)
         self.max_gpus = QComboBox()
         # As the CLI's --max-gpus: auto is boxes up to 8 and, where none meets the deadline or holds
         # the model, clusters up to 1,024; a number is the most GPUs of any option (it was the box
@@ -607,18 +604,12 @@ class EstimatePage(QWidget):
             (self.budget, (settings.default_budget_usd or 0) * rate, True),
             (self.deadline, settings.default_deadline_hours, False),
         )
-        # What the user typed, read before the new maxima: a maximum in dollars cut a value in won
-        # first, and the cut value then counted as typed (₩195 became $0.077, not $0.15).
+        # What the user typed, read before any box changes (a per-rate maximum once cut a value in
+        # won first, and the cut value then counted as typed: ₩195 became $0.077, not $0.15).
         typed_values = {
             box: box.value() if box in self._defaults and self._defaults[box] != box.value() else None
             for box, _, _ in boxes
         }
-        # The estimator's limits in US dollars, here in your currency: a range of 100 capped a price in won.
-        for box, _, money in boxes:
-            if money:
-                box.blockSignals(True)
-        self.electricity.setMaximum(ELECTRICITY_MAX_USD * rate)
-        self.budget.setMaximum(BUDGET_MAX_USD * rate)
         for box, default, money in boxes:
             typed = typed_values[box]
             box.blockSignals(True)  # the estimate is scheduled below, once
@@ -852,6 +843,10 @@ class EstimatePage(QWidget):
         if self.source.currentIndex() == 2 and (spec.factory is None or spec.input_shape is None):
             # the file alone: wait for the rest rather than fail (the message stayed up while it ran)
             self._stale("Give the model's factory function and one sample's input shape.")
+            return
+        too_much = over_limit(self.electricity_usd(), self.budget_usd(), self.money)
+        if too_much:  # in your currency, as the Settings page says it (the estimator's words are in US$)
+            self._stale(f"<b>Cannot estimate:</b> {too_much}.")
             return
         a = self.assumptions()
         snap = self.local_snapshot

@@ -15,12 +15,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuselect.settings import RANGES, Settings, load, save, settings_path
+from gpuselect.app.money import MoneyFormat
+from gpuselect.gui.money import MAX_RATE, budget_box, electricity_box, over_limit
+from gpuselect.settings import Settings, load, save, settings_path
 
-#: The spin boxes hold your currency, the file US dollars: a box's range is the file's limit at the
-#: highest rate, and ``save`` checks the limit at the rate entered (a range of 100 in your currency
-#: capped a price in won, ~1,350 per US$, and an unchanged save wrote the capped value back).
-_MAX_RATE = RANGES["usd_to_currency"][1]
+# The spin boxes hold your currency, the file US dollars: a box's range is the file's limit at the
+# highest rate, and ``save`` checks the limit at the rate entered (a range of 100 in your currency
+# capped a price in won, ~1,350 per US$, and an unchanged save wrote the capped value back).
 
 
 class SettingsPage(QWidget):
@@ -30,25 +31,20 @@ class SettingsPage(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.electricity = QDoubleSpinBox(
-            minimum=0, maximum=RANGES["electricity_usd_per_kwh"][1] * _MAX_RATE, decimals=3, prefix="$", suffix=" /kWh"
-        )
+        self.electricity = electricity_box()  # as the Estimate page's: same format, same limit
         self.grid = QDoubleSpinBox(minimum=0, maximum=5, decimals=3, suffix=" kg CO₂/kWh")
         self.grid.setToolTip("Carbon intensity of your electricity; IEA's world average is about 0.45 kg/kWh")
         self.symbol = QLineEdit()
         self.symbol.setMaxLength(5)
         self.rate = QDoubleSpinBox(
-            minimum=0.0001, maximum=_MAX_RATE, decimals=4
+            minimum=0.0001, maximum=MAX_RATE, decimals=4
         )  # 0.000001 showed as 0: a division by 0
         self.rate.setToolTip(
             "Catalog prices are in US dollars; costs are shown multiplied by this rate.\n"
             "The electricity price and the budget above are in your currency."
         )
         self.deadline = QDoubleSpinBox(minimum=0.01, maximum=1e6, decimals=2, suffix=" h")
-        self.budget = QDoubleSpinBox(
-            minimum=0, maximum=RANGES["default_budget_usd"][1] * _MAX_RATE, decimals=0, prefix="$"
-        )
-        self.budget.setSpecialValueText("no budget")  # the stubs lack the keyword form
+        self.budget = budget_box()
         self.redact = QCheckBox("Leave the host name, GPU serial numbers and UUIDs out of reports")
         form = QFormLayout()
         for label, w in (
@@ -141,19 +137,10 @@ class SettingsPage(QWidget):
     def problem(self, s: Settings) -> str | None:
         """What keeps ``s`` from being saved, in one sentence (None if nothing): a price beyond the
         file's limit, said in your currency and in US dollars."""
-        sym = s.currency_symbol
-        for what, usd, key, unit, places in (
-            ("electricity price", s.electricity_usd_per_kwh, "electricity_usd_per_kwh", "/kWh", 3),
-            ("default budget", s.default_budget_usd or 0.0, "default_budget_usd", "", 0),
-        ):
-            hi = RANGES[key][1]
-            if usd > hi:
-                return (
-                    f"The {what} {sym}{usd * s.usd_to_currency:,.{places}f}{unit} is more than US${hi:,.0f}{unit} "
-                    f"({sym}{hi * s.usd_to_currency:,.{places}f}{unit} at the rate {s.usd_to_currency:g}); "
-                    "nothing was saved."
-                )
-        return None
+        why = over_limit(
+            s.electricity_usd_per_kwh, s.default_budget_usd, MoneyFormat.from_settings(s), "default budget"
+        )
+        return f"{why[:1].upper()}{why[1:]}; nothing was saved." if why else None
 
     @Slot()
     def save(self) -> None:
