@@ -116,7 +116,9 @@ def rule_temperature(g: GpuInfo) -> Iterable[Finding]:
         )
         return
     t = g.temperature_c
-    fallback = T.AMD_TEMP_FALLBACK if _amd(g) else T.TEMP_FALLBACK
+    # AMD's 110 °C is the junction's limit: an edge sensor reads well below the junction, so it is
+    # judged against the generic limits (review 14)
+    fallback = T.AMD_TEMP_FALLBACK if _amd(g) and g.temperature_sensor != "edge" else T.TEMP_FALLBACK
     if th.slowdown_c is not None or th.shutdown_c is not None:
         slowdown = th.slowdown_c if th.slowdown_c is not None else float(th.shutdown_c or 0) - 5
         warn = slowdown - T.TEMP_WARN_MARGIN_BELOW_SLOWDOWN_C
@@ -139,7 +141,7 @@ def rule_temperature(g: GpuInfo) -> Iterable[Finding]:
         f"5 °C below it"
         if th.shutdown_c is not None
         else f"{where} at {t} °C; the card reports no thresholds, "
-        + ("AMD's junction limit used" if _amd(g) else "generic limits used")
+        + ("AMD's junction limit used" if fallback is T.AMD_TEMP_FALLBACK else "generic limits used")
     )
     yield Finding(
         rule,

@@ -138,9 +138,12 @@ def test_a_config_json_with_lora(qtbot, tmp_path: Path) -> None:
     assert page.result is _run_fail
     # the answer on screen is the last valid input's: greyed out, not left looking current
     assert not page.recommendation.isEnabled() and not page.views.isEnabled()
+    # the charts too: a disabled plot draws as before, so it is faded (QA 14)
+    assert all(p.graphicsEffect() is not None for p in (page.stage_plot, page.scatter_plot))
     page.config_path.setText(str(cfg))
     _run(qtbot, page)
     assert page.recommendation.isEnabled() and page.views.isEnabled()
+    assert all(p.graphicsEffect() is None for p in (page.stage_plot, page.scatter_plot))
     page.shutdown()
 
 

@@ -73,6 +73,14 @@ def test_card_without_limits_is_judged_on_amds_junction_limit_not_nvidias() -> N
     assert f.severity is Severity.OK and f.source == T.AMD_TEMP_FALLBACK.source
 
 
+def test_an_edge_reading_without_limits_is_not_judged_on_the_junction_limit() -> None:
+    """Review 14: the edge sensor reads well below the junction; 95 °C there is hot."""
+    gpu = A.FakeAmdGpu(temps={A.AmdSmiTemperatureType.EDGE: {0: 95}})
+    f = one(evaluate(snap(A.FakeAmdSmi([gpu]))), "gpu.temperature")
+    assert f.source == T.TEMP_FALLBACK.source and f.severity is not Severity.OK
+    assert "generic limits used" in f.detail
+
+
 def test_uncorrectable_ecc_errors_are_critical() -> None:
     gpu = A.FakeAmdGpu(ecc=(12, 3), bad_pages=[{"value": 0, "page_address": 0x1000, "status": "RESERVED"}])
     r = evaluate(snap(A.FakeAmdSmi([gpu])))

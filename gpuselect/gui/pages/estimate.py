@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
+    QGraphicsOpacityEffect,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -922,6 +923,15 @@ class EstimatePage(QWidget):
         self._stale_now = stale
         for w in self._answer_widgets():
             w.setEnabled(not stale)
+        # A disabled chart is drawn as before: faded, so an old answer's charts do not look current
+        # beside the greyed text (QA 14).
+        for plot in (self.stage_plot, self.scatter_plot):
+            if stale:
+                fade = QGraphicsOpacityEffect(plot)
+                fade.setOpacity(0.35)
+                plot.setGraphicsEffect(fade)
+            else:
+                plot.setGraphicsEffect(None)
         self.recommendation.setToolTip(
             "This answer is for the last valid input; fix the input above to update it."
             if stale
