@@ -309,3 +309,9 @@ def test_bound_follows_the_documented_shares(capsys: pytest.CaptureFixture[str])
     assert checked > 10
     text = " ".join((Path(__file__).parents[1] / "docs" / "estimator.md").read_text().split())
     assert "its memory share counts the optimizer's traffic" in text
+
+
+def test_energy_is_said_to_count_the_gpus_only(capsys: pytest.CaptureFixture[str]) -> None:
+    """QA 14: kWh and 'buy and run' costs are the GPUs' power alone; nothing said so."""
+    assert main(["estimate", "--workload", "resnet50", "--top", "1"]) == 0
+    assert "count the GPUs' power (TDP x 0.85), not the host's" in capsys.readouterr().out

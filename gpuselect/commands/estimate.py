@@ -199,7 +199,8 @@ def run(args: argparse.Namespace) -> int:
         "regime (small overhead-bound models, CNNs, transformers, LLMs on one or many GPUs, AMD), wide enough to cover "
         "80 % of that regime's validation cases (docs/accuracy.md); a time's range is time ÷ (1 + band) to time × "
         f"(1 + band).{' → marks the options the advice names.' if marked else ''} Rates are for the whole option; `bound` says what "
-        "limits a step. `--format json` has every row with its per-step time breakdown and what would make a GPU fit."
+        f"limits a step. kWh and running costs count the GPUs' power (TDP x {a.utilisation:g}), not the host's. "
+        "`--format json` has every row with its per-step time breakdown and what would make a GPU fit."
     )
     return 0
 

@@ -988,7 +988,7 @@ def local_cpu_estimate(
     fit = plan(
         w,
         usable_ram_gb(float(ram_gb)),
-        MemoryOptions(precision=prec, optimizer=a.optimizer, loss=a.loss),
+        MemoryOptions(precision=prec, optimizer=a.optimizer, loss=a.loss, host=True),
         checkpointing=as_checkpointing(a.checkpointing) if a.checkpointing is not None else None,
         sharding=None,
         batch_size=a.batch_size,  # auto: the workload's own, or the largest that fits the RAM

@@ -128,6 +128,7 @@ class MemoryOptions:
     # A language model's loss: "chunked" (the logits' loss taken in pieces, as LitGPT does) or "plain"
     # (one cross-entropy over logits upcast to fp32, as Hugging Face's models compute it).
     loss: str = "chunked"
+    host: bool = False  # the CPU's RAM: no CUDA context or driver share (QA 14: a CPU "needed" 0.75 GB of it)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "checkpointing", as_checkpointing(self.checkpointing))
@@ -160,6 +161,7 @@ class MemoryBreakdown:
     logits: float
     overhead: float
     evictable: float = 0.0  # paged optimizer state the driver can move to host memory under pressure
+    fixed: float = FIXED_OVERHEAD_BYTES  # of ``overhead``, what does not grow with the batch (0 on a CPU)
 
     def total(self) -> float:
         return self.weights + self.gradients + self.optimizer + self.activations + self.logits + self.overhead
@@ -496,8 +498,9 @@ def peak_memory(w: Workload, batch: int, o: MemoryOptions, shape: TransformerSha
         act = batch * activation_bytes_per_sample(w, o, shape)
         logits = batch * logits_bytes_per_sample(w, o, shape)
     allocated = weights + grads + opt + act + logits
-    overhead = FIXED_OVERHEAD_BYTES + ALLOCATOR_SLACK * allocated
-    return MemoryBreakdown(weights, grads, opt, act, logits, overhead, evictable)
+    fixed = 0.0 if o.host else FIXED_OVERHEAD_BYTES
+    overhead = fixed + ALLOCATOR_SLACK * allocated
+    return MemoryBreakdown(weights, grads, opt, act, logits, overhead, evictable, fixed)
 
 
 def capacity_bytes(vram_gb: float) -> float:
@@ -525,8 +528,9 @@ def _at(zero: MemoryBreakdown, act: float, logits: float, batch: int, ph: _LossP
         zero.optimizer,
         a,
         lg,
-        FIXED_OVERHEAD_BYTES + ALLOCATOR_SLACK * allocated,
+        zero.fixed + ALLOCATOR_SLACK * allocated,
         zero.evictable,
+        zero.fixed,
     )
 
 
@@ -559,7 +563,7 @@ def _max_batch(
         limit,
         int(
             (
-                (cap - FIXED_OVERHEAD_BYTES) / (1 + ALLOCATOR_SLACK)
+                (cap - zero.fixed) / (1 + ALLOCATOR_SLACK)
                 - (zero.weights + zero.gradients + zero.optimizer)
                 + zero.evictable
             )

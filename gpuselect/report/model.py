@@ -253,7 +253,8 @@ def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
     s.lines.append(
         f"Precision {a.precision}, optimizer {a.optimizer}, batch {a.batch_size or 'auto'}, {dataset:,} samples x {epochs} epoch{'s' if epochs != 1 else ''}, "
         f"deadline {fmt_hours(a.deadline_hours)}, budget {money(a.budget_usd) if a.budget_usd else 'none'}, "
-        f"electricity {money.per_kwh(a.electricity_usd_per_kwh)}, grid {a.grid_kg_co2_per_kwh} kg CO2/kWh, "
+        f"electricity {money.per_kwh(a.electricity_usd_per_kwh)} (the GPUs' power, TDP x {a.utilisation:g}, not the host's), "
+        f"grid {a.grid_kg_co2_per_kwh} kg CO2/kWh, "
         f"checkpointing {_ckpt(a.checkpointing)}, {a.loss} loss, sharding {a.sharding or 'auto'}, offload {a.offload}, "
         + (
             f"counts {', '.join(str(c) for c in a.counts)} GPU{'s' if max(a.counts) > 1 else ''}; "

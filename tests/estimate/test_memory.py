@@ -837,3 +837,15 @@ def test_a_sharded_row_faster_per_gpu_than_one_gpu_says_why(capsys: pytest.Captu
     assert "no recompute where one GPU needs checkpointing" in eight["note"]
     assert "each GPU trains faster than one alone" in eight["note"]
     assert "faster than one alone" not in (one["note"] or "")
+
+
+def test_a_cpu_s_memory_holds_no_cuda_context() -> None:
+    """QA 14: the CPU "needed" 0.8 GB for a 0.2 M-parameter MLP: the GPU's CUDA context and driver
+    share (0.75 GB) were counted in its RAM."""
+    from gpuselect.estimate.api import Assumptions, local_cpu_estimate
+
+    w = PRESETS["mnist-mlp"]
+    loc = local_cpu_estimate(w, Assumptions(), cores=2, mhz=2000.0, features=[], ram_gb=16.0)
+    assert loc.memory_breakdown_gb["overhead"] < 0.01 and loc.peak_memory_gb is not None and loc.peak_memory_gb < 0.1
+    gpu = peak_memory(w, 128, MemoryOptions(precision="fp32"))
+    assert gpu.overhead >= M.FIXED_OVERHEAD_BYTES  # a GPU's keeps them
