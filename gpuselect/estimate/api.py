@@ -1349,22 +1349,20 @@ def _say_what_sharding_frees(card_rows: list[EstimateRow]) -> None:
     +21 % per GPU with nothing said): the memory sharding frees allows a larger batch per GPU, or
     no recompute, and each GPU updates only its shard."""
     one = next((r for r in card_rows if r.count == 1 and r.fits and r.parallelism == "single"), None)
-    if one is None or (not one.tokens_per_s and not one.throughput_samples_per_s):
+    if one is None or not one.throughput_samples_per_s:
         return
     for r in card_rows:
         if r.count < 2 or not r.fits or r.parallelism != "fsdp" or not r.throughput_samples_per_s:
             continue
-        if r.throughput_samples_per_s / r.count <= (one.throughput_samples_per_s or 0):
+        if r.throughput_samples_per_s / r.count <= one.throughput_samples_per_s:
             continue
-        freed = []
+        why = []  # what sharding's freed memory allows, then the update no GPU does whole any more
         if r.batch_size and one.batch_size and r.batch_size > one.batch_size:
-            freed.append(f"batch {r.batch_size} per GPU where one GPU fits {one.batch_size}")
+            why.append(f"batch {r.batch_size} per GPU where one GPU fits {one.batch_size}")
         if one.checkpointing != "none" and r.checkpointing == "none":
-            freed.append("no recompute where one GPU needs checkpointing")
-        why = "sharding frees memory: " + ", ".join(freed) + "; " if freed else ""
-        r.note = "; ".join(
-            x for x in (r.note, f"{why}each GPU trains faster than one alone: it updates only its shard") if x
-        )
+            why.append("no recompute where one GPU needs checkpointing")
+        why.append("each GPU updates only its shard of the model")
+        r.note = "; ".join(x for x in (r.note, "each GPU trains faster than one alone: " + ", ".join(why)) if x)
 
 
 def known_gpu_ids(catalog: Catalog, gpu_ids: Sequence[str]) -> list[str]:

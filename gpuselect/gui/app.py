@@ -122,6 +122,7 @@ class MainWindow(QMainWindow):
         self.snapshot: object = None
         self._export_worker: object = None
         self._quit_without_asking = False
+        self._quit_box: QMessageBox | None = None  # the quit prompt while it is open
 
     @Slot(QWidget, QWidget)
     def _watch_focus(self, _old: QWidget | None, new: QWidget | None) -> None:
@@ -324,14 +325,25 @@ class MainWindow(QMainWindow):
         box.setInformativeText("Quitting stops it, and what it measured so far is not kept.")
         box.setDefaultButton(no)
         box.setEscapeButton(no)
-        box.exec()
-        answer = box.standardButton(box.clickedButton())
+        self._quit_box = box  # Ctrl+C while it is open answers it Yes (close_without_asking)
+        try:
+            box.exec()
+        finally:
+            self._quit_box = None
+        clicked = box.clickedButton()
+        answer = box.standardButton(clicked) if clicked is not None else None
         box.deleteLater()
-        return answer == yes
+        return answer == yes or self._quit_without_asking
 
     def close_without_asking(self) -> None:
-        """Close as Quit does, without the prompt (Ctrl+C in the terminal, ``--quit-after``)."""
+        """Close as Quit does, without the prompt (Ctrl+C in the terminal, ``--quit-after``). With the
+        quit prompt open, a second close inside the first is ignored by Qt: the prompt is answered
+        Yes, and the first close goes on (review 14: Ctrl+C there did nothing)."""
         self._quit_without_asking = True
+        box = self._quit_box
+        if box is not None:
+            box.done(int(QMessageBox.StandardButton.Yes))
+            return
         self.close()
 
     def closeEvent(self, event: QCloseEvent) -> None:

@@ -30,10 +30,13 @@ def _no_worker_left_running(qtbot):
 
 
 @pytest.fixture(autouse=True)
-def real_quit_prompt(monkeypatch):
+def real_quit_prompt(qtbot, monkeypatch):
     """Closing the window while a benchmark runs or a model file is measured asks first (a modal
     box that would wait forever in a test): answered Yes here, the questions kept on the window
-    as ``quit_questions``. Yields the real prompt for a test that shows it (setattr it back)."""
+    as ``quit_questions``. Yields the real prompt for a test that shows it (setattr it back).
+    It asks for ``qtbot`` so that its teardown runs before qtbot closes the test's windows: a test
+    that failed with the real prompt patched in would otherwise leave a modal box no one answers
+    (review 14: CI hung)."""
     try:
         from gpuselect.gui.app import MainWindow
     except ImportError:  # no PySide6: the Qt tests skip themselves
@@ -47,3 +50,4 @@ def real_quit_prompt(monkeypatch):
 
     monkeypatch.setattr(MainWindow, "_ask_quit", yes, raising=False)
     yield real
+    MainWindow._ask_quit = yes  # type: ignore[method-assign]  # for qtbot's closes; monkeypatch restores the real one last

@@ -170,3 +170,30 @@ def test_quitting_during_a_benchmark_asks_first_and_no_keeps_it_running(
     w.close()
     assert len(seen) == 2 and not w.isVisible()
     qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=20_000)  # cancelled and awaited
+
+
+def test_ctrl_c_while_the_quit_prompt_is_open_quits(qtbot, monkeypatch: pytest.MonkeyPatch, real_quit_prompt) -> None:
+    """Review 14: Qt ignores a close inside a close, so Ctrl+C (or --quit-after) with the quit
+    prompt open did nothing, and the benchmark went on."""
+    import threading
+
+    from PySide6.QtCore import QTimer
+
+    from gpuselect.bench.model import BenchReport, ProgressEvent
+
+    def endless(_cfg: BenchConfig, cancel: threading.Event):  # type: ignore[no-untyped-def]
+        yield ProgressEvent(step="cpu: matmul fp32", fraction=0.1, elapsed_s=0.1, eta_s=30.0)
+        while not cancel.wait(0.02):
+            pass
+        return BenchReport(devices=[], quick=False, torch_version="x", cancelled=True)
+
+    monkeypatch.setattr("gpuselect.bench.engine.run_benchmark", endless)
+    monkeypatch.setattr(MainWindow, "_ask_quit", real_quit_prompt)
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    w.bench.start()
+    QTimer.singleShot(200, w.close_without_asking)  # fires inside the prompt's own loop
+    w.close()
+    assert not w.isVisible()
+    qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=20_000)

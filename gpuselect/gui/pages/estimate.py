@@ -436,7 +436,13 @@ class EstimatePage(QWidget):
                     numeric=True,
                     tooltip="cheapest on-demand price, late 2025",
                 ),
-                Column("Energy", lambda r: r.energy_kwh, fmt=num(1, " kWh"), numeric=True),
+                Column(
+                    "Energy",
+                    lambda r: r.energy_kwh,
+                    fmt=num(1, " kWh"),
+                    tooltip="the GPUs' power (TDP x 0.85) over the run, not the host's; running costs use it",
+                    numeric=True,
+                ),
                 Column(
                     "Break-even",
                     lambda r: r.break_even_hours,
