@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 pytest.importorskip("PySide6")
@@ -11,6 +13,16 @@ from gpuselect.gui.app import MainWindow
 from gpuselect.gui.pages.bench import BenchPage, torch_gpu_notice
 from gpuselect.hardware.snapshot import detect
 from tests.fakes import fake_nvml as F
+
+
+def _endless(_cfg: BenchConfig, cancel: threading.Event):  # type: ignore[no-untyped-def]
+    """A benchmark that runs until it is cancelled."""
+    from gpuselect.bench.model import BenchReport, ProgressEvent
+
+    yield ProgressEvent(step="cpu: matmul fp32", fraction=0.1, elapsed_s=0.1, eta_s=30.0)
+    while not cancel.wait(0.02):
+        pass
+    return BenchReport(devices=[], quick=False, torch_version="x", cancelled=True)
 
 
 def test_notice_when_torch_cannot_use_the_gpu() -> None:
@@ -140,20 +152,11 @@ def test_quitting_during_a_benchmark_asks_first_and_no_keeps_it_running(
     qtbot, monkeypatch: pytest.MonkeyPatch, real_quit_prompt
 ) -> None:
     """QA 14c: Ctrl+Q during a run closed the app and dropped the run without a word."""
-    import threading
     import time
 
     from PySide6.QtWidgets import QMessageBox
 
-    from gpuselect.bench.model import BenchReport, ProgressEvent
-
-    def endless(_cfg: BenchConfig, cancel: threading.Event):  # type: ignore[no-untyped-def]
-        yield ProgressEvent(step="cpu: matmul fp32", fraction=0.1, elapsed_s=0.1, eta_s=30.0)
-        while not cancel.wait(0.02):  # a benchmark that runs until it is cancelled
-            pass
-        return BenchReport(devices=[], quick=False, torch_version="x", cancelled=True)
-
-    monkeypatch.setattr("gpuselect.bench.engine.run_benchmark", endless)
+    monkeypatch.setattr("gpuselect.bench.engine.run_benchmark", _endless)
     monkeypatch.setattr(MainWindow, "_ask_quit", real_quit_prompt)
     w = MainWindow()
     qtbot.addWidget(w)
@@ -175,19 +178,10 @@ def test_quitting_during_a_benchmark_asks_first_and_no_keeps_it_running(
 def test_ctrl_c_while_the_quit_prompt_is_open_quits(qtbot, monkeypatch: pytest.MonkeyPatch, real_quit_prompt) -> None:
     """Review 14: Qt ignores a close inside a close, so Ctrl+C (or --quit-after) with the quit
     prompt open did nothing, and the benchmark went on."""
-    import threading
 
     from PySide6.QtCore import QTimer
 
-    from gpuselect.bench.model import BenchReport, ProgressEvent
-
-    def endless(_cfg: BenchConfig, cancel: threading.Event):  # type: ignore[no-untyped-def]
-        yield ProgressEvent(step="cpu: matmul fp32", fraction=0.1, elapsed_s=0.1, eta_s=30.0)
-        while not cancel.wait(0.02):
-            pass
-        return BenchReport(devices=[], quick=False, torch_version="x", cancelled=True)
-
-    monkeypatch.setattr("gpuselect.bench.engine.run_benchmark", endless)
+    monkeypatch.setattr("gpuselect.bench.engine.run_benchmark", _endless)
     monkeypatch.setattr(MainWindow, "_ask_quit", real_quit_prompt)
     w = MainWindow()
     qtbot.addWidget(w)
