@@ -14,6 +14,11 @@ from typing import Any
 SCHEMA_VERSION = 1
 
 
+def plural(n: int, word: str) -> str:
+    """ "1 warning", "0 warnings": never "warning(s)" (every face's counts)."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 def to_jsonable(value: Any) -> Any:
     """Turn dataclasses, enums, paths, tuples and sets into JSON-safe values.
 

@@ -5,6 +5,16 @@ from __future__ import annotations
 from gpuselect.bench.text import measured
 from gpuselect.health.model import Severity
 from gpuselect.health.rules import HealthReport
+from gpuselect.output import plural
+
+
+def counts_line(counts: dict[str, int]) -> str:
+    """The findings counted by severity, as the CLI and the desktop app both say them."""
+    c = counts
+    return (
+        f"{c.get('critical', 0)} critical, {plural(c.get('warning', 0), 'warning')}, {c.get('info', 0)} info, "
+        f"{c.get('unknown', 0)} not checked, {c.get('ok', 0)} passed"
+    )
 
 
 def _num(v: object) -> str:
@@ -36,11 +46,7 @@ def format_health(report: HealthReport, *, verbose: bool = False) -> str:
             lines.append(f"    what to do: {f.remedy}")
     c = report.counts
     ok = c.get("ok", 0)
-    summary = (
-        f"{c.get('critical', 0)} critical, {c.get('warning', 0)} warning{'' if c.get('warning', 0) == 1 else 's'}, "
-        f"{c.get('info', 0)} info, "
-        f"{c.get('unknown', 0)} not checked, {ok} passed"
-    )
+    summary = counts_line(c)
     if report.worst.rank < Severity.WARNING.rank:
         summary = ("All checks passed: " if ok else "No problems found: ") + summary
     lines.append(summary + ("" if verbose or not ok else " (--verbose lists the passed checks)"))

@@ -24,6 +24,7 @@ from gpuselect.estimate.recommend import (
     verdict_line,
 )
 from gpuselect.health.text import with_unit
+from gpuselect.output import plural
 from gpuselect.workloads.model import sentence_start
 
 REDACTED = "[redacted]"
@@ -94,11 +95,6 @@ REGIME_LABELS = {
     "cpu_unsteady": "a benchmarked CPU whose own steps its fit misses (a busy machine)",
     "cpu_spec": "an unmeasured CPU",
 }
-
-
-def plural(n: int, word: str) -> str:
-    """ "1 warning", "0 warnings": never "warning(s)"."""
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def _three(v: float) -> str:

@@ -416,6 +416,7 @@ class HardwarePage(QWidget):
     @Slot(object, object)
     def _on_done(self, snap: Any, report: Any) -> None:
         from gpuselect.hardware.text import format_snapshot
+        from gpuselect.health.text import counts_line
 
         self._busy = False
         self._snapshot, self._report = snap, report
@@ -424,12 +425,7 @@ class HardwarePage(QWidget):
         c = report.counts
         n = len(snap.gpus)
         gpus = "no GPU" if n == 0 else f"{n} GPU" + ("s" if n > 1 else "")
-        health = (
-            f"Health: {c.get('critical', 0)} critical, {c.get('warning', 0)} warning"
-            + ("" if c.get("warning", 0) == 1 else "s")
-            + ", "
-            f"{c.get('info', 0)} info, {c.get('ok', 0)} passed."
-        )
+        health = f"Health: {counts_line(c)}."
         if n == 0:
             cpu = snap.cpu.model or "the CPU"
             cores = f", {snap.cpu.logical_cores} threads" if snap.cpu.logical_cores else ""
