@@ -691,11 +691,8 @@ def _row_at(
             a.batch_size,
             max_gpus=plausible_max(e, a.gpus_per_node, a.cluster_max_gpus),
             precisions=frozenset(p for p in ("fp16", "bf16", "bf16-true") if supports(e, p)),
+            sharding_given=a.sharding not in (None, Sharding.FSDP),
         )
-        if a.sharding not in (None, Sharding.FSDP):  # parameter offload needs it: the tip says so, or it is refused
-            base.suggestions = [
-                t.replace("(--offload params:", "(--offload params --sharding fsdp:") for t in base.suggestions
-            ]
         base.note = "; ".join(
             [
                 *notes,
@@ -1255,14 +1252,16 @@ def estimate(
     rows = []
     for e in entries:
         got: list[Fit] = []
+        card_rows = []
         for n in option_counts(a):
             if not plausible_count(e, n, a.gpus_per_node):
                 continue  # nobody builds it, whether --count asked for it or not (count_notes says so)
             if not a.counts and n * e.dies > a.max_gpus:
                 continue  # a box holds max_gpus GPUs: four MI250X (eight GCDs), not eight; none at --max-gpus 1
             first = got[0] if got else None
-            rows.append(_card_row(w, e, n, a, perf, single_fit=first, fit_out=got if n == 1 else None))
-        _say_what_sharding_frees([r for r in rows if r.gpu_id == e.id])
+            card_rows.append(_card_row(w, e, n, a, perf, single_fit=first, fit_out=got if n == 1 else None))
+        _say_what_sharding_frees(card_rows)
+        rows += card_rows
     if not rows and a.counts:
         names = ", ".join(e.name for e in entries[:3]) + (" …" if len(entries) > 3 else "")
         raise UsageError(

@@ -720,12 +720,15 @@ def suggestions(
     *,
     max_gpus: int = 256,
     precisions: frozenset[str] | None = None,
+    sharding_given: bool = False,
 ) -> list[str]:
     """Changes that make the workload fit this card, cheapest first; each one is checked to fit
     (with the other settings as given) before it is offered. ``max_gpus``: the most such cards
     anyone builds into one job (a laptop GPU 1, consumer cards 4): no sharding over more.
-    ``precisions``: those the card runs (None: any), so no precision it lacks is offered."""
-    return list(_suggestions(w, vram_gb, o, batch_size, shape, max_gpus, precisions))
+    ``precisions``: those the card runs (None: any), so no precision it lacks is offered.
+    ``sharding_given``: the user chose a sharding other than FSDP, which parameter offload needs:
+    its tip then says to choose FSDP too (it is refused without)."""
+    return list(_suggestions(w, vram_gb, o, batch_size, shape, max_gpus, precisions, sharding_given))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -737,6 +740,7 @@ def _suggestions(
     shape: TransformerShape | None,
     max_gpus: int = 256,
     precisions: frozenset[str] | None = None,
+    sharding_given: bool = False,
 ) -> tuple[str, ...]:
     tips: list[str] = []
     shape = shape or shape_of(w)
@@ -807,7 +811,8 @@ def _suggestions(
         mb = max(1, max_batch_size(w, vram_gb, po, shape))
         where = "one GPU" if o.gpus <= 1 else f"FSDP over the {o.gpus} GPUs"
         tips.append(
-            f"offloading the parameters to CPU memory (--offload params: {where}, checkpointing, batch up to {mb}; "
+            f"offloading the parameters to CPU memory (--offload params{' --sharding fsdp' if sharding_given else ''}: "
+            f"{where}, checkpointing, batch up to {mb}; "
             f"much slower; the host then holds about {host_gb:,.0f} GB of model state)"
         )
     return tuple(tips)
