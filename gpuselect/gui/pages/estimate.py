@@ -606,19 +606,13 @@ class EstimatePage(QWidget):
         sym = self.money.symbol
         self.electricity.setPrefix(sym)
         self.budget.setPrefix(sym)
-        boxes = (
+        for box, default, money in (
             (self.electricity, settings.electricity_usd_per_kwh * rate, True),
             (self.budget, (settings.default_budget_usd or 0) * rate, True),
             (self.deadline, settings.default_deadline_hours, False),
-        )
-        # What the user typed, read before any box changes (a per-rate maximum once cut a value in
-        # won first, and the cut value then counted as typed: ₩195 became $0.077, not $0.15).
-        typed_values = {
-            box: box.value() if box in self._defaults and self._defaults[box] != box.value() else None
-            for box, _, _ in boxes
-        }
-        for box, default, money in boxes:
-            typed = typed_values[box]
+        ):
+            # read before the box changes (a per-rate maximum once cut ₩195 first, read as typed)
+            typed = box.value() if box in self._defaults and self._defaults[box] != box.value() else None
             box.blockSignals(True)  # the estimate is scheduled below, once
             box.setValue(default)
             self._defaults[box] = box.value()  # as the box shows it (rounded to its decimals)
