@@ -16,6 +16,7 @@ on the time alone.
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from collections import Counter
 from pathlib import Path
@@ -37,6 +38,7 @@ def compare(before: Path, after: Path) -> None:
     priced = {"hourly rate moved": 0, "rental price dropped": 0, "rental price added": 0}
     # which cards moved, by rows: faster/slower by card; rental prices by card and count
     cards: dict[str, Counter[str]] = {k: Counter() for k in ("faster", "slower", *priced)}
+    moves: list[tuple[float, str, str, int]] = []  # (samples/s after / before - 1, preset, card, count)
     for wid in sorted(set(a) | set(b)):
         ra, rb = {(r[0], r[1]): r for r in a.get(wid, [])}, {(r[0], r[1]): r for r in b.get(wid, [])}
         counts = dict.fromkeys(totals, 0)
@@ -64,6 +66,7 @@ def compare(before: Path, after: Path) -> None:
             else:
                 way = "faster" if y[2] > x[2] else "slower"
                 counts[way] += 1
+                moves.append((y[2] / x[2] - 1, wid, key[0], key[1]))
                 cards[way][key[0]] += 1
         for k in totals:
             totals[k] += counts[k]
@@ -71,6 +74,16 @@ def compare(before: Path, after: Path) -> None:
             print(f"{wid:22s} " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     print("all presets            " + ", ".join(f"{k} {v}" for k, v in totals.items()))
     print("cloud cost             " + ", ".join(f"{k} {v}" for k, v in priced.items()))
+    if moves:
+        moves.sort()
+        q = [m[0] for m in moves]
+        at = lambda f: 100 * q[min(len(q) - 1, int(f * len(q)))]  # noqa: E731 - a percentile of the sorted moves
+        lo, hi = moves[0], moves[-1]
+        print(
+            f"samples/s of the {len(q)} rows that moved: median {100 * statistics.median(q):+.1f} %, p10 {at(0.1):+.1f} %, "
+            f"p90 {at(0.9):+.1f} %; least {100 * lo[0]:+.1f} % ({lo[1]} {lo[3]}x {lo[2]}), "
+            f"most {100 * hi[0]:+.1f} % ({hi[1]} {hi[3]}x {hi[2]})"
+        )
     for what, counter in cards.items():
         if counter:
             print(f"  {what}: " + ", ".join(f"{k} {v}" for k, v in counter.most_common()))
