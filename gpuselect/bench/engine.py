@@ -553,6 +553,9 @@ def measure_train(r: _Runner, res: DeviceResult, model_name: str, batch_sizes: t
             r.empty_cache()
             break
         per_step = statistics.median(samples)
+        # the next batch is predicted from the median, not from the one step timed first: a single
+        # stalled step on a busy machine predicted ~2 s at batch 16 for a 1 ms step and skipped it
+        prev = (bs, per_step)
         res.train_steps.append(TrainStep(model_name, bs, round(bs / per_step, 2), round(per_step * 1e3, 3), on_accel))
         yield f"{model_name} batch {bs}"
 

@@ -349,3 +349,39 @@ def test_progress_names_only_steps_it_measures_and_its_eta_stays_inside_the_time
     assert "matmul tf32" in report.devices[0].skipped  # still recorded, with its reason
     # at most what the box leaves (1.5 s from the start), never the 1 s step extrapolated over the plan
     assert all(e.eta_s is None or e.eta_s <= max(0.0, 1.5 - e.elapsed_s) + 0.05 for e in events)
+
+
+def test_the_next_batch_is_predicted_from_the_median_step_not_one_stalled_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # On a busy machine the first timed step stalled (0.3 s) and every other took ~1 ms: batch 16
+    # was predicted from the stall (~4.8 s a step) and skipped, while the batch-1 rate printed
+    # beside it said 1 ms a step.
+    import time as _time
+
+    from gpuselect.bench import engine
+
+    calls = {"n": 0}
+
+    class Stalls(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 2)
+
+        def forward(self, x):
+            calls["n"] += 1
+            _time.sleep(0.3 if calls["n"] == 2 else 0.001)  # call 1 is the warm-up, 2 the first timed step
+            return self.lin(x)
+
+    monkeypatch.setattr(
+        engine,
+        "_make_model",
+        lambda t, name: (Stalls(), lambda bs: (t.randn(bs, 4), t.randint(0, 2, (bs,))), t.nn.CrossEntropyLoss()),
+    )
+    cfg = BenchConfig(quick=True, devices=("cpu",), budget_s=0.1)
+    (dev,) = engine.select_devices(engine.list_devices(torch), ("cpu",))
+    runner = engine._Runner(torch, dev, cfg, threading.Event())
+    runner.deadline = _time.perf_counter() + 3.0
+    res = DeviceResult("cpu", "cpu", "cpu")
+    list(engine.measure_train(runner, res, "stalls", (1, 16)))
+    assert [s.batch_size for s in res.train_steps] == [1, 16], res.skipped
