@@ -44,7 +44,9 @@ def this_machine(*, snapshot: Any = None, bench: Any = None, nvml: Any = None, p
         from gpuselect.bench.findings import bench_findings
 
         bench, notes = _own_devices(snapshot, bench)
-        extra = bench_findings(bench)
+        # a record none of whose devices is this machine's says nothing about it: its busy-machine
+        # warning stood in this machine's health beside the note that the record is not used
+        extra = bench_findings(bench) if bench.devices else []
         if _busy(bench) and any(d.kind == "cpu" for d in bench.devices):
             notes.append(
                 f"the benchmark ran while other processes used {100 * bench.other_cpu_share:.0f} % of the CPUs: "

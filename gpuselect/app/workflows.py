@@ -116,6 +116,7 @@ def build_machine_report(
         machine.snapshot,
         machine.health,
         bench=machine.bench,
+        bench_notes=machine.bench_notes,
         estimate=result,
         redact=redact,
         catalog=catalog or load_catalog(),

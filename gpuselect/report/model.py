@@ -185,8 +185,13 @@ def _health_section(health: Any) -> Section:
     return s
 
 
-def _bench_section(bench: Any) -> Section:
+def _bench_section(bench: Any, notes: list[str]) -> Section:
+    """``notes``: what of a loaded result is not this machine's (app.machine), said in the report
+    too: it printed "No training step was measured" over an empty table for another machine's run."""
     s = Section("Benchmark")
+    s.lines += [n[:1].upper() + n[1:] + "." for n in notes]
+    if not bench.devices:
+        return s
     s.lines.append(
         f"{'Quick' if bench.quick else 'Full'} run with torch {bench.torch_version}, {bench.duration_s:.1f} s"
         + (" (cancelled: partial)" if bench.cancelled else "")
@@ -638,6 +643,7 @@ def build_report(
     health: Any,
     *,
     bench: Any = None,
+    bench_notes: list[str] | None = None,
     estimate: Any = None,
     redact: bool = False,
     catalog: Any = None,
@@ -658,7 +664,7 @@ def build_report(
         verdict = f"Hardware health: {health.worst.value.upper()} ({plural(len(snapshot.gpus), 'GPU') if snapshot.gpus else 'no GPU'})"
     sections = [_machine_section(snap, redact), _health_section(health)]
     if bench is not None:
-        sections.append(_bench_section(bench))
+        sections.append(_bench_section(bench, bench_notes or []))
     if estimate is not None:
         sections += [_workload_section(estimate, money, redact), _estimate_section(estimate, top, money)]
         memory = _memory_section(estimate, top)

@@ -314,3 +314,26 @@ def test_the_report_table_marks_missed_deadlines_and_the_options_the_advice_name
     if rec.value_alt is not None:
         assert any("(named in the advice)" in x for x in labels)
     assert not any("  (" in x for x in labels)
+
+
+def test_a_benchmark_of_another_machine_is_named_in_the_report_and_adds_no_finding() -> None:
+    # `report --bench FILE` with another machine's record: the note went to stderr only; the
+    # report showed "No training step was measured in this run" over an empty table, and its
+    # busy-machine warning stood in this machine's health.
+    import dataclasses
+
+    from gpuselect.bench.model import BenchReport, DeviceResult, TrainStep
+
+    m = this_machine(nvml=a100x2())
+    cpu = DeviceResult(
+        "cpu", "AMD EPYC 9654 96-Core Processor", "cpu", logical_cores=(m.snapshot.cpu.logical_cores or 2) + 190
+    )
+    cpu = dataclasses.replace(cpu, train_steps=[TrainStep("simple_cnn", 16, 4000.0, 4.0, False)])
+    bench = BenchReport(devices=[cpu], quick=True, torch_version="2.5", other_cpu_share=0.4)
+    foreign = this_machine(snapshot=m.snapshot, bench=bench)
+    assert foreign.bench.devices == [] and foreign.bench_notes
+    assert not any(f.id.startswith("bench.") for f in foreign.health.findings)
+    report = build_machine_report(foreign, None, settings=Settings())
+    sec = next(s for s in report.sections if s.title == "Benchmark")
+    assert any("AMD EPYC 9654" in line and "not used here" in line for line in sec.lines)
+    assert not any("No training step was measured" in line for line in sec.lines) and sec.table is None
