@@ -79,9 +79,19 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
 
-def _load_bench(path: str) -> list[dict]:  # type: ignore[type-arg]
+def _load_bench(path: str, *, nvml: object = None) -> list[dict]:  # type: ignore[type-arg]
+    import sys
+
+    from gpuselect.app.machine import bench_from_doc, this_machine
     from gpuselect.bench.io import load_bench_file
 
     # The bounded, checked reader --bench uses everywhere: a FIFO, /dev/zero, a binary or a damaged
     # file is one sentence, not a hang, a full memory or an internal error.
-    return [d for d in load_bench_file(path)["devices"] if isinstance(d, dict)]
+    doc = load_bench_file(path)
+    # Only this machine's devices, as `estimate --bench` keeps them: another machine's record was
+    # served under this host's name, as if measured here.
+    machine = this_machine(bench=bench_from_doc(doc), nvml=nvml)
+    for note in machine.bench_notes:
+        print(f"gpuselect exporter: {note}", file=sys.stderr, flush=True)
+    own = {d.device for d in machine.bench.devices}
+    return [d for d in doc["devices"] if isinstance(d, dict) and d.get("device") in own]

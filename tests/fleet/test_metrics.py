@@ -299,3 +299,23 @@ def test_a_gpu_that_drops_out_of_nvml_stays_reported_as_lost_and_renumbering_doe
     fake.gpus[1].lost = True
     again = _info(collect)
     assert again["1/GPU-C"]["state"] == "lost" and again["1/GPU-B"]["state"] == "lost"
+
+
+def test_exporter_serves_only_this_machines_devices_of_a_saved_benchmark(
+    capsys: pytest.CaptureFixture[str], tmp_path
+) -> None:
+    # Another machine's record (an H100 server's) was served under this host's name, as if
+    # measured here; `estimate --bench` already left it out with a sentence.
+    from gpuselect.commands.exporter import _load_bench
+    from gpuselect.hardware.cpu import detect_cpu
+
+    here = detect_cpu()
+    cpu = {"device": "cpu", "name": here.model or "cpu", "kind": "cpu", "matmul_tflops": {"fp32": 0.1}}
+    h100 = {"device": "cuda:0", "name": "NVIDIA H100 80GB HBM3", "kind": "cuda", "matmul_tflops": {"bf16": 700.0}}
+    p = tmp_path / "bench.json"
+    p.write_text(json.dumps({"schema_version": 1, "kind": "bench", "devices": [cpu, h100]}))
+    served = _load_bench(str(p), nvml=F.rtx3090())
+    assert [d["device"] for d in served] == ["cpu"]
+    err = capsys.readouterr().err
+    assert "NVIDIA H100 80GB HBM3 (cuda:0)" in err and "not used here" in err
+    assert [d["device"] for d in _load_bench(str(p), nvml=F.h100x8())] == ["cpu", "cuda:0"]
