@@ -17,6 +17,7 @@ from gpuselect.hardware.nvml_access import (
     ERROR_RESET_REQUIRED,
     ERROR_TIMEOUT,
     ERROR_UNKNOWN,
+    reason_for_code,
 )
 from gpuselect.hardware.types import FrameworkInfo, GpuInfo, Snapshot
 from gpuselect.health import thresholds as T  # noqa: N812 - short module alias, used as a namespace as in the formulas
@@ -72,13 +73,31 @@ def rule_state(g: GpuInfo) -> Iterable[Finding]:
             threshold="responding",
         )
     elif g.state == "error":
+        why = g.unavailable.get("device", "NVML could not open the device")
+        if why == reason_for_code(ERROR_NO_PERMISSION):
+            # A GPU this user or job may not open (a Slurm job's cgroup, a container's device list)
+            # is not a failing GPU: it was critical, with the remedy of a broken driver.
+            yield Finding(
+                "gpu.no_permission",
+                Severity.WARNING,
+                _dev(g),
+                "GPU not accessible to this user or job",
+                why,
+                remedy="if you should have this GPU: add your user to the group owning /dev/nvidia* (often "
+                "'video'), or check the job's GPU allocation (Slurm cgroups) or the container's device list",
+                value="no permission",
+                threshold="opens",
+            )
+            return
         yield Finding(
             "gpu.error",
             Severity.CRITICAL,
             _dev(g),
             "GPU could not be opened",
-            g.unavailable.get("device", "NVML could not open the device"),
+            why,
             remedy="check the driver installation and the kernel log (dmesg) for NVIDIA Xid errors",
+            value="cannot open",
+            threshold="opens",
         )
 
 
@@ -635,7 +654,17 @@ def rule_nvml(s: Snapshot) -> Iterable[Finding]:
             threshold="NVML starts",
         )
     elif s.nvml.available and s.nvml.error:
-        yield Finding("nvml.error", Severity.WARNING, "system", "NVML works only partly", s.nvml.error)
+        yield Finding(
+            "nvml.error",
+            Severity.WARNING,
+            "system",
+            "NVML works only partly",
+            s.nvml.error,
+            remedy="run `nvidia-smi` to see whether the driver answers; check the kernel log (dmesg) for NVIDIA "
+            "Xid errors, and reboot or reinstall the driver if it keeps failing",
+            value="partial",
+            threshold="every query answers",
+        )
 
 
 def _amdgpu_present() -> bool:
@@ -651,7 +680,17 @@ def rule_amdsmi(s: Snapshot) -> Iterable[Finding]:
     amd = s.amd
     if amd.available:
         if amd.error:
-            yield Finding("amdsmi.error", Severity.WARNING, "system", "amdsmi works only partly", amd.error)
+            yield Finding(
+                "amdsmi.error",
+                Severity.WARNING,
+                "system",
+                "amdsmi works only partly",
+                amd.error,
+                remedy="run `amd-smi list` to see whether the driver answers; check the kernel log (dmesg) for "
+                "amdgpu errors and that the amdsmi package matches the installed ROCm",
+                value="partial",
+                threshold="every query answers",
+            )
         return
     if not amd.error or "not installed" in amd.error:
         return
@@ -734,6 +773,8 @@ def _framework_rules(s: Snapshot, fw: FrameworkInfo) -> Iterable[Finding]:
                 f"{fw.name} failed to start",
                 fw.probe_error,
                 remedy=f"reinstall {fw.name}; run `python -c 'import {fw.name}'` to see the full error",
+                value="failed",
+                threshold="imports",
             )
         elif fw.sees_gpu is False and not (nvidia and fw.cpu_only_build):  # the CPU-only warning says why
             amd = all(g.vendor == "AMD" for g in s.gpus)

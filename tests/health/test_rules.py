@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuselect.hardware.snapshot import detect
-from gpuselect.hardware.types import FrameworkInfo, Snapshot
+from gpuselect.hardware.types import BackendStatus, FrameworkInfo, Snapshot
 from gpuselect.health import thresholds as T
 from gpuselect.health.model import Severity
 from gpuselect.health.rules import EXIT_CRITICAL, EXIT_FINE, EXIT_WARNINGS, evaluate
@@ -45,9 +45,28 @@ def test_healthy_card_all_fine() -> None:
         assert f.severity in (Severity.OK, Severity.INFO), f
 
 
+def _partly_failing() -> list[F.FakeNVML]:
+    """NVML up but failing part-way: the GPU count, one GPU's handle (a permission a job's cgroup
+    denies, an unknown error), a framework that fails to import."""
+    count = F.healthy()
+    count.nvmlDeviceGetCount = lambda: F._raise(999)  # type: ignore[method-assign]
+    denied, broken = F.a100x2_ecc(), F.a100x2_ecc()
+    denied.gpus[0].handle_error = F._real.NVML_ERROR_NO_PERMISSION
+    broken.gpus[0].handle_error = F._real.NVML_ERROR_UNKNOWN
+    return [count, denied, broken]
+
+
 def test_every_finding_has_the_required_fields() -> None:
-    for make in F.SCENARIOS.values():
-        for f in evaluate(snap(make())).findings:
+    # A warning or critical finding without what was measured, the threshold and what to do
+    # ("NVML works only partly", "GPU could not be opened", a framework failing to start) left a
+    # user with a bare title (review of session 15).
+    failing_fw = FrameworkInfo("torch", True, "2.5.0", probed=True, probe_error="ImportError: libcudart")
+    snaps = [snap(make()) for make in F.SCENARIOS.values()]
+    snaps += [snap(fake) for fake in _partly_failing()]
+    snaps.append(snap(F.healthy(), frameworks=[failing_fw]))
+    snaps.append(snap(F.healthy(), amd=BackendStatus("amdsmi", True, error="cannot list GPUs: DRM error")))
+    for s in snaps:
+        for f in evaluate(s).findings:
             assert f.id and f.title and f.detail is not None and f.device
             if f.severity in (Severity.WARNING, Severity.CRITICAL):
                 assert f.remedy, f"{f.id} has no remedy"
@@ -362,3 +381,13 @@ def test_temperature_past_shutdown_and_with_only_a_shutdown_point_say_so() -> No
     only = F.FakeGpu(temperature=88, thresholds={0: 92}, field_thresholds=None)
     f = one(evaluate(snap(F.FakeNVML([only]))), "gpu.temperature")
     assert "only its shutdown point (92 °C)" in f.detail and "no thresholds" not in f.detail
+
+
+def test_a_gpu_this_user_may_not_open_is_a_warning_with_a_permission_remedy() -> None:
+    # Under a Slurm job's cgroup NVML lists every GPU of the node but denies the ones not
+    # allocated: that was "critical: GPU could not be opened — check the kernel log for Xid errors".
+    denied, broken = _partly_failing()[1:]
+    f = one(evaluate(snap(denied)), "gpu.no_permission")
+    assert f.severity is Severity.WARNING and "Slurm" in (f.remedy or "") and f.device.startswith("gpu0")
+    assert not by_id(evaluate(snap(denied)), "gpu.error")
+    assert one(evaluate(snap(broken)), "gpu.error").severity is Severity.CRITICAL
