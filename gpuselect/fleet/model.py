@@ -138,7 +138,9 @@ class RankInfo:
     gpus_on_node: int
     health_worst: str
     health_counts: dict[str, int]
-    findings: list[dict[str, Any]]  # findings that are not "ok": severity, id, device, title, remedy
+    findings: list[
+        dict[str, Any]
+    ]  # findings that are not "ok": severity, id, device, title, detail, value, threshold, unit, remedy
     bench: dict[str, Any] | None = None  # key figures of `bench --quick` on this rank's device
     stage_s: dict[str, float] = field(default_factory=dict)  # seconds per stage on this rank
     error: str | None = None

@@ -376,8 +376,10 @@ def local_info(
 
     snap = detect(probe=cfg.probe)
     health = evaluate(snap)
+    # what was measured and the threshold too, as `health` gives them: the report said only the title
+    keys = ("id", "device", "title", "detail", "value", "threshold", "unit", "remedy")
     findings = [
-        {"severity": f.severity.value, "id": f.id, "device": f.device, "title": f.title, "remedy": f.remedy}
+        {"severity": f.severity.value, **{k: getattr(f, k) for k in keys}}
         for f in health.findings
         if f.severity.value != "ok"
     ]

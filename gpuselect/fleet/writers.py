@@ -75,6 +75,22 @@ def bandwidth_table(points: list[BandwidthPoint]) -> list[list[str]]:
     return rows
 
 
+def _judged(f: dict[str, Any]) -> str:
+    """What was measured, the threshold and what to do, as `health` says them (a report saved
+    before they were kept has none)."""
+    from gpuselect.health.text import with_unit
+
+    def shown(v: Any) -> str:
+        return with_unit(measured(v) if isinstance(v, float) else str(v), v, f.get("unit"))
+
+    out = ""
+    if f.get("value") is not None or f.get("threshold") is not None:
+        out += f" (measured {shown(f.get('value'))}; threshold {shown(f.get('threshold'))})"
+    if f.get("remedy"):
+        out += f"; what to do: {f['remedy']}"
+    return out
+
+
 def _sections(rep: FleetReport) -> list[tuple[str, list[str], list[list[str]] | None]]:
     """(title, lines, table) shared by Markdown, PDF and text."""
     out: list[tuple[str, list[str], list[list[str]] | None]] = []
@@ -126,7 +142,7 @@ def _sections(rep: FleetReport) -> list[tuple[str, list[str], list[list[str]] | 
     out.append(("Ranks and their devices", [], gpus))
     findings = sorted(
         {
-            (f["severity"], r.node, f.get("device") or "", f["title"])
+            (f["severity"], r.node, f.get("device") or "", f["title"], _judged(f))
             for r in rep.ranks
             for f in r.findings
             if f["severity"] in ("warning", "critical")
@@ -135,7 +151,11 @@ def _sections(rep: FleetReport) -> list[tuple[str, list[str], list[list[str]] | 
     )
     if findings:
         out.append(
-            ("Health findings (warnings and critical)", [f"[{s}] {n} {d}: {t}" for s, n, d, t in findings], None)
+            (
+                "Health findings (warnings and critical)",
+                [f"[{s}] {n} {d}: {t}{j}" for s, n, d, t, j in findings],
+                None,
+            )
         )
     lines = [rep.method]
     if rep.bandwidth:

@@ -191,3 +191,22 @@ def test_fleet_numbers_are_refused_in_plain_words(
         main(["fleet", *argv])
     err = capsys.readouterr().err
     assert words in err and len(err) < 300
+
+
+def test_the_fleet_report_says_what_each_finding_measured_its_threshold_and_what_to_do(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    # The fleet report kept only each finding's title and remedy: "3 uncorrectable ECC errors"
+    # with no threshold, "row remap pending" with nothing measured.
+    from tests.fakes import fake_nvml as F
+
+    for var in LAUNCH_VARS:
+        monkeypatch.delenv(var, raising=False)
+    fake = F.a100x2_ecc()
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: fake)
+    out = tmp_path / "fleet.md"
+    assert main(["fleet", "--format", "json", "--no-probe", "--output", str(out)]) == 0
+    (rank,) = json.loads(capsys.readouterr().out)["report"]["ranks"]
+    ecc = next(f for f in rank["findings"] if f["id"] == "gpu.ecc")
+    assert (ecc["value"], ecc["threshold"], ecc["unit"]) == (3, 1, "errors") and ecc["remedy"] and ecc["detail"]
+    assert "(measured 3 errors; threshold 1 error); what to do: drain the GPU" in out.read_text()
