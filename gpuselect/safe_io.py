@@ -117,10 +117,14 @@ def _no_constant(name: str) -> float:
 
 def parse_json(text: str, *, what: str, path: str | os.PathLike[str], max_depth: int = MAX_DEPTH) -> Any:
     """JSON without NaN/Infinity (not JSON, and they poison every figure computed from them)."""
+    if not text.strip():
+        # what `gpuselect bench --format json > FILE` leaves when it is interrupted or fails
+        raise DataError(f"the {what} {path} is empty (a run interrupted while writing to it leaves an empty file)")
     try:
         doc = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
-        raise DataError(f"the {what} {path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        # "line 64: Unterminated string starting at", not "... starting at at line 64"
+        raise DataError(f"the {what} {path} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
     except ValueError as exc:
         raise DataError(f"the {what} {path} is not valid JSON ({exc})") from None
     except RecursionError:

@@ -106,6 +106,18 @@ def test_reader_refuses_deep_nesting_and_nan(tmp_path: Path) -> None:
         read_json(f)
 
 
+def test_an_empty_or_cut_off_json_file_is_said_plainly(tmp_path: Path) -> None:
+    # `gpuselect bench --format json > b.json` interrupted leaves an empty file: it read "is not
+    # valid JSON (Expecting value at line 1)"; a cut-off one "(Unterminated string starting at at line 2)".
+    f = tmp_path / "b.json"
+    f.write_text("")
+    with pytest.raises(DataError, match=r"b\.json is empty \(a run interrupted"):
+        read_json(f, what="benchmark result")
+    f.write_text('{\n "kind": "ben')
+    with pytest.raises(DataError, match=r"not valid JSON \(line 2: Unterminated string starting at\)$"):
+        read_json(f, what="benchmark result")
+
+
 # --- settings.json --------------------------------------------------------------------------
 
 
