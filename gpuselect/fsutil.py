@@ -51,6 +51,18 @@ def written_by_gpuselect(path: Path) -> bool:
     )
 
 
+def _saved_record_kind(path: Path) -> str | None:
+    """ "benchmark record" or "estimate" for a file that starts like gpuselect's JSON of one: the
+    user's data (a record ``--bench`` reads), so replacing it still needs ``--force``."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+    except OSError:
+        return None
+    m = re.match(rb'\{\s*"schema_version": \d+,\s*"kind": "(bench|estimate)"', head)
+    return None if m is None else {b"bench": "benchmark record", b"estimate": "estimate"}[m.group(1)]
+
+
 def _read_only(target: Path, st: os.stat_result) -> bool:
     """No write permission, or none in its mode bits: root may write a 0444 file, but its owner
     marked it read-only, and a report must not replace it."""
@@ -86,9 +98,9 @@ def check_output(
     if _read_only(target, st):
         raise OutputError(f"{target} is read-only; choose another file or make it writable")
     if not force and not written_by_gpuselect(target):
-        raise OutputError(
-            f"{target} exists and was not written by gpuselect; choose another file, or pass --force to replace it"
-        )
+        kind = _saved_record_kind(target)
+        what = f"is a saved gpuselect {kind} (kept unless asked)" if kind else "was not written by gpuselect"
+        raise OutputError(f"{target} exists and {what}; choose another file, or pass --force to replace it")
 
 
 def atomic_write_bytes(

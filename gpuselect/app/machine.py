@@ -5,6 +5,7 @@ user's GPUs as owned cards, a critical finding keeping a card out of the plan)."
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -47,6 +48,7 @@ def this_machine(*, snapshot: Any = None, bench: Any = None, nvml: Any = None, p
         # a record none of whose devices is this machine's says nothing about it: its busy-machine
         # warning stood in this machine's health beside the note that the record is not used
         extra = bench_findings(bench) if bench.devices else []
+        notes += _age_notes(bench)
         if _busy(bench) and any(d.kind == "cpu" for d in bench.devices):
             notes.append(
                 f"the benchmark ran while other processes used {100 * bench.other_cpu_share:.0f} % of the CPUs: "
@@ -54,6 +56,35 @@ def this_machine(*, snapshot: Any = None, bench: Any = None, nvml: Any = None, p
                 "estimate takes the wide band of such records; run `gpuselect bench` again on a quiet machine"
             )
     return Machine(snapshot, evaluate(snapshot, extra), bench, notes)
+
+
+#: A saved benchmark older than this is named with its age: drivers, firmware and load change.
+STALE_BENCH_DAYS = 90
+
+
+def _age_notes(bench: Any, now: dt.datetime | None = None) -> list[str]:
+    """A sentence when a saved record is old or was taken by another gpuselect version: it is
+    matched to this machine by its devices alone. Records written before the bench stamped them
+    (no ``taken_at``) say nothing."""
+    from gpuselect import __version__
+
+    taken = getattr(bench, "taken_at", None)
+    if not taken or not bench.devices:
+        return []
+    when = dt.datetime.fromisoformat(taken)
+    days = ((now or dt.datetime.now(dt.UTC)) - when).total_seconds() / 86400
+    version = getattr(bench, "app_version", None)
+    reasons = []
+    if days > STALE_BENCH_DAYS:
+        reasons.append(f"is {days:.0f} days old (taken {when:%Y-%m-%d})")
+    if version and version != __version__:
+        reasons.append(f"was taken by gpuselect {version} (this is {__version__})")
+    if not reasons:
+        return []
+    return [
+        f"the benchmark {' and '.join(reasons)}: if the machine, its drivers or its load changed since, "
+        "run `gpuselect bench` again"
+    ]
 
 
 def _busy(bench: Any) -> bool:
@@ -149,6 +180,8 @@ def bench_from_doc(doc: dict[str, Any]) -> Any:
             bool(meta.get("cancelled", False)),
             float(meta.get("duration_s", 0.0)),
             other_cpu_share=_share(meta.get("other_cpu_share")),
+            taken_at=meta.get("taken_at"),
+            app_version=meta.get("app_version"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"the benchmark result is not in the expected form ({type(exc).__name__}: {exc})") from exc

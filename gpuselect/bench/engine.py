@@ -10,6 +10,7 @@ within that.
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import functools
 import os
 import statistics
@@ -635,7 +636,15 @@ def run_benchmark(cfg: BenchConfig, cancel: CancelFlag | None = None) -> Generat
     n_batches = len(cfg.train_batch_sizes())
     total = sum(len(p) + len(cfg.models) * n_batches for _, p in plans)
     done = 0
-    report = BenchReport(devices=[], quick=cfg.quick, torch_version=str(torch.__version__))
+    from gpuselect import __version__
+
+    report = BenchReport(
+        devices=[],
+        quick=cfg.quick,
+        torch_version=str(torch.__version__),
+        taken_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        app_version=__version__,
+    )
 
     box_end, boxes_left = start + cfg.device_time_box_s(), max(0, len(plans) - 1)
 

@@ -8,6 +8,7 @@ instead of turning into "about -0.0 h" or "~nan h".
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 from collections.abc import Mapping
@@ -77,6 +78,20 @@ def validate_bench_doc(doc: Any, *, source: str) -> dict[str, Any]:
         raise c.fail("its device list", "is empty: nothing was measured")
     if "report" in doc and not isinstance(doc["report"], dict):
         raise c.fail("its report entry", "must be a JSON object")
+    meta = doc.get("report", {})
+    for key in ("taken_at", "app_version"):
+        text = meta.get(key)
+        if text is not None and (not isinstance(text, str) or len(text) > 40 or _CONTROL.search(text)):
+            raise c.fail(f"its report.{key}", "must be plain text of at most 40 characters")
+    if meta.get("taken_at") is not None:
+        try:
+            when = dt.datetime.fromisoformat(meta["taken_at"])
+        except ValueError:
+            raise c.fail("its report.taken_at", f"is {meta['taken_at']!r}, not an ISO 8601 date and time") from None
+        if when.tzinfo is None:
+            raise c.fail(
+                "its report.taken_at", f"is {meta['taken_at']!r}, without its time zone (the bench writes UTC)"
+            )
     named: set[str] = set()
     for i, dev in enumerate(doc["devices"]):
         if not isinstance(dev, dict):

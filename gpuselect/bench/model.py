@@ -103,6 +103,10 @@ class BenchReport:
     #: Share of the machine's CPU time other processes used while it ran (Linux; None elsewhere):
     #: a busy machine's figures are low, and they feed this machine's estimates.
     other_cpu_share: float | None = None
+    #: When and by which gpuselect the record was taken (UTC, ISO 8601): a saved record is matched to
+    #: a machine by its devices alone, so the estimate names its date and a reader can tell its age.
+    taken_at: str | None = None
+    app_version: str | None = None
     method: str = (
         "median of repeated, synchronised runs after warm-up; matmul TFLOP/s = 2*M*N*K/time; "
         "bandwidth counts bytes read + written; training steps include forward, backward, "

@@ -21,6 +21,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quick", action="store_true", help="about 10 s on a small machine (default run: about a minute)"
     )
+    parser.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="also save the record (the JSON that `estimate --bench FILE` reads) here, written atomically "
+        "and only when the run completes (`> FILE` leaves an empty file when interrupted)",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="replace an existing FILE (a saved record is yours: kept unless asked)"
+    )
 
 
 def _progress(ev: object) -> None:
@@ -47,21 +57,35 @@ def run(args: argparse.Namespace) -> int:
         from gpuselect.errors import UsageError
 
         raise UsageError("--device names no device: give cpu, cuda:N, mps or all")
+    if args.output:
+        from gpuselect.fsutil import check_output
+
+        check_output(args.output, force=args.force)  # before a minute of measuring, not after
     cancel = threading.Event()
     cfg = BenchConfig(quick=args.quick, devices=devices)
     try:
         report = run_to_completion(cfg, cancel, on_event=_progress)
     except KeyboardInterrupt:
         cancel.set()
-        print("\ngpuselect: benchmark cancelled", file=sys.stderr)
+        kept = f": {args.output} was not written" if args.output else ""
+        print(f"\ngpuselect: benchmark cancelled{kept}", file=sys.stderr)
         return 130
     if sys.stderr.isatty():
         print(file=sys.stderr)
     from gpuselect.bench.findings import bench_findings
 
     findings = bench_findings(report)
+    doc = json_document({"report": report, "devices": report.devices, "findings": findings}, kind="bench")
+    if args.output:
+        from gpuselect.fsutil import atomic_write_text, check_output
+
+        if report.cancelled:
+            print(f"gpuselect: the benchmark was cancelled: {args.output} was not written", file=sys.stderr)
+        else:
+            check_output(args.output, force=args.force)  # again: a file that appeared during the run
+            print(f"wrote {atomic_write_text(args.output, doc + chr(10))} (benchmark record)", file=sys.stderr)
     if args.format == "json":
-        print(json_document({"report": report, "devices": report.devices, "findings": findings}, kind="bench"))
+        print(doc)
     else:
         print(format_bench(report))
         for f in findings:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from pathlib import Path
 
 import pytest
 import torch
@@ -385,3 +386,78 @@ def test_the_next_batch_is_predicted_from_the_median_step_not_one_stalled_step(
     res = DeviceResult("cpu", "cpu", "cpu")
     list(engine.measure_train(runner, res, "stalls", (1, 16)))
     assert [s.batch_size for s in res.train_steps] == [1, 16], res.skipped
+
+
+def _tiny_bench(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("gpuselect.bench.model.BenchConfig.measurement_budget_s", lambda self: 0.03)
+    monkeypatch.setattr("gpuselect.bench.model.BenchConfig.device_time_box_s", lambda self: 600.0)
+    monkeypatch.setattr("gpuselect.bench.model.BenchConfig.train_batch_sizes", lambda self: (2,))
+
+
+def test_bench_output_saves_a_stamped_record_that_estimate_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _tiny_bench(monkeypatch)
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--device", "cpu", "--quick", "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert f"wrote {out}" in captured.err and "matmul" in captured.out  # the summary still on screen
+    doc = json.loads(out.read_text())
+    import datetime as dt
+
+    from gpuselect import __version__
+
+    assert doc["report"]["app_version"] == __version__
+    assert dt.datetime.fromisoformat(doc["report"]["taken_at"]).tzinfo is not None
+    from gpuselect.app.machine import load_bench
+
+    assert load_bench(out).taken_at == doc["report"]["taken_at"]
+    # a saved record is the user's: replaced only when asked, refused before any measuring
+    monkeypatch.setattr("gpuselect.bench.engine.run_to_completion", lambda *a, **k: pytest.fail("measured"))
+    assert main(["bench", "--device", "cpu", "--quick", "-o", str(out)]) == 1
+    assert "is a saved gpuselect benchmark record (kept unless asked)" in capsys.readouterr().err
+    assert json.loads(out.read_text()) == doc
+
+
+def test_bench_output_is_not_written_when_the_run_is_cancelled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("gpuselect.bench.engine.run_to_completion", interrupted)
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--device", "cpu", "--quick", "-o", str(out)]) == 130
+    assert not out.exists() and f"{out} was not written" in capsys.readouterr().err
+
+
+def test_a_saved_record_names_its_age_and_another_version() -> None:
+    import datetime as dt
+
+    from gpuselect import __version__
+    from gpuselect.app.machine import _age_notes
+
+    res = DeviceResult("cpu", "Some CPU", "cpu")
+    now = dt.datetime(2026, 11, 25, tzinfo=dt.UTC)
+    fresh = BenchReport(
+        [res], quick=True, torch_version="x", taken_at="2026-11-20T10:00:00+00:00", app_version=__version__
+    )
+    assert _age_notes(fresh, now) == []
+    old = BenchReport([res], quick=True, torch_version="x", taken_at="2026-05-01T10:00:00+00:00", app_version="0.0.1")
+    (note,) = _age_notes(old, now)
+    assert "208 days old (taken 2026-05-01)" in note and "gpuselect 0.0.1" in note and "gpuselect bench" in note
+    unstamped = BenchReport([res], quick=True, torch_version="x")  # written before records were stamped
+    assert _age_notes(unstamped, now) == []
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [("yesterday", "not an ISO 8601"), ("2026-11-25T10:00:00", "without its time zone"), (5, "plain text")],
+)
+def test_a_bad_stamp_is_refused_in_one_sentence(value: object, said: str) -> None:
+    from gpuselect.bench.io import validate_bench_doc
+    from gpuselect.errors import DataError
+
+    doc = {"kind": "bench", "devices": [{"device": "cpu"}], "report": {"taken_at": value}}
+    with pytest.raises(DataError, match=said):
+        validate_bench_doc(doc, source="b.json")
