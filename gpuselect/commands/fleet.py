@@ -5,6 +5,7 @@ Launch under torchrun (or srun running torchrun on each node); rank 0 writes the
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -190,10 +191,43 @@ def _load(path: str) -> FleetReport:
     try:
         rep = report_from_dict(doc["report"])
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
-        raise DataError(f"{path} is a fleet report of another version or damaged: {exc}") from exc
+        # "RankInfo.__init__() got an unexpected keyword argument 'x'" names Python, not the file
+        m = re.search(
+            r"(\w+)\.__init__\(\) (?:got an unexpected keyword argument|missing \d+ required "
+            r"positional arguments?:) (.+)$",
+            str(exc),
+        )
+        said = (
+            f"{m.group(1)} entry: {'unknown field' if 'unexpected' in str(exc) else 'missing'} {m.group(2)}"
+            if m
+            else str(exc)
+        )
+        raise DataError(f"{path} is a fleet report of another version or damaged ({said})") from exc
     check_fields(rep, str(path))
     if rep.world_size < 1:
         raise DataError(f"{path} says {rep.world_size} ranks: damaged; measure again")
+    # fewer ranks than the world is an interrupted run's report (it says so); more, or a rank
+    # outside the world, is not one gpuselect wrote
+    numbers = [r.rank for r in rep.ranks]
+    if (
+        len(numbers) > rep.world_size
+        or len(set(numbers)) != len(numbers)
+        or any(not 0 <= n < rep.world_size for n in numbers)
+    ):
+        raise DataError(
+            f"{path} says {rep.world_size} ranks but holds ranks {sorted(numbers)[:10]}: damaged; measure again"
+        )
+    severities = {"ok", "info", "warning", "critical"}
+    for r in rep.ranks:
+        if r.gpus_on_node < 0:
+            raise DataError(f"{path}: rank {r.rank} says {r.gpus_on_node} GPUs on its node: damaged; measure again")
+        for f in r.findings:
+            if not isinstance(f, dict) or f.get("severity") not in severities:
+                sev = str(f.get("severity") if isinstance(f, dict) else f)[:20]
+                raise DataError(
+                    f"{path}: rank {r.rank} has a finding of severity {sev!r} (not ok, info, warning or critical): "
+                    "damaged; measure again"
+                )
     for p in rep.bandwidth:
         if p.busbw_gbs < 0 or p.algbw_gbs < 0 or p.bytes <= 0:
             raise DataError(f"{path} reports a {p.op} of {p.bytes} B at {p.busbw_gbs} GB/s: damaged; measure again")

@@ -177,6 +177,40 @@ def test_a_damaged_saved_report_is_one_sentence(capsys: pytest.CaptureFixture[st
         assert "internal error" not in capsys.readouterr().err
 
 
+def test_an_inconsistent_saved_report_names_what_is_wrong(capsys: pytest.CaptureFixture[str], tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Accepted before: more ranks than the world, -3 GPUs, a finding of severity "bogus" (which then
+    vanished from the report); an unknown field read "RankInfo.__init__() got an unexpected keyword"."""
+    saved = tmp_path / "fleet.json"
+    writers.write(_report(_points({"node0": 150.0, "node1": 100.0})), saved)
+    good = json.loads(saved.read_text())
+    assert good["report"]["ranks"], "the fixture has ranks to edit"
+
+    def edited(change) -> Path:  # type: ignore[no-untyped-def]
+        doc = json.loads(json.dumps(good))
+        change(doc["report"])
+        p = tmp_path / "edited.json"
+        p.write_text(json.dumps(doc))
+        return p
+
+    rank0 = good["report"]["ranks"][0]
+    cases = [
+        (lambda r: r.__setitem__("world_size", len(r["ranks"]) - 1 or 1), "ranks but holds ranks"),
+        (lambda r: r["ranks"].append(dict(rank0)), "ranks but holds ranks"),
+        (lambda r: r["ranks"][0].__setitem__("gpus_on_node", -3), "says -3 GPUs on its node"),
+        (
+            lambda r: r["ranks"][0].__setitem__("findings", [{"severity": "bogus", "title": "t"}]),
+            "severity 'bogus'",
+        ),
+        (lambda r: r["ranks"][0].__setitem__("colour", "red"), "RankInfo entry: unknown field 'colour'"),
+    ]
+    for change, words in cases:
+        assert main(["fleet", "--from", str(edited(change))]) == 2
+        err = capsys.readouterr().err
+        assert words in err and "__init__" not in err, err
+    # an interrupted run's report (fewer ranks than its world) still redraws
+    assert main(["fleet", "--from", str(edited(lambda r: r.__setitem__("world_size", len(r["ranks"]) + 1)))]) == 0
+
+
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
