@@ -45,7 +45,15 @@ def run(args: argparse.Namespace) -> int:
     from gpuselect.app.money import MoneyFormat
     from gpuselect.commands import estimate_options as opts
     from gpuselect.estimate.parallel import describe_reference_networks
-    from gpuselect.estimate.recommend import explain, fmt_hours, memory_need, named_options, stage_heading
+    from gpuselect.estimate.recommend import (
+        NO_OFFER_NOTE,
+        PARTIAL_OFFER_NOTE,
+        explain,
+        fmt_hours,
+        memory_need,
+        named_options,
+        stage_heading,
+    )
     from gpuselect.output import estimate_payload, json_document
 
     settings = opts.user_settings()
@@ -182,12 +190,9 @@ def run(args: argparse.Namespace) -> int:
             "paged in and out every step (counted in the time)"
         )
     if unlinked:
-        print(
-            "\nno offer: the price data rents this card only in smaller instances, not that many GPUs linked as the "
-            "estimate assumes (the row's note in --format json names the offer)"
-        )
+        print(f"\nno offer: {NO_OFFER_NOTE} (the row's note in --format json names the offer)")
     if partial:
-        print("\n‡ the hourly rate is per GPU of a larger offer: renting fewer may cost more")
+        print(f"\n‡ {PARTIAL_OFFER_NOTE}")
     misfits = [r for r in result.rows if not r.fits and r.peak_memory_gb is not None]
     if misfits and len({r.gpu_id for r in result.rows}) <= 3:  # the user named the cards: say why each does not fit
         print("\nDoes not fit:")
