@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     )
     sym = money.symbol
     shown: list[Any] = []
-    paged = unlinked = partial = False
+    paged = unlinked = partial = slower_prec = False
     picks = {(o.get("gpu_id"), o.get("count")) for o in named_options(rec)}
     marked = False  # the footnote explains → only where a printed row carries it
     for title, rows in (
@@ -169,8 +169,12 @@ def run(args: argparse.Namespace) -> int:
             elif r.cloud_offer_gpus and r.cloud_cost_usd is not None:
                 cloud += "‡"  # the rate is per GPU of a larger offer (footnote)
                 partial = True
+            prec = str(r.precision_used or "—")
+            if r.faster_precision:
+                prec += "†"  # another precision trains this option faster (footnote)
+                slower_prec = True
             print(
-                f"{label[:34]:34s} {r.batch_size or 0:6d} {mem:>11s} {speed:11,.0f} {r.precision_used or '—':>9s} "
+                f"{label[:34]:34s} {r.batch_size or 0:6d} {mem:>11s} {speed:11,.0f} {prec:>9s} "
                 f"{r.parallelism:>5s} {r.bound or '—':>13s} "
                 f"{fmt_hours(r.total_time_h):>9s} {100 * r.error_band:4.0f}%{'*' if r.band_note else ' '} {money(r.buy_cost_usd):>9s} {cloud:>9s} {r.energy_kwh or 0:8,.1f}"
                 + ("" if r.meets_deadline else "  (misses deadline)")
@@ -191,6 +195,12 @@ def run(args: argparse.Namespace) -> int:
         )
     if unlinked:
         print(f"\nno offer: {NO_OFFER_NOTE} (the row's note in --format json names the offer)")
+    if slower_prec:
+        print(
+            "\n† fp8 trains slower here than bf16 would: its operands' amax and cast kernels cost more memory "
+            "traffic than its faster GEMMs save on this card and model (--precision bf16 is faster; the row's "
+            "note in --format json says by how much)"
+        )
     if partial:
         print(f"\n‡ {PARTIAL_OFFER_NOTE}")
     misfits = [r for r in result.rows if not r.fits and r.peak_memory_gb is not None]

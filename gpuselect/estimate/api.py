@@ -210,6 +210,9 @@ class EstimateRow:
     #: GPUs the framework sees per card (an MI250X's two GCDs): ``count`` cards train as count x dies
     #: data-parallel ranks; batch, memory and breakdown are per rank.
     dies: int = 1
+    #: A precision that trains this option faster than the one asked for (fp8 whose casts cost more
+    #: than its GEMMs save: bf16), said in ``note``; None where the one asked for is the fastest.
+    faster_precision: Precision | None = None
 
 
 @dataclass
@@ -594,6 +597,9 @@ def _row(
     host's dispatch bounds the step and fp32 trains faster: autocast's casts are extra ops, so a
     tiny model at a small batch runs slower in bf16 (an H100 then ranked below a GTX 1080)."""
     r = _row_at(w, e, count, a, perf, band, device, single_fit, fit_out)
+    if a.precision == Precision.FP8 and r.fits and r.precision_used == Precision.FP8:
+        _note_fp8_slower(r, _row_at(w, e, count, replace(a, precision=Precision.BF16), perf, band, device))
+        return r
     if a.precision != Precision.AUTO or not r.fits or r.bound != "overhead" or r.precision_used == Precision.FP32:
         return r
     alt = _row_at(w, e, count, replace(a, precision=Precision.FP32), perf, band, device)  # its own fp32 memory fit
@@ -605,6 +611,28 @@ def _row(
     why = f"auto: fp32, faster here than {p} (in {p} the host bounds the step, and mixed precision adds casts)"
     alt.note = f"{why}; {alt.note}" if alt.note else why
     return alt
+
+
+#: How much faster bf16 must train than the fp8 asked for before the row says so (1 %: not noise).
+FP8_SLOWER_MARGIN = 1.01
+
+
+def _note_fp8_slower(r: EstimateRow, bf16: EstimateRow) -> None:
+    """An fp8 row that trains slower than the same card in bf16 says so and why: fp8 quantises each
+    linear layer's operands (an amax and a cast kernel each) and keeps attention and the output
+    layer in bf16, so on a card whose memory is slow for its fp8 rate, or a model with small
+    layers, the casts cost more than the faster GEMMs save (ViT-B/16 on an L40S: +19 %). The fp8
+    time stays what was asked for."""
+    fast, slow = bf16.throughput_samples_per_s, r.throughput_samples_per_s
+    if not (bf16.fits and fast and slow and fast > FP8_SLOWER_MARGIN * slow):
+        return
+    said = (
+        f"fp8 is {100 * (fast / slow - 1):.0f} % slower here than bf16 (its operands' amax and cast kernels "
+        "cost more memory traffic than its faster GEMMs save on this card and model): --precision bf16 "
+        "trains faster"
+    )
+    r.note = f"{said}; {r.note}" if r.note else said
+    r.faster_precision = Precision.BF16
 
 
 def _row_at(
