@@ -999,29 +999,42 @@ def local_cpu_estimate(
     per-op cost (``bench``: its `gpuselect bench` record), or rough figures when unmeasured
     (stated). A workload the benchmark trained itself is reported as measured. ``ram_gb``: the
     machine's memory, which the training state and activations must fit in (unchecked without it)."""
+    fit = None
+    if ram_gb is not None and finite_number(ram_gb) and ram_gb > 0:
+        # memory in the precision the time assumes: fp32 for auto (as the CPU's benchmark trains), a
+        # 16-bit request in 16 bits (fp8 keeps bf16 activations, as on a GPU)
+        prec = "fp32" if a.precision in (Precision.AUTO, Precision.FP32, Precision.TF32) else str(a.precision)
+        prec = "bf16" if prec == "fp8" else prec
+        fit = plan(
+            w,
+            usable_ram_gb(float(ram_gb)),
+            MemoryOptions(precision=prec, optimizer=a.optimizer, loss=a.loss, host=True),
+            checkpointing=as_checkpointing(a.checkpointing) if a.checkpointing is not None else None,
+            sharding=None,
+            batch_size=a.batch_size,  # auto: the workload's own, or the largest that fits the RAM
+        )
+    timed = a
+    # auto: timed at the batch the RAM holds, as the memory figure is (ResNet-50 said batch 256 while
+    # its 20.1 GB were batch 234's; 256 needed more than the usable RAM); a step the benchmark ran fit
+    if (
+        fit is not None
+        and a.batch_size is None
+        and fit.fits
+        and fit.batch_size != w.default_batch_size
+        and _measured(w, bench, w.default_batch_size) is None
+    ):
+        timed = replace(a, batch_size=fit.batch_size)
     loc = _local_cpu_time(
-        w, a, cores=cores, mhz=mhz, features=features, measured_tflops=measured_tflops, name=name, bench=bench
+        w, timed, cores=cores, mhz=mhz, features=features, measured_tflops=measured_tflops, name=name, bench=bench
     )
     if loc.throughput_samples_per_s is not None:  # timed in fp32 at this batch, measured or modelled
-        loc.batch_size, loc.precision_used = a.batch_size or w.default_batch_size, Precision.FP32
-    if ram_gb is None or not (finite_number(ram_gb) and ram_gb > 0):
+        loc.batch_size, loc.precision_used = timed.batch_size or w.default_batch_size, Precision.FP32
+    if fit is None:
         return _with_row_figures(loc, w, a)  # not checked: fits stays True, and no memory figure is shown
-    # memory in the precision the time assumes: fp32 for auto (as the CPU's benchmark trains), a
-    # 16-bit request in 16 bits (fp8 keeps bf16 activations, as on a GPU)
-    prec = "fp32" if a.precision in (Precision.AUTO, Precision.FP32, Precision.TF32) else str(a.precision)
-    prec = "bf16" if prec == "fp8" else prec
-    fit = plan(
-        w,
-        usable_ram_gb(float(ram_gb)),
-        MemoryOptions(precision=prec, optimizer=a.optimizer, loss=a.loss, host=True),
-        checkpointing=as_checkpointing(a.checkpointing) if a.checkpointing is not None else None,
-        sharding=None,
-        batch_size=a.batch_size,  # auto: the workload's own, or the largest that fits the RAM
-    )
     loc.fits = fit.fits
     loc.peak_memory_gb = round(fit.peak_gb, 2)
     loc.memory_breakdown_gb = fit.breakdown_gb
-    loc.vram_gb = float(ram_gb)
+    loc.vram_gb = float(ram_gb or 0.0)  # a fit was made: the RAM was given
     loc.max_batch = fit.max_batch
     loc.checkpointing = fit.options.recompute
     return _with_row_figures(loc, w, a)
