@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     ):
         if not rows:
             continue
-        rate = "tokens/s" if w.seq_len else "samples/s"
+        rate = "tokens/s" if w.tokens_per_sample else "samples/s"
         print(
             f"\n{title}:\n{'option':34s} {'batch':>6s} {'memory GB':>11s} {rate:>11s} {'prec':>9s} {'par':>5s} {'bound':>13s} "
             f"{'time':>9s} {'±':>5s}  {'buy ' + sym:>9s} {'cloud ' + sym:>9s} {'kWh':>8s}"
@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
             if "paging" in r.time_breakdown_s:
                 mem += "+"  # part of a paged optimizer's state lives in host memory (footnote)
                 paged = True
-            speed = (r.tokens_per_s if w.seq_len else r.throughput_samples_per_s) or 0
+            speed = (r.tokens_per_s if w.tokens_per_sample else r.throughput_samples_per_s) or 0
             marked = marked or (r.gpu_id, r.count) in picks
             label = ("→ " if (r.gpu_id, r.count) in picks else "") + f"{r.count}x {r.name}"
             cloud = money(r.cloud_cost_usd)

@@ -251,7 +251,7 @@ def _with_row_figures(loc: LocalEstimate, w: Workload, a: Assumptions) -> LocalE
     thr = loc.throughput_samples_per_s
     if thr:
         loc.epoch_time_s = (a.dataset_size or w.default_dataset_size) / thr
-        loc.tokens_per_s = thr * w.seq_len if w.seq_len else None
+        loc.tokens_per_s = thr * w.tokens_per_sample if w.tokens_per_sample else None
     if loc.total_time_h is not None:
         loc.meets_deadline = loc.fits and loc.total_time_h <= a.deadline_hours
     return loc
@@ -847,8 +847,8 @@ def _row_at(
     base.note = "; ".join(notes) or None
     base.band_note = unvalidated_paths(w, a, count, base.link_basis) or None
     thr = count * fit.batch_size / st.seconds
-    if w.seq_len:
-        base.tokens_per_s = thr * w.seq_len
+    if w.tokens_per_sample:
+        base.tokens_per_s = thr * w.tokens_per_sample
     base.throughput_samples_per_s = thr
     # An epoch is at least one step: a dataset smaller than the global batch still pays a whole one.
     base.epoch_time_s = max((a.dataset_size or w.default_dataset_size) / thr, st.seconds)
