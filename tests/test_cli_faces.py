@@ -30,6 +30,7 @@ def _out(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
             ["--workload", "simple-cnn", "--epochs", "2", "--dataset-size", "1000"],
             "1,000 samples × 2 epochs (as given)",
         ),
+        (["--workload", "simple-cnn", "--epochs", "1", "--dataset-size", "1"], "1 sample × 1 epoch (as given)"),
     ],
 )
 def test_estimate_header_says_what_data_its_times_cover(

@@ -224,7 +224,9 @@ def data_scope(w: Any, a: Any) -> str:
     """The samples and epochs every time covers, and where each figure came from: a time means
     nothing without them, and for a model given by its size they are a guess (100,000 x 10)."""
     n, e = a.dataset_size or w.default_dataset_size, a.epochs or w.default_epochs
-    text = f"{n:,} samples \u00d7 {e:,} epoch{'s' if e != 1 else ''}"
+    from gpuselect.output import plural
+
+    text = f"{plural(n, 'sample')} \u00d7 {plural(e, 'epoch')}"  # "1 sample", not "1 samples"
     unset = [opt for opt, v in (("--dataset-size", a.dataset_size), ("--epochs", a.epochs)) if v is None]
     if not unset:
         return text + " (as given)"
