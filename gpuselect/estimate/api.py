@@ -850,8 +850,20 @@ def _row_at(
     if w.tokens_per_sample:
         base.tokens_per_s = thr * w.tokens_per_sample
     base.throughput_samples_per_s = thr
-    # An epoch is at least one step: a dataset smaller than the global batch still pays a whole one.
-    base.epoch_time_s = max((a.dataset_size or w.default_dataset_size) / thr, st.seconds)
+    # An epoch is at least one step: a dataset smaller than the global batch still pays a whole one,
+    # at the batch it has: 100 images on a batch-256 RTX 4090 paid batch 256's step, 2.3x their
+    # time, where a CPU's time (and a larger dataset's) grows with the samples.
+    n = a.dataset_size or w.default_dataset_size
+    one_step = st.seconds
+    if n < count * fit.batch_size:
+        per_gpu = -(-n // count)
+        one_step = step(replace(fit, batch_size=per_gpu), ckpt)[0].seconds
+        said = (
+            f"the dataset ({n:,} sample{'s' if n != 1 else ''}) is smaller than one step's "
+            f"{count * fit.batch_size:,}: an epoch is one step of {per_gpu:,} per GPU"
+        )
+        base.note = f"{base.note}; {said}" if base.note else said
+    base.epoch_time_s = max(n / thr, one_step)
     hours = base.epoch_time_s * (a.epochs or w.default_epochs) / 3600
     base.total_time_h = hours
     base.meets_deadline = hours <= a.deadline_hours
