@@ -30,6 +30,7 @@ def _out(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
             ["--workload", "simple-cnn", "--epochs", "2", "--dataset-size", "1000"],
             "1,000 samples × 2 epochs (as given)",
         ),
+        (["--workload", "simple-cnn", "--epochs", "1", "--dataset-size", "1"], "1 sample × 1 epoch (as given)"),
     ],
 )
 def test_estimate_header_says_what_data_its_times_cover(
@@ -147,7 +148,10 @@ def test_local_cpu_entry_has_the_row_keys(
     w = doc["workload"]
     assert cpu["device"] == "cpu" and all(k in cpu for k in ROW_KEYS)
     thr = cpu["throughput_samples_per_s"]
-    assert cpu["batch_size"] == (int(argv[-1]) if "--batch-size" in argv else w["default_batch_size"])
+    if "--batch-size" in argv:
+        assert cpu["batch_size"] == int(argv[-1])
+    else:  # auto: the workload's own, or the batch the RAM holds, which its memory figure is for
+        assert cpu["batch_size"] <= w["default_batch_size"] and cpu["batch_size"] <= cpu["max_batch"]
     assert cpu["precision_used"] == "fp32"  # a CPU is timed in fp32
     assert cpu["energy_kwh"] is None  # no CPU power figure: unknown, not 0
     epochs = a["epochs"] or w["default_epochs"]

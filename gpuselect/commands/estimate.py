@@ -45,7 +45,15 @@ def run(args: argparse.Namespace) -> int:
     from gpuselect.app.money import MoneyFormat
     from gpuselect.commands import estimate_options as opts
     from gpuselect.estimate.parallel import describe_reference_networks
-    from gpuselect.estimate.recommend import explain, fmt_hours, memory_need, named_options, stage_heading
+    from gpuselect.estimate.recommend import (
+        NO_OFFER_NOTE,
+        PARTIAL_OFFER_NOTE,
+        explain,
+        fmt_hours,
+        memory_need,
+        named_options,
+        stage_heading,
+    )
     from gpuselect.output import estimate_payload, json_document
 
     settings = opts.user_settings()
@@ -127,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     )
     sym = money.symbol
     shown: list[Any] = []
-    paged = unlinked = partial = False
+    paged = unlinked = partial = slower_prec = False
     picks = {(o.get("gpu_id"), o.get("count")) for o in named_options(rec)}
     marked = False  # the footnote explains → only where a printed row carries it
     for title, rows in (
@@ -137,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     ):
         if not rows:
             continue
-        rate = "tokens/s" if w.seq_len else "samples/s"
+        rate = "tokens/s" if w.tokens_per_sample else "samples/s"
         print(
             f"\n{title}:\n{'option':34s} {'batch':>6s} {'memory GB':>11s} {rate:>11s} {'prec':>9s} {'par':>5s} {'bound':>13s} "
             f"{'time':>9s} {'±':>5s}  {'buy ' + sym:>9s} {'cloud ' + sym:>9s} {'kWh':>8s}"
@@ -152,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
             if "paging" in r.time_breakdown_s:
                 mem += "+"  # part of a paged optimizer's state lives in host memory (footnote)
                 paged = True
-            speed = (r.tokens_per_s if w.seq_len else r.throughput_samples_per_s) or 0
+            speed = (r.tokens_per_s if w.tokens_per_sample else r.throughput_samples_per_s) or 0
             marked = marked or (r.gpu_id, r.count) in picks
             label = ("→ " if (r.gpu_id, r.count) in picks else "") + f"{r.count}x {r.name}"
             cloud = money(r.cloud_cost_usd)
@@ -161,8 +169,12 @@ def run(args: argparse.Namespace) -> int:
             elif r.cloud_offer_gpus and r.cloud_cost_usd is not None:
                 cloud += "‡"  # the rate is per GPU of a larger offer (footnote)
                 partial = True
+            prec = str(r.precision_used or "—")
+            if r.faster_precision:
+                prec += "†"  # another precision trains this option faster (footnote)
+                slower_prec = True
             print(
-                f"{label[:34]:34s} {r.batch_size or 0:6d} {mem:>11s} {speed:11,.0f} {r.precision_used or '—':>9s} "
+                f"{label[:34]:34s} {r.batch_size or 0:6d} {mem:>11s} {speed:11,.0f} {prec:>9s} "
                 f"{r.parallelism:>5s} {r.bound or '—':>13s} "
                 f"{fmt_hours(r.total_time_h):>9s} {100 * r.error_band:4.0f}%{'*' if r.band_note else ' '} {money(r.buy_cost_usd):>9s} {cloud:>9s} {r.energy_kwh or 0:8,.1f}"
                 + ("" if r.meets_deadline else "  (misses deadline)")
@@ -182,12 +194,15 @@ def run(args: argparse.Namespace) -> int:
             "paged in and out every step (counted in the time)"
         )
     if unlinked:
+        print(f"\nno offer: {NO_OFFER_NOTE} (the row's note in --format json names the offer)")
+    if slower_prec:
         print(
-            "\nno offer: the price data rents this card only in smaller instances, not that many GPUs linked as the "
-            "estimate assumes (the row's note in --format json names the offer)"
+            "\n† fp8 trains slower here than bf16 would: its operands' amax and cast kernels cost more memory "
+            "traffic than its faster GEMMs save on this card and model (--precision bf16 is faster; the row's "
+            "note in --format json says by how much)"
         )
     if partial:
-        print("\n‡ the hourly rate is per GPU of a larger offer: renting fewer may cost more")
+        print(f"\n‡ {PARTIAL_OFFER_NOTE}")
     misfits = [r for r in result.rows if not r.fits and r.peak_memory_gb is not None]
     if misfits and len({r.gpu_id for r in result.rows}) <= 3:  # the user named the cards: say why each does not fit
         print("\nDoes not fit:")
@@ -209,7 +224,9 @@ def data_scope(w: Any, a: Any) -> str:
     """The samples and epochs every time covers, and where each figure came from: a time means
     nothing without them, and for a model given by its size they are a guess (100,000 x 10)."""
     n, e = a.dataset_size or w.default_dataset_size, a.epochs or w.default_epochs
-    text = f"{n:,} samples \u00d7 {e:,} epoch{'s' if e != 1 else ''}"
+    from gpuselect.output import plural
+
+    text = f"{plural(n, 'sample')} \u00d7 {plural(e, 'epoch')}"  # "1 sample", not "1 samples"
     unset = [opt for opt, v in (("--dataset-size", a.dataset_size), ("--epochs", a.epochs)) if v is None]
     if not unset:
         return text + " (as given)"

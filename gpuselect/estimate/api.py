@@ -210,6 +210,9 @@ class EstimateRow:
     #: GPUs the framework sees per card (an MI250X's two GCDs): ``count`` cards train as count x dies
     #: data-parallel ranks; batch, memory and breakdown are per rank.
     dies: int = 1
+    #: A precision that trains this option faster than the one asked for (fp8 whose casts cost more
+    #: than its GEMMs save: bf16), said in ``note``; None where the one asked for is the fastest.
+    faster_precision: Precision | None = None
 
 
 @dataclass
@@ -248,7 +251,7 @@ def _with_row_figures(loc: LocalEstimate, w: Workload, a: Assumptions) -> LocalE
     thr = loc.throughput_samples_per_s
     if thr:
         loc.epoch_time_s = (a.dataset_size or w.default_dataset_size) / thr
-        loc.tokens_per_s = thr * w.seq_len if w.seq_len else None
+        loc.tokens_per_s = thr * w.tokens_per_sample if w.tokens_per_sample else None
     if loc.total_time_h is not None:
         loc.meets_deadline = loc.fits and loc.total_time_h <= a.deadline_hours
     return loc
@@ -594,6 +597,9 @@ def _row(
     host's dispatch bounds the step and fp32 trains faster: autocast's casts are extra ops, so a
     tiny model at a small batch runs slower in bf16 (an H100 then ranked below a GTX 1080)."""
     r = _row_at(w, e, count, a, perf, band, device, single_fit, fit_out)
+    if a.precision == Precision.FP8 and r.fits and r.precision_used == Precision.FP8:
+        _note_fp8_slower(r, _row_at(w, e, count, replace(a, precision=Precision.BF16), perf, band, device))
+        return r
     if a.precision != Precision.AUTO or not r.fits or r.bound != "overhead" or r.precision_used == Precision.FP32:
         return r
     alt = _row_at(w, e, count, replace(a, precision=Precision.FP32), perf, band, device)  # its own fp32 memory fit
@@ -605,6 +611,28 @@ def _row(
     why = f"auto: fp32, faster here than {p} (in {p} the host bounds the step, and mixed precision adds casts)"
     alt.note = f"{why}; {alt.note}" if alt.note else why
     return alt
+
+
+#: How much faster bf16 must train than the fp8 asked for before the row says so (1 %: not noise).
+FP8_SLOWER_MARGIN = 1.01
+
+
+def _note_fp8_slower(r: EstimateRow, bf16: EstimateRow) -> None:
+    """An fp8 row that trains slower than the same card in bf16 says so and why: fp8 quantises each
+    linear layer's operands (an amax and a cast kernel each) and keeps attention and the output
+    layer in bf16, so on a card whose memory is slow for its fp8 rate, or a model with small
+    layers, the casts cost more than the faster GEMMs save (ViT-B/16 on an L40S: +19 %). The fp8
+    time stays what was asked for."""
+    fast, slow = bf16.throughput_samples_per_s, r.throughput_samples_per_s
+    if not (bf16.fits and fast and slow and fast > FP8_SLOWER_MARGIN * slow):
+        return
+    said = (
+        f"fp8 is {100 * (fast / slow - 1):.0f} % slower here than bf16 (its operands' amax and cast kernels "
+        "cost more memory traffic than its faster GEMMs save on this card and model): --precision bf16 "
+        "trains faster"
+    )
+    r.note = f"{said}; {r.note}" if r.note else said
+    r.faster_precision = Precision.BF16
 
 
 def _row_at(
@@ -819,11 +847,23 @@ def _row_at(
     base.note = "; ".join(notes) or None
     base.band_note = unvalidated_paths(w, a, count, base.link_basis) or None
     thr = count * fit.batch_size / st.seconds
-    if w.seq_len:
-        base.tokens_per_s = thr * w.seq_len
+    if w.tokens_per_sample:
+        base.tokens_per_s = thr * w.tokens_per_sample
     base.throughput_samples_per_s = thr
-    # An epoch is at least one step: a dataset smaller than the global batch still pays a whole one.
-    base.epoch_time_s = max((a.dataset_size or w.default_dataset_size) / thr, st.seconds)
+    # An epoch is at least one step: a dataset smaller than the global batch still pays a whole one,
+    # at the batch it has: 100 images on a batch-256 RTX 4090 paid batch 256's step, 2.3x their
+    # time, where a CPU's time (and a larger dataset's) grows with the samples.
+    n = a.dataset_size or w.default_dataset_size
+    one_step = st.seconds
+    if n < count * fit.batch_size:
+        per_gpu = -(-n // count)
+        one_step = step(replace(fit, batch_size=per_gpu), ckpt)[0].seconds
+        said = (
+            f"the dataset ({n:,} sample{'s' if n != 1 else ''}) is smaller than one step's "
+            f"{count * fit.batch_size:,}: an epoch is one step of {per_gpu:,} per GPU"
+        )
+        base.note = f"{base.note}; {said}" if base.note else said
+    base.epoch_time_s = max(n / thr, one_step)
     hours = base.epoch_time_s * (a.epochs or w.default_epochs) / 3600
     base.total_time_h = hours
     base.meets_deadline = hours <= a.deadline_hours
@@ -971,29 +1011,42 @@ def local_cpu_estimate(
     per-op cost (``bench``: its `gpuselect bench` record), or rough figures when unmeasured
     (stated). A workload the benchmark trained itself is reported as measured. ``ram_gb``: the
     machine's memory, which the training state and activations must fit in (unchecked without it)."""
+    fit = None
+    if ram_gb is not None and finite_number(ram_gb) and ram_gb > 0:
+        # memory in the precision the time assumes: fp32 for auto (as the CPU's benchmark trains), a
+        # 16-bit request in 16 bits (fp8 keeps bf16 activations, as on a GPU)
+        prec = "fp32" if a.precision in (Precision.AUTO, Precision.FP32, Precision.TF32) else str(a.precision)
+        prec = "bf16" if prec == "fp8" else prec
+        fit = plan(
+            w,
+            usable_ram_gb(float(ram_gb)),
+            MemoryOptions(precision=prec, optimizer=a.optimizer, loss=a.loss, host=True),
+            checkpointing=as_checkpointing(a.checkpointing) if a.checkpointing is not None else None,
+            sharding=None,
+            batch_size=a.batch_size,  # auto: the workload's own, or the largest that fits the RAM
+        )
+    timed = a
+    # auto: timed at the batch the RAM holds, as the memory figure is (ResNet-50 said batch 256 while
+    # its 20.1 GB were batch 234's; 256 needed more than the usable RAM); a step the benchmark ran fit
+    if (
+        fit is not None
+        and a.batch_size is None
+        and fit.fits
+        and fit.batch_size != w.default_batch_size
+        and _measured(w, bench, w.default_batch_size) is None
+    ):
+        timed = replace(a, batch_size=fit.batch_size)
     loc = _local_cpu_time(
-        w, a, cores=cores, mhz=mhz, features=features, measured_tflops=measured_tflops, name=name, bench=bench
+        w, timed, cores=cores, mhz=mhz, features=features, measured_tflops=measured_tflops, name=name, bench=bench
     )
     if loc.throughput_samples_per_s is not None:  # timed in fp32 at this batch, measured or modelled
-        loc.batch_size, loc.precision_used = a.batch_size or w.default_batch_size, Precision.FP32
-    if ram_gb is None or not (finite_number(ram_gb) and ram_gb > 0):
+        loc.batch_size, loc.precision_used = timed.batch_size or w.default_batch_size, Precision.FP32
+    if fit is None:
         return _with_row_figures(loc, w, a)  # not checked: fits stays True, and no memory figure is shown
-    # memory in the precision the time assumes: fp32 for auto (as the CPU's benchmark trains), a
-    # 16-bit request in 16 bits (fp8 keeps bf16 activations, as on a GPU)
-    prec = "fp32" if a.precision in (Precision.AUTO, Precision.FP32, Precision.TF32) else str(a.precision)
-    prec = "bf16" if prec == "fp8" else prec
-    fit = plan(
-        w,
-        usable_ram_gb(float(ram_gb)),
-        MemoryOptions(precision=prec, optimizer=a.optimizer, loss=a.loss, host=True),
-        checkpointing=as_checkpointing(a.checkpointing) if a.checkpointing is not None else None,
-        sharding=None,
-        batch_size=a.batch_size,  # auto: the workload's own, or the largest that fits the RAM
-    )
     loc.fits = fit.fits
     loc.peak_memory_gb = round(fit.peak_gb, 2)
     loc.memory_breakdown_gb = fit.breakdown_gb
-    loc.vram_gb = float(ram_gb)
+    loc.vram_gb = float(ram_gb or 0.0)  # a fit was made: the RAM was given
     loc.max_batch = fit.max_batch
     loc.checkpointing = fit.options.recompute
     return _with_row_figures(loc, w, a)

@@ -94,6 +94,14 @@ def offer_phrase(gpus: int) -> str:
     return f"{'an' if str(gpus).startswith('8') or gpus in (11, 18) else 'a'} {gpus}-GPU offer"
 
 
+#: The cost table's marks, one wording for the CLI and the report: a rate per GPU of a larger
+#: offer ("‡"), and a count the price data rents only unlinked ("no offer").
+PARTIAL_OFFER_NOTE = "the hourly rate is per GPU of a larger offer: renting fewer may cost more"
+NO_OFFER_NOTE = (
+    "the price data rents this card only in smaller instances, not that many GPUs linked as the estimate assumes"
+)
+
+
 def time_range(hours: float, band: float) -> tuple[float, float]:
     """The ± band as a time range, symmetric in ratio: a +100 % band reads 0.5x..2x (never <= 0)."""
     return hours / (1.0 + band), hours * (1.0 + band)

@@ -14,6 +14,8 @@ from typing import Any
 from gpuselect import __version__
 from gpuselect.app.money import MoneyFormat
 from gpuselect.estimate.recommend import (
+    NO_OFFER_NOTE,
+    PARTIAL_OFFER_NOTE,
     STAGE_SHORT,
     explain,
     fmt_hours,
@@ -252,7 +254,7 @@ def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
     dataset = a.dataset_size or w.default_dataset_size
     epochs = a.epochs or w.default_epochs
     s.lines.append(
-        f"Precision {a.precision}, optimizer {a.optimizer}, batch {a.batch_size or 'auto'}, {dataset:,} samples x {epochs} epoch{'s' if epochs != 1 else ''}, "
+        f"Precision {a.precision}, optimizer {a.optimizer}, batch {a.batch_size or 'auto'}, {plural(dataset, 'sample')} x {plural(epochs, 'epoch')}, "
         f"deadline {fmt_hours(a.deadline_hours)}, budget {money(a.budget_usd) if a.budget_usd else 'none'}, "
         f"electricity {money.per_kwh(a.electricity_usd_per_kwh)} (the GPUs' power, TDP x {a.utilisation:g}, not the host's), "
         f"grid {a.grid_kg_co2_per_kwh} kg CO2/kWh, "
@@ -366,6 +368,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
         )
     also = {(o.get("gpu_id"), o.get("count")) for o in named_options(rec)}
     stage_of = {(o.get("gpu_id"), o.get("count")): k for k, o in rec.per_stage.items() if o and o.get("gpu_id")}
+    marks: dict[str, str] = {}  # the Cloud column's marks used -> what they mean
     for r in singles + multis:
         mark = (
             " (recommended)"
@@ -376,6 +379,12 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
             mark = f" (best of stage {stage_of[(r.gpu_id, r.count)]})"
         if not r.meets_deadline:
             mark += " (misses deadline)"  # as the CLI's table says it
+        # the CLI table's marks: "$28" for 1x B200 read as a one-GPU rental of an 8-GPU rate
+        cloud = money(r.cloud_cost_usd)
+        if r.cloud_unlinked:
+            cloud, marks["no offer"] = "no offer", NO_OFFER_NOTE
+        elif r.cloud_offer_gpus and r.cloud_cost_usd is not None:
+            cloud, marks["‡"] = cloud + " ‡", PARTIAL_OFFER_NOTE
         rows.append(
             _option_row(
                 f"{r.count}x {r.name}{mark}",
@@ -383,7 +392,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
                 r.batch_size,
                 r.total_time_h,
                 money(r.buy_cost_usd),
-                money(r.cloud_cost_usd),
+                cloud,
                 r.energy_kwh,
                 r.error_band,
             )
@@ -398,6 +407,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
             f"(*) No measured step validates {', '.join(paths)}: those rows' bands are borrowed from "
             "the validated regime (offloaded and mixture-of-experts rows take the widest GPU band)."
         )
+    s.lines += [f"{m}: {why} (this report's JSON names each row's offer)." for m, why in sorted(marks.items())]
     s.table = rows
     per_stage = {k: _in_currency(v, money) for k, v in rec.per_stage.items() if v}
     points = []

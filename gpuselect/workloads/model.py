@@ -86,6 +86,17 @@ class Workload:
         return public_id(self.id)
 
     @property
+    def tokens_per_sample(self) -> float | None:
+        """Text tokens one sample is, for the tokens/s figures; None where a sample is not text: a
+        vision transformer's patches are its sequence, but it trains images (its table read
+        "tokens/s 1,156,973" beside ResNet-50's samples/s). A sentence pair counts both sides, as
+        its benchmark's tokens per second do (GNMT: 50 + 50; the table counted 50)."""
+        if not self.seq_len or self.sample_unit == "image":
+            return None
+        units = self.throughput_units_per_sample  # the reference benchmark's tokens per sample, where > 1
+        return units if units > 1 else float(self.seq_len)
+
+    @property
     def training_flops_per_sample(self) -> float:
         """Forward + backward. Backward costs about twice the forward (gradients for inputs and
         weights); with frozen base weights (LoRA/QLoRA) the weight gradients are skipped."""

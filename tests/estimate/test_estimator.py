@@ -599,14 +599,35 @@ def test_a_time_range_is_written_in_one_unit(lo: float, hi: float, text: str) ->
 
 
 def test_a_dataset_smaller_than_the_global_batch_still_takes_a_whole_step(catalog) -> None:  # type: ignore[no-untyped-def]
-    # One sample on 8 H100s at batch 2 came out at 0.03 s, a sixteenth of the row's own step.
+    # One sample on 8 H100s at batch 2 came out at 0.03 s, a sixteenth of the row's own step: an
+    # epoch is one whole step, at the batch the dataset gives each GPU (QA 15: 100 images on a
+    # batch-256 card paid batch 256's step, 2.3x their time).
     w, ids = PRESETS["llama-8b-lora"], ["nvidia-h100-sxm5-80gb"]
+    one = A.estimate(w, A.Assumptions(counts=(8,), batch_size=1), catalog, gpu_ids=ids, local=[]).rows[0]
+    step_at_1 = one.count / one.throughput_samples_per_s
     for n in (1, 7):
         r = A.estimate(w, A.Assumptions(counts=(8,), dataset_size=n, epochs=3), catalog, gpu_ids=ids, local=[]).rows[0]
+        assert r.batch_size == 2
         step = r.count * r.batch_size / r.throughput_samples_per_s
-        assert r.epoch_time_s == pytest.approx(step) and r.total_time_h == pytest.approx(3 * step / 3600)
+        assert r.epoch_time_s == pytest.approx(step_at_1) and r.total_time_h == pytest.approx(3 * step_at_1 / 3600)
+        assert r.epoch_time_s < step and "an epoch is one step of 1 per GPU" in r.note
     big = A.estimate(w, A.Assumptions(counts=(8,), dataset_size=10_000), catalog, gpu_ids=ids, local=[]).rows[0]
     assert big.epoch_time_s == pytest.approx(10_000 / big.throughput_samples_per_s)
+
+
+def test_a_dataset_smaller_than_the_batch_is_timed_at_its_own_size(catalog) -> None:  # type: ignore[no-untyped-def]
+    """QA 15: ResNet-50 on 100 images x 1,000 epochs took as long as on 256 (the batch-256 step
+    each epoch), while the CPU's time grew with the samples."""
+    w, ids = PRESETS["resnet50"], ["nvidia-rtx-4090"]
+
+    def row(**kw: int) -> EstimateRow:
+        return A.estimate(w, A.Assumptions(epochs=1000, **kw), catalog, gpu_ids=ids, local=[]).rows[0]
+
+    small, full, at100 = row(dataset_size=100), row(dataset_size=256), row(dataset_size=100, batch_size=100)
+    assert small.batch_size == full.batch_size == 256
+    assert small.total_time_h == pytest.approx(at100.total_time_h)  # one step of 100 each epoch
+    assert small.total_time_h < 0.5 * full.total_time_h
+    assert "is smaller than one step's 256" in small.note and "smaller than one step" not in (full.note or "")
 
 
 def test_the_checkpointing_suggestion_states_its_cost_for_the_mode() -> None:

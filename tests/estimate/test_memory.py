@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -849,3 +850,26 @@ def test_a_cpu_s_memory_holds_no_cuda_context() -> None:
     assert loc.memory_breakdown_gb["overhead"] < 0.01 and loc.peak_memory_gb is not None and loc.peak_memory_gb < 0.1
     gpu = peak_memory(w, 128, MemoryOptions(precision="fp32"))
     assert gpu.overhead >= M.FIXED_OVERHEAD_BYTES  # a GPU's keeps them
+
+
+def test_a_cpu_is_timed_at_the_batch_its_ram_holds() -> None:
+    """QA 15: ResNet-50 on a 23.5 GB machine said batch 256 and was timed at it, while its "needs
+    20.1 GB" was batch 234's (the auto batch the RAM holds with headroom); batch 256 needed more than
+    the usable RAM. The time, the batch and the memory figure are now one batch's."""
+    from gpuselect.estimate.api import Assumptions, local_cpu_estimate
+
+    w = PRESETS["resnet50"]
+
+    def cpu(a: Assumptions, ram_gb: float) -> Any:
+        return local_cpu_estimate(w, a, cores=2, mhz=2000.0, features=[], ram_gb=ram_gb)
+
+    loc = cpu(Assumptions(), 23.5)
+    assert loc.fits and loc.batch_size is not None and loc.max_batch is not None
+    assert loc.batch_size < w.default_batch_size <= loc.max_batch + 20  # capped by the RAM's headroom
+    assert loc.batch_size <= loc.max_batch
+    at = cpu(Assumptions(batch_size=loc.batch_size), 23.5)
+    assert at.peak_memory_gb == loc.peak_memory_gb  # the memory figure is the timed batch's
+    assert at.throughput_samples_per_s == pytest.approx(loc.throughput_samples_per_s, rel=1e-12)
+    # RAM enough for the workload's own batch: timed at it, as before
+    big = cpu(Assumptions(), 256.0)
+    assert big.batch_size == w.default_batch_size

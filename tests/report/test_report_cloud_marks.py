@@ -1,0 +1,50 @@
+"""The report's cost table marks a rental priced per GPU of a larger offer (‡) and a count the price
+data rents only unlinked ("no offer") as the CLI's table does: "$28" for 1x B200 read as a
+one-GPU rental of an 8-GPU node's rate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuselect.cli import main
+from gpuselect.estimate.recommend import NO_OFFER_NOTE, PARTIAL_OFFER_NOTE
+
+ARGS = ["--workload", "resnet50", "--epochs", "1", "--gpus", "nvidia-b200,nvidia-rtx-a6000", "--count", "1,2"]
+
+
+def test_report_cloud_column_marks_what_the_cli_marks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.json"
+    assert main(["report", "-o", str(out), "--no-bench", *ARGS]) == 0
+    doc = json.loads(out.read_text())["report"]
+    rows = {f"{r['count']}x {r['name']}": r for r in doc["estimate"]["rows"]}
+    est = next(s for s in doc["sections"] if s["title"] == "Estimates")
+    head, *table = est["table"]
+    cloud = head.index("Cloud ($)")
+    cells = {}
+    for line in table:
+        name = next((k for k in rows if line[0] == k or line[0].startswith(k + " (")), None)
+        if name is not None:
+            cells[name] = line[cloud]
+    partial = [k for k, r in rows.items() if r["cloud_offer_gpus"] and r["cloud_cost_usd"] is not None]
+    unlinked = [k for k, r in rows.items() if r["cloud_unlinked"]]
+    assert "1x B200" in partial and "2x RTX A6000" in unlinked  # the data this test rests on
+    for name, cell in cells.items():
+        if name in partial:
+            assert cell.endswith(" ‡"), (name, cell)
+        elif name in unlinked:
+            assert cell == "no offer", (name, cell)
+        else:
+            assert "‡" not in cell and cell != "no offer", (name, cell)
+    assert "1x B200" in cells and "2x RTX A6000" in cells
+    assert any(ln.startswith(f"‡: {PARTIAL_OFFER_NOTE}") for ln in est["lines"])
+    assert any(ln.startswith(f"no offer: {NO_OFFER_NOTE}") for ln in est["lines"])
+    # the CLI's table marks the same rows, with the same words
+    capsys.readouterr()
+    assert main(["estimate", *ARGS]) == 0
+    text = capsys.readouterr().out
+    assert f"‡ {PARTIAL_OFFER_NOTE}" in text and f"no offer: {NO_OFFER_NOTE}" in text
+    b200 = next(ln for ln in text.splitlines() if ln.startswith("1x B200 "))
+    assert "‡" in b200
