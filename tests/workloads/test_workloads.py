@@ -10,6 +10,7 @@ import pytest
 
 from gpuselect.cli import main
 from gpuselect.errors import DataError, UsageError
+from gpuselect.types import Mode
 from gpuselect.workloads.model import public_id
 from gpuselect.workloads.presets import PRESETS, custom_workload, get_preset
 from gpuselect.workloads.transformer import TransformerShape, shape_from_hf_config, workload_from_hf_config
@@ -115,9 +116,98 @@ def test_gpt2_style_config_keys(tmp_path: Path) -> None:
     shape = shape_from_hf_config(p)
     # Hugging Face's GPT-2 defaults: dropout 0.1, one fused q/k/v matrix (c_attn)
     assert shape == TransformerShape(
-        layers=12, hidden=768, heads=12, vocab=50257, seq_len=1024, ffn=3072, kv_heads=12, dropout=True, fused_qkv=True
+        layers=12,
+        hidden=768,
+        heads=12,
+        vocab=50257,
+        seq_len=1024,
+        ffn=3072,
+        kv_heads=12,
+        dropout=True,
+        fused_qkv=True,
+        table_rows=1024,  # the learned position table
     )
     assert shape.forward_flops_per_sequence() == pytest.approx(PRESETS["gpt2-124m"].forward_flops_per_sample)
+
+
+@pytest.mark.parametrize(
+    ("cfg", "exact"),
+    # transformers' own counts (sum of p.numel()) of these architectures; the arithmetic leaves out
+    # only the linear layers' biases and the LayerNorms' (under 0.1 %)
+    [
+        (
+            {
+                "model_type": "gpt2",
+                "n_embd": 768,
+                "n_layer": 12,
+                "n_head": 12,
+                "vocab_size": 50257,
+                "n_positions": 1024,
+            },
+            124_439_808,
+        ),
+        # a small GPT-2 with a long context: its position table is a sixth of the model
+        (
+            {"model_type": "gpt2", "n_embd": 128, "n_layer": 2, "n_head": 4, "vocab_size": 8000, "n_positions": 2048},
+            1_682_944,
+        ),
+        # OPT's position table has two rows more than its positions (the padding offset)
+        (
+            {
+                "model_type": "opt",
+                "hidden_size": 768,
+                "ffn_dim": 3072,
+                "num_hidden_layers": 12,
+                "num_attention_heads": 12,
+                "vocab_size": 50272,
+                "max_position_embeddings": 2048,
+            },
+            125_239_296,
+        ),
+        # DistilBertModel (no token types)
+        (
+            {
+                "model_type": "distilbert",
+                "dim": 768,
+                "n_layers": 6,
+                "n_heads": 12,
+                "vocab_size": 30522,
+                "max_position_embeddings": 512,
+            },
+            66_362_880,
+        ),
+    ],
+    ids=["gpt2", "tiny-gpt2-long-context", "opt-125m", "distilbert"],
+)
+def test_learned_position_tables_are_counted(tmp_path: Path, cfg: dict[str, Any], exact: int) -> None:
+    """A config with learned positions left its position table (and BERT's token types) out of the
+    parameters: 16 % short for the small GPT-2, 1.5 % for DistilBERT, so too little weight,
+    gradient and optimizer memory."""
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    shape = shape_from_hf_config(p, seq_len=128)
+    assert shape.params() == pytest.approx(exact, rel=0.002)
+
+
+def test_a_config_without_positions_takes_its_class_default(tmp_path: Path) -> None:
+    """transformers' GPT-2 and DistilBERT classes give 1,024 and 512 positions where the file says
+    none; read as 2,048 they trained sequences four times DistilBERT's table."""
+    distil = _read(
+        tmp_path, {"model_type": "distilbert", "dim": 768, "n_layers": 6, "n_heads": 12, "vocab_size": 30522}
+    )
+    assert distil.seq_len == 512 and distil.shape.table_rows == 512
+    gpt2 = _read(tmp_path, {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "vocab_size": 50257})
+    assert gpt2.seq_len == 1024 and gpt2.shape.table_rows == 1024
+
+
+def test_qlora_keeps_a_position_table_in_16_bits(tmp_path: Path) -> None:
+    """bitsandbytes quantises the linear layers only: a learned position table stays 16-bit."""
+    from gpuselect.estimate.memory import weight_storage_bytes
+
+    keys = {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "vocab_size": 50257}
+    short = _read(tmp_path, {**keys, "n_positions": 1024}, mode=Mode.QLORA, seq_len=512)
+    long = _read(tmp_path, {**keys, "n_positions": 2048}, mode=Mode.QLORA, seq_len=512)
+    assert weight_storage_bytes(long) - weight_storage_bytes(short) == pytest.approx(1024 * 768 * 2)
 
 
 @pytest.mark.parametrize(
