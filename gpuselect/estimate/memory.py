@@ -831,7 +831,7 @@ def _as_adapter(w: Workload, mode: Mode, shape: TransformerShape | None, rank: i
 
 def needs_text(fit: Fit, vram_gb: float) -> str:
     """ "needs X of Y GB" as the faces print it."""
-    return f"needs {fit.peak_gb:,.1f} of {vram_gb:g} GB"
+    return f"needs {round(fit.peak_gb, 2):,.1f} of {vram_gb:g} GB"  # as the row's peak_memory_gb rounds
 
 
 def round_gb(x: float) -> float:
