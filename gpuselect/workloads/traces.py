@@ -572,7 +572,7 @@ def _embedding(shape: TransformerShape, mode: str) -> _Section:
         sec.ew("embed.add_positions", 3 * s * h, bwd=0.0)
         if full:
             sec.op(OpKind.EMBEDDING, Phase.BACKWARD, "embed_positions.backward", elems=s * h, fixed=s * h)
-    if not shape.lm_head:  # BERT: token types, then LayerNorm
+    if not shape.lm_head and not shape.is_causal:  # BERT: token types, then LayerNorm
         sec.op(OpKind.EMBEDDING, Phase.FORWARD, "embed_token_types", elems=2 * s * h + s)
         sec.ew("embed.add_token_types", 3 * s * h, bwd=0.0)
         _norm(sec, shape, "embed.norm", s, x="emb_sum", trainable=full)
@@ -613,7 +613,11 @@ def _head(shape: TransformerShape, mode: str) -> _Section:
             sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "tied_embedding.grad_accumulate", fixed=3.0 * v * h)
     else:
         o = shape.head_outputs
-        sec.gemm("task_head", s, h, o, x="x_out", trainable=full, bias=True)
+        x = "x_out"
+        if shape.is_causal:  # a decoder's classifier (LlamaForSequenceClassification): after its final norm
+            _norm(sec, shape, "final_norm", s, x="x_out", trainable=full)
+            x = "final_normed"
+        sec.gemm("task_head", s, h, o, x=x, trainable=full, bias=True)
         sec.op(OpKind.ELEMENTWISE, Phase.FORWARD, "loss.cross_entropy", elems=3 * s * o, fp32=True, kernels=2)
         sec.op(OpKind.ELEMENTWISE, Phase.BACKWARD, "loss.cross_entropy.backward", elems=4 * s * o, fp32=True, kernels=2)
         sec.saved_fp32["loss.log_probs"] = s * o
@@ -662,7 +666,7 @@ def _family(shape: TransformerShape) -> str:
             if shape.kv_dim != shape.hidden
             else "Llama-style decoder (gated FFN, RMSNorm, rotary)"
         )
-    if not shape.lm_head:
+    if not shape.is_causal:
         return "BERT-style encoder"
     return "GPT-style decoder" + (" (rotary, NeoX-like)" if shape.rotary else "")
 

@@ -360,6 +360,10 @@ def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[Tr
     if not 0 < seq <= positions:
         raise DataError(f"{p}: sequence length {seq} must be between 1 and the model's {positions} positions")
     experts, top_k, shared = _experts(cfg, str(p), gated)
+    # a decoder fine-tuned as a classifier (LlamaForSequenceClassification) has a small score head,
+    # not the vocabulary projection: read as a language model it had 7 % more parameters (Llama
+    # 3.1 8B) and a logits buffer of 4 GB per 4,096-token sample
+    task_head = model_type not in _ENCODERS and _task_head(cfg)
     if experts:
         ffn = _positive_int(cfg, str(p), ("moe_intermediate_size", "intermediate_size"), limit=1 << 20)
     shape = TransformerShape(
@@ -374,8 +378,9 @@ def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[Tr
         tied_embeddings=tied,
         # an encoder trains with a task head; pre-training one (its architectures say *ForMaskedLM)
         # projects every token onto the vocabulary, without a causal mask
-        lm_head=model_type not in _ENCODERS or _masked_lm(cfg),
-        causal=False if model_type in _ENCODERS else None,
+        lm_head=(model_type not in _ENCODERS or _masked_lm(cfg)) and not task_head,
+        causal=False if model_type in _ENCODERS else (True if task_head else None),
+        head_outputs=_task_outputs(cfg, str(p)) if task_head else 2,
         dropout=dropout,
         norm="rmsnorm" if rms else "layernorm",
         rotary=rotary,
@@ -581,6 +586,28 @@ _ALIASES: dict[str, set[str]] = {
 _NULL_MEANS_DEFAULT = frozenset({"num_key_value_heads"})
 
 
+_TASK_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering")
+
+
+def _task_head(cfg: dict[str, Any]) -> bool:
+    """Whether the config's architectures all name a task head (classification, QA) on the model."""
+    archs = cfg.get("architectures")
+    return (
+        isinstance(archs, list) and bool(archs) and all(isinstance(a, str) and a.endswith(_TASK_HEADS) for a in archs)
+    )
+
+
+def _task_outputs(cfg: dict[str, Any], p: str) -> int:
+    """A task head's outputs per token: its labels (transformers' default 2), start and end for QA."""
+    archs = cfg.get("architectures") or []
+    if any(str(a).endswith("ForQuestionAnswering") for a in archs):
+        return 2
+    labels = cfg.get("id2label")
+    if isinstance(labels, dict) and labels:
+        return len(labels)
+    return _positive_int(cfg, p, ("num_labels",), default=2, limit=1 << 20)
+
+
 def _masked_lm(cfg: dict[str, Any]) -> bool:
     """Whether the config's architectures name masked-language-model pre-training."""
     archs = cfg.get("architectures")
@@ -737,7 +764,7 @@ def workload_from_hf_config(
     unchecked = "".join(f"; {n}" for n in notes) + (
         (f"; model type {model_type!r} is not one gpuselect has checked" if model_type else "; no model type given")
         + ": read as "
-        + ("a BERT-style encoder" if not shape.lm_head else "a GPT/Llama-style decoder")
+        + ("a BERT-style encoder" if not shape.is_causal else "a GPT/Llama-style decoder")
         if model_type not in _CHECKED_TYPES
         else ""
     )
@@ -776,6 +803,8 @@ def workload_from_hf_config(
             ("; an encoder, with a masked-LM head on every token" if shape.lm_head else "; an encoder with a task head")
             if not shape.is_causal
             else ""
+            if shape.lm_head
+            else f"; a task head of {shape.head_outputs} outputs instead of the vocabulary projection"
         )
         + (
             f"; mixture of experts: {shape.experts_per_token} of {shape.experts} experts per token"

@@ -721,3 +721,34 @@ def test_a_config_s_quantization_is_said_not_to_be_applied(tmp_path: Path) -> No
         '"vocab_size": 1000, "quantization_config": {"load_in_4bit": true, "bnb_4bit_quant_type": "nf4"}}'
     )
     assert "quantization_config (4-bit weights) is not applied" in workload_from_hf_config(q).description
+
+
+def test_a_decoder_classifier_has_a_task_head_not_the_vocabulary_projection(tmp_path: Path) -> None:
+    """LlamaForSequenceClassification scores each token with a (hidden x labels) head: read as a
+    language model it counted the 525 M-parameter vocabulary projection (7 % of Llama 3.1 8B), its
+    FLOPs and a 4 GB logits buffer per 4,096-token sample."""
+    from gpuselect.estimate.memory import MemoryOptions, logits_bytes_per_sample
+    from gpuselect.workloads.traces import transformer_trace
+
+    llama = {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "max_position_embeddings": 131072,
+        "tie_word_embeddings": False,
+    }
+    lm = _read(tmp_path, {**llama, "architectures": ["LlamaForCausalLM"]}, seq_len=4096)
+    cls = _read(tmp_path, {**llama, "architectures": ["LlamaForSequenceClassification"], "num_labels": 3}, seq_len=4096)
+    assert lm.params - cls.params == 128256 * 4096  # no lm_head (the score head's 12 k weights aside)
+    assert cls.shape.is_causal and not cls.shape.lm_head and cls.shape.head_outputs == 3
+    assert lm.forward_flops_per_sample - cls.forward_flops_per_sample == pytest.approx(2 * 4096 * 128256 * 4096)
+    o = MemoryOptions(precision="bf16")
+    assert logits_bytes_per_sample(cls, o) == 0 < logits_bytes_per_sample(lm, o)
+    assert "task head of 3 outputs" in cls.description
+    # still a causal decoder: no BERT token-type embedding; the head reads the final norm's output
+    names = {op.name for op in transformer_trace(cls.shape).ops}
+    assert "embed_token_types" not in names and "final_norm.fp32" in names and "task_head" in names
