@@ -261,7 +261,8 @@ def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[Tr
     is not applied."""
     notes: list[str] = []
     p = Path(path)
-    cfg = read_json(p, what="model config", max_bytes=4 * 1024 * 1024)  # bounded; UTF-8 or UTF-16 with a BOM
+    # bounded; UTF-8 or UTF-16 with a BOM; a key given twice is refused (json would keep the last)
+    cfg = read_json(p, what="model config", max_bytes=4 * 1024 * 1024, unique_keys=True)
     if not isinstance(cfg, dict):
         raise DataError(f"{p}: expected a JSON object of model settings")
     model_type = _model_type(cfg)
