@@ -8,6 +8,7 @@ from typing import Any
 
 from gpuselect.commands import add_format_option
 from gpuselect.commands.estimate_options import _number, add_estimate_options
+from gpuselect.output import plural
 from gpuselect.workloads.model import sentence_start
 
 HELP = "estimate training time, memory fit and cost on every catalog GPU, and recommend one of four stages"
@@ -209,7 +210,7 @@ def data_scope(w: Any, a: Any) -> str:
     """The samples and epochs every time covers, and where each figure came from: a time means
     nothing without them, and for a model given by its size they are a guess (100,000 x 10)."""
     n, e = a.dataset_size or w.default_dataset_size, a.epochs or w.default_epochs
-    text = f"{n:,} samples \u00d7 {e:,} epoch{'s' if e != 1 else ''}"
+    text = f"{plural(n, 'sample')} \u00d7 {plural(e, 'epoch')}"
     unset = [opt for opt, v in (("--dataset-size", a.dataset_size), ("--epochs", a.epochs)) if v is None]
     if not unset:
         return text + " (as given)"

@@ -247,7 +247,7 @@ def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
     dataset = a.dataset_size or w.default_dataset_size
     epochs = a.epochs or w.default_epochs
     s.lines.append(
-        f"Precision {a.precision}, optimizer {a.optimizer}, batch {a.batch_size or 'auto'}, {dataset:,} samples x {epochs} epoch{'s' if epochs != 1 else ''}, "
+        f"Precision {a.precision}, optimizer {a.optimizer}, batch {a.batch_size or 'auto'}, {plural(dataset, 'sample')} x {plural(epochs, 'epoch')}, "
         f"deadline {fmt_hours(a.deadline_hours)}, budget {money(a.budget_usd) if a.budget_usd else 'none'}, "
         f"electricity {money.per_kwh(a.electricity_usd_per_kwh)} (the GPUs' power, TDP x {a.utilisation:g}, not the host's), "
         f"grid {a.grid_kg_co2_per_kwh} kg CO2/kWh, "
