@@ -509,12 +509,15 @@ def _memory_section(result: Any, top: int) -> Section | None:
     ) -> None:
         if peak is None or not parts:
             return
-        of = f"{_fmt(peak)} of {'your ' if yours else ''}{_fmt(vram, digits=0)} GB"
+        # the memory the fit was judged against, as the CLI prints it (79.65, not 80, for an H100
+        # whose driver shows 79.65: "79.70 of 80, no" read as a contradiction)
+        cap = f"{vram:,.4g}" if isinstance(vram, float) else _fmt(vram)
+        of = f"{_fmt(peak)} of {'your ' if yours else ''}{cap} GB"
         rows.append(
             [
                 label,
                 _fmt(peak, digits=2),
-                _fmt(vram, digits=0),
+                cap,
                 "yes" if fits else "no",
                 *(_fmt(parts.get(p), digits=2) for p in MEMORY_PARTS),
                 ckpt or "",
