@@ -238,6 +238,17 @@ def _positive_int(
     return value
 
 
+def config_file(path: str | Path) -> Path:
+    """The config a path names: a Hugging Face model folder (what a download leaves) means its
+    config.json; anything else is read as given."""
+    p = Path(path)
+    if p.is_dir():
+        if (p / "config.json").is_file():
+            return p / "config.json"
+        raise DataError(f"the model config {p} is a folder without a config.json; give the model's config.json")
+    return p
+
+
 def shape_from_hf_config(path: str | Path, *, seq_len: int | None = None) -> TransformerShape:
     """Read a Hugging Face style ``config.json`` as data (GPT-2, BERT, Llama, Mistral ... keys)."""
     return _shape_and_type(path, seq_len=seq_len)[0]
@@ -260,7 +271,7 @@ def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[Tr
     """The config's shape, its model type, and notes on what the file left to defaults or asks that
     is not applied."""
     notes: list[str] = []
-    p = Path(path)
+    p = config_file(path)
     # bounded; UTF-8 or UTF-16 with a BOM; a key given twice is refused (json would keep the last)
     cfg = read_json(p, what="model config", max_bytes=4 * 1024 * 1024, unique_keys=True)
     if not isinstance(cfg, dict):
@@ -359,7 +370,7 @@ def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[Tr
     dropout = isinstance(drop, (int, float)) and not isinstance(drop, bool) and drop > 0
     seq = seq_len if seq_len is not None else min(positions, 4096)
     if not 0 < seq <= positions:
-        raise DataError(f"{p}: sequence length {seq} must be between 1 and the model's {positions} positions")
+        raise DataError(f"{p}: sequence length {seq:,} must be between 1 and the model's {positions:,} positions")
     experts, top_k, shared = _experts(cfg, str(p), gated)
     # a decoder fine-tuned as a classifier (LlamaForSequenceClassification) has a small score head,
     # not the vocabulary projection: read as a language model it had 7 % more parameters (Llama
@@ -761,6 +772,7 @@ def _vit_shape(cfg: dict[str, Any], p: str) -> TransformerShape:
 def workload_from_hf_config(
     path: str | Path, *, seq_len: int | None = None, mode: Mode = Mode.FULL, lora_rank: int = 16
 ) -> Workload:
+    path = config_file(path)
     shape, model_type, notes = _shape_and_type(path, seq_len=seq_len)
     unchecked = "".join(f"; {n}" for n in notes) + (
         (f"; model type {model_type!r} is not one gpuselect has checked" if model_type else "; no model type given")

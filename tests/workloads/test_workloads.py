@@ -754,3 +754,24 @@ def test_a_decoder_classifier_has_a_task_head_not_the_vocabulary_projection(tmp_
     # still a causal decoder: no BERT token-type embedding; the head reads the final norm's output
     names = {op.name for op in transformer_trace(cls.shape).ops}
     assert "embed_token_types" not in names and "final_norm.fp32" in names and "task_head" in names
+
+
+def test_a_sequence_beyond_the_positions_is_refused_in_the_cli_s_numbers(tmp_path: Path) -> None:
+    """The preset's refusal says "1,024 positions"; a config's said "131072 positions"."""
+    keys = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}
+    with pytest.raises(DataError, match=r"sequence length 200,000 must be between 1 and the model's 131,072 positions"):
+        _read(tmp_path, {**keys, "vocab_size": 100, "max_position_embeddings": 131072}, seq_len=200_000)
+
+
+def test_a_model_folder_means_its_config_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A downloaded model is a folder: --config Llama-3.1-8B/ was refused as "a folder, not a file"."""
+    folder = tmp_path / "Tiny-Llama"
+    folder.mkdir()
+    keys = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}
+    (folder / "config.json").write_text(json.dumps({**keys, "vocab_size": 100, "max_position_embeddings": 128}))
+    w = workload_from_hf_config(folder)
+    assert w.name == "Tiny-Llama (from config.json)" and str(folder / "config.json") in w.description
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["estimate", "--config", str(empty)]) == 2
+    assert "is a folder without a config.json" in capsys.readouterr().err
