@@ -647,7 +647,7 @@ def test_a_yarn_block_extends_the_positions_it_names(tmp_path: Path) -> None:
         "rope_scaling": {"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"},
     }
     assert _read(tmp_path, cfg, seq_len=65536).seq_len == 65536
-    with pytest.raises(DataError, match="the model's 131072 positions"):
+    with pytest.raises(DataError, match="the model's 131,072 positions"):
         _read(tmp_path, cfg, seq_len=200_000)
 
 
