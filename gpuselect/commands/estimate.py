@@ -8,7 +8,7 @@ from typing import Any
 
 from gpuselect.commands import add_format_option
 from gpuselect.commands.estimate_options import _number, add_estimate_options
-from gpuselect.output import plural
+from gpuselect.output import millions, plural
 from gpuselect.workloads.model import sentence_start
 
 HELP = "estimate training time, memory fit and cost on every catalog GPU, and recommend one of four stages"
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     rec = result.recommendation
     choice, why = explain(rec, money)
     print(
-        f"{sentence_start(w.name)}: {w.params / 1e6:,.1f} M parameters, {_gflop(w.training_flops_per_sample)} per sample to train, "
+        f"{sentence_start(w.name)}: {millions(w.params)} parameters, {_gflop(w.training_flops_per_sample)} per sample to train, "
         f"{data_scope(w, a)}; "
         f"{a.precision}, {a.optimizer}, deadline {fmt_hours(a.deadline_hours)}"
         + (f", budget {money(a.budget_usd)}" if a.budget_usd else "")

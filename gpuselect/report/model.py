@@ -24,7 +24,7 @@ from gpuselect.estimate.recommend import (
     verdict_line,
 )
 from gpuselect.health.text import with_unit
-from gpuselect.output import plural
+from gpuselect.output import millions, plural
 from gpuselect.workloads.model import sentence_start
 
 REDACTED = "[redacted]"
@@ -240,7 +240,7 @@ def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
     w, a = result.workload, result.assumptions
     s = Section("Workload and assumptions")
     text = (
-        f"{sentence_start(w.name)}: {w.description}. {w.params / 1e6:,.1f} M parameters ({w.trainable_params / 1e6:,.2f} M trained), "
+        f"{sentence_start(w.name)}: {w.description}. {millions(w.params)} parameters ({millions(w.trainable_params, 2)} trained), "
         f"{_three(w.forward_flops_per_sample / 1e9)} GFLOP per sample forward. Figures: {w.source}."
     )
     s.lines.append(scrub_paths(text) if redact else text)
