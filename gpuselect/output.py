@@ -19,6 +19,12 @@ def plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
+def millions(n: int, digits: int = 1) -> str:
+    """A parameter count as the faces write it: "8,030.3 M", but a small model's own count ("75,338"
+    rather than "0.1 M"; a 20-weight model was "0.0 M parameters")."""
+    return f"{n / 1e6:,.{digits}f} M" if n >= 1e6 else f"{n:,}"
+
+
 def to_jsonable(value: Any) -> Any:
     """Turn dataclasses, enums, paths, tuples and sets into JSON-safe values.
 

@@ -115,18 +115,44 @@ def _no_constant(name: str) -> float:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def parse_json(text: str, *, what: str, path: str | os.PathLike[str], max_depth: int = MAX_DEPTH) -> Any:
-    """JSON without NaN/Infinity (not JSON, and they poison every figure computed from them)."""
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in seen and seen[k] != v:  # the same value twice is harmless
+            raise _DuplicateKeyError(k)
+        seen[k] = v
+    return seen
+
+
+def parse_json(
+    text: str, *, what: str, path: str | os.PathLike[str], max_depth: int = MAX_DEPTH, unique_keys: bool = False
+) -> Any:
+    """JSON without NaN/Infinity (not JSON, and they poison every figure computed from them).
+    ``unique_keys``: a key given twice in one object with different values is an error (json keeps
+    the last silently: a hand-written config with hidden_size twice was estimated at the second)."""
     if not text.strip():
         # what `gpuselect bench --format json > FILE` leaves when it is interrupted or fails
         raise DataError(f"the {what} {path} is empty (a run interrupted while writing to it leaves an empty file)")
     try:
-        doc = json.loads(text, parse_constant=_no_constant)
+        doc = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys if unique_keys else None)
     except json.JSONDecodeError as exc:
-        # "line 64: Unterminated string starting at", not "... starting at at line 64"
-        raise DataError(f"the {what} {path} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        # json's "Unterminated string starting at" names its position itself: no "at at line 1"
+        msg = exc.msg.removesuffix(" at")
+        raise DataError(
+            f"the {what} {path} is not valid JSON ({msg} at line {exc.lineno}, column {exc.colno})"
+        ) from None
+    except _DuplicateKeyError as exc:
+        raise DataError(
+            f"the {what} {path} gives {exc.args[0][:60]!r} twice, with different values; keep the one you mean"
+        ) from None
     except ValueError as exc:
-        raise DataError(f"the {what} {path} is not valid JSON ({exc})") from None
+        # Python's digit limit for int("999...") speaks of sys.set_int_max_str_digits(), not of the file
+        why = "a number longer than 4,300 digits" if "int_max_str_digits" in str(exc) else str(exc)
+        raise DataError(f"the {what} {path} is not valid JSON ({why})") from None
     except RecursionError:
         raise DataError(f"the {what} {path} nests too deeply") from None
     check_depth(doc, what=what, path=path, max_depth=max_depth)
@@ -134,9 +160,15 @@ def parse_json(text: str, *, what: str, path: str | os.PathLike[str], max_depth:
 
 
 def read_json(
-    path: str | os.PathLike[str], *, what: str = "file", max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
+    path: str | os.PathLike[str],
+    *,
+    what: str = "file",
+    max_bytes: int = MAX_BYTES,
+    max_depth: int = MAX_DEPTH,
+    unique_keys: bool = False,
 ) -> Any:
-    return parse_json(read_text(path, what=what, max_bytes=max_bytes), what=what, path=path, max_depth=max_depth)
+    text = read_text(path, what=what, max_bytes=max_bytes)
+    return parse_json(text, what=what, path=path, max_depth=max_depth, unique_keys=unique_keys)
 
 
 def read_toml(

@@ -31,13 +31,21 @@ def _out(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
             "1,000 samples × 2 epochs (as given)",
         ),
         (["--workload", "simple-cnn", "--epochs", "1", "--dataset-size", "1"], "1 sample × 1 epoch (as given)"),
+        # a small model's own count, not "0.0 M parameters"
+        (["--params", "20000", "--flops-per-sample", "1e6"], "Custom workload: 20,000 parameters, "),
     ],
 )
 def test_estimate_header_says_what_data_its_times_cover(
-    argv: list[str], scope: str, capsys: pytest.CaptureFixture[str]
+    argv: list[str], scope: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     header = _out(["estimate", *argv, "--top", "1"], capsys).splitlines()[0]
     assert scope in header
+    # the report says the same, in its own words ("x" for "×")
+    md = tmp_path / "r.md"
+    assert main(["report", "-o", str(md), "--no-bench", *argv]) == 0
+    assert scope.split(" (")[0].replace("×", "x").removeprefix("Custom workload: ").rstrip(", ") in md.read_text(
+        encoding="utf-8"
+    )
 
 
 def test_dataset_and_epoch_options_give_their_defaults(capsys: pytest.CaptureFixture[str]) -> None:

@@ -114,8 +114,42 @@ def test_an_empty_or_cut_off_json_file_is_said_plainly(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"b\.json is empty \(a run interrupted"):
         read_json(f, what="benchmark result")
     f.write_text('{\n "kind": "ben')
-    with pytest.raises(DataError, match=r"not valid JSON \(line 2: Unterminated string starting at\)$"):
+    with pytest.raises(DataError, match=r"not valid JSON \(Unterminated string starting at line 2, column 10\)$"):
         read_json(f, what="benchmark result")
+
+
+@pytest.mark.parametrize(
+    ("content", "said", "unsaid"),
+    [
+        # json's own message ends in "at"; the sentence said "starting at at line 1"
+        ('{"a": "x', "Unterminated string starting at line 1, column 7", "at at"),
+        ('{"a": 1,}', "at line 1, column 9", None),
+        # Python's digit limit: its advice (sys.set_int_max_str_digits) is not the user's to follow
+        ('{"a": ' + "9" * 5000 + "}", "a number longer than 4,300 digits", "sys."),
+    ],
+)
+def test_a_broken_json_file_is_one_plain_sentence(tmp_path: Path, content: str, said: str, unsaid: str | None) -> None:
+    f = tmp_path / "x.json"
+    f.write_text(content)
+    with pytest.raises(DataError) as e:
+        read_json(f)
+    assert said in str(e.value) and (unsaid is None or unsaid not in str(e.value)), str(e.value)
+
+
+def test_a_config_that_gives_one_setting_twice_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """json keeps the last of two keys silently: a hand-written config with hidden_size 4096 and
+    later 8192 was estimated as an 18.7 B model without a word."""
+    f = tmp_path / "config.json"
+    keys = '"num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100'
+    f.write_text('{"hidden_size": 64, ' + keys + ', "hidden_size": 128}')
+    assert main(["estimate", "--config", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "gives 'hidden_size' twice, with different values" in err and len(err.strip().splitlines()) == 1
+    f.write_text('{"hidden_size": 64, ' + keys + ', "hidden_size": 64}')  # the same value twice is harmless
+    assert main(["estimate", "--config", str(f), "--format", "json"]) == 0
+    # other files keep json's reading (a catalog overlay or settings file is not refused for it)
+    f.write_text('{"a": 1, "a": 2}')
+    assert read_json(f) == {"a": 2}
 
 
 # --- settings.json --------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any
 
 from gpuselect.commands import add_format_option
 from gpuselect.commands.estimate_options import _number, add_estimate_options
+from gpuselect.output import millions, plural
 from gpuselect.workloads.model import sentence_start
 
 HELP = "estimate training time, memory fit and cost on every catalog GPU, and recommend one of four stages"
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     rec = result.recommendation
     choice, why = explain(rec, money)
     print(
-        f"{sentence_start(w.name)}: {w.params / 1e6:,.1f} M parameters, {_gflop(w.training_flops_per_sample)} per sample to train, "
+        f"{sentence_start(w.name)}: {millions(w.params)} parameters, {_gflop(w.training_flops_per_sample)} per sample to train, "
         f"{data_scope(w, a)}; "
         f"{a.precision}, {a.optimizer}, deadline {fmt_hours(a.deadline_hours)}"
         + (f", budget {money(a.budget_usd)}" if a.budget_usd else "")
@@ -224,9 +225,7 @@ def data_scope(w: Any, a: Any) -> str:
     """The samples and epochs every time covers, and where each figure came from: a time means
     nothing without them, and for a model given by its size they are a guess (100,000 x 10)."""
     n, e = a.dataset_size or w.default_dataset_size, a.epochs or w.default_epochs
-    from gpuselect.output import plural
-
-    text = f"{plural(n, 'sample')} \u00d7 {plural(e, 'epoch')}"  # "1 sample", not "1 samples"
+    text = f"{plural(n, 'sample')} \u00d7 {plural(e, 'epoch')}"
     unset = [opt for opt, v in (("--dataset-size", a.dataset_size), ("--epochs", a.epochs)) if v is None]
     if not unset:
         return text + " (as given)"

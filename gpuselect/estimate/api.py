@@ -724,7 +724,8 @@ def _row_at(
         base.note = "; ".join(
             [
                 *notes,
-                f"needs {fit.peak_gb:,.1f} of {cap:g} GB"
+                # the row's rounded figure, so the note and the advice quoting it never differ by 0.1
+                f"needs {round(fit.peak_gb, 2):,.1f} of {cap:g} GB"
                 + (
                     f" at batch {fit.batch_size}; at most batch {fit.max_batch} fits"
                     if fit.max_batch

@@ -180,7 +180,7 @@ def _embedding_params(w: Workload, shape: TransformerShape | None) -> int:
     """Parameters outside the linear layers (embeddings, untied head, norms): kept 16-bit by QLoRA."""
     if shape is None:
         return 0
-    emb = shape.vocab * shape.hidden
+    emb = (shape.vocab + shape.table_rows) * shape.hidden  # with a learned position table
     head = 0 if shape.tied_embeddings or not shape.lm_head else shape.vocab * shape.hidden
     return min(w.params, emb + head + shape.layers * 4 * shape.hidden)
 
@@ -831,7 +831,7 @@ def _as_adapter(w: Workload, mode: Mode, shape: TransformerShape | None, rank: i
 
 def needs_text(fit: Fit, vram_gb: float) -> str:
     """ "needs X of Y GB" as the faces print it."""
-    return f"needs {fit.peak_gb:,.1f} of {vram_gb:g} GB"
+    return f"needs {round(fit.peak_gb, 2):,.1f} of {vram_gb:g} GB"  # as the row's peak_memory_gb rounds
 
 
 def round_gb(x: float) -> float:

@@ -26,7 +26,7 @@ from gpuselect.estimate.recommend import (
     verdict_line,
 )
 from gpuselect.health.text import with_unit
-from gpuselect.output import plural
+from gpuselect.output import millions, plural
 from gpuselect.workloads.model import sentence_start
 
 REDACTED = "[redacted]"
@@ -247,7 +247,7 @@ def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
     w, a = result.workload, result.assumptions
     s = Section("Workload and assumptions")
     text = (
-        f"{sentence_start(w.name)}: {w.description}. {w.params / 1e6:,.1f} M parameters ({w.trainable_params / 1e6:,.2f} M trained), "
+        f"{sentence_start(w.name)}: {w.description}. {millions(w.params)} parameters ({millions(w.trainable_params, 2)} trained), "
         f"{_three(w.forward_flops_per_sample / 1e9)} GFLOP per sample forward. Figures: {w.source}."
     )
     s.lines.append(scrub_paths(text) if redact else text)
@@ -524,12 +524,15 @@ def _memory_section(result: Any, top: int) -> Section | None:
     ) -> None:
         if peak is None or not parts:
             return
-        of = f"{_fmt(peak)} of {'your ' if yours else ''}{_fmt(vram, digits=0)} GB"
+        # the memory the fit was judged against, as the CLI prints it (79.65, not 80, for an H100
+        # whose driver shows 79.65: "79.70 of 80, no" read as a contradiction)
+        cap = f"{vram:,.4g}" if isinstance(vram, float) else _fmt(vram)
+        of = f"{_fmt(peak)} of {'your ' if yours else ''}{cap} GB"
         rows.append(
             [
                 label,
                 _fmt(peak, digits=2),
-                _fmt(vram, digits=0),
+                cap,
                 "yes" if fits else "no",
                 *(_fmt(parts.get(p), digits=2) for p in MEMORY_PARTS),
                 ckpt or "",

@@ -873,3 +873,39 @@ def test_a_cpu_is_timed_at_the_batch_its_ram_holds() -> None:
     # RAM enough for the workload's own batch: timed at it, as before
     big = cpu(Assumptions(), 256.0)
     assert big.batch_size == w.default_batch_size
+
+
+def test_a_rows_note_and_the_advice_quote_the_same_peak(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Llama 3.1 8B full on one H100 peaks at 144.149... GB: the row's note said "needs 144.1 of
+    79.65 GB" from the unrounded figure while the advice, from the row's rounded 144.15, said
+    "needs 144.2 GB per GPU", two figures for one peak in the same output."""
+    import re
+
+    from gpuselect.catalog import load_catalog
+    from gpuselect.estimate.api import Assumptions, estimate
+    from gpuselect.estimate.perf import default_model
+    from gpuselect.workloads.transformer import workload_from_hf_config
+
+    cfg = {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "max_position_embeddings": 131072,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 500000.0,
+        "tie_word_embeddings": False,
+    }
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    w = workload_from_hf_config(p, seq_len=4096)
+    catalog = load_catalog(use_overlay=False)
+    result = estimate(w, Assumptions(counts=(1,)), catalog, default_model(catalog), gpu_ids=["nvidia-h100-sxm5-80gb"])
+    (row,) = result.rows
+    m = re.search(r"needs ([\d,.]+) of", row.note or "")
+    assert m and not row.fits and row.peak_memory_gb is not None
+    assert m.group(1) == f"{row.peak_memory_gb:,.1f}"
+    assert f"needs {row.peak_memory_gb:,.1f} GB per GPU" in result.recommendation.rationale

@@ -247,6 +247,11 @@ def test_memory_bar_shows_a_breakdown_when_the_row_has_one(qtbot) -> None:
     page._show_memory(row)
     assert page.memory_bar.isVisible() and "needs 16.2 of 24 GB" in page.memory_text.text()
     assert "activations: 8.0 GB" in page.memory_bar.toolTip()
+    # an H100 is judged on the 79.65 GB its driver shows: "79.7 of 80" read as fitting
+    page._show_memory(
+        SimpleNamespace(**{**vars(row), "name": "H100 SXM5 80GB", "vram_gb": 79.65, "peak_memory_gb": 79.7})
+    )
+    assert "needs 79.7 of 79.65 GB per GPU" in page.memory_text.text()
     page.shutdown()
 
 

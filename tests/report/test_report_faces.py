@@ -198,3 +198,13 @@ def test_a_series_of_one_point_is_drawn_off_the_axes() -> None:
     assert lp.yValueAxis.valueMin < min(ys) and lp.yValueAxis.valueMax > max(ys)
     assert lp.lines[1].symbol.size > lp.lines[0].symbol.size  # the one-point series is a visible mark
     assert lp.xValueAxis.valueSteps[0] == 0  # the decade ticks stay: 1, 10, 100
+
+
+def test_the_memory_table_shows_the_memory_the_fit_was_judged_against(tmp_path: Path) -> None:
+    """An H100's driver shows 79.65 of its 80 GB and the fit is judged on 79.65: the table rounded it
+    to 80, so a row needing 79.7 read "79.70 | 80 | no"."""
+    md = tmp_path / "r.md"
+    argv = ["report", "-o", str(md), "--no-bench", "--workload", "llama-8b-full"]
+    assert main([*argv, "--gpus", "nvidia-h100-sxm5-80gb", "--count", "1"]) == 0
+    row = next(line for line in md.read_text(encoding="utf-8").splitlines() if line.startswith("| 1x H100 SXM5 80GB |"))
+    assert row.split(" | ")[2] == "79.65", row

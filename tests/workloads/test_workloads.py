@@ -10,6 +10,7 @@ import pytest
 
 from gpuselect.cli import main
 from gpuselect.errors import DataError, UsageError
+from gpuselect.types import Mode
 from gpuselect.workloads.model import public_id
 from gpuselect.workloads.presets import PRESETS, custom_workload, get_preset
 from gpuselect.workloads.transformer import TransformerShape, shape_from_hf_config, workload_from_hf_config
@@ -115,9 +116,98 @@ def test_gpt2_style_config_keys(tmp_path: Path) -> None:
     shape = shape_from_hf_config(p)
     # Hugging Face's GPT-2 defaults: dropout 0.1, one fused q/k/v matrix (c_attn)
     assert shape == TransformerShape(
-        layers=12, hidden=768, heads=12, vocab=50257, seq_len=1024, ffn=3072, kv_heads=12, dropout=True, fused_qkv=True
+        layers=12,
+        hidden=768,
+        heads=12,
+        vocab=50257,
+        seq_len=1024,
+        ffn=3072,
+        kv_heads=12,
+        dropout=True,
+        fused_qkv=True,
+        table_rows=1024,  # the learned position table
     )
     assert shape.forward_flops_per_sequence() == pytest.approx(PRESETS["gpt2-124m"].forward_flops_per_sample)
+
+
+@pytest.mark.parametrize(
+    ("cfg", "exact"),
+    # transformers' own counts (sum of p.numel()) of these architectures; the arithmetic leaves out
+    # only the linear layers' biases and the LayerNorms' (under 0.1 %)
+    [
+        (
+            {
+                "model_type": "gpt2",
+                "n_embd": 768,
+                "n_layer": 12,
+                "n_head": 12,
+                "vocab_size": 50257,
+                "n_positions": 1024,
+            },
+            124_439_808,
+        ),
+        # a small GPT-2 with a long context: its position table is a sixth of the model
+        (
+            {"model_type": "gpt2", "n_embd": 128, "n_layer": 2, "n_head": 4, "vocab_size": 8000, "n_positions": 2048},
+            1_682_944,
+        ),
+        # OPT's position table has two rows more than its positions (the padding offset)
+        (
+            {
+                "model_type": "opt",
+                "hidden_size": 768,
+                "ffn_dim": 3072,
+                "num_hidden_layers": 12,
+                "num_attention_heads": 12,
+                "vocab_size": 50272,
+                "max_position_embeddings": 2048,
+            },
+            125_239_296,
+        ),
+        # DistilBertModel (no token types)
+        (
+            {
+                "model_type": "distilbert",
+                "dim": 768,
+                "n_layers": 6,
+                "n_heads": 12,
+                "vocab_size": 30522,
+                "max_position_embeddings": 512,
+            },
+            66_362_880,
+        ),
+    ],
+    ids=["gpt2", "tiny-gpt2-long-context", "opt-125m", "distilbert"],
+)
+def test_learned_position_tables_are_counted(tmp_path: Path, cfg: dict[str, Any], exact: int) -> None:
+    """A config with learned positions left its position table (and BERT's token types) out of the
+    parameters: 16 % short for the small GPT-2, 1.5 % for DistilBERT, so too little weight,
+    gradient and optimizer memory."""
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    shape = shape_from_hf_config(p, seq_len=128)
+    assert shape.params() == pytest.approx(exact, rel=0.002)
+
+
+def test_a_config_without_positions_takes_its_class_default(tmp_path: Path) -> None:
+    """transformers' GPT-2 and DistilBERT classes give 1,024 and 512 positions where the file says
+    none; read as 2,048 they trained sequences four times DistilBERT's table."""
+    distil = _read(
+        tmp_path, {"model_type": "distilbert", "dim": 768, "n_layers": 6, "n_heads": 12, "vocab_size": 30522}
+    )
+    assert distil.seq_len == 512 and distil.shape.table_rows == 512
+    gpt2 = _read(tmp_path, {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "vocab_size": 50257})
+    assert gpt2.seq_len == 1024 and gpt2.shape.table_rows == 1024
+
+
+def test_qlora_keeps_a_position_table_in_16_bits(tmp_path: Path) -> None:
+    """bitsandbytes quantises the linear layers only: a learned position table stays 16-bit."""
+    from gpuselect.estimate.memory import weight_storage_bytes
+
+    keys = {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "vocab_size": 50257}
+    short = _read(tmp_path, {**keys, "n_positions": 1024}, mode=Mode.QLORA, seq_len=512)
+    long = _read(tmp_path, {**keys, "n_positions": 2048}, mode=Mode.QLORA, seq_len=512)
+    assert weight_storage_bytes(long) - weight_storage_bytes(short) == pytest.approx(1024 * 768 * 2)
 
 
 @pytest.mark.parametrize(
@@ -419,7 +509,9 @@ def test_tie_word_embeddings_must_be_a_boolean(tmp_path: Path) -> None:
         (["--params", "1e6", "--flops-per-sample", "1e6", "--seq-len", "8"], "--seq-len applies to --config"),
         (["--workload", "resnet50", "--flops-per-sample", "5"], "--flops-per-sample goes with --params"),
         (["--workload", "resnet50", "--factory", "build"], "--factory and --input-shape go with --model"),
-        (["--workload", "llama-8b-lora", "--lora-rank", "65536"], "larger than the model's hidden size 4096"),
+        (["--workload", "llama-8b-lora", "--lora-rank", "65536"], "too large for this model"),
+        # up to the hidden size (2,048) was taken: 1,443 M adapter weights on a 1,236 M model
+        (["--workload", "llama-1b-lora", "--lora-rank", "2048"], "(at most rank 1,381)"),
         (["--workload", "resnet50", "--gpus", " , "], "--gpus names no GPU"),
     ],
 )
@@ -555,7 +647,7 @@ def test_a_yarn_block_extends_the_positions_it_names(tmp_path: Path) -> None:
         "rope_scaling": {"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"},
     }
     assert _read(tmp_path, cfg, seq_len=65536).seq_len == 65536
-    with pytest.raises(DataError, match="the model's 131072 positions"):
+    with pytest.raises(DataError, match="the model's 131,072 positions"):
         _read(tmp_path, cfg, seq_len=200_000)
 
 
@@ -631,3 +723,55 @@ def test_a_config_s_quantization_is_said_not_to_be_applied(tmp_path: Path) -> No
         '"vocab_size": 1000, "quantization_config": {"load_in_4bit": true, "bnb_4bit_quant_type": "nf4"}}'
     )
     assert "quantization_config (4-bit weights) is not applied" in workload_from_hf_config(q).description
+
+
+def test_a_decoder_classifier_has_a_task_head_not_the_vocabulary_projection(tmp_path: Path) -> None:
+    """LlamaForSequenceClassification scores each token with a (hidden x labels) head: read as a
+    language model it counted the 525 M-parameter vocabulary projection (7 % of Llama 3.1 8B), its
+    FLOPs and a 4 GB logits buffer per 4,096-token sample."""
+    from gpuselect.estimate.memory import MemoryOptions, logits_bytes_per_sample
+    from gpuselect.workloads.traces import transformer_trace
+
+    llama = {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "max_position_embeddings": 131072,
+        "tie_word_embeddings": False,
+    }
+    lm = _read(tmp_path, {**llama, "architectures": ["LlamaForCausalLM"]}, seq_len=4096)
+    cls = _read(tmp_path, {**llama, "architectures": ["LlamaForSequenceClassification"], "num_labels": 3}, seq_len=4096)
+    assert lm.params - cls.params == 128256 * 4096  # no lm_head (the score head's 12 k weights aside)
+    assert cls.shape.is_causal and not cls.shape.lm_head and cls.shape.head_outputs == 3
+    assert lm.forward_flops_per_sample - cls.forward_flops_per_sample == pytest.approx(2 * 4096 * 128256 * 4096)
+    o = MemoryOptions(precision="bf16")
+    assert logits_bytes_per_sample(cls, o) == 0 < logits_bytes_per_sample(lm, o)
+    assert "task head of 3 outputs" in cls.description
+    # still a causal decoder: no BERT token-type embedding; the head reads the final norm's output
+    names = {op.name for op in transformer_trace(cls.shape).ops}
+    assert "embed_token_types" not in names and "final_norm.fp32" in names and "task_head" in names
+
+
+def test_a_sequence_beyond_the_positions_is_refused_in_the_cli_s_numbers(tmp_path: Path) -> None:
+    """The preset's refusal says "1,024 positions"; a config's said "131072 positions"."""
+    keys = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}
+    with pytest.raises(DataError, match=r"sequence length 200,000 must be between 1 and the model's 131,072 positions"):
+        _read(tmp_path, {**keys, "vocab_size": 100, "max_position_embeddings": 131072}, seq_len=200_000)
+
+
+def test_a_model_folder_means_its_config_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A downloaded model is a folder: --config Llama-3.1-8B/ was refused as "a folder, not a file"."""
+    folder = tmp_path / "Tiny-Llama"
+    folder.mkdir()
+    keys = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}
+    (folder / "config.json").write_text(json.dumps({**keys, "vocab_size": 100, "max_position_embeddings": 128}))
+    w = workload_from_hf_config(folder)
+    assert w.name == "Tiny-Llama (from config.json)" and str(folder / "config.json") in w.description
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["estimate", "--config", str(empty)]) == 2
+    assert "is a folder without a config.json" in capsys.readouterr().err

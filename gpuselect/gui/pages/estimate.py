@@ -1007,7 +1007,7 @@ class EstimatePage(QWidget):
             return
 
         def needs(who: str, g: Any) -> str:
-            return f"your {who}: needs {float(g.peak_memory_gb or 0):,.1f} of your {float(g.vram_gb or 0):,.0f} GB"
+            return f"your {who}: needs {float(g.peak_memory_gb or 0):,.1f} of your {float(g.vram_gb or 0):,.4g} GB"
 
         who, locs = groups[0]
         first = locs[0]
@@ -1023,7 +1023,8 @@ class EstimatePage(QWidget):
             return
         need = float(getattr(row, "peak_memory_gb", None) or sum(parts.values()))
         vram = float(row.vram_gb or 0)
-        self.memory_text.setText(f"{row.count}x {row.name}: needs {need:,.1f} of {vram:,.0f} GB per GPU")
+        # the memory the fit was judged against (an H100's 79.65, not 80 beside a "does not fit" at 79.7)
+        self.memory_text.setText(f"{row.count}x {row.name}: needs {need:,.1f} of {vram:,.4g} GB per GPU")
         self.memory_bar.set_parts(parts, vram)
 
     # --- charts ----------------------------------------------------------------------------------
