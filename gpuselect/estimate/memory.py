@@ -21,8 +21,8 @@ The peak is the sum of what lives through the step plus what the backward pass k
   allocated). A workload fits a card when its peak is at most the card's size.
 
 Sharding divides model state by the GPU count (ZeRO-1 the optimizer, ZeRO-2 also the gradients,
-FSDP/ZeRO-3 everything, plus the gathered working set of two layers); offload moves the optimizer
-(and with ``params`` the weights and gradients) to host memory.
+FSDP/ZeRO-3 everything, plus the gathered working set of two layers and the root unit); offload
+moves the optimizer (and with ``params`` the weights and gradients) to host memory.
 
 All sizes are bytes; the ``*_gb`` figures are binary gigabytes (2**30 bytes), the unit GPU memory
 is sold in ("24 GB" = 24 GiB; nvidia-smi counts MiB).
@@ -253,25 +253,32 @@ def dequant_transient_bytes(w: Workload, shape: TransformerShape | None = None) 
 def _layer_and_edge(
     w: Workload, o: MemoryOptions, shape: TransformerShape | None, weights: float
 ) -> tuple[float, float]:
-    """(one layer's weight bytes, the embedding/head unit's) of ``weights`` (the edge unit 0 without
-    a transformer shape)."""
+    """(one layer's weight bytes, the root unit's: the embedding and an untied head) of ``weights``
+    (the root 0 without a transformer shape)."""
     layers = max(1, w.layers)
     if shape is None:
         return weights / layers, 0.0
-    other = _embedding_params(w, shape) * (4 if o.precision in ("fp32", "tf32") else 2)
-    return max(0.0, weights - other) / layers, min(other, shape.vocab * shape.hidden * 2)
+    e = 4 if o.precision in ("fp32", "tf32") else 2
+    other = _embedding_params(w, shape) * e
+    # Wrapped block by block (LitGPT's {Block}, Transformers' transformer_layer_cls_to_wrap), the
+    # root unit holds the input embedding and, untied, the output projection too: both are gathered
+    # through the step (FSDP does not reshard the root after the forward), and both matrices'
+    # gradients whole until the root reduce-scatters at the end of the backward.
+    root = shape.vocab * shape.hidden * (1 if shape.tied_embeddings or not shape.lm_head else 2)
+    return max(0.0, weights - other) / layers, min(other, root * e)
 
 
 def _unit_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None, weights: float) -> float:
     """FSDP gathers one wrapped unit (a layer) at a time and prefetches the next: two layers' weights
-    (or the embedding/head unit where it is bigger) are whole on every GPU while they compute."""
+    are whole on every GPU while they compute, beside the root unit, gathered through the step."""
     layer, edge = _layer_and_edge(w, o, shape, weights)
     return 2 * layer + edge
 
 
 def _unit_grad_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None, weights: float) -> float:
     """The gradients of the one unit whose backward runs, whole before FSDP reduce-scatters them
-    (or, offloaded, copies them to the host): a layer's, or the embedding/head unit's where bigger."""
+    (or, offloaded, copies them to the host): a layer's, or the root unit's where bigger (they stay
+    whole until the root reduce-scatters at the end of the backward)."""
     return max(_layer_and_edge(w, o, shape, weights))
 
 

@@ -849,3 +849,23 @@ def test_a_cpu_s_memory_holds_no_cuda_context() -> None:
     assert loc.memory_breakdown_gb["overhead"] < 0.01 and loc.peak_memory_gb is not None and loc.peak_memory_gb < 0.1
     gpu = peak_memory(w, 128, MemoryOptions(precision="fp32"))
     assert gpu.overhead >= M.FIXED_OVERHEAD_BYTES  # a GPU's keeps them
+
+
+# --- review 15 (physics): the FSDP root unit, offload, DDP buckets ----------------------------------
+
+
+def test_the_fsdp_root_unit_holds_the_embedding_and_an_untied_head() -> None:
+    """Review 15: the root unit (embedding and untied head, wrapped block by block) stays gathered
+    through the step, and its gradients whole until it reduce-scatters: Llama 8B's working set is two
+    layers (0.87 GB) + the root (2.10) + its gradients (2.10) = 5.07 GB, not 2.97 with one matrix."""
+    from gpuselect.workloads.transformer import adapted_matrices
+
+    vh = 128256 * 4096
+    layer = sum(i * o for _, i, o in adapted_matrices(LLAMA31_8B)) + 2 * 4096
+    o = MemoryOptions(sharding="fsdp", gpus=8)
+    untied = peak_memory(_w(LLAMA31_8B, "full"), 0, o, LLAMA31_8B)  # all trained: weights are the working set
+    assert untied.weights == pytest.approx(2 * 2 * layer + 2 * (2 * vh * 2), rel=1e-3)
+    assert untied.weights / 1e9 == pytest.approx(5.07, abs=0.01)
+    tied_shape = replace(LLAMA31_8B, tied_embeddings=True)
+    tied = peak_memory(_w(tied_shape, "full"), 0, o, tied_shape)
+    assert tied.weights == pytest.approx(2 * 2 * layer + 2 * (vh * 2), rel=1e-3)
