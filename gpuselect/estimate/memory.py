@@ -22,7 +22,7 @@ The peak is the sum of what lives through the step plus what the backward pass k
 
 Sharding divides model state by the GPU count (ZeRO-1 the optimizer, ZeRO-2 also the gradients,
 FSDP/ZeRO-3 everything, plus the gathered working set of two layers and the root unit); offload
-moves the optimizer (and with ``params`` the weights and gradients) to host memory.
+moves the optimizer and the fp32 gradients (and with ``params`` the weights) to host memory.
 
 All sizes are bytes; the ``*_gb`` figures are binary gigabytes (2**30 bytes), the unit GPU memory
 is sold in ("24 GB" = 24 GiB; nvidia-smi counts MiB).
@@ -190,16 +190,17 @@ def _trained_params(w: Workload) -> float:
 
 
 def host_state_gb(w: Workload, o: MemoryOptions) -> float:
-    """GB of model state the host holds under offload: the optimizer state (and master weights), and
-    with ``params`` the weights and gradients too (the whole model's, on the node's host; in mixed
-    precision the offloaded fp32 parameter is the master copy, so the trained weights' 16-bit copy
-    is not held there)."""
+    """GB of model state the host holds under offload: the optimizer state (and master weights) and
+    the gradients, and with ``params`` the weights too (the whole model's, on the node's host; in
+    mixed precision the offloaded fp32 parameter is the master copy, so the trained weights' 16-bit
+    copy is not held there)."""
     weights, grads, opt, _ = _state_bytes(w, o, shape_of(w))
     if o.offload == "params":
         if mixed(o.precision):
             weights -= _trained_params(w) * 2
         return (weights + grads + opt) / GB
-    return opt / GB if o.offload == "optimizer" else 0.0
+    # ZeRO-Offload accumulates the (fp32) gradients on the host too, where the CPU's update reads them.
+    return (opt + grads) / GB if o.offload == "optimizer" else 0.0
 
 
 def _state_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None) -> tuple[float, float, float, float]:
@@ -248,6 +249,38 @@ def dequant_transient_bytes(w: Workload, shape: TransformerShape | None = None) 
     from gpuselect.workloads.transformer import adapted_matrices
 
     return 2.0 * max(i * o for _, i, o in adapted_matrices(shape))
+
+
+#: DeepSpeed ZeRO's gradient reduce bucket, in elements: ``reduce_bucket_size``, 5e8 by default
+#: (deepspeed/runtime/zero/config.py).
+ZERO_REDUCE_BUCKET_ELEMS = 5e8
+
+
+def _largest_trained_param(w: Workload, shape: TransformerShape | None) -> float:
+    """Elements of the largest single trained parameter: a fully trained transformer's embedding
+    (or untied head) or largest linear; 0 otherwise (adapters are far below a reduce bucket)."""
+    if shape is None or w.mode != "full":
+        return 0.0
+    from gpuselect.workloads.transformer import adapted_matrices
+
+    return float(max([shape.vocab * shape.hidden, *(i * o for _, i, o in adapted_matrices(shape))]))
+
+
+def zero_bucket_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None, *, oversized: bool) -> float:
+    """What DeepSpeed ZeRO holds on the GPU to reduce the gradients, besides any gradient store:
+    one flat buffer of ``reduce_bucket_size`` elements in the model's 16-bit dtype (fp32 when it
+    trains in fp32) that each gradient is copied into as the backward produces it, reduced (and,
+    under ZeRO-Offload, copied to the host) when full — contiguous_gradients is on by default, and
+    a second buffer comes only with overlap_comm, off by default for stages 1 and 2 (stage 3 keeps
+    one too): stage_1_and_2.py ``backward``, ``reduce_independent_p_g_buckets_and_remove_grads``.
+    A bounded bucket, not a copy of all the gradients as torch DDP's. DeepSpeed sizes it 5e8
+    whatever the model; the integrations most runs go through size it to the model (Transformers'
+    "auto": hidden x hidden; Lightning 2e8), so it is capped at the trained parameters here.
+    ``oversized``: a parameter larger than the bucket keeps its own gradient until it is reduced
+    (``extra_large_param_to_reduce``: a 128k vocabulary's embedding or head)."""
+    bucket = min(_trained_params(w), ZERO_REDUCE_BUCKET_ELEMS)
+    big = _largest_trained_param(w, shape) if oversized else 0.0
+    return (bucket + (big if big > ZERO_REDUCE_BUCKET_ELEMS else 0.0)) * activation_elem_bytes(o.precision)
 
 
 def _layer_and_edge(
@@ -492,6 +525,23 @@ def peak_memory(w: Workload, batch: int, o: MemoryOptions, shape: TransformerSha
         weights /= n
     if o.offload in ("optimizer", "params"):
         opt, evictable = 0.0, 0.0
+    if o.offload == "optimizer":
+        # Optimizer offload is ZeRO-Offload (DeepSpeed's offload_optimizer: FSDP offloads the
+        # parameters or nothing). Its fp32 gradients are accumulated in host memory beside the fp32
+        # master weights and Adam's states, where the CPU runs the update; the GPU keeps the 16-bit
+        # weights and, of the gradients, only the 16-bit ones its reduction holds (the bucket, which
+        # is copied down when full). Autocast's fp32 gradients never exist on the GPU: counted, they
+        # made Llama 8B need 48.9 GB on one card where it runs in about 20. The step model copies
+        # the same 16-bit gradients down (api.offload_bytes).
+        if o.sharding == "zero1":  # stage 1 reduces after the backward: every 16-bit gradient first
+            grads = _trained_params(w) * activation_elem_bytes(o.precision)
+            grads += zero_bucket_bytes(w, o, shape, oversized=False)
+        elif o.sharding == "fsdp" and n > 1:  # ZeRO-3: the working set holds the unit's gradients
+            grads = zero_bucket_bytes(w, o, shape, oversized=False)
+            if mixed(o.precision):  # its 16-bit shard stays here; the fp32 master moved to the host
+                weights += _trained_params(w) * 2 / n
+        else:  # ZeRO-2-Offload, the ZeRO-Offload paper's setting (also for --sharding none)
+            grads = zero_bucket_bytes(w, o, shape, oversized=True)
     if o.offload == "params":
         # Weights and gradients live on the host; the GPU holds the gathered unit it computes with
         # and that unit's gradients.

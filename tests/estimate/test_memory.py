@@ -851,7 +851,40 @@ def test_a_cpu_s_memory_holds_no_cuda_context() -> None:
     assert gpu.overhead >= M.FIXED_OVERHEAD_BYTES  # a GPU's keeps them
 
 
-# --- review 15 (physics): the FSDP root unit, offload, DDP buckets ----------------------------------
+# --- review 15 (physics): offload, DDP buckets, the FSDP root unit ----------------------------------
+
+
+def test_optimizer_offload_keeps_16bit_weights_and_a_reduce_bucket_not_fp32_gradients() -> None:
+    """Review 15: `--offload optimizer` left autocast's fp32 gradients on the GPU (29.9 GiB for Llama
+    8B, 48.9 GiB in all: "not even batch 1 fits" a 40 or 45 GB card). ZeRO-Offload accumulates the
+    fp32 gradients on the host; the GPU holds its 16-bit weights and DeepSpeed's reduce bucket."""
+    w = _w(LLAMA31_8B, "full")
+    vh = 128256 * 4096
+    b = peak_memory(w, 1, MemoryOptions(checkpointing=True, offload="optimizer"), LLAMA31_8B)
+    assert b.optimizer == 0 and b.weights == pytest.approx(2 * w.params)
+    # a 5e8-element 16-bit bucket, and the head's gradient, larger than a bucket, whole until reduced
+    assert b.gradients == pytest.approx((5e8 + vh) * 2)
+    assert b.total() / M.GB < 20  # 15.0 weights + 1.9 + 1.0 of activations + overhead
+    # the host holds what left the GPU: fp32 master and Adam (12) and the fp32 gradients (4)
+    assert M.host_state_gb(w, MemoryOptions(offload="optimizer")) == pytest.approx(16 * w.params / M.GB)
+    # ZeRO-1 reduces after the backward: every 16-bit gradient, then the bucket
+    z1 = peak_memory(w, 1, MemoryOptions(offload="optimizer", sharding="zero1", gpus=8), LLAMA31_8B)
+    assert z1.gradients == pytest.approx(2 * w.params + 5e8 * 2)
+    # ZeRO-3: the 16-bit shard stays on the GPU (FSDP's sharded fp32 master went to the host)
+    o3 = MemoryOptions(sharding="fsdp", gpus=8)
+    z3, z3off = peak_memory(w, 0, o3, LLAMA31_8B), peak_memory(w, 0, replace(o3, offload="optimizer"), LLAMA31_8B)
+    assert z3off.weights == pytest.approx(z3.weights + 2 * w.params / 8) and z3off.gradients == pytest.approx(5e8 * 2)
+
+
+@pytest.mark.parametrize("gpu", ["nvidia-l40s", "nvidia-a100-pcie-40gb"])
+def test_llama_8b_with_the_optimizer_offloaded_fits_a_40gb_card(gpu: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Review 15's worked example: 48.9 GiB before, about 19.5 with checkpointing."""
+    args = ["estimate", "--workload", "llama-8b-full", "--gpus", gpu, "--count", "1", "--offload", "optimizer"]
+    assert main([*args, "--batch-size", "1", "--checkpointing", "full", "--format", "json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert row["fits"] and 18 < row["peak_memory_gb"] < 21, row
+    assert row["memory_breakdown_gb"]["gradients"] < 2
+    assert "the host holds about 120 GB of offloaded model state" in row["note"]
 
 
 def test_the_fsdp_root_unit_holds_the_embedding_and_an_untied_head() -> None:
