@@ -21,8 +21,9 @@ The peak is the sum of what lives through the step plus what the backward pass k
   allocated). A workload fits a card when its peak is at most the card's size.
 
 Sharding divides model state by the GPU count (ZeRO-1 the optimizer, ZeRO-2 also the gradients,
-FSDP/ZeRO-3 everything, plus the gathered working set of two layers and the root unit); offload
-moves the optimizer and the fp32 gradients (and with ``params`` the weights) to host memory.
+FSDP/ZeRO-3 everything, plus the gathered working set of two layers and the root unit); plain DDP
+adds its gradient buckets (a copy of the gradients), ZeRO-1/2 DeepSpeed's bounded reduce bucket;
+offload moves the optimizer and the fp32 gradients (and with ``params`` the weights) to host memory.
 
 All sizes are bytes; the ``*_gb`` figures are binary gigabytes (2**30 bytes), the unit GPU memory
 is sold in ("24 GB" = 24 GiB; nvidia-smi counts MiB).
@@ -507,10 +508,19 @@ def peak_memory(w: Workload, batch: int, o: MemoryOptions, shape: TransformerSha
     weights, grads, opt, evictable = _state_bytes(w, o, shape)
     n = max(1, o.shards())
     working = 0.0
+    if o.sharding == "none" and o.offload == "none" and o.gpus > 1:
+        # torch DDP: with gradient_as_bucket_view=False (its default) the reducer keeps flat bucket
+        # buffers as large as all the gradients, in their dtype, beside each parameter's .grad: the
+        # gradients twice (autocast: 4 more bytes per trained parameter).
+        grads *= 2
     if o.sharding in ("zero1", "zero2", "fsdp"):
         opt, evictable = opt / n, evictable / n
     if o.sharding in ("zero2", "fsdp"):
         grads /= n
+    if o.sharding in ("zero1", "zero2") and o.offload == "none" and o.gpus > 1:
+        # DeepSpeed's reduce bucket (not DDP's full copy); ZeRO-1 keeps every gradient anyway, so a
+        # parameter larger than the bucket adds nothing there.
+        grads += zero_bucket_bytes(w, o, shape, oversized=o.sharding == "zero2")
     whole = weights  # the whole model's weights in their compute dtype (what a unit gathers)
     if o.sharding == "fsdp" and n > 1:
         working = _unit_bytes(w, o, shape, weights)
