@@ -163,6 +163,9 @@ class MemoryBreakdown:
     overhead: float
     evictable: float = 0.0  # paged optimizer state the driver can move to host memory under pressure
     fixed: float = FIXED_OVERHEAD_BYTES  # of ``overhead``, what does not grow with the batch (0 on a CPU)
+    # Of ``gradients``, buffers allocated before the backward (DDP's buckets, DeepSpeed's reduce
+    # bucket): held through the loss's backward too, before any gradient exists.
+    buffers: float = 0.0
 
     def total(self) -> float:
         return self.weights + self.gradients + self.optimizer + self.activations + self.logits + self.overhead
@@ -481,7 +484,8 @@ def _loss_phase(w: Workload, o: MemoryOptions, shape: TransformerShape | None) -
 def _phase_parts(ph: _LossPhase, grads: float, batch: int) -> tuple[float, float]:
     """(activations, logits) of the breakdown at ``batch``: the activations are what is kept and the
     rebuilt layer; the logits what the loss's backward holds beyond the gradients and that layer
-    (0 when the gradient phase is the larger), so that the parts add up to the peak."""
+    (0 when the gradient phase is the larger), so that the parts add up to the peak. ``grads``: the
+    gradients the backward allocates (not the buffers held in both phases)."""
     act = batch * (ph.kept + ph.rebuilt)
     peak = max(batch * ph.loss, grads + batch * ph.rebuilt)
     return act, max(0.0, peak - grads - batch * ph.rebuilt)  # max: float rounding when the gradients win
@@ -507,11 +511,12 @@ def peak_memory(w: Workload, batch: int, o: MemoryOptions, shape: TransformerSha
     shape = shape or shape_of(w)
     weights, grads, opt, evictable = _state_bytes(w, o, shape)
     n = max(1, o.shards())
-    working = 0.0
+    working = buffers = 0.0
     if o.sharding == "none" and o.offload == "none" and o.gpus > 1:
         # torch DDP: with gradient_as_bucket_view=False (its default) the reducer keeps flat bucket
         # buffers as large as all the gradients, in their dtype, beside each parameter's .grad: the
-        # gradients twice (autocast: 4 more bytes per trained parameter).
+        # gradients twice (autocast: 4 more bytes per trained parameter), the buckets from the start.
+        buffers = grads
         grads *= 2
     if o.sharding in ("zero1", "zero2", "fsdp"):
         opt, evictable = opt / n, evictable / n
@@ -520,6 +525,7 @@ def peak_memory(w: Workload, batch: int, o: MemoryOptions, shape: TransformerSha
     if o.sharding in ("zero1", "zero2") and o.offload == "none" and o.gpus > 1:
         # DeepSpeed's reduce bucket (not DDP's full copy); ZeRO-1 keeps every gradient anyway, so a
         # parameter larger than the bucket adds nothing there.
+        buffers = zero_bucket_bytes(w, o, shape, oversized=False)
         grads += zero_bucket_bytes(w, o, shape, oversized=o.sharding == "zero2")
     whole = weights  # the whole model's weights in their compute dtype (what a unit gathers)
     if o.sharding == "fsdp" and n > 1:
@@ -543,11 +549,11 @@ def peak_memory(w: Workload, batch: int, o: MemoryOptions, shape: TransformerSha
         # is copied down when full). Autocast's fp32 gradients never exist on the GPU: counted, they
         # made Llama 8B need 48.9 GB on one card where it runs in about 20. The step model copies
         # the same 16-bit gradients down (api.offload_bytes).
+        buffers = zero_bucket_bytes(w, o, shape, oversized=False)  # allocated as the backward starts
         if o.sharding == "zero1":  # stage 1 reduces after the backward: every 16-bit gradient first
-            grads = _trained_params(w) * activation_elem_bytes(o.precision)
-            grads += zero_bucket_bytes(w, o, shape, oversized=False)
+            grads = _trained_params(w) * activation_elem_bytes(o.precision) + buffers
         elif o.sharding == "fsdp" and n > 1:  # ZeRO-3: the working set holds the unit's gradients
-            grads = zero_bucket_bytes(w, o, shape, oversized=False)
+            grads = buffers
             if mixed(o.precision):  # its 16-bit shard stays here; the fp32 master moved to the host
                 weights += _trained_params(w) * 2 / n
         else:  # ZeRO-2-Offload, the ZeRO-Offload paper's setting (also for --sharding none)
@@ -560,14 +566,14 @@ def peak_memory(w: Workload, batch: int, o: MemoryOptions, shape: TransformerSha
     weights += working + dequant_transient_bytes(w, shape)
     ph = _loss_phase(w, o, shape)
     if ph is not None:
-        act, logits = _phase_parts(ph, grads, batch)
+        act, logits = _phase_parts(ph, grads - buffers, batch)
     else:
         act = batch * activation_bytes_per_sample(w, o, shape)
         logits = batch * logits_bytes_per_sample(w, o, shape)
     allocated = weights + grads + opt + act + logits
     fixed = 0.0 if o.host else FIXED_OVERHEAD_BYTES
     overhead = fixed + ALLOCATOR_SLACK * allocated
-    return MemoryBreakdown(weights, grads, opt, act, logits, overhead, evictable, fixed)
+    return MemoryBreakdown(weights, grads, opt, act, logits, overhead, evictable, fixed, buffers)
 
 
 def capacity_bytes(vram_gb: float) -> float:
@@ -587,7 +593,7 @@ def needed_gb(b: MemoryBreakdown) -> float:
 def _at(zero: MemoryBreakdown, act: float, logits: float, batch: int, ph: _LossPhase | None = None) -> MemoryBreakdown:
     """The peak at ``batch`` from the one at batch 0 and the per-sample terms (linear in the batch,
     except for a plain loss's two phases, ``ph``)."""
-    a, lg = _phase_parts(ph, zero.gradients, batch) if ph is not None else (batch * act, batch * logits)
+    a, lg = _phase_parts(ph, zero.gradients - zero.buffers, batch) if ph is not None else (batch * act, batch * logits)
     allocated = zero.weights + zero.gradients + zero.optimizer + a + lg
     return MemoryBreakdown(
         zero.weights,
@@ -598,6 +604,7 @@ def _at(zero: MemoryBreakdown, act: float, logits: float, batch: int, ph: _LossP
         zero.fixed + ALLOCATOR_SLACK * allocated,
         zero.evictable,
         zero.fixed,
+        zero.buffers,
     )
 
 
