@@ -590,13 +590,11 @@ def _row(
     perf: PerfModel | None,
     band: float | None,
     device: DeviceModel | None = None,
-    single_fit: Fit | None = None,
-    fit_out: list[Fit] | None = None,
 ) -> EstimateRow:
     """``count`` GPUs ``e`` training ``w``. ``auto`` takes the card's mixed precision, unless the
     host's dispatch bounds the step and fp32 trains faster: autocast's casts are extra ops, so a
     tiny model at a small batch runs slower in bf16 (an H100 then ranked below a GTX 1080)."""
-    r = _row_at(w, e, count, a, perf, band, device, single_fit, fit_out)
+    r = _row_at(w, e, count, a, perf, band, device)
     if a.precision == Precision.FP8 and r.fits and r.precision_used == Precision.FP8:
         _note_fp8_slower(r, _row_at(w, e, count, replace(a, precision=Precision.BF16), perf, band, device))
         return r
@@ -643,8 +641,6 @@ def _row_at(
     perf: PerfModel | None,  # noqa: ARG001 - kept in the signature for callers; the device model carries the rates
     band: float | None,
     device: DeviceModel | None = None,
-    single_fit: Fit | None = None,
-    fit_out: list[Fit] | None = None,
 ) -> EstimateRow:
     base = EstimateRow(
         gpu_id=e.id,
@@ -675,16 +671,8 @@ def _row_at(
         gpus=count,
         loss=a.loss,
     )
-    if (
-        single_fit is not None
-        and single_fit.fits
-        and single_fit.options.split == "none"  # an MI250X's one card is two ranks, maybe sharded
-        and a.sharding in (None, Sharding.NONE)
-        and a.offload == Offload.NONE
-    ):
-        fit = single_fit  # data parallel replicates the one-GPU state: the same fit (plan() shards only what does not fit)
-    else:
-        fit = plan(w, cap, mo, checkpointing=a.checkpointing, sharding=a.sharding, batch_size=a.batch_size)
+    # Each count fits on its own: DDP's gradient buckets make a replica need more than one GPU alone.
+    fit = plan(w, cap, mo, checkpointing=a.checkpointing, sharding=a.sharding, batch_size=a.batch_size)
     ckpt = fit.options.checkpointing
     if ckpt == "selective" and w.shape is None:
         ckpt = True  # selective is a transformer's; other workloads checkpoint fully (docs/memory.md)
@@ -735,8 +723,6 @@ def _row_at(
         )
         return base
     base.fits = True
-    if fit_out is not None:
-        fit_out.append(fit)  # handed to the same card's multi-GPU rows (no shared state: the GUI estimates in threads)
     dev = device or device_for(e)
 
     def step(f: Fit, ck: bool | str) -> tuple[StepTime, str]:
@@ -1305,15 +1291,13 @@ def estimate(
         entries = [e for e in entries if e.id in gpu_ids]
     rows = []
     for e in entries:
-        got: list[Fit] = []
         card_rows = []
         for n in option_counts(a):
             if not plausible_count(e, n, a.gpus_per_node):
                 continue  # nobody builds it, whether --count asked for it or not (count_notes says so)
             if not a.counts and n * e.dies > a.max_gpus:
                 continue  # a box holds max_gpus GPUs: four MI250X (eight GCDs), not eight; none at --max-gpus 1
-            first = got[0] if got else None
-            card_rows.append(_card_row(w, e, n, a, perf, single_fit=first, fit_out=got if n == 1 else None))
+            card_rows.append(_card_row(w, e, n, a, perf))
         _say_what_sharding_frees(card_rows)
         rows += card_rows
     if not rows and a.counts:
@@ -1442,12 +1426,12 @@ def known_gpu_ids(catalog: Catalog, gpu_ids: Sequence[str]) -> list[str]:
     return out
 
 
-def _card_row(w: Workload, e: GpuEntry, n: int, a: Assumptions, perf: PerfModel | None, **kw: Any) -> EstimateRow:
+def _card_row(w: Workload, e: GpuEntry, n: int, a: Assumptions, perf: PerfModel | None) -> EstimateRow:
     """``n`` cards of ``e``; a multi-die card (MI250/MI250X: two GCDs, each its own GPU to PyTorch
     with half the board) as ``n x dies`` ranks of one die, each with its share of the price: one
     MI250X "fitted" 108 of 128 GB as one device, which no process can use as one."""
     if e.dies <= 1:
-        return _row(w, e, n, a, perf, None, **kw)
+        return _row(w, e, n, a, perf, None)
     die = replace(
         e.one_die(),
         launch_price_usd=e.launch_price_usd / e.dies if e.launch_price_usd else None,
@@ -1455,7 +1439,7 @@ def _card_row(w: Workload, e: GpuEntry, n: int, a: Assumptions, perf: PerfModel 
         cloud_usd_per_hour=e.cloud_usd_per_hour / e.dies if e.cloud_usd_per_hour else None,
         cloud_node_usd_per_hour=e.cloud_node_usd_per_hour / e.dies if e.cloud_node_usd_per_hour else None,
     )
-    r = _row(w, die, n * e.dies, a, perf, None, **kw)
+    r = _row(w, die, n * e.dies, a, perf, None)
     note = r.note.replace(" GB;", " GB per GCD;", 1) if r.note and not r.fits else r.note
     return replace(r, count=n, dies=e.dies, name=f"{e.name} ({e.dies} GCDs each)", note=note)
 

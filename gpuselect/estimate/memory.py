@@ -21,8 +21,9 @@ The peak is the sum of what lives through the step plus what the backward pass k
   allocated). A workload fits a card when its peak is at most the card's size.
 
 Sharding divides model state by the GPU count (ZeRO-1 the optimizer, ZeRO-2 also the gradients,
-FSDP/ZeRO-3 everything, plus the gathered working set of two layers); offload moves the optimizer
-(and with ``params`` the weights and gradients) to host memory.
+FSDP/ZeRO-3 everything, plus the gathered working set of two layers and the root unit); plain DDP
+adds its gradient buckets (a copy of the gradients), ZeRO-1/2 DeepSpeed's bounded reduce bucket;
+offload moves the optimizer and the fp32 gradients (and with ``params`` the weights) to host memory.
 
 All sizes are bytes; the ``*_gb`` figures are binary gigabytes (2**30 bytes), the unit GPU memory
 is sold in ("24 GB" = 24 GiB; nvidia-smi counts MiB).
@@ -162,6 +163,9 @@ class MemoryBreakdown:
     overhead: float
     evictable: float = 0.0  # paged optimizer state the driver can move to host memory under pressure
     fixed: float = FIXED_OVERHEAD_BYTES  # of ``overhead``, what does not grow with the batch (0 on a CPU)
+    # Of ``gradients``, buffers allocated before the backward (DDP's buckets, DeepSpeed's reduce
+    # bucket): held through the loss's backward too, before any gradient exists.
+    buffers: float = 0.0
 
     def total(self) -> float:
         return self.weights + self.gradients + self.optimizer + self.activations + self.logits + self.overhead
@@ -190,16 +194,17 @@ def _trained_params(w: Workload) -> float:
 
 
 def host_state_gb(w: Workload, o: MemoryOptions) -> float:
-    """GB of model state the host holds under offload: the optimizer state (and master weights), and
-    with ``params`` the weights and gradients too (the whole model's, on the node's host; in mixed
-    precision the offloaded fp32 parameter is the master copy, so the trained weights' 16-bit copy
-    is not held there)."""
+    """GB of model state the host holds under offload: the optimizer state (and master weights) and
+    the gradients, and with ``params`` the weights too (the whole model's, on the node's host; in
+    mixed precision the offloaded fp32 parameter is the master copy, so the trained weights' 16-bit
+    copy is not held there)."""
     weights, grads, opt, _ = _state_bytes(w, o, shape_of(w))
     if o.offload == "params":
         if mixed(o.precision):
             weights -= _trained_params(w) * 2
         return (weights + grads + opt) / GB
-    return opt / GB if o.offload == "optimizer" else 0.0
+    # ZeRO-Offload accumulates the (fp32) gradients on the host too, where the CPU's update reads them.
+    return (opt + grads) / GB if o.offload == "optimizer" else 0.0
 
 
 def _state_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None) -> tuple[float, float, float, float]:
@@ -250,28 +255,67 @@ def dequant_transient_bytes(w: Workload, shape: TransformerShape | None = None) 
     return 2.0 * max(i * o for _, i, o in adapted_matrices(shape))
 
 
+#: DeepSpeed ZeRO's gradient reduce bucket, in elements: ``reduce_bucket_size``, 5e8 by default
+#: (deepspeed/runtime/zero/config.py).
+ZERO_REDUCE_BUCKET_ELEMS = 5e8
+
+
+def _largest_trained_param(w: Workload, shape: TransformerShape | None) -> float:
+    """Elements of the largest single trained parameter: a fully trained transformer's embedding
+    (or untied head) or largest linear; 0 otherwise (adapters are far below a reduce bucket)."""
+    if shape is None or w.mode != "full":
+        return 0.0
+    from gpuselect.workloads.transformer import adapted_matrices
+
+    return float(max([shape.vocab * shape.hidden, *(i * o for _, i, o in adapted_matrices(shape))]))
+
+
+def zero_bucket_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None, *, oversized: bool) -> float:
+    """What DeepSpeed ZeRO holds on the GPU to reduce the gradients, besides any gradient store:
+    one flat buffer of ``reduce_bucket_size`` elements in the model's 16-bit dtype (fp32 when it
+    trains in fp32) that each gradient is copied into as the backward produces it, reduced (and,
+    under ZeRO-Offload, copied to the host) when full — contiguous_gradients is on by default, and
+    a second buffer comes only with overlap_comm, off by default for stages 1 and 2 (stage 3 keeps
+    one too): stage_1_and_2.py ``backward``, ``reduce_independent_p_g_buckets_and_remove_grads``.
+    A bounded bucket, not a copy of all the gradients as torch DDP's. DeepSpeed sizes it 5e8
+    whatever the model; the integrations most runs go through size it to the model (Transformers'
+    "auto": hidden x hidden; Lightning 2e8), so it is capped at the trained parameters here.
+    ``oversized``: a parameter larger than the bucket keeps its own gradient until it is reduced
+    (``extra_large_param_to_reduce``: a 128k vocabulary's embedding or head)."""
+    bucket = min(_trained_params(w), ZERO_REDUCE_BUCKET_ELEMS)
+    big = _largest_trained_param(w, shape) if oversized else 0.0
+    return (bucket + (big if big > ZERO_REDUCE_BUCKET_ELEMS else 0.0)) * activation_elem_bytes(o.precision)
+
+
 def _layer_and_edge(
     w: Workload, o: MemoryOptions, shape: TransformerShape | None, weights: float
 ) -> tuple[float, float]:
-    """(one layer's weight bytes, the embedding/head unit's) of ``weights`` (the edge unit 0 without
-    a transformer shape)."""
+    """(one layer's weight bytes, the root unit's: the embedding and an untied head) of ``weights``
+    (the root 0 without a transformer shape)."""
     layers = max(1, w.layers)
     if shape is None:
         return weights / layers, 0.0
-    other = _embedding_params(w, shape) * (4 if o.precision in ("fp32", "tf32") else 2)
-    return max(0.0, weights - other) / layers, min(other, shape.vocab * shape.hidden * 2)
+    e = 4 if o.precision in ("fp32", "tf32") else 2
+    other = _embedding_params(w, shape) * e
+    # Wrapped block by block (LitGPT's {Block}, Transformers' transformer_layer_cls_to_wrap), the
+    # root unit holds the input embedding and, untied, the output projection too: both are gathered
+    # through the step (FSDP does not reshard the root after the forward), and both matrices'
+    # gradients whole until the root reduce-scatters at the end of the backward.
+    root = shape.vocab * shape.hidden * (1 if shape.tied_embeddings or not shape.lm_head else 2)
+    return max(0.0, weights - other) / layers, min(other, root * e)
 
 
 def _unit_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None, weights: float) -> float:
     """FSDP gathers one wrapped unit (a layer) at a time and prefetches the next: two layers' weights
-    (or the embedding/head unit where it is bigger) are whole on every GPU while they compute."""
+    are whole on every GPU while they compute, beside the root unit, gathered through the step."""
     layer, edge = _layer_and_edge(w, o, shape, weights)
     return 2 * layer + edge
 
 
 def _unit_grad_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None, weights: float) -> float:
     """The gradients of the one unit whose backward runs, whole before FSDP reduce-scatters them
-    (or, offloaded, copies them to the host): a layer's, or the embedding/head unit's where bigger."""
+    (or, offloaded, copies them to the host): a layer's, or the root unit's where bigger (they stay
+    whole until the root reduce-scatters at the end of the backward)."""
     return max(_layer_and_edge(w, o, shape, weights))
 
 
@@ -440,7 +484,8 @@ def _loss_phase(w: Workload, o: MemoryOptions, shape: TransformerShape | None) -
 def _phase_parts(ph: _LossPhase, grads: float, batch: int) -> tuple[float, float]:
     """(activations, logits) of the breakdown at ``batch``: the activations are what is kept and the
     rebuilt layer; the logits what the loss's backward holds beyond the gradients and that layer
-    (0 when the gradient phase is the larger), so that the parts add up to the peak."""
+    (0 when the gradient phase is the larger), so that the parts add up to the peak. ``grads``: the
+    gradients the backward allocates (not the buffers held in both phases)."""
     act = batch * (ph.kept + ph.rebuilt)
     peak = max(batch * ph.loss, grads + batch * ph.rebuilt)
     return act, max(0.0, peak - grads - batch * ph.rebuilt)  # max: float rounding when the gradients win
@@ -466,11 +511,22 @@ def peak_memory(w: Workload, batch: int, o: MemoryOptions, shape: TransformerSha
     shape = shape or shape_of(w)
     weights, grads, opt, evictable = _state_bytes(w, o, shape)
     n = max(1, o.shards())
-    working = 0.0
+    working = buffers = 0.0
+    if o.sharding == "none" and o.offload == "none" and o.gpus > 1:
+        # torch DDP: with gradient_as_bucket_view=False (its default) the reducer keeps flat bucket
+        # buffers as large as all the gradients, in their dtype, beside each parameter's .grad: the
+        # gradients twice (autocast: 4 more bytes per trained parameter), the buckets from the start.
+        buffers = grads
+        grads *= 2
     if o.sharding in ("zero1", "zero2", "fsdp"):
         opt, evictable = opt / n, evictable / n
     if o.sharding in ("zero2", "fsdp"):
         grads /= n
+    if o.sharding in ("zero1", "zero2") and o.offload == "none" and o.gpus > 1:
+        # DeepSpeed's reduce bucket (not DDP's full copy); ZeRO-1 keeps every gradient anyway, so a
+        # parameter larger than the bucket adds nothing there.
+        buffers = zero_bucket_bytes(w, o, shape, oversized=False)
+        grads += zero_bucket_bytes(w, o, shape, oversized=o.sharding == "zero2")
     whole = weights  # the whole model's weights in their compute dtype (what a unit gathers)
     if o.sharding == "fsdp" and n > 1:
         working = _unit_bytes(w, o, shape, weights)
@@ -485,6 +541,23 @@ def peak_memory(w: Workload, batch: int, o: MemoryOptions, shape: TransformerSha
         weights /= n
     if o.offload in ("optimizer", "params"):
         opt, evictable = 0.0, 0.0
+    if o.offload == "optimizer":
+        # Optimizer offload is ZeRO-Offload (DeepSpeed's offload_optimizer: FSDP offloads the
+        # parameters or nothing). Its fp32 gradients are accumulated in host memory beside the fp32
+        # master weights and Adam's states, where the CPU runs the update; the GPU keeps the 16-bit
+        # weights and, of the gradients, only the 16-bit ones its reduction holds (the bucket, which
+        # is copied down when full). Autocast's fp32 gradients never exist on the GPU: counted, they
+        # made Llama 8B need 48.9 GB on one card where it runs in about 20. The step model copies
+        # the same 16-bit gradients down (api.offload_bytes).
+        buffers = zero_bucket_bytes(w, o, shape, oversized=False)  # allocated as the backward starts
+        if o.sharding == "zero1":  # stage 1 reduces after the backward: every 16-bit gradient first
+            grads = _trained_params(w) * activation_elem_bytes(o.precision) + buffers
+        elif o.sharding == "fsdp" and n > 1:  # ZeRO-3: the working set holds the unit's gradients
+            grads = buffers
+            if mixed(o.precision):  # its 16-bit shard stays here; the fp32 master moved to the host
+                weights += _trained_params(w) * 2 / n
+        else:  # ZeRO-2-Offload, the ZeRO-Offload paper's setting (also for --sharding none)
+            grads = zero_bucket_bytes(w, o, shape, oversized=True)
     if o.offload == "params":
         # Weights and gradients live on the host; the GPU holds the gathered unit it computes with
         # and that unit's gradients.
@@ -493,14 +566,14 @@ def peak_memory(w: Workload, batch: int, o: MemoryOptions, shape: TransformerSha
     weights += working + dequant_transient_bytes(w, shape)
     ph = _loss_phase(w, o, shape)
     if ph is not None:
-        act, logits = _phase_parts(ph, grads, batch)
+        act, logits = _phase_parts(ph, grads - buffers, batch)
     else:
         act = batch * activation_bytes_per_sample(w, o, shape)
         logits = batch * logits_bytes_per_sample(w, o, shape)
     allocated = weights + grads + opt + act + logits
     fixed = 0.0 if o.host else FIXED_OVERHEAD_BYTES
     overhead = fixed + ALLOCATOR_SLACK * allocated
-    return MemoryBreakdown(weights, grads, opt, act, logits, overhead, evictable, fixed)
+    return MemoryBreakdown(weights, grads, opt, act, logits, overhead, evictable, fixed, buffers)
 
 
 def capacity_bytes(vram_gb: float) -> float:
@@ -520,7 +593,7 @@ def needed_gb(b: MemoryBreakdown) -> float:
 def _at(zero: MemoryBreakdown, act: float, logits: float, batch: int, ph: _LossPhase | None = None) -> MemoryBreakdown:
     """The peak at ``batch`` from the one at batch 0 and the per-sample terms (linear in the batch,
     except for a plain loss's two phases, ``ph``)."""
-    a, lg = _phase_parts(ph, zero.gradients, batch) if ph is not None else (batch * act, batch * logits)
+    a, lg = _phase_parts(ph, zero.gradients - zero.buffers, batch) if ph is not None else (batch * act, batch * logits)
     allocated = zero.weights + zero.gradients + zero.optimizer + a + lg
     return MemoryBreakdown(
         zero.weights,
@@ -531,6 +604,7 @@ def _at(zero: MemoryBreakdown, act: float, logits: float, batch: int, ph: _LossP
         zero.fixed + ALLOCATOR_SLACK * allocated,
         zero.evictable,
         zero.fixed,
+        zero.buffers,
     )
 
 

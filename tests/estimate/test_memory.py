@@ -124,12 +124,15 @@ def test_sharding_divides_what_it_should() -> None:
     z1 = peak_memory(w, 0, MemoryOptions(sharding="zero1", gpus=8), LLAMA31_8B)
     z2 = peak_memory(w, 0, MemoryOptions(sharding="zero2", gpus=8), LLAMA31_8B)
     z3 = peak_memory(w, 0, MemoryOptions(sharding="fsdp", gpus=8), LLAMA31_8B)
+    bucket = 5e8 * 2  # DeepSpeed's reduce bucket: reduce_bucket_size elements, 16-bit
     assert (
         z1.optimizer == pytest.approx(base.optimizer / 8)
-        and z1.gradients == base.gradients
+        and z1.gradients == pytest.approx(base.gradients + bucket)
         and z1.weights == base.weights
     )
-    assert z2.gradients == pytest.approx(base.gradients / 8) and z2.weights == base.weights
+    # ZeRO-2 also holds a gradient larger than the bucket (the 128k x 4096 embedding's or head's) whole until reduced
+    head = 128256 * 4096 * 2
+    assert z2.gradients == pytest.approx(base.gradients / 8 + bucket + head) and z2.weights == base.weights
     assert base.weights / 8 < z3.weights < base.weights / 2  # the shard plus two gathered layers (and the embedding)
     assert z3.total() < z2.total() < z1.total() < base.total()
 
@@ -909,3 +912,106 @@ def test_a_rows_note_and_the_advice_quote_the_same_peak(tmp_path) -> None:  # ty
     assert m and not row.fits and row.peak_memory_gb is not None
     assert m.group(1) == f"{row.peak_memory_gb:,.1f}"
     assert f"needs {row.peak_memory_gb:,.1f} GB per GPU" in result.recommendation.rationale
+
+
+# --- review 15 (physics): offload, DDP buckets, the FSDP root unit ----------------------------------
+
+
+def test_optimizer_offload_keeps_16bit_weights_and_a_reduce_bucket_not_fp32_gradients() -> None:
+    """Review 15: `--offload optimizer` left autocast's fp32 gradients on the GPU (29.9 GiB for Llama
+    8B, 48.9 GiB in all: "not even batch 1 fits" a 40 or 45 GB card). ZeRO-Offload accumulates the
+    fp32 gradients on the host; the GPU holds its 16-bit weights and DeepSpeed's reduce bucket."""
+    w = _w(LLAMA31_8B, "full")
+    vh = 128256 * 4096
+    b = peak_memory(w, 1, MemoryOptions(checkpointing=True, offload="optimizer"), LLAMA31_8B)
+    assert b.optimizer == 0 and b.weights == pytest.approx(2 * w.params)
+    # a 5e8-element 16-bit bucket, and the head's gradient, larger than a bucket, whole until reduced
+    assert b.gradients == pytest.approx((5e8 + vh) * 2)
+    assert b.total() / M.GB < 20.5  # 15.0 weights + 1 of bucket + 2.1 of logits in the loss phase + 1.0 + overhead
+    # the host holds what left the GPU: fp32 master and Adam (12) and the fp32 gradients (4)
+    assert M.host_state_gb(w, MemoryOptions(offload="optimizer")) == pytest.approx(16 * w.params / M.GB)
+    # ZeRO-1 reduces after the backward: every 16-bit gradient, then the bucket
+    z1 = peak_memory(w, 1, MemoryOptions(offload="optimizer", sharding="zero1", gpus=8), LLAMA31_8B)
+    assert z1.gradients == pytest.approx(2 * w.params + 5e8 * 2)
+    # ZeRO-3: the 16-bit shard stays on the GPU (FSDP's sharded fp32 master went to the host)
+    o3 = MemoryOptions(sharding="fsdp", gpus=8)
+    z3, z3off = peak_memory(w, 0, o3, LLAMA31_8B), peak_memory(w, 0, replace(o3, offload="optimizer"), LLAMA31_8B)
+    assert z3off.weights == pytest.approx(z3.weights + 2 * w.params / 8) and z3off.gradients == pytest.approx(5e8 * 2)
+
+
+@pytest.mark.parametrize("gpu", ["nvidia-l40s", "nvidia-a100-pcie-40gb"])
+def test_llama_8b_with_the_optimizer_offloaded_fits_a_40gb_card(gpu: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Review 15's worked example: 48.9 GiB before, 20.0 with checkpointing."""
+    args = ["estimate", "--workload", "llama-8b-full", "--gpus", gpu, "--count", "1", "--offload", "optimizer"]
+    assert main([*args, "--batch-size", "1", "--checkpointing", "full", "--format", "json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert row["fits"] and 18 < row["peak_memory_gb"] < 21, row
+    assert row["memory_breakdown_gb"]["gradients"] < 2
+    assert "the host holds about 120 GB of offloaded model state" in row["note"]
+
+
+def test_ddp_holds_its_gradient_buckets_beside_the_gradients() -> None:
+    """Review 15: torch DDP (gradient_as_bucket_view=False, its default) keeps flat bucket buffers as
+    large as all the gradients, in their dtype; the rows reused the one-GPU fit."""
+    for mode, precision, per in (("full", "bf16", 4), ("lora", "bf16", 4), ("full", "bf16-true", 2)):
+        w = _w(LLAMA31_8B, mode)
+        trained = w.params if mode == "full" else w.trainable_params
+        one = peak_memory(w, 0, MemoryOptions(precision=precision), LLAMA31_8B)
+        ddp = peak_memory(w, 0, MemoryOptions(precision=precision, gpus=8), LLAMA31_8B)
+        assert one.gradients == pytest.approx(per * trained)
+        assert ddp.gradients == pytest.approx(2 * per * trained), (mode, precision)
+        assert (ddp.weights, ddp.optimizer) == (one.weights, one.optimizer)
+    # DeepSpeed's offload (no DDP) and FSDP hold no such copy
+    w = _w(LLAMA31_8B, "full")
+    off = peak_memory(w, 0, MemoryOptions(offload="optimizer", gpus=8), LLAMA31_8B)
+    assert off.gradients == pytest.approx(peak_memory(w, 0, MemoryOptions(offload="optimizer"), LLAMA31_8B).gradients)
+
+
+def test_ddp_buckets_are_held_while_the_loss_backward_peaks() -> None:
+    """DDP allocates its buckets when it wraps the model: unlike the gradients, they are there while
+    the loss's backward holds the logits' buffers, so a step whose loss phase is the larger (LoRA's
+    tiny gradients beside a 128k vocabulary) still needs them on top. DeepSpeed's reduce bucket is
+    allocated as the backward starts, likewise."""
+    w = _w(LLAMA31_8B, "lora")
+    one = peak_memory(w, 2, MemoryOptions(), LLAMA31_8B)
+    assert one.logits > 0  # the loss's phase is the peak
+    ddp = peak_memory(w, 2, MemoryOptions(gpus=8), LLAMA31_8B)
+    slack = 1 + M.ALLOCATOR_SLACK
+    assert ddp.total() - one.total() == pytest.approx(4 * w.trainable_params * slack, rel=1e-6)
+    z1 = peak_memory(w, 2, MemoryOptions(sharding="zero1", gpus=8), LLAMA31_8B)
+    opt_saved = one.optimizer - z1.optimizer
+    bucket = 2 * w.trainable_params  # capped at the adapters' parameters
+    assert z1.total() - one.total() == pytest.approx((bucket - opt_saved) * slack, rel=1e-6)
+
+
+def test_a_ddp_row_fits_with_its_buckets(capsys: pytest.CaptureFixture[str]) -> None:
+    """Review 15: 8x H100 DDP of Llama 3B at batch 2 without checkpointing "fit" at 75.3 of 79.65 GB;
+    its 12 GiB of DDP buckets make it 87.9. A row of several GPUs is fitted on its own, not given the
+    one-GPU row's fit."""
+    args = ["estimate", "--workload", "llama-3b-full", "--gpus", "nvidia-h100-sxm5-80gb", "--sharding", "none"]
+    assert main([*args, "--count", "1,8", "--format", "json"]) == 0
+    one, eight = json.loads(capsys.readouterr().out)["rows"]
+    assert eight["parallelism"] == "ddp" and eight["fits"]
+    g1, g8 = one["memory_breakdown_gb"]["gradients"], eight["memory_breakdown_gb"]["gradients"]
+    assert g8 == pytest.approx(2 * g1, rel=1e-3)
+    assert eight["peak_memory_gb"] <= 79.65
+    assert main([*args, "--count", "8", "--batch-size", "2", "--checkpointing", "none", "--format", "json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert not row["fits"] and row["peak_memory_gb"] > 85
+
+
+def test_the_fsdp_root_unit_holds_the_embedding_and_an_untied_head() -> None:
+    """Review 15: the root unit (embedding and untied head, wrapped block by block) stays gathered
+    through the step, and its gradients whole until it reduce-scatters: Llama 8B's working set is two
+    layers (0.87 GB) + the root (2.10) + its gradients (2.10) = 5.07 GB, not 2.97 with one matrix."""
+    from gpuselect.workloads.transformer import adapted_matrices
+
+    vh = 128256 * 4096
+    layer = sum(i * o for _, i, o in adapted_matrices(LLAMA31_8B)) + 2 * 4096
+    o = MemoryOptions(sharding="fsdp", gpus=8)
+    untied = peak_memory(_w(LLAMA31_8B, "full"), 0, o, LLAMA31_8B)  # all trained: weights are the working set
+    assert untied.weights == pytest.approx(2 * 2 * layer + 2 * (2 * vh * 2), rel=1e-3)
+    assert untied.weights / 1e9 == pytest.approx(5.07, abs=0.01)
+    tied_shape = replace(LLAMA31_8B, tied_embeddings=True)
+    tied = peak_memory(_w(tied_shape, "full"), 0, o, tied_shape)
+    assert tied.weights == pytest.approx(2 * 2 * layer + 2 * (vh * 2), rel=1e-3)
