@@ -416,7 +416,15 @@ def predict_step(
 
     shards = count if count > 1 and (sharding in ("zero1", "zero2", "fsdp") or par == "fsdp") else 1
     st = step_time(
-        trace, d, batch, precision, optimizer=opt, full_params=w.mode == "full", comm=comm, optimizer_shards=shards
+        trace,
+        d,
+        batch,
+        precision,
+        optimizer=opt,
+        full_params=w.mode == "full",
+        comm=comm,
+        optimizer_shards=shards,
+        sharded_weights=par == "fsdp",
     )
     legacy = _per_model_seconds(w, trace, d, e, batch, precision) if e is not None and calibrated else None
     if legacy is not None:

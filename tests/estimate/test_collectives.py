@@ -7,12 +7,31 @@ from __future__ import annotations
 import pytest
 
 from gpuselect.catalog import load_catalog
+from gpuselect.estimate import api as A
 from gpuselect.estimate import parallel as P
+from gpuselect.workloads.presets import PRESETS
 
 
 @pytest.fixture(scope="module")
 def catalog():  # type: ignore[no-untyped-def]
     return load_catalog()
+
+
+def test_fsdp_casts_only_its_gradient_shard(catalog) -> None:  # type: ignore[no-untyped-def]
+    """Under FSDP mixed precision the gathered weights are already bf16 (autocast's casts are no-ops)
+    and each rank casts its 1/n shard of the gradients to fp32: 6 B/param / n of traffic, no cast
+    launches. DDP on the same 8 GPUs still casts every weight use and the whole gradient."""
+    e = catalog.get("nvidia-h100-sxm5-80gb")
+    d = A.multi_gpu_device(A.device_for(e))
+    w = PRESETS["llama-8b-full"]
+    ddp = A.predict_step(w, A.device_for(e), e, 1, "bf16", count=8, sharding="none")[0]
+    fsdp = A.predict_step(w, A.device_for(e), e, 1, "bf16", count=8, sharding="fsdp")[0]
+    rate = d.bandwidth_gbs * 1e9 * d.mem_eff
+    assert ddp.breakdown["memory"] - fsdp.breakdown["memory"] == pytest.approx(
+        w.trainable_params * 6.0 * (1 - 1 / 8) / rate, rel=1e-6
+    )
+    assert ddp.launches > fsdp.launches
+    assert ddp.breakdown["kernel_floor"] > fsdp.breakdown["kernel_floor"]
 
 
 def test_mi250x_die_gets_half_the_boards_infinity_fabric(catalog) -> None:  # type: ignore[no-untyped-def]
