@@ -405,7 +405,16 @@ def predict_step(
 
             def comm(compute_s: float, _backward_s: float) -> parallel.CommTime:
                 return parallel.fsdp_traffic(
-                    param_bytes, grad_bytes, compute_s, e, count, a.gpus_per_node, a.network_gbs, cp, measured=measured
+                    param_bytes,
+                    grad_bytes,
+                    compute_s,
+                    e,
+                    count,
+                    a.gpus_per_node,
+                    a.network_gbs,
+                    cp,
+                    measured=measured,
+                    layers=w.layers,
                 )
         else:
 
