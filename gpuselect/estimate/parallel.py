@@ -15,6 +15,7 @@ in sample (CHANGELOG, session 15).
 DDP buckets gradients (25 MB) and reduces them while the backward pass runs: only what does not
 fit under the backward, plus the last bucket, is exposed. FSDP prefetches the next layer's
 weights while the current one computes: what exceeds ``fsdp_overlap`` x compute is exposed.
+ZeRO-1/2 gather the updated parameters after the optimizer step: nothing is left to hide that behind.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from gpuselect.catalog.schema import GpuEntry
 
 PCIE_PER_DIRECTION_GBS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 DDP_BUCKET_BYTES = 25e6  # torch DDP's default bucket_cap_mb
+#: ZeRO-1/2's post-step parameter gather, per collective: DeepSpeed's allgather_bucket_size
+#: default, 5e8 (an assumption for torch's ZeroRedundancyOptimizer, which broadcasts per rank).
+ZERO_GATHER_BUCKET_BYTES = 5e8
 
 
 @dataclass(frozen=True)
@@ -207,8 +211,11 @@ def ddp_allreduce(
     p: CommParams = CommParams(),
     *,
     measured: tuple[float, str] | None = None,
+    gather_bytes: float = 0.0,
 ) -> CommTime:
-    """DDP's gradient all-reduce, one per 25 MB bucket while the backward runs."""
+    """DDP's gradient all-reduce, one per 25 MB bucket while the backward runs. ``gather_bytes``:
+    ZeRO-1/2's all-gather of the updated parameters after the optimizer step, all of it exposed
+    (the backward that could hide it is over)."""
     if count <= 1:
         return CommTime(0.0, 0.0, "", 0.0)
     bw, name = link_bandwidth(e, count, gpus_per_node, network_gbs, p, measured)
@@ -216,13 +223,18 @@ def ddp_allreduce(
         steps = 2 * (count - 1)
         total = 2 * (count - 1) / count * grad_bytes / (bw * 1e9) + steps * p.latency_s
         last = 2 * (count - 1) / count * min(grad_bytes, DDP_BUCKET_BYTES) / (bw * 1e9) + steps * p.latency_s
+        gather = (count - 1) / count * gather_bytes / (bw * 1e9) + (count - 1) * p.latency_s if gather_bytes else 0.0
     else:
         full, rest = divmod(grad_bytes, DDP_BUCKET_BYTES)
         total = full * collective_seconds("allreduce", DDP_BUCKET_BYTES, bw, e, count, gpus_per_node)
         if rest:
             total += collective_seconds("allreduce", rest, bw, e, count, gpus_per_node)
         last = collective_seconds("allreduce", min(grad_bytes, DDP_BUCKET_BYTES), bw, e, count, gpus_per_node)
-    return CommTime(total, max(total - backward_s, last), name, bw)
+        gather = 0.0
+        if gather_bytes:
+            k = math.ceil(gather_bytes / ZERO_GATHER_BUCKET_BYTES)
+            gather = k * collective_seconds("allgather", gather_bytes / k, bw, e, count, gpus_per_node)
+    return CommTime(total + gather, max(total - backward_s, last) + gather, name, bw)
 
 
 def fsdp_traffic(
