@@ -142,13 +142,15 @@ class GpuEntry:
     def one_die(self) -> GpuEntry:
         """One die of a multi-die board as PyTorch sees it (an MI250/MI250X shows each of its two
         GCDs as a GPU): every per-board resource divided by ``dies``, so the host's per-step cost
-        stays whole where halving the board's throughput would halve it too. Itself for one die."""
+        stays whole where halving the board's throughput would halve it too; the board's Infinity
+        Fabric (``gpu_link_gbs``: all its links, both directions) is shared by its dies too. Itself
+        for one die."""
         dies = self.dies
         if dies <= 1:
             return self
         split = (
             "vram_gb", "visible_vram_gb", "memory_bandwidth_gbs", "fp32_tflops", "tf32_tflops", "fp16_tflops",
-            "bf16_tflops", "fp8_tflops", "tdp_w", "l2_cache_mb",
+            "bf16_tflops", "fp8_tflops", "tdp_w", "l2_cache_mb", "gpu_link_gbs",
         )  # fmt: skip
         counts = ("shader_cores", "sm_count", "tensor_cores", "memory_bus_bits")
         kw: dict[str, Any] = {f: getattr(self, f) / dies for f in split if getattr(self, f)}

@@ -408,18 +408,51 @@ def predict_step(
 
             def comm(compute_s: float, _backward_s: float) -> parallel.CommTime:
                 return parallel.fsdp_traffic(
-                    param_bytes, grad_bytes, compute_s, e, count, a.gpus_per_node, a.network_gbs, cp, measured=measured
+                    param_bytes,
+                    grad_bytes,
+                    compute_s,
+                    e,
+                    count,
+                    a.gpus_per_node,
+                    a.network_gbs,
+                    cp,
+                    measured=measured,
+                    layers=w.layers,
                 )
         else:
+            # ZeRO-1/2: each rank updates its shard of the parameters, then all ranks gather the
+            # rest, as the training dtype holds them (autocast: fp32, as torch's
+            # ZeroRedundancyOptimizer broadcasts them; bf16-true: bf16).
+            gather = (
+                w.trainable_params * (2.0 if precision == "bf16-true" else 4.0)
+                if sharding in ("zero1", "zero2")
+                else 0.0
+            )
 
             def comm(_compute_s: float, backward_s: float) -> parallel.CommTime:  # type: ignore[misc]
                 return parallel.ddp_allreduce(
-                    grad_bytes, backward_s, e, count, a.gpus_per_node, a.network_gbs, cp, measured=measured
+                    grad_bytes,
+                    backward_s,
+                    e,
+                    count,
+                    a.gpus_per_node,
+                    a.network_gbs,
+                    cp,
+                    measured=measured,
+                    gather_bytes=gather,
                 )
 
     shards = count if count > 1 and (sharding in ("zero1", "zero2", "fsdp") or par == "fsdp") else 1
     st = step_time(
-        trace, d, batch, precision, optimizer=opt, full_params=w.mode == "full", comm=comm, optimizer_shards=shards
+        trace,
+        d,
+        batch,
+        precision,
+        optimizer=opt,
+        full_params=w.mode == "full",
+        comm=comm,
+        optimizer_shards=shards,
+        sharded_weights=par == "fsdp",
     )
     legacy = _per_model_seconds(w, trace, d, e, batch, precision) if e is not None and calibrated else None
     if legacy is not None:
