@@ -722,6 +722,32 @@ def _version_tuple(v: str | None) -> tuple[int, ...] | None:
     return tuple(parts) or None
 
 
+#: PyTorch's CUDA wheels as of torch 2.13 (2026): cu130 (stable; Turing and newer, a driver for CUDA
+#: 13) and cu126 (legacy; Maxwell to Hopper, drivers for CUDA 12.x by minor-version compatibility);
+#: cu128/cu129 are gone since 2.12 and cu118 since 2.8 (pytorch/pytorch#147383, release notes of
+#: 2.8 and 2.12). A wheel for a newer CUDA than the driver's will not start.
+_WHL = "https://download.pytorch.org/whl"
+
+
+def torch_cuda_wheel(s: Snapshot, nvidia: list[GpuInfo]) -> str:
+    """The pip command for a CUDA build of torch this driver and these GPUs can run."""
+    driver = _version_tuple(s.nvml.cuda_driver_version)
+    ccs = [_version_tuple(g.compute_capability) for g in nvidia]
+    pre_turing = any(cc is not None and cc < (7, 5) for cc in ccs)
+    if driver is None or driver >= (13,):
+        if pre_turing:
+            return f"`pip install torch --index-url {_WHL}/cu126`: CUDA 13 builds do not run on GPUs older than Turing"
+        return f"`pip install torch --index-url {_WHL}/cu130`" + (
+            "" if driver else ", or cu126 if your driver is older than CUDA 13"
+        )
+    if driver >= (12,):
+        return f"`pip install torch --index-url {_WHL}/cu126` (your driver supports CUDA {s.nvml.cuda_driver_version})"
+    return (
+        f"your driver supports only CUDA {s.nvml.cuda_driver_version}, older than any current torch build: update "
+        f"the NVIDIA driver, or install the last build for CUDA 11: `pip install 'torch<2.8' --index-url {_WHL}/cu118`"
+    )
+
+
 def _framework_rules(s: Snapshot, fw: FrameworkInfo) -> Iterable[Finding]:
     if not fw.installed:
         return
@@ -734,7 +760,8 @@ def _framework_rules(s: Snapshot, fw: FrameworkInfo) -> Iterable[Finding]:
             dev,
             f"{fw.name} is a CPU-only build on a machine with an NVIDIA GPU",
             f"{fw.name} {fw.version} was built without CUDA, so it will never use the GPU",
-            remedy=f"reinstall {fw.name} with CUDA support (for torch: `pip install torch --index-url https://download.pytorch.org/whl/cu128` or the CUDA version your driver supports)",
+            remedy=f"reinstall {fw.name} with CUDA support"
+            + (f" ({torch_cuda_wheel(s, nvidia)})" if fw.name == "torch" else " (its CUDA build for your driver)"),
             value="cpu-only",
             threshold="CUDA build",
         )
@@ -747,7 +774,8 @@ def _framework_rules(s: Snapshot, fw: FrameworkInfo) -> Iterable[Finding]:
                 dev,
                 f"{fw.name} needs CUDA {fw.built_cuda} but the driver supports only CUDA {s.nvml.cuda_driver_version}",
                 f"a CUDA {built[0]}.x build cannot run on a driver for CUDA {driver[0]}.x: {fw.name} will not see the GPU",
-                remedy=f"update the NVIDIA driver, or install a {fw.name} build for CUDA {s.nvml.cuda_driver_version} or older",
+                remedy=f"update the NVIDIA driver, or install a {fw.name} build for CUDA {s.nvml.cuda_driver_version} or older"
+                + (f": {torch_cuda_wheel(s, nvidia)}" if fw.name == "torch" else ""),
                 value=fw.built_cuda,
                 threshold=s.nvml.cuda_driver_version,
                 source=T.CUDA_COMPAT_SOURCE,

@@ -391,3 +391,25 @@ def test_a_gpu_this_user_may_not_open_is_a_warning_with_a_permission_remedy() ->
     assert f.severity is Severity.WARNING and "Slurm" in (f.remedy or "") and f.device.startswith("gpu0")
     assert not by_id(evaluate(snap(denied)), "gpu.error")
     assert one(evaluate(snap(broken)), "gpu.error").severity is Severity.CRITICAL
+
+
+@pytest.mark.parametrize(
+    ("driver_cuda", "cc", "said", "unsaid"),
+    [
+        ("11.4", "8.0", "whl/cu118", "cu130"),  # QA 15: the old driver was told to install cu128, which will not start
+        ("12.4", "8.0", "whl/cu126", "cu130"),
+        ("13.0", "9.0", "whl/cu130", "cu126"),
+        ("13.0", "6.0", "whl/cu126", "whl/cu130"),  # a Pascal card: CUDA 13 builds dropped it
+    ],
+)
+def test_the_cpu_only_torch_remedy_names_a_wheel_this_driver_and_gpu_can_run(
+    driver_cuda: str, cc: str, said: str, unsaid: str
+) -> None:
+    s = _with_torch(F.healthy(), cpu_only_build=True)
+    s = dataclasses.replace(
+        s,
+        nvml=dataclasses.replace(s.nvml, cuda_driver_version=driver_cuda),
+        gpus=[dataclasses.replace(g, compute_capability=cc) for g in s.gpus],
+    )
+    remedy = one(evaluate(s), "framework.torch.cpu_only").remedy or ""
+    assert said in remedy and unsaid not in remedy and "cu128" not in remedy, remedy
