@@ -13,7 +13,9 @@ EPILOG = """exit status:
   0  all fine (only passed, informational or not-checkable findings)
   1  at least one warning
   3  at least one critical finding
-  2  bad usage"""
+  2  bad usage
+  70 an internal error (a bug: please report it; GPUSELECT_DEBUG=1 shows the traceback)
+  130 interrupted (Ctrl-C)"""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -386,6 +386,12 @@ def label_physical_cards(gpus: list[GpuInfo]) -> None:
             g.card_label = f"{part} {i} of card {number}"
 
 
+def _one_line(exc: BaseException) -> str:
+    """amdsmi's messages carry raw newlines and tabs (its library's multi-line text): one line in a
+    finding, a table cell or a log, and bounded."""
+    return " ".join(str(exc).split())[:300]
+
+
 def detect_amd(amdsmi: Any | None = None) -> tuple[BackendStatus, list[GpuInfo]]:
     if amdsmi is None:
         try:
@@ -393,13 +399,15 @@ def detect_amd(amdsmi: Any | None = None) -> tuple[BackendStatus, list[GpuInfo]]
         except ModuleNotFoundError:
             return BackendStatus("amdsmi", False, error="amdsmi is not installed (optional extra 'amd')"), []
         except Exception as exc:  # noqa: BLE001 - KeyError without ROCm, OSError for the library
-            return BackendStatus("amdsmi", False, error=f"amdsmi cannot load ROCm ({type(exc).__name__}: {exc})"), []
+            return BackendStatus(
+                "amdsmi", False, error=f"amdsmi cannot load ROCm ({type(exc).__name__}: {_one_line(exc)})"
+            ), []
     sink = io.StringIO()
     try:
         with contextlib.redirect_stdout(sink):
             amdsmi.amdsmi_init()
     except Exception as exc:  # noqa: BLE001
-        return BackendStatus("amdsmi", False, error=f"amdsmi_init failed: {exc}"), []
+        return BackendStatus("amdsmi", False, error=f"amdsmi_init failed: {_one_line(exc)}"), []
     status = BackendStatus("amdsmi", True)
     gpus: list[GpuInfo] = []
     shut_down: Callable[[], Any] = getattr(amdsmi, "amdsmi_shut_down", lambda: None)

@@ -853,7 +853,8 @@ def rule_ram(s: Snapshot) -> Iterable[Finding]:
         sev,
         "system",
         title,
-        f"{s.memory.total_bytes / GIB:.0f} GiB RAM for {vram / GIB:.0f} GiB of VRAM ({ratio:.1f}×)",
+        # the ratio as the value states it (2 decimals): "0.1x" beside "measured: 0.15 x" read as two figures
+        f"{s.memory.total_bytes / GIB:.0f} GiB RAM for {vram / GIB:.0f} GiB of VRAM ({ratio:.2f}×)",
         remedy=None if sev is Severity.OK else "add RAM: data loading, pinned buffers and checkpoints need host memory",
         value=round(ratio, 2),
         threshold=th.warning if sev is Severity.WARNING else T.RAM_TO_VRAM_COMFORTABLE,

@@ -158,3 +158,14 @@ def test_mi250x_gcds_sharing_a_board_serial_are_labelled_per_card() -> None:
 def test_no_grouping_without_a_shared_serial(serials: list[str]) -> None:
     _status, gpus = detect_amd(A.mi250x_node(serials))
     assert [g.card_label for g in gpus] == [None] * 4 and all(g.physical_card is None for g in gpus)
+
+
+def test_amdsmi_messages_are_one_line() -> None:
+    """QA 15: amdsmi's library text carries raw newlines and tabs into the finding's detail."""
+
+    class Multiline(A.FakeAmdSmi):  # type: ignore[misc]
+        def amdsmi_init(self, *args: object) -> None:
+            raise RuntimeError("Error code:\n\t34\nAMDSMI_STATUS_DRIVER_NOT_LOADED\n")
+
+    status, _ = detect_amd(Multiline([]))
+    assert status.error == "amdsmi_init failed: Error code: 34 AMDSMI_STATUS_DRIVER_NOT_LOADED"

@@ -413,3 +413,10 @@ def test_the_cpu_only_torch_remedy_names_a_wheel_this_driver_and_gpu_can_run(
     )
     remedy = one(evaluate(s), "framework.torch.cpu_only").remedy or ""
     assert said in remedy and unsaid not in remedy and "cu128" not in remedy, remedy
+
+
+def test_the_ram_ratio_reads_the_same_in_the_detail_and_the_value() -> None:
+    s = snap(F.healthy())
+    s.memory.total_bytes = int(80 * GIB * 0.15)
+    f = one(evaluate(s), "system.ram_vs_vram")
+    assert f.value == 0.15 and "(0.15×)" in (f.detail or ""), f.detail
