@@ -28,6 +28,8 @@ A saved report is redrawn without measuring: gpuselect fleet --from fleet.json -
 
 exit status:
   0  the report was written (see its health and stragglers)
+  1  --fail-on warning: some rank has a warning (and none a critical finding)
+  3  --fail-on warning|critical: some rank has a critical finding
   2  bad usage
   4  the run failed: a rank died, hung past --timeout-s, or a collective failed (the message
      names the ranks; rank 0 writes what it has, marked INCOMPLETE)"""
@@ -106,6 +108,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="auto: NCCL when torch sees CUDA GPUs, else Gloo",
     )
     parser.add_argument(
+        "--fail-on",
+        choices=("warning", "critical"),
+        default=None,
+        help="exit 1 (a warning) or 3 (a critical finding) when any rank's health has one, as `health` "
+        "does; default: exit 0 whenever the report was written",
+    )
+    parser.add_argument(
         "--from",
         dest="from_file",
         metavar="FILE.json",
@@ -151,8 +160,9 @@ def run(args: argparse.Namespace) -> int:
             print(to_text(rep), flush=True)
 
     if args.from_file:
-        on_output(_load(args.from_file))
-        return 0
+        rep = _load(args.from_file)
+        on_output(rep)
+        return _health_status(rep, args.fail_on)
     cfg = FleetConfig(
         max_bytes=args.max_bytes,
         repeats=args.repeats,
@@ -162,8 +172,18 @@ def run(args: argparse.Namespace) -> int:
         probe=bool(args.probe),
         on_output=on_output,
     )
-    _report, code = run_fleet(cfg)
-    return code
+    report, code = run_fleet(cfg)
+    return code if code != 0 or report is None else _health_status(report, args.fail_on)
+
+
+def _health_status(rep: FleetReport, fail_on: str | None) -> int:
+    """``health``'s exit status over every rank (3 critical, 1 warning), where --fail-on asks for it."""
+    if fail_on is None:
+        return 0
+    worst = {r.health_worst for r in rep.ranks}
+    if "critical" in worst:
+        return 3
+    return 1 if fail_on == "warning" and "warning" in worst else 0
 
 
 #: The longest text a fleet report holds (host names, CPU and GPU names, versions, messages): a
@@ -217,7 +237,7 @@ def _load(path: str) -> FleetReport:
         raise DataError(
             f"{path} says {rep.world_size} ranks but holds ranks {sorted(numbers)[:10]}: damaged; measure again"
         )
-    severities = {"ok", "info", "warning", "critical"}
+    severities = {"ok", "info", "warning", "critical", "unknown"}
     for r in rep.ranks:
         if r.gpus_on_node < 0:
             raise DataError(f"{path}: rank {r.rank} says {r.gpus_on_node} GPUs on its node: damaged; measure again")
@@ -225,7 +245,7 @@ def _load(path: str) -> FleetReport:
             if not isinstance(f, dict) or f.get("severity") not in severities:
                 sev = str(f.get("severity") if isinstance(f, dict) else f)[:20]
                 raise DataError(
-                    f"{path}: rank {r.rank} has a finding of severity {sev!r} (not ok, info, warning or critical): "
+                    f"{path}: rank {r.rank} has a finding of severity {sev!r} (not ok, info, warning, critical or unknown): "
                     "damaged; measure again"
                 )
     for p in rep.bandwidth:

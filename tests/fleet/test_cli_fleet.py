@@ -12,6 +12,7 @@ import pytest
 from gpuselect.cli import main
 from gpuselect.fleet import writers
 from tests.conftest import REPO_ROOT
+from tests.fakes import fake_nvml as F  # at import: the autouse fixture hides pynvml inside a test
 from tests.fleet.test_model import _points, _report
 
 LAUNCH_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK")
@@ -232,8 +233,6 @@ def test_the_fleet_report_says_what_each_finding_measured_its_threshold_and_what
 ) -> None:
     # The fleet report kept only each finding's title and remedy: "3 uncorrectable ECC errors"
     # with no threshold, "row remap pending" with nothing measured.
-    from tests.fakes import fake_nvml as F
-
     for var in LAUNCH_VARS:
         monkeypatch.delenv(var, raising=False)
     fake = F.a100x2_ecc()
@@ -244,3 +243,31 @@ def test_the_fleet_report_says_what_each_finding_measured_its_threshold_and_what
     ecc = next(f for f in rank["findings"] if f["id"] == "gpu.ecc")
     assert (ecc["value"], ecc["threshold"], ecc["unit"]) == (3, 1, "errors") and ecc["remedy"] and ecc["detail"]
     assert "(measured 3 errors; threshold 1 error); what to do: drain the GPU" in out.read_text()
+
+
+def test_fail_on_gives_health_s_exit_status(capsys: pytest.CaptureFixture[str], tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """QA 15: a critical node still exited 0; a script had to parse the JSON to notice."""
+    saved = tmp_path / "fleet.json"
+    writers.write(_report(_points({"node0": 150.0, "node1": 100.0})), saved)
+    good = json.loads(saved.read_text())
+
+    def with_worst(*worst: str) -> Path:
+        doc = json.loads(json.dumps(good))
+        for r, w in zip(doc["report"]["ranks"], worst, strict=False):
+            r["health_worst"] = w
+        p = tmp_path / "edited.json"
+        p.write_text(json.dumps(doc))
+        return p
+
+    n = len(good["report"]["ranks"])
+    assert n >= 1
+    warn = with_worst("warning", *["ok"] * (n - 1))
+    assert main(["fleet", "--from", str(warn)]) == 0  # the default: the report was written
+    assert main(["fleet", "--from", str(warn), "--fail-on", "warning"]) == 1
+    assert main(["fleet", "--from", str(warn), "--fail-on", "critical"]) == 0
+    crit = with_worst("critical", *["warning"] * (n - 1))
+    assert main(["fleet", "--from", str(crit), "--fail-on", "critical"]) == 3
+    assert main(["fleet", "--from", str(crit), "--fail-on", "warning"]) == 3
+    ok = with_worst(*["ok"] * n)
+    assert main(["fleet", "--from", str(ok), "--fail-on", "warning"]) == 0
+    capsys.readouterr()
