@@ -327,3 +327,11 @@ def test_energy_is_said_to_count_the_gpus_only(capsys: pytest.CaptureFixture[str
     """QA 14: kWh and 'buy and run' costs are the GPUs' power alone; nothing said so."""
     assert main(["estimate", "--workload", "resnet50", "--top", "1"]) == 0
     assert "count the GPUs' power (TDP x 0.85), not the host's" in capsys.readouterr().out
+
+
+def test_the_links_line_only_where_a_row_uses_several_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    """QA 15: `--count 1,1` printed "Several GPUs: spec link bandwidths ..." over one-GPU rows."""
+    one = _out(["estimate", "--workload", "resnet50", "--gpus", "nvidia-rtx-4090", "--count", "1,1"], capsys)
+    assert "Several GPUs:" not in one
+    two = _out(["estimate", "--workload", "resnet50", "--gpus", "nvidia-rtx-4090", "--count", "1,2"], capsys)
+    assert "Several GPUs: spec link bandwidths" in two

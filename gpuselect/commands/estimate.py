@@ -104,15 +104,16 @@ def run(args: argparse.Namespace) -> int:
     )
     if w.id.startswith("config:"):  # what the config was read as, so a wrong guess shows
         print(f"Model: {w.description}")
-    print(
-        "Several GPUs: "
-        + (
-            a.interconnect.describe()
-            if a.interconnect
-            else "spec link bandwidths (NVLink, PCIe); between nodes "
-            + (f"{a.network_gbs:g} GB/s per node" if a.network_gbs is not None else describe_reference_networks())
+    if any(r.count > 1 for r in result.rows):  # one GPU each (--count 1, --max-gpus 1): no links to describe
+        print(
+            "Several GPUs: "
+            + (
+                a.interconnect.describe()
+                if a.interconnect
+                else "spec link bandwidths (NVLink, PCIe); between nodes "
+                + (f"{a.network_gbs:g} GB/s per node" if a.network_gbs is not None else describe_reference_networks())
+            )
         )
-    )
     print(f"\n{stage_heading(rec)}: {choice}\n{why}\n")
     left_out = {x.split(" ", 1)[0] for x in rec.excluded}
     for loc in result.local:

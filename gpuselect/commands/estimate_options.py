@@ -332,7 +332,8 @@ def option_notes(args: argparse.Namespace, w: Any, a: Any) -> list[str]:
         ids = gpu_ids(args)
         entries = [e for e in cat.entries if not ids or e.id in ids]
         out = implausible_counts(entries, sorted(set(args.count)))
-        if out:  # only where it left something out, and what
+        # only where it left something out, and what; where it leaves out everything, the error says it
+        if out and len(out) < len(entries) * len(set(args.count)):
             more = f" and {len(out) - 3} more" if len(out) > 3 else ""
             notes.append(f"--count leaves out {', '.join(out[:3])}{more}: {PLAUSIBLE_RULE}")
     if args.count and args.max_gpus is not None:

@@ -760,7 +760,14 @@ def fmt_hours(h: float | None) -> str:
         return f"{h:.0f} h" if abs(h - round(h)) < 1e-9 else f"{h:.1f} h"
     if h < 1000:
         return f"{h:.0f} h"
-    return f"{h / 24:,.0f} days"
+    if h < YEAR_H * 2:
+        return f"{h / 24:,.0f} days"
+    y = h / YEAR_H  # "15,655 years", not "5,718,159 days"
+    return (f"{y:.1f}".removesuffix(".0") if y < 10 else f"{y:,.0f}") + " years"
+
+
+#: Hours in a (Julian) year: past two of them a time reads in years.
+YEAR_H = 365.25 * 24
 
 
 def fmt_hours_range(lo: float, hi: float, *, unit_of: float | None = None) -> str:
@@ -780,8 +787,11 @@ def fmt_hours_range(lo: float, hi: float, *, unit_of: float | None = None) -> st
     elif ref < 1000:
         a, b, unit = lo, hi, "h"
         fmt = "{:,.0f}" if ref >= 100 else "{:,.1f}"
-    else:
+    elif ref < YEAR_H * 2:
         a, b, unit, fmt = lo / 24, hi / 24, "days", "{:,.0f}"
+    else:
+        a, b, unit = lo / YEAR_H, hi / YEAR_H, "years"
+        fmt = "{:,.1f}" if ref / YEAR_H < 10 else "{:,.0f}"
     if float(fmt.format(a).replace(",", "")) <= 0:
         return f"{fmt_hours(lo)} to {fmt_hours(hi)}"
     return f"{fmt.format(a)}–{fmt.format(b)} {unit}"
@@ -790,7 +800,10 @@ def fmt_hours_range(lo: float, hi: float, *, unit_of: float | None = None) -> st
 def fmt_deadline(h: float) -> str:
     """A deadline before the word "deadline": "72 h", but "42-day" (not "42 days deadline")."""
     t = fmt_hours(h)
-    return t.removesuffix(" days") + "-day" if t.endswith(" days") else t
+    for unit in ("day", "year"):
+        if t.endswith(f" {unit}s"):
+            return t.removesuffix(f" {unit}s") + f"-{unit}"
+    return t
 
 
 def _cpu_lead(cpu: dict[str, object], deadline_h: float) -> str:

@@ -584,7 +584,9 @@ def test_parameter_offload_over_several_gpus_is_sharded(catalog) -> None:  # typ
         (0.5, 1.2, "30–72 min"),
         (30.0, 53.4, "30.0–53.4 h"),
         (186.0, 272.0, "186–272 h"),
-        (753 * 24, 1634 * 24, "753–1,634 days"),
+        (253 * 24, 634 * 24, "253–634 days"),
+        (753 * 24, 1634 * 24, "2.1–4.5 years"),  # past two years, in years
+        (3 * 8766.0, 40 * 8766.0, "3–40 years"),
         (400.0, 1200.0, "17–50 days"),
         (10 / 3600, 1.2, "10 s to 72 min"),  # the smaller would read "0 min": each in its own unit
         (5 / 3600, 30 / 3600, "5–30 s"),
@@ -596,6 +598,18 @@ def test_a_time_range_is_written_in_one_unit(lo: float, hi: float, text: str) ->
     from gpuselect.estimate.recommend import fmt_hours_range
 
     assert fmt_hours_range(lo, hi) == text
+
+
+@pytest.mark.parametrize(
+    ("h", "text"),
+    [(700 * 24, "700 days"), (3 * 8766.0, "3 years"), (4.47 * 8766.0, "4.5 years"), (5_718_159 * 24, "15,655 years")],
+)
+def test_a_very_long_time_reads_in_years(h: float, text: str) -> None:
+    """QA 15: "5,718,159 days" for a CPU that would never finish."""
+    from gpuselect.estimate.recommend import fmt_deadline, fmt_hours
+
+    assert fmt_hours(h) == text
+    assert fmt_deadline(3 * 8766.0) == "3-year"
 
 
 def test_a_dataset_smaller_than_the_global_batch_still_takes_a_whole_step(catalog) -> None:  # type: ignore[no-untyped-def]
@@ -852,6 +866,10 @@ def test_count_leaves_out_counts_nobody_builds(catalog, capsys: pytest.CaptureFi
     assert "--count leaves out 16x GeForce RTX 4090" in err
     assert main(["estimate", "--workload", "gpt2-124m", "--count", "1,2", "--gpus", "nvidia-h100-sxm5-80gb"]) == 0
     assert "--count leaves out" not in capsys.readouterr().err  # nothing left out: no note
+    # everything left out: the error alone says why (QA 15: the note said it too, word for word)
+    assert main(["estimate", "--workload", "gpt2-124m", "--count", "8", "--gpus", "nvidia-rtx-4090"]) == 2
+    err = capsys.readouterr().err
+    assert "not built in counts of 8" in err and "--count leaves out" not in err
 
 
 def test_fit_suggestions_never_shard_over_more_cards_than_anyone_builds(catalog) -> None:  # type: ignore[no-untyped-def]
