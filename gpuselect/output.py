@@ -76,6 +76,9 @@ def workload_json(w: Any) -> dict[str, Any]:
     entry: dict[str, Any] = to_jsonable(w)
     entry["activation_bytes_per_sample"] = activation_bytes_per_sample(w, MemoryOptions())
     entry["activation_basis"] = ACTIVATION_BASIS
+    shape = getattr(w, "shape", None)
+    if shape is not None and shape.experts:  # the text's "12.9 B of the 46.7 B active"
+        entry["active_params_per_token"] = shape.active_params()
     return entry
 
 

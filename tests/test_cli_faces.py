@@ -335,3 +335,33 @@ def test_the_links_line_only_where_a_row_uses_several_gpus(capsys: pytest.Captur
     assert "Several GPUs:" not in one
     two = _out(["estimate", "--workload", "resnet50", "--gpus", "nvidia-rtx-4090", "--count", "1,2"], capsys)
     assert "Several GPUs: spec link bandwidths" in two
+
+
+def test_an_moe_workload_states_its_active_parameters_in_json(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """QA 15: the text said "12.9 B of the 46.7 B parameters active per token"; the JSON had no such figure."""
+    import json
+
+    cfg = tmp_path / "mixtral.json"
+    cfg.write_text(
+        json.dumps(
+            {
+                "model_type": "mixtral",
+                "hidden_size": 4096,
+                "intermediate_size": 14336,
+                "num_hidden_layers": 32,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 8,
+                "vocab_size": 32000,
+                "max_position_embeddings": 32768,
+                "num_local_experts": 8,
+                "num_experts_per_tok": 2,
+                "tie_word_embeddings": False,
+            }
+        )
+    )
+    w = json.loads(_out(["estimate", "--config", str(cfg), "--format", "json", "--top", "1"], capsys))["workload"]
+    assert w["active_params_per_token"] == pytest.approx(12.9e9, rel=0.01) and w["params"] > 46e9
+    dense = json.loads(_out(["estimate", "--workload", "gpt2-124m", "--format", "json", "--top", "1"], capsys))
+    assert "active_params_per_token" not in dense["workload"]
