@@ -13,12 +13,14 @@ import statistics
 import sys
 from pathlib import Path
 
-DEFAULT = Path(__file__).resolve().parent.parent / "docs/validation/steptime-2026-11-23/cases.csv"
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT = ROOT / "docs/validation/steptime-2026-11-23/cases.csv"
 
 
 def main(path: Path) -> None:
     rows = [r for r in csv.DictReader(path.open(encoding="utf-8")) if r["source"].startswith("llm-foundry")]
-    print(f"# llm-foundry error by GPU count ({path})")
+    shown = path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path.name
+    print(f"# llm-foundry error by GPU count ({shown})")
     for source in ("llm-foundry", "llm-foundry (LOSO)"):
         by: dict[int, list[float]] = {}
         for r in rows:
@@ -31,7 +33,9 @@ def main(path: Path) -> None:
         errs = [abs(float(r["rel_err"])) for r in rows if r["source"] == source]
         errs.sort()
         p90 = errs[min(len(errs) - 1, int(0.9 * len(errs)))]
-        print(f"{source:20s} median |err| {100 * statistics.median(errs):.1f}%, p90 {100 * p90:.1f}%; trend {trend:+.1f} points")
+        print(
+            f"{source:20s} median |err| {100 * statistics.median(errs):.1f}%, p90 {100 * p90:.1f}%; trend {trend:+.1f} points"
+        )
         print(f"  {cells}")
 
 
