@@ -730,18 +730,40 @@ _WHL = "https://download.pytorch.org/whl"
 
 
 def torch_cuda_wheel(s: Snapshot, nvidia: list[GpuInfo]) -> str:
-    """The pip command for a CUDA build of torch this driver and these GPUs can run."""
+    """What to install for a CUDA build of torch this driver and these GPUs can run (a remedy)."""
     driver = _version_tuple(s.nvml.cuda_driver_version)
-    ccs = [_version_tuple(g.compute_capability) for g in nvidia]
-    pre_turing = any(cc is not None and cc < (7, 5) for cc in ccs)
+    ccs = [cc for g in nvidia if (cc := _version_tuple(g.compute_capability)) is not None]
+    if any(cc < (5, 0) for cc in ccs):
+        return (
+            "no current torch build runs on a GPU older than Maxwell (compute capability 5.0): "
+            "train on the CPU, or on a newer GPU"
+        )
+    pre_turing = any(cc < (7, 5) for cc in ccs)
+    blackwell = any(cc >= (10, 0) for cc in ccs)
+    if pre_turing and blackwell:
+        return (
+            "no one torch build runs on both this machine's pre-Turing and Blackwell GPUs: install cu130 "
+            f"(`pip install torch --index-url {_WHL}/cu130`) for the Blackwell ones"
+        )
     if driver is None or driver >= (13,):
         if pre_turing:
-            return f"`pip install torch --index-url {_WHL}/cu126`: CUDA 13 builds do not run on GPUs older than Turing"
-        return f"`pip install torch --index-url {_WHL}/cu130`" + (
+            return (
+                f"reinstall torch with CUDA support: `pip install torch --index-url {_WHL}/cu126` "
+                "(CUDA 13 builds do not run on GPUs older than Turing)"
+            )
+        return f"reinstall torch with CUDA support: `pip install torch --index-url {_WHL}/cu130`" + (
             "" if driver else ", or cu126 if your driver is older than CUDA 13"
         )
+    if blackwell:
+        return (
+            f"update the driver to one for CUDA 13, then `pip install torch --index-url {_WHL}/cu130`: the cu126 "
+            f"build your CUDA {s.nvml.cuda_driver_version} driver could run has no Blackwell kernels"
+        )
     if driver >= (12,):
-        return f"`pip install torch --index-url {_WHL}/cu126` (your driver supports CUDA {s.nvml.cuda_driver_version})"
+        return (
+            f"reinstall torch with CUDA support: `pip install torch --index-url {_WHL}/cu126`, the build your "
+            f"CUDA {s.nvml.cuda_driver_version} driver runs"
+        )
     return (
         f"your driver supports only CUDA {s.nvml.cuda_driver_version}, older than any current torch build: update "
         f"the NVIDIA driver, or install the last build for CUDA 11: `pip install 'torch<2.8' --index-url {_WHL}/cu118`"
@@ -760,8 +782,9 @@ def _framework_rules(s: Snapshot, fw: FrameworkInfo) -> Iterable[Finding]:
             dev,
             f"{fw.name} is a CPU-only build on a machine with an NVIDIA GPU",
             f"{fw.name} {fw.version} was built without CUDA, so it will never use the GPU",
-            remedy=f"reinstall {fw.name} with CUDA support"
-            + (f" ({torch_cuda_wheel(s, nvidia)})" if fw.name == "torch" else " (its CUDA build for your driver)"),
+            remedy=torch_cuda_wheel(s, nvidia)
+            if fw.name == "torch"
+            else f"reinstall {fw.name} with CUDA support (its CUDA build for your driver)",
             value="cpu-only",
             threshold="CUDA build",
         )
@@ -775,7 +798,8 @@ def _framework_rules(s: Snapshot, fw: FrameworkInfo) -> Iterable[Finding]:
                 f"{fw.name} needs CUDA {fw.built_cuda} but the driver supports only CUDA {s.nvml.cuda_driver_version}",
                 f"a CUDA {built[0]}.x build cannot run on a driver for CUDA {driver[0]}.x: {fw.name} will not see the GPU",
                 remedy=f"update the NVIDIA driver, or install a {fw.name} build for CUDA {s.nvml.cuda_driver_version} or older"
-                + (f": {torch_cuda_wheel(s, nvidia)}" if fw.name == "torch" else ""),
+                if fw.name != "torch"
+                else torch_cuda_wheel(s, nvidia),
                 value=fw.built_cuda,
                 threshold=s.nvml.cuda_driver_version,
                 source=T.CUDA_COMPAT_SOURCE,

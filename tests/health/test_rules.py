@@ -400,6 +400,8 @@ def test_a_gpu_this_user_may_not_open_is_a_warning_with_a_permission_remedy() ->
         ("12.4", "8.0", "whl/cu126", "cu130"),
         ("13.0", "9.0", "whl/cu130", "cu126"),
         ("13.0", "6.0", "whl/cu126", "whl/cu130"),  # a Pascal card: CUDA 13 builds dropped it
+        ("12.8", "12.0", "driver to one for CUDA 13", "whl/cu126`,"),  # an RTX 5090: cu126 has no Blackwell kernels
+        ("12.2", "3.7", "no current torch build runs", "whl/"),  # a K80
     ],
 )
 def test_the_cpu_only_torch_remedy_names_a_wheel_this_driver_and_gpu_can_run(
