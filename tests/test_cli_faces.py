@@ -335,6 +335,8 @@ def test_the_links_line_only_where_a_row_uses_several_gpus(capsys: pytest.Captur
     assert "Several GPUs:" not in one
     two = _out(["estimate", "--workload", "resnet50", "--gpus", "nvidia-rtx-4090", "--count", "1,2"], capsys)
     assert "Several GPUs: spec link bandwidths" in two
+    dies = _out(["estimate", "--workload", "resnet50", "--gpus", "amd-mi250x", "--count", "1"], capsys)
+    assert "Several GPUs: spec link bandwidths" in dies  # one MI250X trains data-parallel over its 2 dies
 
 
 def test_an_moe_workload_states_its_active_parameters_in_json(

@@ -57,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
         from gpuselect.errors import UsageError
 
         raise UsageError("--device names no device: give cpu, cuda:N, mps or all")
+    if args.output == "-":  # report -o - means standard output; here --format json is that
+        from gpuselect.errors import UsageError
+
+        raise UsageError("-o - would write a file named '-': for the record on standard output use --format json")
     if args.output:
         from gpuselect.fsutil import check_output
 

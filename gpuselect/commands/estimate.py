@@ -104,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if w.id.startswith("config:"):  # what the config was read as, so a wrong guess shows
         print(f"Model: {w.description}")
-    if any(r.count > 1 for r in result.rows):  # one GPU each (--count 1, --max-gpus 1): no links to describe
+    # one GPU each (--count 1, --max-gpus 1): no links to describe; a 1x MI250X trains over its 2 dies
+    if any(r.count * r.dies > 1 for r in result.rows):
         print(
             "Several GPUs: "
             + (

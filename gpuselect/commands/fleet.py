@@ -30,6 +30,7 @@ exit status:
   0  the report was written (see its health and stragglers)
   1  --fail-on warning: some rank has a warning (and none a critical finding)
   3  --fail-on warning|critical: some rank has a critical finding
+     (with --fail-on, a saved INCOMPLETE report exits 4 as the failed run did)
   2  bad usage
   4  the run failed: a rank died, hung past --timeout-s, or a collective failed (the message
      names the ranks; rank 0 writes what it has, marked INCOMPLETE)"""
@@ -177,9 +178,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _health_status(rep: FleetReport, fail_on: str | None) -> int:
-    """``health``'s exit status over every rank (3 critical, 1 warning), where --fail-on asks for it."""
+    """``health``'s exit status over every rank (3 critical, 1 warning), where --fail-on asks for it;
+    an incomplete report (a redrawn failed run) is the failed run's 4."""
     if fail_on is None:
         return 0
+    if not rep.complete:  # ranks are missing: their health is unknown, and a gate must not pass it
+        from gpuselect.fleet.run import EXIT_FLEET_FAILED
+
+        return EXIT_FLEET_FAILED
     worst = {r.health_worst for r in rep.ranks}
     if "critical" in worst:
         return 3

@@ -419,6 +419,15 @@ def test_bench_output_saves_a_stamped_record_that_estimate_reads(
     assert json.loads(out.read_text()) == doc
 
 
+def test_bench_output_dash_is_refused_not_a_file_named_dash(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("gpuselect.bench.engine.run_to_completion", lambda *a, **k: pytest.fail("measured"))
+    assert main(["bench", "--device", "cpu", "--quick", "-o", "-"]) == 2
+    assert "use --format json" in capsys.readouterr().err and not (tmp_path / "-").exists()
+
+
 def test_bench_output_is_not_written_when_the_run_is_cancelled(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
