@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuselect.estimate.recommend import (
         NO_OFFER_NOTE,
         PARTIAL_OFFER_NOTE,
+        SLOWER_FP8_NOTE,
         explain,
         fmt_hours,
         memory_need,
@@ -199,11 +200,7 @@ def run(args: argparse.Namespace) -> int:
     if unlinked:
         print(f"\nno offer: {NO_OFFER_NOTE} (the row's note in --format json names the offer)")
     if slower_prec:
-        print(
-            "\n† fp8 trains slower here than bf16 would: its operands' amax and cast kernels cost more memory "
-            "traffic than its faster GEMMs save on this card and model (--precision bf16 is faster; the row's "
-            "note in --format json says by how much)"
-        )
+        print(f"\n† {SLOWER_FP8_NOTE}; the row's note in --format json says by how much")
     if partial:
         print(f"\n‡ {PARTIAL_OFFER_NOTE}")
     misfits = [r for r in result.rows if not r.fits and r.peak_memory_gb is not None]

@@ -97,6 +97,11 @@ def offer_phrase(gpus: int) -> str:
 #: The cost table's marks, one wording for the CLI and the report: a rate per GPU of a larger
 #: offer ("‡"), and a count the price data rents only unlinked ("no offer").
 PARTIAL_OFFER_NOTE = "the hourly rate is per GPU of a larger offer: renting fewer may cost more"
+#: A row trained in fp8 that bf16 would train faster (EstimateRow.faster_precision): CLI and report.
+SLOWER_FP8_NOTE = (
+    "fp8 trains slower here than bf16 would: its operands' amax and cast kernels cost more memory "
+    "traffic than its faster GEMMs save on this card and model (--precision bf16 is faster)"
+)
 NO_OFFER_NOTE = (
     "the price data rents this card only in smaller instances, not that many GPUs linked as the estimate assumes"
 )

@@ -48,3 +48,30 @@ def test_report_cloud_column_marks_what_the_cli_marks(tmp_path: Path, capsys: py
     assert f"‡ {PARTIAL_OFFER_NOTE}" in text and f"no offer: {NO_OFFER_NOTE}" in text
     b200 = next(ln for ln in text.splitlines() if ln.startswith("1x B200 "))
     assert "‡" in b200
+
+
+def test_report_marks_an_fp8_row_that_bf16_trains_faster(tmp_path: Path) -> None:
+    """Review 15: the CLI marked such rows fp8† with a footnote; the report said nothing."""
+    from gpuselect.estimate.recommend import SLOWER_FP8_NOTE
+
+    out = tmp_path / "r.json"
+    args = [
+        "--workload",
+        "vit-b16",
+        "--precision",
+        "fp8",
+        "--gpus",
+        "nvidia-l40s,nvidia-h100-sxm5-80gb",
+        "--count",
+        "1",
+    ]
+    assert main(["report", "-o", str(out), "--no-bench", *args]) == 0
+    doc = json.loads(out.read_text())["report"]
+    slower = {f"{r['count']}x {r['name']}" for r in doc["estimate"]["rows"] if r["faster_precision"]}
+    assert slower, "the data this test rests on: some fp8 row trains slower than bf16"
+    est = next(s for s in doc["sections"] if s["title"] == "Estimates")
+    _, *table = est["table"]
+    for line in table:
+        name = line[0].split(" (")[0].removesuffix(" †")
+        assert line[0].endswith("†") == (name in slower), line[0]
+    assert any(SLOWER_FP8_NOTE in x for x in est["lines"])
