@@ -239,8 +239,15 @@ def test_the_memory_column_rounds_every_card_alike(capsys: pytest.CaptureFixture
     argv = ["estimate", "--workload", "resnet50", "--gpus", "nvidia-h100-sxm5-80gb,nvidia-rtx-4090"]
     lines = _out(argv, capsys).splitlines()
     h100 = next(ln for ln in lines if ln.lstrip("→ ").startswith("1x H100 SXM5"))
-    assert "/79.7 " in h100 or "/79.6 " in h100  # tenths, like the peak beside it; never /79.65
-    assert "/79.65" not in "\n".join(lines)
+    # the capacity the fit was judged on, written as every face writes it (memory.vram_text): the
+    # table's "/79.7" beside the note's "of 79.65 GB" (and the report's 179.1 beside the CLI's
+    # 179.06 for a B200) read as two cards
+    assert "/79.65 " in h100 and "/79.7 " not in h100
+    rtx = next(ln for ln in lines if ln.lstrip("→ ").startswith("1x GeForce RTX 4090"))
+    assert "/24 " in rtx  # whole GB stay whole
+    from gpuselect.estimate.memory import vram_text
+
+    assert [vram_text(v) for v in (80.0, 79.65, 179.06, 23.99, 1024.0)] == ["80", "79.65", "179.06", "23.99", "1,024"]
 
 
 @pytest.mark.parametrize(

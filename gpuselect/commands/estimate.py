@@ -240,9 +240,10 @@ def data_scope(w: Any, a: Any) -> str:
 
 
 def _vram(gb: float) -> str:
-    """A card's memory in the table: whole GB as "80", else tenths like the peak beside it
-    ("79.7" for an H100's 79.65, which read as a third precision among "/80" and "/96")."""
-    return f"{gb:.0f}" if abs(gb - round(gb)) < 0.05 else f"{gb:.1f}"
+    """A card's memory in the table, as every face writes it (``memory.vram_text``)."""
+    from gpuselect.estimate.memory import vram_text
+
+    return vram_text(gb)
 
 
 def _gflop(flops: float) -> str:

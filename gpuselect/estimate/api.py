@@ -23,6 +23,7 @@ from gpuselect.estimate.memory import (
     needed_gb,
     plan,
     suggestions,
+    vram_text,
     weight_storage_bytes,
 )
 from gpuselect.estimate.perf import PerfModel, StepTime, step_time, workload_trace
@@ -723,9 +724,9 @@ def _row_at(
     sharded = show(fit, ckpt)
     notes = [f"{a.precision} is not supported here: runs {prec}"] if a.precision not in (Precision.AUTO, prec) else []
     if e.visible_vram_gb and e.visible_vram_gb < e.vram_gb:
-        notes.append(f"the driver shows {e.visible_vram_gb:.4g} of its {e.vram_gb:g} GB")
+        notes.append(f"the driver shows {vram_text(e.visible_vram_gb)} of its {vram_text(e.vram_gb)} GB")
     if cap < min(e.vram_gb, e.visible_vram_gb or e.vram_gb):
-        notes.append(f"ECC on (the default): {cap:g} of its {e.vram_gb:g} GB usable")
+        notes.append(f"ECC on (the default): {vram_text(cap)} of its {vram_text(e.vram_gb)} GB usable")
     unsupported = UNSUPPORTED_ARCHS.get((e.vendor, e.architecture))
     if unsupported:
         base.supported = False
@@ -746,7 +747,7 @@ def _row_at(
             [
                 *notes,
                 # the row's rounded figure, so the note and the advice quoting it never differ by 0.1
-                f"needs {round(fit.peak_gb, 2):,.1f} of {cap:g} GB"
+                f"needs {round(fit.peak_gb, 2):,.1f} of {vram_text(cap)} GB"
                 + (
                     f" at batch {fit.batch_size}; at most batch {fit.max_batch} fits"
                     if fit.max_batch
@@ -860,7 +861,7 @@ def _row_at(
     held = needed_gb(fit.breakdown) if fit.breakdown else fit.peak_gb  # a paged optimizer's state may page out
     if held > HEADROOM * cap:
         notes.append(
-            f"a tight fit: {held:,.1f} of {cap:g} GB, within the memory estimate's error; a longer "
+            f"a tight fit: {held:,.1f} of {vram_text(cap)} GB, within the memory estimate's error; a longer "
             "sample, another library's workspace or fragmentation may run out of memory (a smaller batch or "
             "checkpointing leaves room)"
         )

@@ -903,9 +903,15 @@ def _as_adapter(w: Workload, mode: Mode, shape: TransformerShape | None, rank: i
     return replace(w, mode=mode, trainable_params=min(w.params, trainable))
 
 
+def vram_text(gb: float) -> str:
+    """A card's memory as every face prints it: whole GB as "80", else to two places at most
+    ("79.65", "179.06"): "179.1" in one face beside "179.06" in another read as two cards."""
+    return f"{gb:,.0f}" if abs(gb - round(gb)) < 0.005 else f"{gb:,.2f}".rstrip("0").rstrip(".")
+
+
 def needs_text(fit: Fit, vram_gb: float) -> str:
     """ "needs X of Y GB" as the faces print it."""
-    return f"needs {round(fit.peak_gb, 2):,.1f} of {vram_gb:g} GB"  # as the row's peak_memory_gb rounds
+    return f"needs {round(fit.peak_gb, 2):,.1f} of {vram_text(vram_gb)} GB"  # as the row's peak_memory_gb rounds
 
 
 def round_gb(x: float) -> float:

@@ -691,7 +691,9 @@ def _fit_hint(rows: list[EstimateRow], w: Workload) -> str:
     if not misfits:
         return f"Try to {levers}."
     r = min(misfits, key=lambda r: (r.peak_memory_gb or 0.0) / (r.vram_gb or 1.0))
-    what = f"The closest, {r.count}x {r.name}, needs {r.peak_memory_gb:,.1f} GB per GPU of its {r.vram_gb:g} GB"
+    from gpuselect.estimate.memory import vram_text
+
+    what = f"The closest, {r.count}x {r.name}, needs {r.peak_memory_gb:,.1f} GB per GPU of its {vram_text(r.vram_gb or 0.0)} GB"
     if r.suggestions:
         return f"{what}; try {r.suggestions[0]}."
     # The row's suggestions tried a smaller batch, checkpointing, sharding over more such GPUs,

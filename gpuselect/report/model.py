@@ -13,6 +13,7 @@ from typing import Any
 
 from gpuselect import __version__
 from gpuselect.app.money import MoneyFormat
+from gpuselect.estimate.memory import vram_text
 from gpuselect.estimate.recommend import (
     NO_OFFER_NOTE,
     PARTIAL_OFFER_NOTE,
@@ -533,7 +534,7 @@ def _memory_section(result: Any, top: int) -> Section | None:
             return
         # the memory the fit was judged against, as the CLI prints it (79.65, not 80, for an H100
         # whose driver shows 79.65: "79.70 of 80, no" read as a contradiction)
-        cap = f"{vram:,.4g}" if isinstance(vram, float) else _fmt(vram)
+        cap = vram_text(vram) if isinstance(vram, float) else _fmt(vram)
         of = f"{_fmt(peak)} of {'your ' if yours else ''}{cap} GB"
         rows.append(
             [

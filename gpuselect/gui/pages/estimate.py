@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuselect.app.money import MoneyFormat
+from gpuselect.estimate.memory import vram_text
 from gpuselect.estimate.recommend import explain, fmt_hours, fmt_hours_range, option_name, stage_heading
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
 from gpuselect.gui.money import budget_box, electricity_box, over_limit
@@ -1007,7 +1008,9 @@ class EstimatePage(QWidget):
             return
 
         def needs(who: str, g: Any) -> str:
-            return f"your {who}: needs {float(g.peak_memory_gb or 0):,.1f} of your {float(g.vram_gb or 0):,.4g} GB"
+            return (
+                f"your {who}: needs {float(g.peak_memory_gb or 0):,.1f} of your {vram_text(float(g.vram_gb or 0))} GB"
+            )
 
         who, locs = groups[0]
         first = locs[0]
@@ -1024,7 +1027,7 @@ class EstimatePage(QWidget):
         need = float(getattr(row, "peak_memory_gb", None) or sum(parts.values()))
         vram = float(row.vram_gb or 0)
         # the memory the fit was judged against (an H100's 79.65, not 80 beside a "does not fit" at 79.7)
-        self.memory_text.setText(f"{row.count}x {row.name}: needs {need:,.1f} of {vram:,.4g} GB per GPU")
+        self.memory_text.setText(f"{row.count}x {row.name}: needs {need:,.1f} of {vram_text(vram)} GB per GPU")
         self.memory_bar.set_parts(parts, vram)
 
     # --- charts ----------------------------------------------------------------------------------
