@@ -421,12 +421,13 @@ def predict_step(
                     layers=w.layers,
                 )
         else:
-            # ZeRO-1/2: each rank updates its shard of the parameters, then all ranks gather the
-            # rest, as the training dtype holds them (autocast: fp32, as torch's
-            # ZeroRedundancyOptimizer broadcasts them; bf16-true: bf16).
+            # ZeRO-1/2 (DeepSpeed, as the memory model counts them; optimizer offload is its
+            # ZeRO-Offload and shards the same way): each rank updates its shard of the fp32 master
+            # weights, then all ranks gather the updated 16-bit weights (stage_1_and_2.py gathers
+            # bit16_groups_flat), fp32 where training runs in fp32/tf32.
             gather = (
-                w.trainable_params * (2.0 if precision == "bf16-true" else 4.0)
-                if sharding in ("zero1", "zero2")
+                w.trainable_params * (2.0 if mixed_p or precision == "bf16-true" else 4.0)
+                if sharding in ("zero1", "zero2") or offload == "optimizer"
                 else 0.0
             )
 
