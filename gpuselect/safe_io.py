@@ -136,7 +136,8 @@ def parse_json(
     the last silently: a hand-written config with hidden_size twice was estimated at the second)."""
     if not text.strip():
         # what `gpuselect bench --format json > FILE` leaves when it is interrupted or fails
-        raise DataError(f"the {what} {path} is empty (a run interrupted while writing to it leaves an empty file)")
+        why = " (a run interrupted while writing to it leaves an empty file)" if what == "benchmark result" else ""
+        raise DataError(f"the {what} {path} is empty{why}")
     try:
         doc = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys if unique_keys else None)
     except json.JSONDecodeError as exc:

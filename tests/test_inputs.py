@@ -113,6 +113,8 @@ def test_an_empty_or_cut_off_json_file_is_said_plainly(tmp_path: Path) -> None:
     f.write_text("")
     with pytest.raises(DataError, match=r"b\.json is empty \(a run interrupted"):
         read_json(f, what="benchmark result")
+    with pytest.raises(DataError, match=r"b\.json is empty$"):  # a config nobody's run wrote: no such hint
+        read_json(f, what="model config")
     f.write_text('{\n "kind": "ben')
     with pytest.raises(DataError, match=r"not valid JSON \(Unterminated string starting at line 2, column 10\)$"):
         read_json(f, what="benchmark result")
