@@ -353,23 +353,9 @@ def test_an_moe_workload_states_its_active_parameters_in_json(
     import json
 
     cfg = tmp_path / "mixtral.json"
-    cfg.write_text(
-        json.dumps(
-            {
-                "model_type": "mixtral",
-                "hidden_size": 4096,
-                "intermediate_size": 14336,
-                "num_hidden_layers": 32,
-                "num_attention_heads": 32,
-                "num_key_value_heads": 8,
-                "vocab_size": 32000,
-                "max_position_embeddings": 32768,
-                "num_local_experts": 8,
-                "num_experts_per_tok": 2,
-                "tie_word_embeddings": False,
-            }
-        )
-    )
+    from tests.hf_configs import MIXTRAL_8X7B
+
+    cfg.write_text(json.dumps(MIXTRAL_8X7B))
     w = json.loads(_out(["estimate", "--config", str(cfg), "--format", "json", "--top", "1"], capsys))["workload"]
     assert w["active_params_per_token"] == pytest.approx(12.9e9, rel=0.01) and w["params"] > 46e9
     dense = json.loads(_out(["estimate", "--workload", "gpt2-124m", "--format", "json", "--top", "1"], capsys))

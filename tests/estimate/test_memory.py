@@ -888,20 +888,9 @@ def test_a_rows_note_and_the_advice_quote_the_same_peak(tmp_path) -> None:  # ty
     from gpuselect.estimate.api import Assumptions, estimate
     from gpuselect.estimate.perf import default_model
     from gpuselect.workloads.transformer import workload_from_hf_config
+    from tests.hf_configs import LLAMA_31_8B
 
-    cfg = {
-        "model_type": "llama",
-        "hidden_size": 4096,
-        "intermediate_size": 14336,
-        "num_hidden_layers": 32,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "vocab_size": 128256,
-        "max_position_embeddings": 131072,
-        "rms_norm_eps": 1e-5,
-        "rope_theta": 500000.0,
-        "tie_word_embeddings": False,
-    }
+    cfg = LLAMA_31_8B
     p = tmp_path / "config.json"
     p.write_text(json.dumps(cfg))
     w = workload_from_hf_config(p, seq_len=4096)

@@ -134,6 +134,15 @@ def test_a_long_name_in_a_saved_report_still_lays_out_in_the_pdf(tmp_path) -> No
     assert main(["fleet", "--from", str(saved), "--output", str(pdf)]) == 0 and pdf.stat().st_size > 1000
 
 
+def _edited(tmp_path: Path, good: dict, change) -> Path:  # type: ignore[type-arg,no-untyped-def]
+    """A copy of the saved report ``good`` with ``change`` applied to its report, as a file."""
+    doc = json.loads(json.dumps(good))
+    change(doc["report"])
+    p = tmp_path / "edited.json"
+    p.write_text(json.dumps(doc))
+    return p
+
+
 def test_a_damaged_saved_report_is_one_sentence(capsys: pytest.CaptureFixture[str], tmp_path) -> None:  # type: ignore[no-untyped-def]
     # Each of these was an internal error (exit 70), /dev/zero filled memory and a FIFO hung.
     import os
@@ -143,11 +152,7 @@ def test_a_damaged_saved_report_is_one_sentence(capsys: pytest.CaptureFixture[st
     good = json.loads(saved.read_text())
 
     def edited(change) -> Path:  # type: ignore[no-untyped-def]
-        doc = json.loads(json.dumps(good))
-        change(doc["report"])
-        p = tmp_path / "edited.json"
-        p.write_text(json.dumps(doc))
-        return p
+        return _edited(tmp_path, good, change)
 
     cases = [
         lambda r: r["bandwidth"][0].__setitem__("busbw_gbs", "fast"),
@@ -187,11 +192,7 @@ def test_an_inconsistent_saved_report_names_what_is_wrong(capsys: pytest.Capture
     assert good["report"]["ranks"], "the fixture has ranks to edit"
 
     def edited(change) -> Path:  # type: ignore[no-untyped-def]
-        doc = json.loads(json.dumps(good))
-        change(doc["report"])
-        p = tmp_path / "edited.json"
-        p.write_text(json.dumps(doc))
-        return p
+        return _edited(tmp_path, good, change)
 
     rank0 = good["report"]["ranks"][0]
     cases = [

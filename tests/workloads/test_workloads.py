@@ -731,18 +731,9 @@ def test_a_decoder_classifier_has_a_task_head_not_the_vocabulary_projection(tmp_
     FLOPs and a 4 GB logits buffer per 4,096-token sample."""
     from gpuselect.estimate.memory import MemoryOptions, logits_bytes_per_sample
     from gpuselect.workloads.traces import transformer_trace
+    from tests.hf_configs import LLAMA_31_8B
 
-    llama = {
-        "model_type": "llama",
-        "hidden_size": 4096,
-        "intermediate_size": 14336,
-        "num_hidden_layers": 32,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "vocab_size": 128256,
-        "max_position_embeddings": 131072,
-        "tie_word_embeddings": False,
-    }
+    llama = LLAMA_31_8B
     lm = _read(tmp_path, {**llama, "architectures": ["LlamaForCausalLM"]}, seq_len=4096)
     cls = _read(tmp_path, {**llama, "architectures": ["LlamaForSequenceClassification"], "num_labels": 3}, seq_len=4096)
     assert lm.params - cls.params == 128256 * 4096  # no lm_head (the score head's 12 k weights aside)
