@@ -49,11 +49,11 @@ def run(args: argparse.Namespace) -> int:
     from gpuselect.estimate.recommend import (
         NO_OFFER_NOTE,
         PARTIAL_OFFER_NOTE,
-        SLOWER_FP8_NOTE,
         explain,
         fmt_hours,
         memory_need,
         named_options,
+        slower_precision_note,
         stage_heading,
     )
     from gpuselect.output import estimate_payload, json_document
@@ -199,8 +199,9 @@ def run(args: argparse.Namespace) -> int:
         )
     if unlinked:
         print(f"\nno offer: {NO_OFFER_NOTE} (the row's note in --format json names the offer)")
-    if slower_prec:
-        print(f"\n† {SLOWER_FP8_NOTE}; the row's note in --format json says by how much")
+    if slower_prec:  # one request has one faster precision: bf16 beside fp8, fp32 beside fp16/bf16
+        for faster in sorted({str(r.faster_precision) for r in shown if r.faster_precision}):
+            print(f"\n† {slower_precision_note(faster)}; the row's note in --format json says by how much")
     if partial:
         print(f"\n‡ {PARTIAL_OFFER_NOTE}")
     misfits = [r for r in result.rows if not r.fits and r.peak_memory_gb is not None]

@@ -75,3 +75,19 @@ def test_report_marks_an_fp8_row_that_bf16_trains_faster(tmp_path: Path) -> None
         name = line[0].split(" (")[0].removesuffix(" †")
         assert line[0].endswith("†") == (name in slower), line[0]
     assert any(SLOWER_FP8_NOTE in x for x in est["lines"])
+
+
+def test_report_marks_a_16bit_row_that_fp32_trains_faster(tmp_path: Path) -> None:
+    """QA 15: the CLI marks bf16† where fp32 trains a host-bound step faster; the report says the same."""
+    from gpuselect.estimate.recommend import SLOWER_16BIT_NOTE
+
+    out = tmp_path / "r.json"
+    args = ["--workload", "simple-cnn", "--precision", "bf16", "--batch-size", "16"]
+    args += ["--gpus", "nvidia-rtx-4060,nvidia-gtx-1080", "--max-gpus", "1"]
+    assert main(["report", "-o", str(out), "--no-bench", *args]) == 0
+    doc = json.loads(out.read_text())["report"]
+    est = next(s for s in doc["sections"] if s["title"] == "Estimates")
+    _, *table = est["table"]
+    marks = {line[0].split(" (")[0].removesuffix(" †"): line[0].endswith("†") for line in table if "x " in line[0]}
+    assert marks["1x GeForce RTX 4060"] and not marks["1x GeForce GTX 1080"], marks
+    assert any(SLOWER_16BIT_NOTE in x for x in est["lines"])
