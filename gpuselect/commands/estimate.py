@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuselect.commands import estimate_options as opts
     from gpuselect.estimate.parallel import describe_reference_networks
     from gpuselect.estimate.recommend import (
+        CLOUD_COST_NOTE,
         NO_OFFER_NOTE,
         PARTIAL_OFFER_NOTE,
         explain,
@@ -216,7 +217,12 @@ def run(args: argparse.Namespace) -> int:
         "80 % of that regime's validation cases (docs/accuracy.md); a time's range is time ÷ (1 + band) to time × "
         f"(1 + band).{' → marks the options the advice names.' if marked else ''} Rates are for the whole option; `bound` says what "
         f"limits a step. kWh and running costs count the GPUs' power (TDP x {a.utilisation:g}), not the host's. "
-        "`--format json` has every row with its per-step time breakdown and what would make a GPU fit."
+        + (
+            f"{CLOUD_COST_NOTE[0].upper()}{CLOUD_COST_NOTE[1:]}. "
+            if any(r.cloud_cost_usd is not None for r in shown)
+            else ""
+        )
+        + "`--format json` has every row with its per-step time breakdown and what would make a GPU fit."
     )
     return 0
 

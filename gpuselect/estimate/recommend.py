@@ -115,6 +115,12 @@ def slower_precision_note(faster: str) -> str:
     return SLOWER_FP8_NOTE if faster == "bf16" else SLOWER_16BIT_NOTE
 
 
+#: How a rental's cost is counted (CLI footer and report): a 20 s job reads "under $0.01", which is
+#: what its seconds cost, not what a provider bills it.
+CLOUD_COST_NOTE = (
+    "cloud costs are the offer's hourly rate times the training time, pro rata: a provider's minimum "
+    "billing period, the instance's start-up and the data's upload are not counted"
+)
 NO_OFFER_NOTE = (
     "the price data rents this card only in smaller instances, not that many GPUs linked as the estimate assumes"
 )

@@ -15,6 +15,7 @@ from gpuselect import __version__
 from gpuselect.app.money import MoneyFormat
 from gpuselect.estimate.memory import vram_text
 from gpuselect.estimate.recommend import (
+    CLOUD_COST_NOTE,
     NO_OFFER_NOTE,
     PARTIAL_OFFER_NOTE,
     STAGE_SHORT,
@@ -274,7 +275,7 @@ def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
     )
     s.lines.append(
         "Prices: launch prices from vendors and Epoch AI; cloud prices are the cheapest on-demand offers in SkyPilot's "
-        "public catalog, late-2025 snapshot (dated 2025-11 in the catalog)."
+        f"public catalog, late-2025 snapshot (dated 2025-11 in the catalog); {CLOUD_COST_NOTE}."
         + (
             ""
             if money.is_usd
