@@ -47,13 +47,14 @@ def run(args: argparse.Namespace) -> int:
     from gpuselect.commands import estimate_options as opts
     from gpuselect.estimate.parallel import describe_reference_networks
     from gpuselect.estimate.recommend import (
+        CLOUD_COST_NOTE,
         NO_OFFER_NOTE,
         PARTIAL_OFFER_NOTE,
-        SLOWER_FP8_NOTE,
         explain,
         fmt_hours,
         memory_need,
         named_options,
+        slower_precision_note,
         stage_heading,
     )
     from gpuselect.output import estimate_payload, json_document
@@ -199,8 +200,9 @@ def run(args: argparse.Namespace) -> int:
         )
     if unlinked:
         print(f"\nno offer: {NO_OFFER_NOTE} (the row's note in --format json names the offer)")
-    if slower_prec:
-        print(f"\n† {SLOWER_FP8_NOTE}; the row's note in --format json says by how much")
+    if slower_prec:  # one request has one faster precision: bf16 beside fp8, fp32 beside fp16/bf16
+        for faster in sorted({str(r.faster_precision) for r in shown if r.faster_precision}):
+            print(f"\n† {slower_precision_note(faster)}; the row's note in --format json says by how much")
     if partial:
         print(f"\n‡ {PARTIAL_OFFER_NOTE}")
     misfits = [r for r in result.rows if not r.fits and r.peak_memory_gb is not None]
@@ -215,7 +217,12 @@ def run(args: argparse.Namespace) -> int:
         "80 % of that regime's validation cases (docs/accuracy.md); a time's range is time ÷ (1 + band) to time × "
         f"(1 + band).{' → marks the options the advice names.' if marked else ''} Rates are for the whole option; `bound` says what "
         f"limits a step. kWh and running costs count the GPUs' power (TDP x {a.utilisation:g}), not the host's. "
-        "`--format json` has every row with its per-step time breakdown and what would make a GPU fit."
+        + (
+            f"{CLOUD_COST_NOTE[0].upper()}{CLOUD_COST_NOTE[1:]}. "
+            if any(r.cloud_cost_usd is not None for r in shown)
+            else ""
+        )
+        + "`--format json` has every row with its per-step time breakdown and what would make a GPU fit."
     )
     return 0
 

@@ -633,6 +633,11 @@ def _row(
     if a.precision == Precision.FP8 and r.fits and r.precision_used == Precision.FP8:
         _note_fp8_slower(r, _row_at(w, e, count, replace(a, precision=Precision.BF16), perf, band, device))
         return r
+    sixteen = (Precision.FP16, Precision.BF16, Precision.BF16_TRUE)
+    if a.precision in sixteen and r.fits and r.bound == "overhead" and r.precision_used != Precision.FP32:
+        # asked for 16-bit where the host bounds the step: said where fp32 trains faster (auto's choice)
+        _note_fp32_faster(r, _row_at(w, e, count, replace(a, precision=Precision.FP32), perf, band, device))
+        return r
     if a.precision != Precision.AUTO or not r.fits or r.bound != "overhead" or r.precision_used == Precision.FP32:
         return r
     alt = _row_at(w, e, count, replace(a, precision=Precision.FP32), perf, band, device)  # its own fp32 memory fit
@@ -666,6 +671,23 @@ def _note_fp8_slower(r: EstimateRow, bf16: EstimateRow) -> None:
     )
     r.note = f"{said}; {r.note}" if r.note else said
     r.faster_precision = Precision.BF16
+
+
+def _note_fp32_faster(r: EstimateRow, fp32: EstimateRow) -> None:
+    """A 16-bit row (asked for) that fp32 trains faster says so: where the host's dispatch bounds a
+    small model's step, 16-bit kernels save nothing and autocast's casts are extra ops (auto takes
+    fp32 there). The 16-bit time stays what was asked for."""
+    fast, slow = fp32.throughput_samples_per_s, r.throughput_samples_per_s
+    if not (fp32.fits and fast and slow and fast > FP8_SLOWER_MARGIN * slow):
+        return
+    p = r.precision_used
+    said = (
+        f"{p} is {100 * (fast / slow - 1):.0f} % slower here than fp32 (the host bounds the step"
+        + (", and mixed precision adds casts" if p != Precision.BF16_TRUE else "")
+        + "): --precision fp32 (or auto) trains faster"
+    )
+    r.note = f"{said}; {r.note}" if r.note else said
+    r.faster_precision = Precision.FP32
 
 
 def _row_at(

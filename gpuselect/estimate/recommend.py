@@ -102,6 +102,25 @@ SLOWER_FP8_NOTE = (
     "fp8 trains slower here than bf16 would: its operands' amax and cast kernels cost more memory "
     "traffic than its faster GEMMs save on this card and model (--precision bf16 is faster)"
 )
+#: A row trained in fp16/bf16 (asked for) that fp32 would train faster: a small model's step is
+#: bounded by the host's dispatch, so 16-bit kernels save nothing and autocast's casts add ops.
+SLOWER_16BIT_NOTE = (
+    "16-bit trains slower here than fp32 would: the host bounds the step, so faster kernels save nothing "
+    "and mixed precision adds casts (--precision fp32, or auto, is faster)"
+)
+
+
+def slower_precision_note(faster: str) -> str:
+    """The † footnote for rows that ``faster`` (EstimateRow.faster_precision) trains faster."""
+    return SLOWER_FP8_NOTE if faster == "bf16" else SLOWER_16BIT_NOTE
+
+
+#: How a rental's cost is counted (CLI footer and report): a 20 s job reads "under $0.01", which is
+#: what its seconds cost, not what a provider bills it.
+CLOUD_COST_NOTE = (
+    "cloud costs are the offer's hourly rate times the training time, pro rata: a provider's minimum "
+    "billing period, the instance's start-up and the data's upload are not counted"
+)
 NO_OFFER_NOTE = (
     "the price data rents this card only in smaller instances, not that many GPUs linked as the estimate assumes"
 )

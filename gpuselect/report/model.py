@@ -15,15 +15,16 @@ from gpuselect import __version__
 from gpuselect.app.money import MoneyFormat
 from gpuselect.estimate.memory import vram_text
 from gpuselect.estimate.recommend import (
+    CLOUD_COST_NOTE,
     NO_OFFER_NOTE,
     PARTIAL_OFFER_NOTE,
-    SLOWER_FP8_NOTE,
     STAGE_SHORT,
     explain,
     fmt_hours,
     memory_need,
     named_options,
     option_name,
+    slower_precision_note,
     stage_heading,
     verdict_line,
 )
@@ -274,7 +275,7 @@ def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
     )
     s.lines.append(
         "Prices: launch prices from vendors and Epoch AI; cloud prices are the cheapest on-demand offers in SkyPilot's "
-        "public catalog, late-2025 snapshot (dated 2025-11 in the catalog)."
+        f"public catalog, late-2025 snapshot (dated 2025-11 in the catalog); {CLOUD_COST_NOTE}."
         + (
             ""
             if money.is_usd
@@ -371,7 +372,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
     also = {(o.get("gpu_id"), o.get("count")) for o in named_options(rec)}
     stage_of = {(o.get("gpu_id"), o.get("count")): k for k, o in rec.per_stage.items() if o and o.get("gpu_id")}
     marks: dict[str, str] = {}  # the Cloud column's marks used -> what they mean
-    slower_fp8 = False
+    slower: set[str] = set()  # the precisions that train marked rows faster
     for r in singles + multis:
         mark = (
             " (recommended)"
@@ -383,8 +384,8 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
         if not r.meets_deadline:
             mark += " (misses deadline)"  # as the CLI's table says it
         if r.faster_precision is not None:
-            mark += " †"  # the CLI's fp8†: bf16 trains this option faster
-            slower_fp8 = True
+            mark += " †"  # the CLI's fp8† (bf16 trains this option faster) or bf16† (fp32 does)
+            slower.add(str(r.faster_precision))
         # the CLI table's marks: "$28" for 1x B200 read as a one-GPU rental of an 8-GPU rate
         cloud = money(r.cloud_cost_usd)
         if r.cloud_unlinked:
@@ -414,8 +415,8 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
             "the validated regime (offloaded and mixture-of-experts rows take the widest GPU band)."
         )
     s.lines += [f"{m}: {why} (this report's JSON names each row's offer)." for m, why in sorted(marks.items())]
-    if slower_fp8:
-        s.lines.append(f"†: {SLOWER_FP8_NOTE}; each row's note in this report's JSON says by how much.")
+    for faster in sorted(slower):
+        s.lines.append(f"†: {slower_precision_note(faster)}; each row's note in this report's JSON says by how much.")
     s.table = rows
     per_stage = {k: _in_currency(v, money) for k, v in rec.per_stage.items() if v}
     points = []

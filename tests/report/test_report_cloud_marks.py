@@ -75,3 +75,38 @@ def test_report_marks_an_fp8_row_that_bf16_trains_faster(tmp_path: Path) -> None
         name = line[0].split(" (")[0].removesuffix(" †")
         assert line[0].endswith("†") == (name in slower), line[0]
     assert any(SLOWER_FP8_NOTE in x for x in est["lines"])
+
+
+def test_report_marks_a_16bit_row_that_fp32_trains_faster(tmp_path: Path) -> None:
+    """QA 15: the CLI marks bf16† where fp32 trains a host-bound step faster; the report says the same."""
+    from gpuselect.estimate.recommend import SLOWER_16BIT_NOTE
+
+    out = tmp_path / "r.json"
+    args = ["--workload", "simple-cnn", "--precision", "bf16", "--batch-size", "16"]
+    args += ["--gpus", "nvidia-rtx-4060,nvidia-gtx-1080", "--max-gpus", "1"]
+    assert main(["report", "-o", str(out), "--no-bench", *args]) == 0
+    doc = json.loads(out.read_text())["report"]
+    est = next(s for s in doc["sections"] if s["title"] == "Estimates")
+    _, *table = est["table"]
+    marks = {line[0].split(" (")[0].removesuffix(" †"): line[0].endswith("†") for line in table if "x " in line[0]}
+    assert marks["1x GeForce RTX 4060"] and not marks["1x GeForce GTX 1080"], marks
+    assert any(SLOWER_16BIT_NOTE in x for x in est["lines"])
+
+
+def test_cloud_cost_basis_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """QA 15: a 20 s simple-CNN job on a rented T4 reads "$0.01"; nothing said that this is the
+    seconds' share of the hourly rate, not what a provider with a minimum billing period charges."""
+    from gpuselect.estimate.recommend import CLOUD_COST_NOTE
+
+    args = ["--workload", "simple-cnn", "--gpus", "nvidia-t4,nvidia-rtx-4060", "--max-gpus", "1"]
+    assert main(["estimate", *args]) == 0
+    text = capsys.readouterr().out
+    assert f"{CLOUD_COST_NOTE[0].upper()}{CLOUD_COST_NOTE[1:]}." in text
+    # a table without a rental price says nothing of rentals
+    assert main(["estimate", "--workload", "simple-cnn", "--gpus", "nvidia-rtx-4060", "--max-gpus", "1"]) == 0
+    assert "pro rata" not in capsys.readouterr().out
+    out = tmp_path / "r.json"
+    assert main(["report", "-o", str(out), "--no-bench", *args]) == 0
+    doc = json.loads(out.read_text())["report"]
+    lines = [ln for s in doc["sections"] for ln in s["lines"]]
+    assert any(CLOUD_COST_NOTE in ln for ln in lines)
