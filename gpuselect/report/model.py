@@ -444,9 +444,11 @@ def _selection_note(ok: list[Any], singles: list[Any], multis: list[Any], top: i
     """How the table chose its rows, and how many faster ones it leaves out: an option the advice
     names can be far down the list (a stage's best, the cheapest card that is enough)."""
     n1, n2 = min(top, sum(r.count == 1 for r in ok)), min(max(3, top // 3), sum(r.count > 1 for r in ok))
+    groups = [f"the {n1} fastest single GPU{'s' if n1 != 1 else ''}"] if n1 else []
+    # none of several GPUs (--max-gpus 1, --count 1): "the 0 fastest options of several GPUs" said nothing
+    groups += [f"the {n2} fastest option{'s' if n2 != 1 else ''} of several GPUs"] if n2 else []
     text = (
-        f"The table lists this machine, then of the {len(ok):,} options that fit the {n1} fastest single "
-        f"GPU{'s' if n1 != 1 else ''} and the {n2} fastest option{'s' if n2 != 1 else ''} of several GPUs, "
+        f"The table lists this machine, then of the {len(ok):,} options that fit {' and '.join(groups) or 'none'}, "
         "and every option the advice names or the stage chart shows, marked, each group fastest first."
     )
     left = 0

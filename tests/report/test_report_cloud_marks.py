@@ -110,3 +110,12 @@ def test_cloud_cost_basis_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[
     doc = json.loads(out.read_text())["report"]
     lines = [ln for s in doc["sections"] for ln in s["lines"]]
     assert any(CLOUD_COST_NOTE in ln for ln in lines)
+
+
+def test_the_selection_note_names_only_the_groups_it_lists(tmp_path: Path) -> None:
+    """QA 15: --max-gpus 1 read "and the 0 fastest options of several GPUs"."""
+    out = tmp_path / "r.md"
+    args = ["--workload", "simple-cnn", "--gpus", "nvidia-rtx-4060,nvidia-t4", "--max-gpus", "1"]
+    assert main(["report", "-o", str(out), "--no-bench", *args]) == 0
+    text = " ".join(out.read_text().split())
+    assert "fastest single GPUs" in text and "0 fastest" not in text and "of several GPUs" not in text
