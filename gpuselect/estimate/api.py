@@ -728,8 +728,16 @@ def _row_at(
         gpus=count,
         loss=a.loss,
     )
+    # A batch asked for that the dataset cannot fill: each GPU's step holds its share of the
+    # samples, and that is what must fit (batch 100,000 of a 60,000-image dataset was judged at
+    # 100,000: "needs 12.7 of 8 GB" for a step that holds 60,000).
+    n_samples = a.dataset_size or w.default_dataset_size
+    batch = a.batch_size
+    clamped = batch is not None and n_samples < count * batch
+    if clamped:
+        batch = -(-n_samples // count)
     # Each count fits on its own: DDP's gradient buckets make a replica need more than one GPU alone.
-    fit = plan(w, cap, mo, checkpointing=a.checkpointing, sharding=a.sharding, batch_size=a.batch_size)
+    fit = plan(w, cap, mo, checkpointing=a.checkpointing, sharding=a.sharding, batch_size=batch)
     ckpt = fit.options.checkpointing
     if ckpt == "selective" and w.shape is None:
         ckpt = True  # selective is a transformer's; other workloads checkpoint fully (docs/memory.md)
@@ -899,7 +907,14 @@ def _row_at(
     # time, where a CPU's time (and a larger dataset's) grows with the samples.
     n = a.dataset_size or w.default_dataset_size
     one_step = st.seconds
-    if n < count * fit.batch_size:
+    if clamped:
+        said = (
+            f"the dataset ({n:,} sample{'s' if n != 1 else ''}) is smaller than the batch asked for "
+            f"({count * (a.batch_size or 0):,} over {count} GPU{'s' if count != 1 else ''}): each GPU's step holds "
+            f"{fit.batch_size:,}, and that is what must fit"
+        )
+        base.note = f"{base.note}; {said}" if base.note else said
+    elif n < count * fit.batch_size:
         per_gpu = -(-n // count)
         one_step = step(replace(fit, batch_size=per_gpu), ckpt)[0].seconds
         said = (

@@ -1134,3 +1134,19 @@ def test_the_text_table_says_when_a_rental_has_no_offer_or_a_larger_one(capsys: 
     b1 = next(line for line in out.splitlines() if line.lstrip("→ ").startswith("1x B200"))
     assert "no offer" in gh2 and "‡" in b1
     assert "no offer: the price data rents this card only in smaller instances" in out and "\n‡ the hourly rate" in out
+
+
+def test_a_batch_the_dataset_cannot_fill_is_judged_at_each_gpu_s_share(catalog) -> None:  # type: ignore[no-untyped-def]
+    """QA 15: batch 100,000 of simple-cnn's 60,000 images said the RTX 4060 "needs 12.7 of 8 GB"
+    for a step that can only ever hold 60,000 images."""
+    w = PRESETS["simple-cnn"]
+    n = w.default_dataset_size
+    rows = A.estimate(
+        w, A.Assumptions(batch_size=100_000, counts=(1, 2)), catalog, gpu_ids=["nvidia-h100-pcie-80gb"], local=[]
+    ).rows
+    one, two = sorted(rows, key=lambda r: r.count)
+    assert one.fits and one.batch_size == n and "smaller than the batch asked for" in (one.note or "")
+    assert two.batch_size == -(-n // 2)
+    at = A.estimate(w, A.Assumptions(batch_size=n, counts=(1,)), catalog, gpu_ids=["nvidia-h100-pcie-80gb"], local=[])
+    assert one.peak_memory_gb == at.rows[0].peak_memory_gb  # the same step as asking for the dataset's size
+    assert one.total_time_h == pytest.approx(at.rows[0].total_time_h)
