@@ -360,3 +360,17 @@ def test_an_moe_workload_states_its_active_parameters_in_json(
     assert w["active_params_per_token"] == pytest.approx(12.9e9, rel=0.01) and w["params"] > 46e9
     dense = json.loads(_out(["estimate", "--workload", "gpt2-124m", "--format", "json", "--top", "1"], capsys))
     assert "active_params_per_token" not in dense["workload"]
+
+
+def test_a_cpu_that_cannot_hold_the_batch_says_which_batch_it_holds(capsys: pytest.CaptureFixture[str]) -> None:
+    """QA 15: "needs 22.3 GB, does not fit" and nothing more, where the CPU held batch 483 of 512."""
+    from gpuselect.estimate.api import Assumptions, local_cpu_estimate
+    from gpuselect.estimate.recommend import memory_need
+    from gpuselect.workloads.presets import PRESETS
+
+    w = PRESETS["bert_base_squad"]
+    loc = local_cpu_estimate(w, Assumptions(batch_size=512), cores=2, mhz=2000.0, features=[], ram_gb=23.5)
+    assert not loc.fits and loc.max_batch is not None and 1 <= loc.max_batch < 512
+    assert memory_need(loc).endswith(f"(at most batch {loc.max_batch:,} fits)")
+    ok = local_cpu_estimate(w, Assumptions(batch_size=8), cores=2, mhz=2000.0, features=[], ram_gb=23.5)
+    assert ok.fits and "at most batch" not in memory_need(ok)

@@ -1166,6 +1166,10 @@ def memory_need(loc: Any) -> str:
         room = f"{usable:,.1f} GB of your {loc.vram_gb:,.1f} GB of RAM is usable for training"
         if loc.fits:
             return f"needs {loc.peak_memory_gb:,.1f} GB; {room}"
-        return f"needs {loc.peak_memory_gb:,.1f} GB, does not fit: {room}"
+        smaller = getattr(loc, "max_batch", None)
+        # the batch that would fit, as a GPU's row says it (QA 15: a 65-min CPU run at batch 483 lost
+        # to a $1,599 card at batch 512 without a word)
+        fits_at = f" (at most batch {smaller:,} fits)" if smaller and smaller < (loc.batch_size or 0) else ""
+        return f"needs {loc.peak_memory_gb:,.1f} GB, does not fit: {room}{fits_at}"
     have = f"{loc.vram_gb:g} GB"  # a card's size as sold: 24 GB
     return f"needs {loc.peak_memory_gb:,.1f} of your {have}" + ("" if loc.fits else ", does not fit")
