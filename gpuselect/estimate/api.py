@@ -1062,29 +1062,33 @@ def local_cpu_estimate(
     (stated). A workload the benchmark trained itself is reported as measured. ``ram_gb``: the
     machine's memory, which the training state and activations must fit in (unchecked without it)."""
     fit = None
-    if ram_gb is not None and finite_number(ram_gb) and ram_gb > 0:
-        # memory in the precision the time assumes: fp32 for auto (as the CPU's benchmark trains), a
-        # 16-bit request in 16 bits (fp8 keeps bf16 activations, as on a GPU)
-        prec = "fp32" if a.precision in (Precision.AUTO, Precision.FP32, Precision.TF32) else str(a.precision)
-        prec = "bf16" if prec == "fp8" else prec
-        fit = plan(
-            w,
-            usable_ram_gb(float(ram_gb)),
-            MemoryOptions(precision=prec, optimizer=a.optimizer, loss=a.loss, host=True),
-            checkpointing=as_checkpointing(a.checkpointing) if a.checkpointing is not None else None,
-            sharding=None,
-            batch_size=a.batch_size,  # auto: the workload's own, or the largest that fits the RAM
+    ram_ok = ram_gb is not None and finite_number(ram_gb) and ram_gb > 0
+    # memory in the precision the time assumes: fp32 for auto (as the CPU's benchmark trains), a
+    # 16-bit request in 16 bits (fp8 keeps bf16 activations, as on a GPU)
+    prec = "fp32" if a.precision in (Precision.AUTO, Precision.FP32, Precision.TF32) else str(a.precision)
+    mo = MemoryOptions(precision="bf16" if prec == "fp8" else prec, optimizer=a.optimizer, loss=a.loss, host=True)
+    ckpt = as_checkpointing(a.checkpointing) if a.checkpointing is not None else None
+
+    def ram_fit(batch: int | None, checkpointing: bool | str | None) -> Fit:
+        # batch None: the workload's own, or the largest that fits the RAM
+        return plan(
+            w, usable_ram_gb(float(ram_gb or 0.0)), mo, checkpointing=checkpointing, sharding=None, batch_size=batch
         )
+
+    if ram_ok:
+        fit = ram_fit(a.batch_size, ckpt)
     timed = a
-    # auto: timed at the batch the RAM holds, as the memory figure is (ResNet-50 said batch 256 while
-    # its 20.1 GB were batch 234's; 256 needed more than the usable RAM); a step the benchmark ran fit
-    if (
-        fit is not None
-        and a.batch_size is None
-        and fit.fits
-        and fit.batch_size != w.default_batch_size
-        and _measured(w, bench, w.default_batch_size) is None
-    ):
+    on_measured = a.batch_size is None and _measured(w, bench, w.default_batch_size) is not None
+    if fit is not None and on_measured:
+        # The benchmark trained the workload at its own batch, where the row is then timed and
+        # labelled: its memory, fit and max batch are that step's too, without recompute where none
+        # was asked for (the benchmark's step recomputes nothing). Before, they were the auto fit's,
+        # which the RAM's headroom may cap below it (review 15, finding 8).
+        if fit.batch_size != w.default_batch_size or (ckpt is None and fit.options.checkpointing):
+            fit = ram_fit(w.default_batch_size, ckpt if ckpt is not None else False)
+    elif fit is not None and a.batch_size is None and fit.fits and fit.batch_size != w.default_batch_size:
+        # auto: timed at the batch the RAM holds, as the memory figure is (ResNet-50 said batch 256
+        # while its 20.1 GB were batch 234's; 256 needed more than the usable RAM)
         timed = replace(a, batch_size=fit.batch_size)
     loc = _local_cpu_time(
         w, timed, cores=cores, mhz=mhz, features=features, measured_tflops=measured_tflops, name=name, bench=bench
