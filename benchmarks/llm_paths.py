@@ -200,12 +200,14 @@ def part_offload(catalog, lines: list[str]) -> None:  # type: ignore[no-untyped-
         d = A.device_for(e)
         pcie = P.PCIE_PER_DIRECTION_GBS.get(e.pcie_gen or 3, 16.0)
         link = pcie * A.PINNED_FRACTION_OF_PCIE
+        rate = A.offload_copy_bytes_per_s(d, pcie, n) / 1e9  # the link, or the rank's share of host memory
         moved = w.trainable_params * 4.0 / n + (2 * weight_storage_bytes(w) / n if off == "params" else 0.0)
         pcie_s, cpu_s = A.offload_seconds(w, d, off, "adamw", shards=n, gpus_on_host=n, pcie_gbs=pcie)
         lines.append(
-            f"    per GPU: {moved / 1e9:.2f} GB over PCIe {e.pcie_gen}.0 pinned at {link:.1f} GB/s = {pcie_s:.3f} s; "
-            f"CPU AdamW over {w.trainable_params / 1e6:,.0f} M trainable x {n} GPUs at {A.HOST_OPTIMIZER_GBS:g} GB/s "
-            f"= {cpu_s:.3f} s; GPU link for the collectives: {r.link_basis or '-'}"
+            f"    per GPU: {moved / 1e9:.2f} GB over PCIe {e.pcie_gen}.0 pinned at {link:.1f} GB/s"
+            f"{f' (its 1/{n} of host memory: {rate:.1f})' if rate < link else ''} = {pcie_s:.3f} s; "
+            f"CPU AdamW over {n} shard(s) of {w.trainable_params / n / 1e6:,.0f} M trainable at "
+            f"{A.HOST_OPTIMIZER_GBS:g} GB/s = {cpu_s:.3f} s; GPU link for the collectives: {r.link_basis or '-'}"
         )
     lines.append("")
 

@@ -444,7 +444,10 @@ def predict_step(
                     gather_bytes=gather,
                 )
 
-    shards = count if count > 1 and (sharding in ("zero1", "zero2", "fsdp") or par == "fsdp") else 1
+    # Optimizer offload is ZeRO-Offload, which partitions the optimizer over the ranks whatever
+    # --sharding says (the memory model's assumption too): one row, not one per sharding.
+    sharded_opt = sharding in ("zero1", "zero2", "fsdp") or par == "fsdp" or offload == "optimizer"
+    shards = count if count > 1 and sharded_opt else 1
     st = step_time(
         trace,
         d,
@@ -493,9 +496,10 @@ def predict_step(
 #: link's per-direction rate: 54.0 GB/s host->device and 53.9 device->host of PCIe 5.0 x16's 64 on
 #: our H100 machine (docs/validation/h100-2026-11-22/bench-full.json, transfer_detail, 256 MiB).
 PINNED_FRACTION_OF_PCIE = 0.84
-#: The host's streaming rate for the CPU optimizer step: a vectorised Adam over fp32 state is
-#: bound by the host's memory; 80 GB/s is about half of an 8-channel DDR4-3200 socket's 205 GB/s
-#: (an assumption: no CPU optimizer step was measured here; a desktop's two channels give far less).
+#: The host's memory streaming rate under offload: a vectorised Adam over fp32 state is bound by
+#: the host's memory; 80 GB/s is about half of an 8-channel DDR4-3200 socket's 205 GB/s (an
+#: assumption: no CPU optimizer step was measured here; a desktop's two channels give far less).
+#: The GPUs' pinned copies land in the same memory, so a node's copies share it too.
 HOST_OPTIMIZER_GBS = 80.0
 
 
@@ -524,18 +528,27 @@ def offload_seconds(
 ) -> tuple[float, float]:
     """(PCIe seconds, CPU optimizer seconds) one step adds per GPU when state lives in host memory.
 
-    ``optimizer``: 16-bit gradients down and 16-bit weights back up, for this GPU's shard;
-    ``params``: also the weights as stored (16-bit; QLoRA's 4-bit base with its constants) up for
-    the forward and again for the backward. Copies run pinned at ``PINNED_FRACTION_OF_PCIE`` of the
-    card's link (``pcie_gbs`` per direction; without it the device's own host-to-device figure).
-    The CPU updates every trainable parameter of the GPUs it hosts (one node's share), streaming the
-    fp32 state the optimizer needs plus the 16-bit copy it writes back."""
+    The offloaded state is partitioned over the ``shards`` data-parallel ranks (ZeRO-Offload, FSDP's
+    CPU offload), ``gpus_on_host`` of which share one node's host. Per rank and step:
+
+    - copies: ``optimizer`` moves its shard of the 16-bit gradients device->host and its shard of
+      the updated 16-bit weights host->device (ZeRO-Offload's 2 + 2 bytes per parameter / ranks);
+      ``params`` also the weights as stored (16-bit; QLoRA's 4-bit base with its constants) up for
+      the forward and again for the backward. Each rank copies over its own PCIe link, pinned at
+      ``PINNED_FRACTION_OF_PCIE`` of it (``pcie_gbs`` per direction; without it the device's own
+      host-to-device figure), but every copy of the node reads or writes the host's memory, so a
+      rank gets at most 1/``gpus_on_host`` of ``HOST_OPTIMIZER_GBS`` (8 ranks of 8B: 32 GB through
+      host memory, 0.4 s, where each link alone would take 0.15 s).
+    - the update: each rank's process runs the CPU optimizer (DeepSpeedCPUAdam, torch's Adam under
+      FSDP) over its ``N_params / shards`` parameters, streaming the fp32 state the optimizer needs
+      (AdamW: master weight, gradient, two moments read and written back, 28 bytes) plus the 16-bit
+      copy it writes for the copy up; the ranks of a node run at once on its one memory, so the
+      step waits for the node's ``N_params / shards * gpus_on_host`` parameters at that rate."""
     from gpuselect.estimate.perf import OPTIMIZER_BYTES
 
     n = max(1, shards)
     down, up = offload_bytes(w, offload, shards=n)
-    moved = down + up
-    link = pinned_link_bytes_per_s(d, pcie_gbs)
+    rate = offload_copy_bytes_per_s(d, pcie_gbs, gpus_on_host)
     cpu = (
         w.trainable_params
         / n
@@ -543,13 +556,19 @@ def offload_seconds(
         * (OPTIMIZER_BYTES.get(optimizer, 28.0) + 2.0)
         / (HOST_OPTIMIZER_GBS * 1e9)
     )
-    return moved / link, cpu
+    return (down + up) / rate, cpu
 
 
 def pinned_link_bytes_per_s(d: DeviceModel, pcie_gbs: float | None) -> float:
     """Pinned host<->device copies: ``PINNED_FRACTION_OF_PCIE`` of the card's link per direction
     (``pcie_gbs``), or the device's own host-to-device figure where the link is unknown."""
     return (pcie_gbs * PINNED_FRACTION_OF_PCIE if pcie_gbs else (d.h2d_gbs or 1.0)) * 1e9
+
+
+def offload_copy_bytes_per_s(d: DeviceModel, pcie_gbs: float | None, gpus_on_host: int = 1) -> float:
+    """One rank's offload copy rate: its pinned PCIe link, or its share of the host's memory where
+    the node's ranks copy at once (``offload_seconds``)."""
+    return min(pinned_link_bytes_per_s(d, pcie_gbs), HOST_OPTIMIZER_GBS * 1e9 / max(1, gpus_on_host))
 
 
 def _with_offload(
@@ -570,18 +589,27 @@ def _with_offload(
     bucket or unit): only what exceeds the backward is exposed. The CPU's update waits for the last
     gradient, and the updated (and, with ``params``, the gathered) weights come up before the forward
     needs them: those are not overlapped here. ``link_shared``: the GPUs' collectives use the same
-    PCIe link (a PCIe-only box), so nothing of the copies down hides."""
+    PCIe link (a PCIe-only box), so nothing of the copies down hides. The breakdown's ``optimizer``
+    (the GPU's update, which no longer runs) becomes 0 and ``offload`` holds the copies exposed and
+    the CPU's update."""
     gpus_on_host = min(max(1, count), a.gpus_per_node)
     pcie, cpu = offload_seconds(w, d, offload, optimizer, shards=shards, gpus_on_host=gpus_on_host, pcie_gbs=pcie_gbs)
-    down = offload_bytes(w, offload, shards=shards)[0] / pinned_link_bytes_per_s(d, pcie_gbs)
+    down = offload_bytes(w, offload, shards=shards)[0] / offload_copy_bytes_per_s(d, pcie_gbs, gpus_on_host)
     hidden = 0.0 if link_shared else min(down, st.backward_s)
-    extra = pcie - hidden + cpu - st.breakdown.get("optimizer", 0.0)
-    bd = dict(st.breakdown)
-    bd["offload"] = max(0.0, extra)
-    seconds = st.seconds + max(0.0, extra)
     exposed = pcie - hidden
+    # The GPU's update leaves the device's work; it shortened nothing where the host's dispatch
+    # bound the step (max(device, host)), and the host's share grows by what it no longer hides.
+    gpu_update = st.breakdown.get("optimizer", 0.0)
+    saved = max(st.device_s, st.host_s) - max(st.device_s - gpu_update, st.host_s)
+    bd = dict(st.breakdown)
+    if "host" in bd and gpu_update:
+        bd["host"] += max(0.0, st.host_s - st.device_s + gpu_update) - max(0.0, st.host_s - st.device_s)
+    if "optimizer" in bd:
+        bd["optimizer"] = 0.0
+    bd["offload"] = exposed + cpu
+    seconds = st.seconds - saved + exposed + cpu
     bound = st.bound if exposed + cpu <= 0.5 * seconds else ("communication" if exposed >= cpu else "overhead")
-    return StepTime(seconds, bd, bound, st.device_s, st.host_s, st.launches, st.backward_s)
+    return StepTime(seconds, bd, bound, st.device_s - gpu_update, st.host_s, st.launches, st.backward_s)
 
 
 def default_model_ids() -> set[str]:
@@ -1071,29 +1099,33 @@ def local_cpu_estimate(
     (stated). A workload the benchmark trained itself is reported as measured. ``ram_gb``: the
     machine's memory, which the training state and activations must fit in (unchecked without it)."""
     fit = None
-    if ram_gb is not None and finite_number(ram_gb) and ram_gb > 0:
-        # memory in the precision the time assumes: fp32 for auto (as the CPU's benchmark trains), a
-        # 16-bit request in 16 bits (fp8 keeps bf16 activations, as on a GPU)
-        prec = "fp32" if a.precision in (Precision.AUTO, Precision.FP32, Precision.TF32) else str(a.precision)
-        prec = "bf16" if prec == "fp8" else prec
-        fit = plan(
-            w,
-            usable_ram_gb(float(ram_gb)),
-            MemoryOptions(precision=prec, optimizer=a.optimizer, loss=a.loss, host=True),
-            checkpointing=as_checkpointing(a.checkpointing) if a.checkpointing is not None else None,
-            sharding=None,
-            batch_size=a.batch_size,  # auto: the workload's own, or the largest that fits the RAM
+    ram_ok = ram_gb is not None and finite_number(ram_gb) and ram_gb > 0
+    # memory in the precision the time assumes: fp32 for auto (as the CPU's benchmark trains), a
+    # 16-bit request in 16 bits (fp8 keeps bf16 activations, as on a GPU)
+    prec = "fp32" if a.precision in (Precision.AUTO, Precision.FP32, Precision.TF32) else str(a.precision)
+    mo = MemoryOptions(precision="bf16" if prec == "fp8" else prec, optimizer=a.optimizer, loss=a.loss, host=True)
+    ckpt = as_checkpointing(a.checkpointing) if a.checkpointing is not None else None
+
+    def ram_fit(batch: int | None, checkpointing: bool | str | None) -> Fit:
+        # batch None: the workload's own, or the largest that fits the RAM
+        return plan(
+            w, usable_ram_gb(float(ram_gb or 0.0)), mo, checkpointing=checkpointing, sharding=None, batch_size=batch
         )
+
+    if ram_ok:
+        fit = ram_fit(a.batch_size, ckpt)
     timed = a
-    # auto: timed at the batch the RAM holds, as the memory figure is (ResNet-50 said batch 256 while
-    # its 20.1 GB were batch 234's; 256 needed more than the usable RAM); a step the benchmark ran fit
-    if (
-        fit is not None
-        and a.batch_size is None
-        and fit.fits
-        and fit.batch_size != w.default_batch_size
-        and _measured(w, bench, w.default_batch_size) is None
-    ):
+    on_measured = a.batch_size is None and _measured(w, bench, w.default_batch_size) is not None
+    if fit is not None and on_measured:
+        # The benchmark trained the workload at its own batch, where the row is then timed and
+        # labelled: its memory, fit and max batch are that step's too, without recompute where none
+        # was asked for (the benchmark's step recomputes nothing). Before, they were the auto fit's,
+        # which the RAM's headroom may cap below it (review 15, finding 8).
+        if fit.batch_size != w.default_batch_size or (ckpt is None and fit.options.checkpointing):
+            fit = ram_fit(w.default_batch_size, ckpt if ckpt is not None else False)
+    elif fit is not None and a.batch_size is None and fit.fits and fit.batch_size != w.default_batch_size:
+        # auto: timed at the batch the RAM holds, as the memory figure is (ResNet-50 said batch 256
+        # while its 20.1 GB were batch 234's; 256 needed more than the usable RAM)
         timed = replace(a, batch_size=fit.batch_size)
     loc = _local_cpu_time(
         w, timed, cores=cores, mhz=mhz, features=features, measured_tflops=measured_tflops, name=name, bench=bench

@@ -878,6 +878,32 @@ def test_a_cpu_is_timed_at_the_batch_its_ram_holds() -> None:
     assert big.batch_size == w.default_batch_size
 
 
+def test_a_cpu_timed_on_its_measured_step_shows_that_step_s_memory() -> None:
+    """Review 15, finding 8: where the benchmark trained the workload at its own batch, the CPU row
+    is timed and labelled at that batch, but its memory figure, fit and max batch were the auto
+    fit's, which the RAM's headroom caps below it. They are now planned at the measured batch."""
+    from gpuselect.estimate.api import Assumptions, local_cpu_estimate, usable_ram_gb
+
+    w = PRESETS["simple-cnn"]
+    rec = {
+        "matmul_tflops": {"fp32": 0.05},
+        "memory_bandwidth_gbs": 10.0,
+        "launch_overhead_us": 4.0,
+        "train_steps": [{"model": "simple_cnn", "batch_size": w.default_batch_size, "samples_per_s": 2195.0}],
+    }
+    o = MemoryOptions(precision="fp32", host=True)
+    for ram_gb in (1.024, 1.02):  # the headroom caps the auto batch; the RAM holds the measured one, or not
+        usable = usable_ram_gb(ram_gb)
+        auto = M.plan(w, usable, o, checkpointing=None, sharding=None, batch_size=None)
+        assert auto.fits and auto.batch_size < w.default_batch_size  # the case: the auto fit is capped
+        at = M.plan(w, usable, o, checkpointing=False, sharding=None, batch_size=w.default_batch_size)
+        loc = local_cpu_estimate(w, Assumptions(), cores=2, mhz=3000.0, features=[], bench=rec, ram_gb=ram_gb)
+        assert loc.throughput_samples_per_s == 2195.0 and loc.batch_size == w.default_batch_size
+        assert loc.memory_breakdown_gb == at.breakdown_gb != auto.breakdown_gb
+        assert (loc.fits, loc.max_batch, loc.checkpointing) == (at.fits, at.max_batch, "none")
+        assert loc.fits == (ram_gb == 1.024)  # 1.02 GB: the model says batch 64 does not fit
+
+
 def test_a_rows_note_and_the_advice_quote_the_same_peak(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Llama 3.1 8B full on one H100 peaks at 144.149... GB: the row's note said "needs 144.1 of
     79.65 GB" from the unrounded figure while the advice, from the row's rounded 144.15, said
