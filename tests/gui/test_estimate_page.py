@@ -693,3 +693,24 @@ def test_a_long_note_cell_shows_its_full_text_on_hover(qtbot) -> None:
     vram = cols.index("VRAM")  # a number keeps its column's explanation
     assert page.model.index(0, vram).data(Qt.ItemDataRole.ToolTipRole) == page.model.columns[vram].tooltip
     page.shutdown()
+
+
+def test_the_vram_column_reads_a_card_s_memory_as_every_other_face(qtbot) -> None:
+    """QA 15d: the table's VRAM read "179 GB" for a B200 beside its note's "the driver shows 179.06
+    of its 180 GB" and the memory line's "of 179.06 GB"; an H100's 79.65 read "80 GB", an A10's
+    ECC-on 22.5 read "22 GB"."""
+    page = _page(qtbot, None, "resnet50")
+    _run(qtbot, page)
+    cols = [page.model.headerData(i, Qt.Orientation.Horizontal) for i in range(page.model.columnCount())]
+    gpu, vram = cols.index("GPU"), cols.index("VRAM")
+    cells = {
+        page.model.index(i, gpu).data().split("  ★")[0]: page.model.index(i, vram).data()
+        for i in range(page.model.rowCount())
+    }
+    assert cells["1x B200"] == "179.06 GB"
+    assert cells["1x H100 SXM5 80GB"] == "79.65 GB"
+    assert cells["1x A10"] == "22.5 GB"
+    assert cells["1x B300"] == "288 GB"
+    page.memory_bar.set_parts({"weights": 1.0}, 179.06)
+    assert page.memory_bar.toolTip().endswith("VRAM: 179.06 GB")
+    page.shutdown()

@@ -107,7 +107,7 @@ class MemoryBar(QWidget):
 
     def set_parts(self, parts: dict[str, float], vram: float) -> None:
         self.parts, self.vram = parts, vram
-        self.setToolTip("\n".join(f"{k}: {v:,.1f} GB" for k, v in parts.items()) + f"\nVRAM: {vram:,.0f} GB")
+        self.setToolTip("\n".join(f"{k}: {v:,.1f} GB" for k, v in parts.items()) + f"\nVRAM: {vram_text(vram)} GB")
         self.update()
 
     def paintEvent(self, _event: Any) -> None:
@@ -393,7 +393,8 @@ class EstimatePage(QWidget):
                 Column(
                     "VRAM",
                     lambda r: r.vram_gb,
-                    fmt=num(0, " GB"),
+                    # as the CLI, the report and the memory line print it: "179.06", not "179"
+                    fmt=lambda v: "—" if v is None else f"{vram_text(float(v))} GB",
                     numeric=True,
                     tooltip="memory per GPU (VRAM): bounds the model and the batch",
                 ),
