@@ -321,15 +321,15 @@ class EstimatePage(QWidget):
         widget: QWidget
         for label, widget in (
             ("&Precision:", self.precision),
-            ("&Batch size:", self.batch),
-            ("&Dataset (samples):", self.dataset),
-            ("&Epochs:", self.epochs),
-            ("Dead&line:", self.deadline),
+            ("Batch si&ze:", self.batch),
+            ("Dataset (sa&mples):", self.dataset),
+            ("Ep&ochs:", self.epochs),
+            ("&Deadline:", self.deadline),
             ("B&udget:", self.budget),
-            ("&Electricity:", self.electricity),
-            ("&Max GPUs:", self.max_gpus),
+            ("Electr&icity:", self.electricity),
+            ("Ma&x GPUs:", self.max_gpus),
             ("Chec&kpointing:", self.checkpointing),
-            ("L&oss:", self.loss),
+            ("&Loss:", self.loss),
             ("Shardin&g:", self.sharding),
             ("Offload (hos&t):", self.offload),
             ("&Network:", self.network),
@@ -380,7 +380,7 @@ class EstimatePage(QWidget):
             part.setVisible(False)
         self.family = QComboBox()
         self.family.addItems(["all families", *values(Family)])
-        self.fits_only = QCheckBox("&Fitting options only")
+        self.fits_only = QCheckBox("Fitting options onl&y")
         self.fits_only.setChecked(True)
         self.model = RowsModel(
             [
@@ -513,7 +513,7 @@ class EstimatePage(QWidget):
         cl.addWidget(plots, 1)
         cl.addWidget(self.hover)
         self.views = QTabWidget()
-        self.views.addTab(chart_box, "C&harts")
+        self.views.addTab(chart_box, "Cha&rts")
         self.views.addTab(table_box, "&All options")
         right = QVBoxLayout()
         right.addWidget(self.recommendation)
