@@ -714,3 +714,29 @@ def test_the_vram_column_reads_a_card_s_memory_as_every_other_face(qtbot) -> Non
     page.memory_bar.set_parts({"weights": 1.0}, 179.06)
     assert page.memory_bar.toolTip().endswith("VRAM: 179.06 GB")
     page.shutdown()
+
+
+def test_each_option_says_the_precision_it_trains_in_and_marks_a_slower_fp8(qtbot) -> None:
+    """QA 15d: the CLI's table has a "prec" column (fp16 on a V100 under auto, fp8† where bf16 trains
+    faster); the app's table had none, so its times could not be matched to a precision."""
+    page = _page(qtbot, None, "vit-b16")
+    page.precision.setCurrentText("fp8")
+    _run(qtbot, page)
+    cols = [page.model.headerData(i, Qt.Orientation.Horizontal) for i in range(page.model.columnCount())]
+    prec = cols.index("Precision")
+    cells = {(r.gpu_id, r.count): page.model.index(i, prec).data() for i, r in enumerate(page.model.rows)}
+    slower = [k for k, r in ((k, r) for k, r in zip(cells, page.model.rows, strict=True)) if r.faster_precision]
+    assert slower and all(cells[k] == "fp8†" for k in slower)
+    assert cells[("nvidia-h200-sxm-141gb", 1)] == "fp8"  # fp8 as asked, not slower there
+    assert cells[("nvidia-rtx-3090", 1)] == "bf16"  # no fp8 on Ampere: the fallback
+    assert "fp8 trains slower here than bf16" in page.model.headerData(
+        prec, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole
+    )
+    page.precision.setCurrentText("auto")
+    _run(qtbot, page)
+    cells = {(r.gpu_id, r.count): page.model.index(i, prec).data() for i, r in enumerate(page.model.rows)}
+    assert cells[("nvidia-v100-sxm2-32gb", 1)] == "fp16" and cells[("nvidia-h100-sxm5-80gb", 1)] == "bf16"
+    assert (
+        page.proxy.headerData(page.table.horizontalHeader().sortIndicatorSection(), Qt.Orientation.Horizontal) == "Time"
+    )
+    page.shutdown()

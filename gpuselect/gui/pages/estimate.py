@@ -39,7 +39,14 @@ from PySide6.QtWidgets import (
 
 from gpuselect.app.money import MoneyFormat
 from gpuselect.estimate.memory import vram_text
-from gpuselect.estimate.recommend import explain, fmt_hours, fmt_hours_range, option_name, stage_heading
+from gpuselect.estimate.recommend import (
+    SLOWER_FP8_NOTE,
+    explain,
+    fmt_hours,
+    fmt_hours_range,
+    option_name,
+    stage_heading,
+)
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
 from gpuselect.gui.money import budget_box, electricity_box, over_limit
 from gpuselect.gui.plots import themed_plot
@@ -404,6 +411,14 @@ class EstimatePage(QWidget):
                     tooltip="model + optimizer state + activations fit the GPU's memory (VRAM)",
                 ),
                 Column("Batch", lambda r: r.batch_size, numeric=True),
+                # What each row trains in, as the CLI's "prec": auto is bf16 on one card, fp16 or fp32
+                # on another, and a card without the precision asked for falls back.
+                Column(
+                    "Precision",
+                    lambda r: f"{r.precision_used}{'†' if r.faster_precision else ''}" if r.precision_used else "",
+                    tooltip="the precision this option trains in (auto: what the card trains well in; a card\n"
+                    f"without the one asked for falls back).\n†: {SLOWER_FP8_NOTE}",
+                ),
                 Column(
                     "Time",
                     lambda r: r.total_time_h,
@@ -461,7 +476,9 @@ class EstimatePage(QWidget):
         self.table = QTableView()
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
-        self.table.sortByColumn(5, Qt.SortOrder.AscendingOrder)  # time
+        self.table.sortByColumn(
+            next(i for i, c in enumerate(self.model.columns) if c.header == "Time"), Qt.SortOrder.AscendingOrder
+        )
         self.table.setAccessibleName("Estimates for every GPU")
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.verticalHeader().setVisible(False)
