@@ -740,3 +740,22 @@ def test_each_option_says_the_precision_it_trains_in_and_marks_a_slower_fp8(qtbo
         page.proxy.headerData(page.table.horizontalHeader().sortIndicatorSection(), Qt.Orientation.Horizontal) == "Time"
     )
     page.shutdown()
+
+
+def test_an_option_without_a_time_has_no_error_band(qtbot) -> None:
+    """QA 15d: with "Fitting options only" unticked every option that does not fit read "—" for its
+    time and "100 %" for its band."""
+    page = _page(qtbot, None, "llama-70b-full")
+    page.max_gpus.setCurrentText("1")
+    _run(qtbot, page, 60_000)
+    page.fits_only.setChecked(False)
+    cols = [page.model.headerData(i, Qt.Orientation.Horizontal) for i in range(page.model.columnCount())]
+    time_col, band = cols.index("Time"), cols.index("±")
+    cells = [
+        (page.model.index(i, time_col).data(), page.model.index(i, band).data(), r)
+        for i, r in enumerate(page.model.rows)
+    ]
+    timeless = [b for t, b, r in cells if not (r.fits and r.total_time_h)]
+    assert timeless and set(timeless) == {"—"}
+    assert all(b == f"{100 * r.error_band:.0f} %" for t, b, r in cells if r.fits and r.total_time_h)
+    page.shutdown()

@@ -433,7 +433,8 @@ class EstimatePage(QWidget):
                 ),
                 Column(
                     "±",
-                    lambda r: 100 * r.error_band,
+                    # a band of no time: "100 %" stood beside the "—" of every option that does not fit
+                    lambda r: 100 * r.error_band if r.fits and r.total_time_h else None,
                     fmt=num(0, " %"),
                     numeric=True,
                     tooltip="error band of this row's regime (small overhead-bound models, CNNs, transformers, LLMs on one\n"
