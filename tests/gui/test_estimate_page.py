@@ -729,9 +729,8 @@ def test_each_option_says_the_precision_it_trains_in_and_marks_a_slower_fp8(qtbo
     assert slower and all(cells[k] == "fp8†" for k in slower)
     assert cells[("nvidia-h200-sxm-141gb", 1)] == "fp8"  # fp8 as asked, not slower there
     assert cells[("nvidia-rtx-3090", 1)] == "bf16"  # no fp8 on Ampere: the fallback
-    assert "fp8 trains slower here than bf16" in page.model.headerData(
-        prec, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole
-    )
+    tip = page.model.headerData(prec, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
+    assert "fp8 trains slower here than bf16" in tip and "--precision" not in tip  # the app's words
     page.precision.setCurrentText("auto")
     _run(qtbot, page)
     cells = {(r.gpu_id, r.count): page.model.index(i, prec).data() for i, r in enumerate(page.model.rows)}

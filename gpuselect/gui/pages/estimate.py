@@ -417,7 +417,7 @@ class EstimatePage(QWidget):
                     "Precision",
                     lambda r: f"{r.precision_used}{'†' if r.faster_precision else ''}" if r.precision_used else "",
                     tooltip="the precision this option trains in (auto: what the card trains well in; a card\n"
-                    f"without the one asked for falls back).\n†: {SLOWER_FP8_NOTE}",
+                    f"without the one asked for falls back).\n†: {in_the_app(SLOWER_FP8_NOTE)}",
                 ),
                 Column(
                     "Time",
