@@ -193,6 +193,8 @@ class BenchPage(QWidget):
         self.cancel_button.setEnabled(True)
         self.progress.setValue(0)
         self.step.setText("Starting (loading torch)…")
+        # The last run's busy-machine warning said this run's figures were low before it had any.
+        self._show_notice(torch_gpu_notice(self.snapshot, self.report))
         self.worker.start()
 
     @Slot()
