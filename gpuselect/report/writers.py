@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gpuselect.estimate.memory import vram_text
 from gpuselect.estimate.recommend import money_text
 from gpuselect.fsutil import atomic_write_bytes, atomic_write_text
 from gpuselect.output import json_document, round_money, to_jsonable
@@ -576,7 +577,8 @@ MEMORY_COLOURS = {
 
 
 def _memory_figures(b: dict[str, Any]) -> str:
-    return f"{b['peak_gb']:,.1f} of {b['vram_gb']:,.0f} GB" + ("" if b["fits"] else " \u2014 too big")
+    # the card's memory as the table under the chart and every other face print it ("179.06", not "179")
+    return f"{b['peak_gb']:,.1f} of {vram_text(b['vram_gb'])} GB" + ("" if b["fits"] else " \u2014 too big")
 
 
 def _memory_charts(chart: dict[str, Any], width: float, font: str, per_drawing: int = 24) -> list[Any]:

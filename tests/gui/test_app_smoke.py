@@ -478,3 +478,22 @@ def test_a_damaged_window_ini_is_ignored(qtbot, line: str) -> None:
     qtbot.addWidget(w)
     assert w.tabs.currentIndex() == 0
     _close(qtbot, w)
+
+
+def test_catalog_details_say_how_much_memory_the_estimates_count(qtbot) -> None:
+    """QA 15d: the Catalog's B200 read "180 GB" and the Estimate table's "179.06 GB" with nothing on
+    the Catalog page to join them (the CLI's `catalog nvidia-b200` lists visible_vram_gb)."""
+    w = MainWindow()
+    qtbot.addWidget(w)
+    page = w.catalog
+
+    def details(name: str) -> str:
+        page.search.setText(name)
+        row = next(i for i in range(page.proxy.rowCount()) if page.proxy.index(i, 0).data() == name)
+        page.table.setCurrentIndex(page.proxy.index(row, 0))
+        return page.details.toPlainText()
+
+    assert "Memory: 180 GB; the estimates count 179.06 GB usable (what the driver shows)" in details("B200")
+    assert "the estimates count 22.5 GB usable (ECC on" in details("A10")
+    assert "the estimates count" not in details("B300")  # nothing held back: no line
+    _close(qtbot, w)

@@ -191,3 +191,17 @@ def test_ctrl_c_while_the_quit_prompt_is_open_quits(qtbot, monkeypatch: pytest.M
     w.close()
     assert not w.isVisible()
     qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=20_000)
+
+
+def test_a_new_run_does_not_show_the_last_run_s_busy_machine_warning(qtbot, monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA 15d: "other processes used 42 % of the CPUs while the benchmark ran: its figures ... are
+    likely low" stayed on show at 0 % of the next run, as if said of it."""
+    monkeypatch.setattr("gpuselect.bench.engine.run_benchmark", _endless)
+    page = BenchPage(config=BenchConfig(quick=True, devices=("cpu",)))
+    qtbot.addWidget(page)
+    page._show_notice("other processes used 42 % of the CPUs while the benchmark ran")  # as _on_finished shows it
+    page.start()
+    qtbot.waitUntil(lambda: page.progress.value() > 0, timeout=10_000)
+    assert page.notice.isHidden() and "other processes" not in page.notice.text()
+    page.cancel()
+    qtbot.waitUntil(lambda: page.worker is None, timeout=10_000)

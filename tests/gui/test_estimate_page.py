@@ -693,3 +693,68 @@ def test_a_long_note_cell_shows_its_full_text_on_hover(qtbot) -> None:
     vram = cols.index("VRAM")  # a number keeps its column's explanation
     assert page.model.index(0, vram).data(Qt.ItemDataRole.ToolTipRole) == page.model.columns[vram].tooltip
     page.shutdown()
+
+
+def test_the_vram_column_reads_a_card_s_memory_as_every_other_face(qtbot) -> None:
+    """QA 15d: the table's VRAM read "179 GB" for a B200 beside its note's "the driver shows 179.06
+    of its 180 GB" and the memory line's "of 179.06 GB"; an H100's 79.65 read "80 GB", an A10's
+    ECC-on 22.5 read "22 GB"."""
+    page = _page(qtbot, None, "resnet50")
+    _run(qtbot, page)
+    cols = [page.model.headerData(i, Qt.Orientation.Horizontal) for i in range(page.model.columnCount())]
+    gpu, vram = cols.index("GPU"), cols.index("VRAM")
+    cells = {
+        page.model.index(i, gpu).data().split("  ★")[0]: page.model.index(i, vram).data()
+        for i in range(page.model.rowCount())
+    }
+    assert cells["1x B200"] == "179.06 GB"
+    assert cells["1x H100 SXM5 80GB"] == "79.65 GB"
+    assert cells["1x A10"] == "22.5 GB"
+    assert cells["1x B300"] == "288 GB"
+    page.memory_bar.set_parts({"weights": 1.0}, 179.06)
+    assert page.memory_bar.toolTip().endswith("VRAM: 179.06 GB")
+    page.shutdown()
+
+
+def test_each_option_says_the_precision_it_trains_in_and_marks_a_slower_fp8(qtbot) -> None:
+    """QA 15d: the CLI's table has a "prec" column (fp16 on a V100 under auto, fp8† where bf16 trains
+    faster); the app's table had none, so its times could not be matched to a precision."""
+    page = _page(qtbot, None, "vit-b16")
+    page.precision.setCurrentText("fp8")
+    _run(qtbot, page)
+    cols = [page.model.headerData(i, Qt.Orientation.Horizontal) for i in range(page.model.columnCount())]
+    prec = cols.index("Precision")
+    cells = {(r.gpu_id, r.count): page.model.index(i, prec).data() for i, r in enumerate(page.model.rows)}
+    slower = [k for k, r in ((k, r) for k, r in zip(cells, page.model.rows, strict=True)) if r.faster_precision]
+    assert slower and all(cells[k] == "fp8†" for k in slower)
+    assert cells[("nvidia-h200-sxm-141gb", 1)] == "fp8"  # fp8 as asked, not slower there
+    assert cells[("nvidia-rtx-3090", 1)] == "bf16"  # no fp8 on Ampere: the fallback
+    tip = page.model.headerData(prec, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
+    assert "fp8 trains slower here than bf16" in tip and "--precision" not in tip  # the app's words
+    page.precision.setCurrentText("auto")
+    _run(qtbot, page)
+    cells = {(r.gpu_id, r.count): page.model.index(i, prec).data() for i, r in enumerate(page.model.rows)}
+    assert cells[("nvidia-v100-sxm2-32gb", 1)] == "fp16" and cells[("nvidia-h100-sxm5-80gb", 1)] == "bf16"
+    assert (
+        page.proxy.headerData(page.table.horizontalHeader().sortIndicatorSection(), Qt.Orientation.Horizontal) == "Time"
+    )
+    page.shutdown()
+
+
+def test_an_option_without_a_time_has_no_error_band(qtbot) -> None:
+    """QA 15d: with "Fitting options only" unticked every option that does not fit read "—" for its
+    time and "100 %" for its band."""
+    page = _page(qtbot, None, "llama-70b-full")
+    page.max_gpus.setCurrentText("1")
+    _run(qtbot, page, 60_000)
+    page.fits_only.setChecked(False)
+    cols = [page.model.headerData(i, Qt.Orientation.Horizontal) for i in range(page.model.columnCount())]
+    time_col, band = cols.index("Time"), cols.index("±")
+    cells = [
+        (page.model.index(i, time_col).data(), page.model.index(i, band).data(), r)
+        for i, r in enumerate(page.model.rows)
+    ]
+    timeless = [b for t, b, r in cells if not (r.fits and r.total_time_h)]
+    assert timeless and set(timeless) == {"—"}
+    assert all(b == f"{100 * r.error_band:.0f} %" for t, b, r in cells if r.fits and r.total_time_h)
+    page.shutdown()

@@ -107,3 +107,53 @@ def test_ctrl_e_exports_from_the_real_fields_under_x11(tmp_path) -> None:
     if done.returncode != 0 or not lines:
         pytest.skip(f"no X11 window here: {done.stderr[-300:]}")
     assert lines[-1] == "bound none resnet", done.stderr[-1000:]
+
+
+def _mnemonic(text: str) -> str | None:
+    import re
+
+    m = re.search(r"&([^&])", text.replace("&&", ""))
+    return m.group(1).lower() if m else None
+
+
+def test_no_two_alt_keys_clash_on_any_page(qtbot) -> None:
+    """QA 15d: on the Estimate page Alt+B went to "Batch size" instead of the Benchmark tab, Alt+E
+    cycled between Epochs, Electricity and the Estimate tab, Alt+H to "Charts", Alt+F to "Fitting
+    options only" instead of the File menu; Alt+S and Alt+C pressed buttons on the Benchmark page
+    (Start, Cancel) that the Settings and Catalog tabs also claim. Qt gives an ambiguous Alt key to one
+    of its owners per press, so the tab a label promises did not open."""
+    from PySide6.QtWidgets import QAbstractButton, QLabel, QTabWidget
+
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    window_keys = [(_mnemonic(a.text()), f"menu {a.text()}") for a in w.menuBar().actions()]
+    window_keys += [(_mnemonic(w.tabs.tabText(i)), f"tab {w.tabs.tabText(i)}") for i in range(w.tabs.count())]
+    clashes: dict[str, list[str]] = {}
+    states = [(i, None) for i in range(w.tabs.count())]
+    states += [(w.tabs.indexOf(w.estimate), s) for s in range(w.estimate.source.count())]  # every workload panel
+    for tab, source in states:
+        w.tabs.setCurrentIndex(tab)
+        if source is not None:
+            w.estimate.source.setCurrentIndex(source)
+        page = w.tabs.currentWidget()
+        keys = list(window_keys)
+        keys += [
+            (_mnemonic(b.text()), f"button {b.text()}") for b in page.findChildren(QAbstractButton) if b.isVisibleTo(w)
+        ]
+        keys += [
+            (_mnemonic(lab.text()), f"label {lab.text()}")
+            for lab in page.findChildren(QLabel)
+            if lab.buddy() is not None and lab.isVisibleTo(w)
+        ]
+        for tw in page.findChildren(QTabWidget):
+            if tw.isVisibleTo(w):
+                keys += [(_mnemonic(tw.tabText(j)), f"tab {tw.tabText(j)}") for j in range(tw.count())]
+        owners: dict[str, list[str]] = {}
+        for key, who in keys:
+            if key:
+                owners.setdefault(key, []).append(who)
+        clashes.update({f"{w.tabs.tabText(tab)}/{source} Alt+{k}": v for k, v in owners.items() if len(v) > 1})
+    assert clashes == {}
+    w.close()
+    qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=10_000)

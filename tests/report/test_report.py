@@ -303,3 +303,13 @@ def test_a_file_that_appears_during_the_run_is_not_replaced(tmp_path: Path, monk
     monkeypatch.setattr(workflows, "build_machine_report", slow)
     assert main(["report", "-o", str(out), "--no-bench"]) == 1
     assert out.read_text() == "my notes, saved while the report ran"
+
+
+def test_the_memory_chart_reads_a_card_s_memory_as_the_table_under_it() -> None:
+    """QA 15d: the PDF's bar read "158.4 of 179 GB" above a table row of 179.06 (and 80 for an
+    H100's 79.65)."""
+    from gpuselect.report.writers import _memory_figures
+
+    assert _memory_figures({"peak_gb": 158.43, "vram_gb": 179.06, "fits": True}) == "158.4 of 179.06 GB"
+    assert _memory_figures({"peak_gb": 81.0, "vram_gb": 79.65, "fits": False}) == "81.0 of 79.65 GB \u2014 too big"
+    assert _memory_figures({"peak_gb": 12.2, "vram_gb": 80.0, "fits": True}) == "12.2 of 80 GB"

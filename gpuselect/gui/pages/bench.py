@@ -98,9 +98,9 @@ class BenchPage(QWidget):
         self.quick = QCheckBox("&Quick (about 10 s)")
         self.quick.setChecked(True)
         self.quick.setToolTip("A short run; the full run takes about a minute and measures larger batches")
-        self.start_button = QPushButton("&Start benchmark")
+        self.start_button = QPushButton("S&tart benchmark")
         self.start_button.setAccessibleName("Start benchmark")
-        self.cancel_button = QPushButton("&Cancel")
+        self.cancel_button = QPushButton("C&ancel")
         self.cancel_button.setEnabled(False)
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
@@ -193,6 +193,8 @@ class BenchPage(QWidget):
         self.cancel_button.setEnabled(True)
         self.progress.setValue(0)
         self.step.setText("Starting (loading torch)…")
+        # The last run's busy-machine warning said this run's figures were low before it had any.
+        self._show_notice(torch_gpu_notice(self.snapshot, self.report))
         self.worker.start()
 
     @Slot()

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuselect.estimate.memory import vram_text
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
 from gpuselect.types import Family, values
 
@@ -163,6 +164,13 @@ class CatalogPage(QWidget):
             return
         e = self.model.rows[self.proxy.mapToSource(current).row()]
         lines = [f"{e.name} ({e.id}) — {e.architecture}, released {e.release_date}, {e.form_factor}"]
+        if e.usable_vram_gb < e.vram_gb:
+            # The table's VRAM is the spec sheet's ("180 GB"); the estimates fit against what training
+            # can allocate ("179.06 GB"), and the catalog said nothing of it.
+            why = "what the driver shows" if e.visible_vram_gb else "ECC on, the default, keeps 1/16 for its check bits"
+            lines.append(
+                f"Memory: {vram_text(e.vram_gb)} GB; the estimates count {vram_text(e.usable_vram_gb)} GB usable ({why})"
+            )
         if e.notes:
             lines.append(f"Note: {e.notes}")
         for group, key in e.sources.items():

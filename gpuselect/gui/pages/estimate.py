@@ -39,7 +39,14 @@ from PySide6.QtWidgets import (
 
 from gpuselect.app.money import MoneyFormat
 from gpuselect.estimate.memory import vram_text
-from gpuselect.estimate.recommend import explain, fmt_hours, fmt_hours_range, option_name, stage_heading
+from gpuselect.estimate.recommend import (
+    SLOWER_FP8_NOTE,
+    explain,
+    fmt_hours,
+    fmt_hours_range,
+    option_name,
+    stage_heading,
+)
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
 from gpuselect.gui.money import budget_box, electricity_box, over_limit
 from gpuselect.gui.plots import themed_plot
@@ -107,7 +114,7 @@ class MemoryBar(QWidget):
 
     def set_parts(self, parts: dict[str, float], vram: float) -> None:
         self.parts, self.vram = parts, vram
-        self.setToolTip("\n".join(f"{k}: {v:,.1f} GB" for k, v in parts.items()) + f"\nVRAM: {vram:,.0f} GB")
+        self.setToolTip("\n".join(f"{k}: {v:,.1f} GB" for k, v in parts.items()) + f"\nVRAM: {vram_text(vram)} GB")
         self.update()
 
     def paintEvent(self, _event: Any) -> None:
@@ -321,15 +328,15 @@ class EstimatePage(QWidget):
         widget: QWidget
         for label, widget in (
             ("&Precision:", self.precision),
-            ("&Batch size:", self.batch),
-            ("&Dataset (samples):", self.dataset),
-            ("&Epochs:", self.epochs),
-            ("Dead&line:", self.deadline),
+            ("Batch si&ze:", self.batch),
+            ("Dataset (sa&mples):", self.dataset),
+            ("Ep&ochs:", self.epochs),
+            ("&Deadline:", self.deadline),
             ("B&udget:", self.budget),
-            ("&Electricity:", self.electricity),
-            ("&Max GPUs:", self.max_gpus),
+            ("Electr&icity:", self.electricity),
+            ("Ma&x GPUs:", self.max_gpus),
             ("Chec&kpointing:", self.checkpointing),
-            ("L&oss:", self.loss),
+            ("&Loss:", self.loss),
             ("Shardin&g:", self.sharding),
             ("Offload (hos&t):", self.offload),
             ("&Network:", self.network),
@@ -380,7 +387,7 @@ class EstimatePage(QWidget):
             part.setVisible(False)
         self.family = QComboBox()
         self.family.addItems(["all families", *values(Family)])
-        self.fits_only = QCheckBox("&Fitting options only")
+        self.fits_only = QCheckBox("Fitting options onl&y")
         self.fits_only.setChecked(True)
         self.model = RowsModel(
             [
@@ -393,7 +400,8 @@ class EstimatePage(QWidget):
                 Column(
                     "VRAM",
                     lambda r: r.vram_gb,
-                    fmt=num(0, " GB"),
+                    # as the CLI, the report and the memory line print it: "179.06", not "179"
+                    fmt=lambda v: "—" if v is None else f"{vram_text(float(v))} GB",
                     numeric=True,
                     tooltip="memory per GPU (VRAM): bounds the model and the batch",
                 ),
@@ -403,6 +411,14 @@ class EstimatePage(QWidget):
                     tooltip="model + optimizer state + activations fit the GPU's memory (VRAM)",
                 ),
                 Column("Batch", lambda r: r.batch_size, numeric=True),
+                # What each row trains in, as the CLI's "prec": auto is bf16 on one card, fp16 or fp32
+                # on another, and a card without the precision asked for falls back.
+                Column(
+                    "Precision",
+                    lambda r: f"{r.precision_used}{'†' if r.faster_precision else ''}" if r.precision_used else "",
+                    tooltip="the precision this option trains in (auto: what the card trains well in; a card\n"
+                    f"without the one asked for falls back).\n†: {in_the_app(SLOWER_FP8_NOTE)}",
+                ),
                 Column(
                     "Time",
                     lambda r: r.total_time_h,
@@ -417,7 +433,8 @@ class EstimatePage(QWidget):
                 ),
                 Column(
                     "±",
-                    lambda r: 100 * r.error_band,
+                    # a band of no time: "100 %" stood beside the "—" of every option that does not fit
+                    lambda r: 100 * r.error_band if r.fits and r.total_time_h else None,
                     fmt=num(0, " %"),
                     numeric=True,
                     tooltip="error band of this row's regime (small overhead-bound models, CNNs, transformers, LLMs on one\n"
@@ -460,7 +477,9 @@ class EstimatePage(QWidget):
         self.table = QTableView()
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
-        self.table.sortByColumn(5, Qt.SortOrder.AscendingOrder)  # time
+        self.table.sortByColumn(
+            next(i for i, c in enumerate(self.model.columns) if c.header == "Time"), Qt.SortOrder.AscendingOrder
+        )
         self.table.setAccessibleName("Estimates for every GPU")
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.verticalHeader().setVisible(False)
@@ -512,7 +531,7 @@ class EstimatePage(QWidget):
         cl.addWidget(plots, 1)
         cl.addWidget(self.hover)
         self.views = QTabWidget()
-        self.views.addTab(chart_box, "C&harts")
+        self.views.addTab(chart_box, "Cha&rts")
         self.views.addTab(table_box, "&All options")
         right = QVBoxLayout()
         right.addWidget(self.recommendation)

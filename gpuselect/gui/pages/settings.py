@@ -48,19 +48,19 @@ class SettingsPage(QWidget):
         self.redact = QCheckBox("Leave the host name, GPU serial numbers and UUIDs out of reports")
         form = QFormLayout()
         for label, w in (
-            ("&Electricity price:", self.electricity),
+            ("E&lectricity price:", self.electricity),
             ("&Grid carbon intensity:", self.grid),
-            ("Currency &symbol:", self.symbol),
+            ("Currenc&y symbol:", self.symbol),
             ("US$ → currency &rate:", self.rate),
             ("Default &deadline:", self.deadline),
-            ("Default &budget:", self.budget),
+            ("Default b&udget:", self.budget),
             ("Re&ports:", self.redact),
         ):
             lab = QLabel(label)
             lab.setBuddy(w)
             w.setAccessibleName(label.replace("&", "").rstrip(":"))
             form.addRow(lab, w)
-        self.save_button = QPushButton("&Save settings")
+        self.save_button = QPushButton("Save se&ttings")
         self.status = QLabel("")
         self.status.setWordWrap(True)
         self.status.setAccessibleName("Settings status")
