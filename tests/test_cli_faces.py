@@ -374,3 +374,14 @@ def test_a_cpu_that_cannot_hold_the_batch_says_which_batch_it_holds(capsys: pyte
     assert memory_need(loc).endswith(f"(at most batch {loc.max_batch:,} fits)")
     ok = local_cpu_estimate(w, Assumptions(batch_size=8), cores=2, mhz=2000.0, features=[], ram_gb=23.5)
     assert ok.fits and "at most batch" not in memory_need(ok)
+
+
+def test_this_machine_s_gpu_memory_reads_as_every_face_writes_it() -> None:
+    """Review 15: the CLI's "Your machine" line said "of your 79.6475 GB" (81,559 MiB as the driver
+    reports it) where the app and the report say 79.65."""
+    from types import SimpleNamespace
+
+    from gpuselect.estimate.recommend import memory_need
+
+    loc = SimpleNamespace(device="gpu0", vram_gb=79.6475, fits=True, peak_memory_gb=12.2)
+    assert memory_need(loc) == "needs 12.2 of your 79.65 GB"

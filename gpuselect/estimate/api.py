@@ -718,6 +718,15 @@ def _note_fp32_faster(r: EstimateRow, fp32: EstimateRow) -> None:
     r.faster_precision = Precision.FP32
 
 
+def _clamp_note(n: int, count: int, asked: int, held: int) -> str:
+    """A row whose batch the dataset cannot fill, in words (fitting or not)."""
+    return (
+        f"the dataset ({n:,} sample{'s' if n != 1 else ''}) is smaller than the batch asked for "
+        f"({count * asked:,} over {count} GPU{'s' if count != 1 else ''}): each GPU's step holds "
+        f"{held:,}, and that is what must fit"
+    )
+
+
 def _row_at(
     w: Workload,
     e: GpuEntry,
@@ -797,7 +806,7 @@ def _row_at(
             w,
             cap,
             fit.options,
-            a.batch_size,
+            batch,  # the step's batch: the dataset's share where the one asked for exceeds it
             max_gpus=plausible_max(e, a.gpus_per_node, a.cluster_max_gpus),
             precisions=frozenset(p for p in ("fp16", "bf16", "bf16-true") if supports(e, p)),
             sharding_given=a.sharding not in (None, Sharding.FSDP),
@@ -812,6 +821,7 @@ def _row_at(
                     if fit.max_batch
                     else "; not even batch 1 fits"
                 ),
+                *([_clamp_note(n_samples, count, a.batch_size or 0, fit.batch_size)] if clamped else []),
             ]
         )
         return base
@@ -936,11 +946,7 @@ def _row_at(
     n = a.dataset_size or w.default_dataset_size
     one_step = st.seconds
     if clamped:
-        said = (
-            f"the dataset ({n:,} sample{'s' if n != 1 else ''}) is smaller than the batch asked for "
-            f"({count * (a.batch_size or 0):,} over {count} GPU{'s' if count != 1 else ''}): each GPU's step holds "
-            f"{fit.batch_size:,}, and that is what must fit"
-        )
+        said = _clamp_note(n, count, a.batch_size or 0, fit.batch_size)
         base.note = f"{base.note}; {said}" if base.note else said
     elif n < count * fit.batch_size:
         per_gpu = -(-n // count)
@@ -1100,6 +1106,12 @@ def local_cpu_estimate(
     machine's memory, which the training state and activations must fit in (unchecked without it)."""
     fit = None
     ram_ok = ram_gb is not None and finite_number(ram_gb) and ram_gb > 0
+    n_samples = a.dataset_size or w.default_dataset_size
+    clamped = a.batch_size is not None and a.batch_size > n_samples
+    if clamped:
+        # a batch the dataset cannot fill: the step holds the dataset, as a GPU row's does (batch
+        # 200,000 of 60,000 images "did not fit" this RAM and moved the advice off the CPU)
+        a = replace(a, batch_size=n_samples)
     # memory in the precision the time assumes: fp32 for auto (as the CPU's benchmark trains), a
     # 16-bit request in 16 bits (fp8 keeps bf16 activations, as on a GPU)
     prec = "fp32" if a.precision in (Precision.AUTO, Precision.FP32, Precision.TF32) else str(a.precision)
@@ -1132,6 +1144,8 @@ def local_cpu_estimate(
     )
     if loc.throughput_samples_per_s is not None:  # timed in fp32 at this batch, measured or modelled
         loc.batch_size, loc.precision_used = timed.batch_size or w.default_batch_size, Precision.FP32
+    if clamped:
+        loc.basis += f"; the dataset ({n_samples:,} samples) is smaller than the batch asked for: one step holds it"
     if fit is None:
         return _with_row_figures(loc, w, a)  # not checked: fits stays True, and no memory figure is shown
     loc.fits = fit.fits

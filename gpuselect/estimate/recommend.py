@@ -1171,5 +1171,7 @@ def memory_need(loc: Any) -> str:
         # to a $1,599 card at batch 512 without a word)
         fits_at = f" (at most batch {smaller:,} fits)" if smaller and smaller < (loc.batch_size or 0) else ""
         return f"needs {loc.peak_memory_gb:,.1f} GB, does not fit: {room}{fits_at}"
-    have = f"{loc.vram_gb:g} GB"  # a card's size as sold: 24 GB
+    from gpuselect.estimate.memory import vram_text
+
+    have = f"{vram_text(loc.vram_gb)} GB"  # as every face writes a card's memory: 79.65, not 79.6475
     return f"needs {loc.peak_memory_gb:,.1f} of your {have}" + ("" if loc.fits else ", does not fit")

@@ -8,6 +8,7 @@ import math
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -1150,3 +1151,30 @@ def test_a_batch_the_dataset_cannot_fill_is_judged_at_each_gpu_s_share(catalog) 
     at = A.estimate(w, A.Assumptions(batch_size=n, counts=(1,)), catalog, gpu_ids=["nvidia-h100-pcie-80gb"], local=[])
     assert one.peak_memory_gb == at.rows[0].peak_memory_gb  # the same step as asking for the dataset's size
     assert one.total_time_h == pytest.approx(at.rows[0].total_time_h)
+
+
+def test_the_cpu_is_clamped_to_the_dataset_as_the_gpu_rows_are() -> None:
+    """Review 15: batch 200,000 of simple-cnn's 60,000 images "did not fit" the CPU's RAM (the GPU
+    rows were clamped to 60,000), which moved the advice from stage 1 to stage 2."""
+    w = PRESETS["simple-cnn"]
+    n = w.default_dataset_size
+
+    def cpu(batch: int) -> Any:
+        return A.local_cpu_estimate(w, A.Assumptions(batch_size=batch), cores=2, mhz=2000.0, features=[], ram_gb=23.5)
+
+    big, exact = cpu(200_000), cpu(n)
+    assert big.batch_size == n and big.fits == exact.fits and big.peak_memory_gb == exact.peak_memory_gb
+    assert big.total_time_h == pytest.approx(exact.total_time_h) and "smaller than the batch asked for" in big.basis
+
+
+def test_a_clamped_row_that_does_not_fit_is_advised_for_its_step(catalog) -> None:  # type: ignore[no-untyped-def]
+    """Review 15: a row clamped to the dataset's share but not fitting was told to shrink its batch
+    to the unclamped request's limit and had no word of the clamp."""
+    w = PRESETS["simple-cnn"]
+    n = w.default_dataset_size
+    a = A.Assumptions(counts=(1,), checkpointing="none")
+    ids = ["nvidia-rtx-4060-laptop"]
+    big = A.estimate(w, replace(a, batch_size=100_000), catalog, gpu_ids=ids, local=[]).rows[0]
+    exact = A.estimate(w, replace(a, batch_size=n), catalog, gpu_ids=ids, local=[]).rows[0]
+    assert not big.fits and big.suggestions == exact.suggestions
+    assert "smaller than the batch asked for" in (big.note or "")

@@ -1030,3 +1030,23 @@ def test_the_fsdp_root_unit_holds_the_embedding_and_an_untied_head() -> None:
     tied_shape = replace(LLAMA31_8B, tied_embeddings=True)
     tied = peak_memory(_w(tied_shape, "full"), 0, o, tied_shape)
     assert tied.weights == pytest.approx(2 * 2 * layer + 2 * (vh * 2), rel=1e-3)
+
+
+@pytest.mark.parametrize("wid", ["gpt2-124m", "llama-8b-lora", "resnet50"])
+def test_the_cached_fit_equals_an_uncached_search_at_every_count(wid: str) -> None:
+    """fit_with answers plain DDP at 4 or 8 GPUs from the 2-GPU search: a guard that the memory
+    model still holds the same per GPU there (were it to depend on the count, this fails)."""
+    w = PRESETS[wid]
+    for sharding in ("none", "zero1", "fsdp"):
+        for offload in ("none", "optimizer"):
+            for gpus in (1, 2, 4, 8):
+                o = M.MemoryOptions(precision="bf16", sharding=sharding, offload=offload, gpus=gpus)
+                cached = M.fit_with(w, 24.0, o)
+                fresh = M._fit_cached.__wrapped__(w, 24.0, o, None, None)
+                assert cached.options == o
+                assert (cached.peak_gb, cached.max_batch, cached.batch_size, cached.fits) == (
+                    fresh.peak_gb,
+                    fresh.max_batch,
+                    fresh.batch_size,
+                    fresh.fits,
+                ), (sharding, offload, gpus)

@@ -731,6 +731,8 @@ def test_each_option_says_the_precision_it_trains_in_and_marks_a_slower_fp8(qtbo
     assert cells[("nvidia-rtx-3090", 1)] == "bf16"  # no fp8 on Ampere: the fallback
     tip = page.model.headerData(prec, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
     assert "fp8 trains slower here than bf16" in tip and "--precision" not in tip  # the app's words
+    # review 15: a bf16†/fp16† row (fp32 trains it faster) was explained as the fp8 case
+    assert "16-bit trains slower here than fp32" in tip
     page.precision.setCurrentText("auto")
     _run(qtbot, page)
     cells = {(r.gpu_id, r.count): page.model.index(i, prec).data() for i, r in enumerate(page.model.rows)}

@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
 from gpuselect.app.money import MoneyFormat
 from gpuselect.estimate.memory import vram_text
 from gpuselect.estimate.recommend import (
+    SLOWER_16BIT_NOTE,
     SLOWER_FP8_NOTE,
     explain,
     fmt_hours,
@@ -416,8 +417,11 @@ class EstimatePage(QWidget):
                 Column(
                     "Precision",
                     lambda r: f"{r.precision_used}{'†' if r.faster_precision else ''}" if r.precision_used else "",
+                    # † marks two cases (EstimateRow.faster_precision): fp8 that bf16 beats, and a
+                    # 16-bit request that fp32 beats; the row's Note says which and by how much
                     tooltip="the precision this option trains in (auto: what the card trains well in; a card\n"
-                    f"without the one asked for falls back).\n†: {in_the_app(SLOWER_FP8_NOTE)}",
+                    f"without the one asked for falls back).\nfp8†: {in_the_app(SLOWER_FP8_NOTE)}"
+                    f"\nfp16†, bf16†: {in_the_app(SLOWER_16BIT_NOTE)}\n(the row's Note says by how much)",
                 ),
                 Column(
                     "Time",
