@@ -1107,7 +1107,8 @@ def local_cpu_estimate(
     fit = None
     ram_ok = ram_gb is not None and finite_number(ram_gb) and ram_gb > 0
     n_samples = a.dataset_size or w.default_dataset_size
-    clamped = a.batch_size is not None and a.batch_size > n_samples
+    # (a bad value is refused, with its sentence, where the assumptions are checked below)
+    clamped = isinstance(a.batch_size, int) and isinstance(n_samples, int) and a.batch_size > n_samples
     if clamped:
         # a batch the dataset cannot fill: the step holds the dataset, as a GPU row's does (batch
         # 200,000 of 60,000 images "did not fit" this RAM and moved the advice off the CPU)
@@ -1139,6 +1140,10 @@ def local_cpu_estimate(
         # auto: timed at the batch the RAM holds, as the memory figure is (ResNet-50 said batch 256
         # while its 20.1 GB were batch 234's; 256 needed more than the usable RAM)
         timed = replace(a, batch_size=fit.batch_size)
+    if fit is not None and not on_measured and a.checkpointing is None and fit.options.recompute != "none":
+        # the RAM holds this batch only with recompute: time the step that recomputes, as a GPU
+        # row is (it was timed without and quoted the checkpointed memory; review 15)
+        timed = replace(timed, checkpointing=fit.options.recompute)
     loc = _local_cpu_time(
         w, timed, cores=cores, mhz=mhz, features=features, measured_tflops=measured_tflops, name=name, bench=bench
     )

@@ -1178,3 +1178,18 @@ def test_a_clamped_row_that_does_not_fit_is_advised_for_its_step(catalog) -> Non
     exact = A.estimate(w, replace(a, batch_size=n), catalog, gpu_ids=ids, local=[]).rows[0]
     assert not big.fits and big.suggestions == exact.suggestions
     assert "smaller than the batch asked for" in (big.note or "")
+
+
+def test_a_cpu_whose_ram_needs_recompute_is_timed_with_it() -> None:
+    """Review 15: the RAM fit switched checkpointing on (the row said "full") but the CPU's step was
+    timed without the recompute, a third too fast."""
+    w = PRESETS["simple-cnn"]
+
+    def cpu(ck: str | None) -> Any:
+        a = A.Assumptions(batch_size=100_000, dataset_size=200_000, checkpointing=ck)
+        return A.local_cpu_estimate(w, a, cores=2, mhz=2000.0, features=[], ram_gb=23.5)
+
+    auto, full = cpu(None), cpu("full")
+    assert auto.checkpointing == "full" and auto.fits  # the data this rests on: only recompute fits
+    assert auto.total_time_h == pytest.approx(full.total_time_h)
+    assert cpu("none").total_time_h < auto.total_time_h
