@@ -1510,7 +1510,13 @@ def _say_what_sharding_frees(card_rows: list[EstimateRow]) -> None:
             why.append(f"batch {r.batch_size} per GPU where one GPU fits {one.batch_size}")
         if one.checkpointing != "none" and r.checkpointing == "none":
             why.append("no recompute where one GPU needs checkpointing")
-        why.append("each GPU updates only its shard of the model")
+        # Under offload no GPU updates (the breakdown's optimizer is 0): the CPU runs each rank's shard.
+        offloaded = "offload" in (r.time_breakdown_s or {})
+        why.append(
+            "each GPU's process updates only its shard of the model, on the host's CPU"
+            if offloaded
+            else "each GPU updates only its shard of the model"
+        )
         r.note = "; ".join(x for x in (r.note, "each GPU trains faster than one alone: " + ", ".join(why)) if x)
 
 
