@@ -783,11 +783,14 @@ def _row_at(
         """Put fit ``f``'s memory figures on the row; whether its state is sharded."""
         base.checkpointing = "full" if ck is True else f.options.recompute
         base.batch_size = f.batch_size
-        base.sharded = f.options.split != "none" and count > 1
+        # Optimizer offload is ZeRO-Offload, which partitions the state over the ranks whatever
+        # --sharding says (its memory and step are zero2's): flagged as the note says, though the
+        # choice of FSDP below still weighs it as unsharded.
+        base.sharded = (f.options.split != "none" or f.options.offload == "optimizer") and count > 1
         base.peak_memory_gb = round(f.peak_gb, 2)
         base.memory_breakdown_gb = f.breakdown_gb
         base.max_batch = f.max_batch
-        return base.sharded
+        return f.options.split != "none" and count > 1
 
     sharded = show(fit, ckpt)
     notes = [f"{a.precision} is not supported here: runs {prec}"] if a.precision not in (Precision.AUTO, prec) else []
@@ -810,6 +813,7 @@ def _row_at(
             max_gpus=plausible_max(e, a.gpus_per_node, a.cluster_max_gpus),
             precisions=frozenset(p for p in ("fp16", "bf16", "bf16-true") if supports(e, p)),
             sharding_given=a.sharding not in (None, Sharding.FSDP),
+            per_node=a.gpus_per_node,
         )
         base.note = "; ".join(
             [
@@ -913,9 +917,13 @@ def _row_at(
             "with activation checkpointing"
             + (" (full: selective is offered for transformers only)" if a.checkpointing == "selective" else "")
         )
-    if sharded:
-        offloaded = ", parameters offloaded to the host" if fit.options.offload == "params" else ""
-        notes.append(f"model state sharded ({fit.options.split}{offloaded})")
+    if base.sharded:
+        offloaded = {
+            "params": ", parameters offloaded to the host",
+            "optimizer": ", optimizer offloaded to the host: ZeRO-Offload",
+        }.get(fit.options.offload, "")
+        split = "zero2" if fit.options.split == "none" else fit.options.split  # ZeRO-Offload's own stage
+        notes.append(f"model state sharded ({split}{offloaded})")
     if w.shape is not None and w.shape.is_moe:
         notes.append("mixture of experts: no measured MoE step validates this (widest band)")
     if "paging" in st.breakdown:
@@ -924,9 +932,9 @@ def _row_at(
             "every step (counted in the step)"
         )
     if fit.options.offload != "none":
-        from gpuselect.estimate.memory import host_state_gb
+        from gpuselect.estimate.memory import host_state_gb, host_state_text
 
-        notes.append(f"the host holds about {host_state_gb(w, fit.options):,.0f} GB of offloaded model state")
+        notes.append(host_state_text(host_state_gb(w, fit.options), count, a.gpus_per_node))
     held = needed_gb(fit.breakdown) if fit.breakdown else fit.peak_gb  # a paged optimizer's state may page out
     if held > HEADROOM * cap:
         notes.append(
@@ -1521,7 +1529,13 @@ def _say_what_sharding_frees(card_rows: list[EstimateRow]) -> None:
             why.append(f"batch {r.batch_size} per GPU where one GPU fits {one.batch_size}")
         if one.checkpointing != "none" and r.checkpointing == "none":
             why.append("no recompute where one GPU needs checkpointing")
-        why.append("each GPU updates only its shard of the model")
+        # Under offload no GPU updates (the breakdown's optimizer is 0): the CPU runs each rank's shard.
+        offloaded = "offload" in (r.time_breakdown_s or {})
+        why.append(
+            "each GPU's process updates only its shard of the model, on the host's CPU"
+            if offloaded
+            else "each GPU updates only its shard of the model"
+        )
         r.note = "; ".join(x for x in (r.note, "each GPU trains faster than one alone: " + ", ".join(why)) if x)
 
 

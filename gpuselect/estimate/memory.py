@@ -207,6 +207,18 @@ def host_state_gb(w: Workload, o: MemoryOptions) -> float:
     return (opt + grads) / GB if o.offload == "optimizer" else 0.0
 
 
+def host_state_text(whole_gb: float, gpus: int, per_node: int, *, then: bool = False) -> str:
+    """Where ``whole_gb`` of offloaded model state lives: sharded over the ranks, each node's host
+    holds its own ranks' shards (the fullest node's), as the step model shares each host's memory
+    among its ranks: 16 GPUs of 8 per node put half of Llama 70B's 1,051 GB on each host, not all."""
+    verb = "then holds" if then else "holds"
+    nodes = -(-max(1, gpus) // max(1, per_node))
+    if nodes <= 1:
+        return f"the host {verb} about {whole_gb:,.0f} GB of {'' if then else 'offloaded '}model state"
+    node_gb = whole_gb * min(gpus, per_node) / gpus
+    return f"each of the {nodes} nodes' hosts {verb} about {node_gb:,.0f} GB of the {whole_gb:,.0f} GB of offloaded model state"
+
+
 def _state_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None) -> tuple[float, float, float, float]:
     """(weights, gradients, optimizer incl. master weights, of which evictable) for the whole model."""
     p = o.precision
@@ -807,14 +819,16 @@ def suggestions(
     max_gpus: int = 256,
     precisions: frozenset[str] | None = None,
     sharding_given: bool = False,
+    per_node: int = 8,
 ) -> list[str]:
     """Changes that make the workload fit this card, cheapest first; each one is checked to fit
     (with the other settings as given) before it is offered. ``max_gpus``: the most such cards
     anyone builds into one job (a laptop GPU 1, consumer cards 4): no sharding over more.
     ``precisions``: those the card runs (None: any), so no precision it lacks is offered.
     ``sharding_given``: the user chose a sharding other than FSDP, which parameter offload needs:
-    its tip then says to choose FSDP too (it is refused without)."""
-    return list(_suggestions(w, vram_gb, o, batch_size, shape, max_gpus, precisions, sharding_given))
+    its tip then says to choose FSDP too (it is refused without). ``per_node``: GPUs per node, whose
+    host holds their share of an offloaded state."""
+    return list(_suggestions(w, vram_gb, o, batch_size, shape, max_gpus, precisions, sharding_given, per_node))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -827,6 +841,7 @@ def _suggestions(
     max_gpus: int = 256,
     precisions: frozenset[str] | None = None,
     sharding_given: bool = False,
+    per_node: int = 8,
 ) -> tuple[str, ...]:
     tips: list[str] = []
     shape = shape or shape_of(w)
@@ -834,6 +849,10 @@ def _suggestions(
     def ok(w2: Workload = w, b: int | None = batch_size, **kw: Any) -> bool:
         return fit_with(w2, vram_gb, replace(o, **kw), batch_size=b, shape=shape).fits
 
+    if o.offload == "optimizer" and o.sharding == "zero1" and ok(sharding="zero2"):
+        # ZeRO-1-Offload holds every 16-bit gradient until the backward ends; stage 2 only its
+        # reduce bucket, for the same step (api.predict_step times both alike).
+        tips.append("ZeRO-2 (--sharding zero2: the gradients are reduced and offloaded in buckets, same step time)")
     if o.gpus > 1 and o.sharding != "fsdp" and o.offload != "params":
         # Several GPUs held to a weaker split: sharding everything is the first thing to try.
         if ok(sharding="fsdp"):
@@ -899,7 +918,7 @@ def _suggestions(
         tips.append(
             f"offloading the parameters to CPU memory (--offload params{' --sharding fsdp' if sharding_given else ''}: "
             f"{where}, checkpointing, batch up to {mb}; "
-            f"much slower; the host then holds about {host_gb:,.0f} GB of model state)"
+            f"much slower; {host_state_text(host_gb, o.gpus, per_node, then=True)})"
         )
     return tuple(tips)
 

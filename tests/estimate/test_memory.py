@@ -1050,3 +1050,58 @@ def test_the_cached_fit_equals_an_uncached_search_at_every_count(wid: str) -> No
                     fresh.batch_size,
                     fresh.fits,
                 ), (sharding, offload, gpus)
+
+
+def _offload_rows(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict[str, Any]]:
+    base = ["estimate", "--workload", "llama-8b-full", "--offload", "optimizer", "--format", "json"]
+    assert main([*base, *args]) == 0
+    rows: list[dict[str, Any]] = json.loads(capsys.readouterr().out)["rows"]
+    return rows
+
+
+def test_optimizer_offload_rows_say_they_are_sharded_whatever_sharding_says(capsys: pytest.CaptureFixture[str]) -> None:
+    """QA 15: optimizer offload runs as ZeRO-Offload (stage 2) with --sharding none too: the same
+    memory and step as zero2, but the row read sharded false with no word of it beside zero2's
+    "sharded (zero2)"."""
+    got = {}
+    for s in ("none", "zero2"):
+        (row,) = _offload_rows(capsys, "--gpus", "nvidia-rtx-4090", "--count", "2", "--sharding", s)
+        got[s] = row
+        assert row["fits"] and row["sharded"], row
+        assert "model state sharded (zero2, optimizer offloaded to the host: ZeRO-Offload)" in row["note"], row
+    assert got["none"]["memory_breakdown_gb"] == got["zero2"]["memory_breakdown_gb"]
+    assert got["none"]["time_breakdown_s"] == got["zero2"]["time_breakdown_s"]
+    (one,) = _offload_rows(capsys, "--gpus", "nvidia-rtx-4090", "--count", "1")
+    assert not one["sharded"] and "sharded" not in one["note"]  # one GPU has nothing to share with
+
+
+def test_zero1_offload_that_does_not_fit_is_told_zero2_fits(capsys: pytest.CaptureFixture[str]) -> None:
+    """QA 15: ZeRO-1-Offload holds every 16-bit gradient (34.2 GB on a 24 GB card) where zero2, at the
+    same step time, fits in 22.6: the tips named FSDP, LoRA and parameter offload, not zero2."""
+    (row,) = _offload_rows(capsys, "--gpus", "nvidia-rtx-4090", "--count", "2", "--sharding", "zero1")
+    assert not row["fits"] and row["suggestions"][0].startswith("ZeRO-2 (--sharding zero2"), row
+    (z2,) = _offload_rows(capsys, "--gpus", "nvidia-rtx-4090", "--count", "2", "--sharding", "zero2")
+    assert z2["fits"]  # the tip holds
+
+
+def test_offloaded_state_over_several_nodes_is_each_hosts_share(capsys: pytest.CaptureFixture[str]) -> None:
+    """QA 15: 16 GPUs of 8 per node put half the offloaded state on each node's host, as the step's
+    offload time (halved from 8 GPUs) counts it; the note said one host held all 1,051 GB."""
+    rows = _offload_rows(capsys, "--gpus", "nvidia-h100-sxm5-80gb", "--count", "8,16", "--workload", "llama-70b-full")
+    by = {r["count"]: r for r in rows}
+    assert "the host holds about 1,051 GB of offloaded model state" in by[8]["note"]
+    assert "each of the 2 nodes' hosts holds about 526 GB of the 1,051 GB" in by[16]["note"], by[16]["note"]
+    assert M.host_state_text(100.0, 12, 8, then=True) == (
+        "each of the 2 nodes' hosts then holds about 67 GB of the 100 GB of offloaded model state"
+    )
+
+
+def test_a_sharded_offload_row_faster_per_gpu_says_the_cpu_updates(capsys: pytest.CaptureFixture[str]) -> None:
+    """QA 15: under offload the GPU no longer updates (its breakdown's optimizer is 0), yet a sharded
+    row faster per GPU than one card said "each GPU updates only its shard of the model"."""
+    rows = _offload_rows(capsys, "--gpus", "nvidia-h100-sxm5-80gb", "--count", "1,2", "--sharding", "fsdp")
+    two = next(r for r in rows if r["count"] == 2)
+    assert "optimizer" not in two["time_breakdown_s"] and "offload" in two["time_breakdown_s"]
+    assert "each GPU trains faster than one alone" in two["note"], two["note"]
+    assert "each GPU updates only its shard" not in two["note"]
+    assert "updates only its shard of the model, on the host's CPU" in two["note"]
