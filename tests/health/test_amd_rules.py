@@ -141,3 +141,22 @@ def test_amdsmi_failing_without_an_amd_driver_is_only_a_note(monkeypatch: pytest
     r = evaluate(snap(A.FakeAmdSmi(init_error=A.AMDSMI_STATUS_INIT_ERROR)))
     f = one(r, "amdsmi.init_failed")
     assert f.severity is Severity.INFO and "unseen" not in f.title
+
+
+def test_a_card_without_a_shutdown_point_reads_n_a_not_n_a_degrees() -> None:
+    """QA 15: an RDNA card with only a slowdown limit read "shutdown n/a °C"."""
+    gpu = A.FakeAmdGpu(temps={A.AmdSmiTemperatureType.HOTSPOT: {0: 108, 5: 110}})
+    f = one(evaluate(snap(A.FakeAmdSmi([gpu]))), "gpu.temperature")
+    assert "slowdown 110 °C, shutdown n/a (card's own thresholds)" in f.detail, f.detail
+
+
+def test_no_gpu_names_why_amdsmi_found_none_too() -> None:
+    """QA 15: on an AMD machine without amdsmi, "no GPU found" gave only NVML's reason
+    (nvidia-ml-py not importable), never that amdsmi was missing."""
+    s = dataclasses.replace(
+        detect(nvml=F.FakeNVML(init_error=F.INIT_FAILURES["library_not_found"]), amdsmi=None, probe=False),
+        torch=None,
+        frameworks=[],
+    )
+    f = one(evaluate(s), "system.no_gpu")
+    assert "NVML: " in f.detail and "amdsmi: amdsmi is not installed" in f.detail, f.detail
