@@ -834,13 +834,25 @@ def _framework_rules(s: Snapshot, fw: FrameworkInfo) -> Iterable[Finding]:
         elif fw.sees_gpu is False and not (nvidia and fw.cpu_only_build):  # the CPU-only warning says why
             amd = all(g.vendor == "AMD" for g in s.gpus)
             build, visible = ("ROCm", "HIP_VISIBLE_DEVICES") if amd else ("CUDA", "CUDA_VISIBLE_DEVICES")
+            remedy = f"check the {fw.name} build ({build} vs CPU), the driver version, and {visible}"
+            if amd and (fw.cpu_only_build or fw.built_cuda):
+                # the build is known not to run on AMD: say which to install, never a CUDA wheel
+                what = "a CPU-only build" if fw.cpu_only_build else f"a CUDA {fw.built_cuda} build"
+                remedy = (
+                    f"this {fw.name} is {what}, which cannot use AMD GPUs: install its ROCm build for your ROCm "
+                    + (
+                        f"(`pip install torch --index-url {_WHL}/rocm<version>`, a ROCm version pytorch.org lists for this torch)"
+                        if fw.name == "torch"
+                        else "(its ROCm build for your ROCm)"
+                    )
+                )
             yield Finding(
                 f"framework.{fw.name}.no_gpu",
                 Severity.CRITICAL,
                 dev,
                 f"the GPU is there but {fw.name} does not see it",
                 f"{len(s.gpus)} GPU(s) detected by the driver; {fw.name} reports none",
-                remedy=f"check the {fw.name} build ({build} vs CPU), the driver version, and {visible}",
+                remedy=remedy,
                 value=0,
                 threshold=len(s.gpus),
                 unit="GPUs",

@@ -160,3 +160,25 @@ def test_no_gpu_names_why_amdsmi_found_none_too() -> None:
     )
     f = one(evaluate(s), "system.no_gpu")
     assert "NVML: " in f.detail and "amdsmi: amdsmi is not installed" in f.detail, f.detail
+
+
+@pytest.mark.parametrize(
+    ("build", "what"),
+    [
+        ({"cpu_only_build": True}, "a CPU-only build"),
+        ({"built_cuda": "12.6", "cpu_only_build": False}, "a CUDA 12.6 build"),
+    ],
+)
+def test_a_torch_that_cannot_use_amd_gpus_is_told_to_install_the_rocm_build(
+    build: dict[str, object], what: str
+) -> None:
+    """QA 15: on an AMD machine a CPU-only or CUDA torch got only "check the torch build (ROCm vs
+    CPU)"; the build is known, so the remedy says which to install, and never a CUDA wheel."""
+    from gpuselect.hardware.types import FrameworkInfo
+
+    torch = FrameworkInfo("torch", True, "2.13.0", probed=True, sees_gpu=False, **build)  # type: ignore[arg-type]
+    s = dataclasses.replace(snap(A.mi250x_node()), torch=torch, frameworks=[torch])
+    f = one(evaluate(s), "framework.torch.no_gpu")
+    assert f.severity is Severity.CRITICAL and f.remedy is not None
+    assert f"this torch is {what}, which cannot use AMD GPUs" in f.remedy, f.remedy
+    assert "/whl/rocm" in f.remedy and "cu1" not in f.remedy, f.remedy
