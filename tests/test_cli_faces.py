@@ -344,6 +344,13 @@ def test_the_links_line_only_where_a_row_uses_several_gpus(capsys: pytest.Captur
     assert "Several GPUs: spec link bandwidths" in two
     dies = _out(["estimate", "--workload", "resnet50", "--gpus", "amd-mi250x", "--count", "1"], capsys)
     assert "Several GPUs: spec link bandwidths" in dies  # one MI250X trains data-parallel over its 2 dies
+    # QA 15: each vendor's link named, not NVLink for AMD's Infinity Fabric
+    assert "spec link bandwidths (Infinity Fabric, PCIe)" in dies
+    assert "spec link bandwidths (NVLink, PCIe)" in two
+    both = _out(
+        ["estimate", "--workload", "resnet50", "--gpus", "nvidia-h100-sxm5-80gb,amd-mi300x", "--count", "2"], capsys
+    )
+    assert "spec link bandwidths (NVLink, Infinity Fabric, PCIe)" in both
 
 
 def test_an_moe_workload_states_its_active_parameters_in_json(

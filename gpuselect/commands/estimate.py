@@ -9,6 +9,7 @@ from typing import Any
 from gpuselect.commands import add_format_option
 from gpuselect.commands.estimate_options import _number, add_estimate_options
 from gpuselect.output import millions, plural
+from gpuselect.types import Family
 from gpuselect.workloads.model import sentence_start
 
 HELP = "estimate training time, memory fit and cost on every catalog GPU, and recommend one of four stages"
@@ -113,7 +114,9 @@ def run(args: argparse.Namespace) -> int:
             + (
                 a.interconnect.describe()
                 if a.interconnect
-                else "spec link bandwidths (NVLink, PCIe); between nodes "
+                else "spec link bandwidths ("
+                + _link_kinds(result.rows)
+                + "); between nodes "
                 + (f"{a.network_gbs:g} GB/s per node" if a.network_gbs is not None else describe_reference_networks())
             )
         )
@@ -225,6 +228,12 @@ def run(args: argparse.Namespace) -> int:
         + "`--format json` has every row with its per-step time breakdown and what would make a GPU fit."
     )
     return 0
+
+
+def _link_kinds(rows: Any) -> str:
+    """The links the listed cards use, in their vendors' words (AMD's Infinity Fabric is no NVLink)."""
+    amd = {r.family in (Family.RADEON, Family.INSTINCT) for r in rows if r.count * r.dies > 1}
+    return ", ".join(["NVLink"] * (False in amd) + ["Infinity Fabric"] * (True in amd) + ["PCIe"])
 
 
 def data_scope(w: Any, a: Any) -> str:

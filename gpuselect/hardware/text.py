@@ -28,9 +28,11 @@ def gpu_lines(g: GpuInfo) -> list[str]:
     )
     th = g.temperature_thresholds
     c, p = g.clocks, g.pcie
+    # AMD words on an AMD card: amdsmi reads the GFX (shader) clock; compute capability is CUDA's
+    amd = g.vendor == "AMD"
     lines = [
         head,
-        f"  memory: {mem}; compute capability {_na(g.compute_capability)}",
+        f"  memory: {mem}" + ("" if amd else f"; compute capability {_na(g.compute_capability)}"),
         f"  temperature: {_na(g.temperature_c, ' °C')}{' ' + g.temperature_sensor if g.temperature_sensor else ''} "
         f"(slowdown {_na(th.slowdown_c, ' °C')}, shutdown {_na(th.shutdown_c, ' °C')})"
         + (
@@ -39,7 +41,7 @@ def gpu_lines(g: GpuInfo) -> list[str]:
             else ""
         ),
         f"  power: {_na(g.power_draw_w, ' W', '{:.0f}')} of {_na(g.power_limit_w, ' W', '{:.0f}')} limit (default {_na(g.power_default_limit_w, ' W', '{:.0f}')})",
-        f"  clocks: SM {_na(c.sm_mhz)}/{_na(c.sm_max_mhz, ' MHz')}, memory {_na(c.memory_mhz)}/{_na(c.memory_max_mhz, ' MHz')}",
+        f"  clocks: {'GFX' if amd else 'SM'} {_na(c.sm_mhz)}/{_na(c.sm_max_mhz, ' MHz')}, memory {_na(c.memory_mhz)}/{_na(c.memory_max_mhz, ' MHz')}",
         "  PCIe: "
         + (
             f"Gen{_na(p.generation)} x{_na(p.width)} (max Gen{_na(p.max_generation)} x{_na(p.max_width)})"

@@ -153,8 +153,9 @@ def rule_temperature(g: GpuInfo) -> Iterable[Finding]:
     else:
         sev, title = Severity.OK, f"temperature {t} °C ({crit - t:.0f} °C below slowdown)"
     where = _sensor(g)
+    shutdown = "n/a" if th.shutdown_c is None else f"{th.shutdown_c} °C"  # not "n/a °C"
     detail = (
-        f"{where} at {t} °C; slowdown {th.slowdown_c} °C, shutdown {_na(th.shutdown_c)} °C (card's own thresholds)"
+        f"{where} at {t} °C; slowdown {th.slowdown_c} °C, shutdown {shutdown} (card's own thresholds)"
         if th.slowdown_c is not None
         else f"{where} at {t} °C; the card reports only its shutdown point ({th.shutdown_c} °C): slowdown taken "
         f"5 °C below it"
@@ -591,13 +592,15 @@ GPU_RULES: tuple[Callable[[GpuInfo], Iterable[Finding]], ...] = (
 def rule_no_gpu(s: Snapshot) -> Iterable[Finding]:
     if s.gpus or s.nvml.error_code in _NVML_INIT_FAILURES:  # a failing GPU is not "no GPU" (rule_nvml)
         return
-    why = s.nvml.error or "no GPU backend found a device"
+    # both backends' reasons: an AMD machine without amdsmi read only "nvidia-ml-py is not importable"
+    reasons = (("NVML", s.nvml.error), ("amdsmi", s.amd.error))
+    why = "; ".join(f"{name}: {err}" for name, err in reasons if err) or "no GPU backend found a device"
     yield Finding(
         "system.no_gpu",
         Severity.INFO,
         "system",
         "no GPU found: training runs on the CPU",
-        f"NVML: {why}. Small networks with small batches train fine on a fast CPU; large models and "
+        f"{why}. Small networks with small batches train fine on a fast CPU; large models and "
         "batches need a GPU (typically 10-30× faster).",
         remedy="run `gpuselect estimate` to see whether your workload needs a GPU at all",
         value=0,
@@ -831,13 +834,25 @@ def _framework_rules(s: Snapshot, fw: FrameworkInfo) -> Iterable[Finding]:
         elif fw.sees_gpu is False and not (nvidia and fw.cpu_only_build):  # the CPU-only warning says why
             amd = all(g.vendor == "AMD" for g in s.gpus)
             build, visible = ("ROCm", "HIP_VISIBLE_DEVICES") if amd else ("CUDA", "CUDA_VISIBLE_DEVICES")
+            remedy = f"check the {fw.name} build ({build} vs CPU), the driver version, and {visible}"
+            if amd and (fw.cpu_only_build or fw.built_cuda):
+                # the build is known not to run on AMD: say which to install, never a CUDA wheel
+                what = "a CPU-only build" if fw.cpu_only_build else f"a CUDA {fw.built_cuda} build"
+                remedy = (
+                    f"this {fw.name} is {what}, which cannot use AMD GPUs: install its ROCm build for your ROCm "
+                    + (
+                        f"(`pip install torch --index-url {_WHL}/rocm<version>`, a ROCm version pytorch.org lists for this torch)"
+                        if fw.name == "torch"
+                        else "(its ROCm build for your ROCm)"
+                    )
+                )
             yield Finding(
                 f"framework.{fw.name}.no_gpu",
                 Severity.CRITICAL,
                 dev,
                 f"the GPU is there but {fw.name} does not see it",
                 f"{len(s.gpus)} GPU(s) detected by the driver; {fw.name} reports none",
-                remedy=f"check the {fw.name} build ({build} vs CPU), the driver version, and {visible}",
+                remedy=remedy,
                 value=0,
                 threshold=len(s.gpus),
                 unit="GPUs",

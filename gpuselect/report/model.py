@@ -130,6 +130,8 @@ def _machine_section(snap: Any, redact: bool) -> Section:
         s.lines.append(f"NVIDIA driver {snap.nvml.driver_version}, CUDA {snap.nvml.cuda_driver_version}.")
     else:
         s.lines.append(f"NVIDIA driver: not available ({snap.nvml.error}).")
+    if snap.amd.available or (snap.amd.error and "not installed" not in snap.amd.error):  # as `detect` says it
+        s.lines.append(f"amdsmi: {'available' if snap.amd.available else snap.amd.error}.")
     for fw in snap.frameworks:
         if fw.installed:
             built = (
@@ -137,10 +139,15 @@ def _machine_section(snap: Any, redact: bool) -> Section:
                 if fw.cpu_only_build
                 else f"built for CUDA {fw.built_cuda}"
                 if fw.built_cuda
+                else f"built for ROCm {fw.built_rocm}"
+                if fw.built_rocm
                 else "build unknown"
             )
             s.lines.append(f"{fw.name} {fw.version}: {built}.")
-    rows = [["GPU", "VRAM", "Temp", "Power / limit", "SM clock / max", "PCIe", "UUID" if not redact else "State"]]
+    # amdsmi reads the GFX clock, NVML the SM clock: each in its vendor's word
+    vendors = {g.vendor for g in snap.gpus}
+    clock = "GFX clock / max" if vendors == {"AMD"} else "Clock / max" if "AMD" in vendors else "SM clock / max"
+    rows = [["GPU", "VRAM", "Temp", "Power / limit", clock, "PCIe", "UUID" if not redact else "State"]]
     for g in snap.gpus:
         rows.append(
             [

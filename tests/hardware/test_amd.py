@@ -169,3 +169,16 @@ def test_amdsmi_messages_are_one_line() -> None:
 
     status, _ = detect_amd(Multiline([]))
     assert status.error == "amdsmi_init failed: Error code: 34 AMDSMI_STATUS_DRIVER_NOT_LOADED"
+
+
+def test_an_amd_card_is_described_in_amds_words() -> None:
+    """QA 15: `gpuselect detect` showed an MI300X's "SM" clock and "compute capability n/a" (CUDA's
+    words); amdsmi reads the GFX clock and the card has no compute capability."""
+    from gpuselect.hardware.text import gpu_lines
+    from gpuselect.hardware.types import GpuInfo
+
+    _, (g,) = detect_amd(A.FakeAmdSmi())
+    text = "\n".join(gpu_lines(g))
+    assert "clocks: GFX 2100/2100 MHz" in text and "SM " not in text and "compute capability" not in text, text
+    nvidia = GpuInfo(index=0, vendor="NVIDIA", name="H100", source="nvml", compute_capability="9.0")
+    assert "compute capability 9.0" in "\n".join(gpu_lines(nvidia))

@@ -141,3 +141,44 @@ def test_amdsmi_failing_without_an_amd_driver_is_only_a_note(monkeypatch: pytest
     r = evaluate(snap(A.FakeAmdSmi(init_error=A.AMDSMI_STATUS_INIT_ERROR)))
     f = one(r, "amdsmi.init_failed")
     assert f.severity is Severity.INFO and "unseen" not in f.title
+
+
+def test_a_card_without_a_shutdown_point_reads_n_a_not_n_a_degrees() -> None:
+    """QA 15: an RDNA card with only a slowdown limit read "shutdown n/a °C"."""
+    gpu = A.FakeAmdGpu(temps={A.AmdSmiTemperatureType.HOTSPOT: {0: 108, 5: 110}})
+    f = one(evaluate(snap(A.FakeAmdSmi([gpu]))), "gpu.temperature")
+    assert "slowdown 110 °C, shutdown n/a (card's own thresholds)" in f.detail, f.detail
+
+
+def test_no_gpu_names_why_amdsmi_found_none_too() -> None:
+    """QA 15: on an AMD machine without amdsmi, "no GPU found" gave only NVML's reason
+    (nvidia-ml-py not importable), never that amdsmi was missing."""
+    s = dataclasses.replace(
+        detect(nvml=F.FakeNVML(init_error=F.INIT_FAILURES["library_not_found"]), amdsmi=None, probe=False),
+        torch=None,
+        frameworks=[],
+    )
+    f = one(evaluate(s), "system.no_gpu")
+    assert "NVML: " in f.detail and "amdsmi: amdsmi is not installed" in f.detail, f.detail
+
+
+@pytest.mark.parametrize(
+    ("build", "what"),
+    [
+        ({"cpu_only_build": True}, "a CPU-only build"),
+        ({"built_cuda": "12.6", "cpu_only_build": False}, "a CUDA 12.6 build"),
+    ],
+)
+def test_a_torch_that_cannot_use_amd_gpus_is_told_to_install_the_rocm_build(
+    build: dict[str, object], what: str
+) -> None:
+    """QA 15: on an AMD machine a CPU-only or CUDA torch got only "check the torch build (ROCm vs
+    CPU)"; the build is known, so the remedy says which to install, and never a CUDA wheel."""
+    from gpuselect.hardware.types import FrameworkInfo
+
+    torch = FrameworkInfo("torch", True, "2.13.0", probed=True, sees_gpu=False, **build)  # type: ignore[arg-type]
+    s = dataclasses.replace(snap(A.mi250x_node()), torch=torch, frameworks=[torch])
+    f = one(evaluate(s), "framework.torch.no_gpu")
+    assert f.severity is Severity.CRITICAL and f.remedy is not None
+    assert f"this torch is {what}, which cannot use AMD GPUs" in f.remedy, f.remedy
+    assert "/whl/rocm" in f.remedy and "cu1" not in f.remedy, f.remedy

@@ -313,3 +313,21 @@ def test_the_memory_chart_reads_a_card_s_memory_as_the_table_under_it() -> None:
     assert _memory_figures({"peak_gb": 158.43, "vram_gb": 179.06, "fits": True}) == "158.4 of 179.06 GB"
     assert _memory_figures({"peak_gb": 81.0, "vram_gb": 79.65, "fits": False}) == "81.0 of 79.65 GB \u2014 too big"
     assert _memory_figures({"peak_gb": 12.2, "vram_gb": 80.0, "fits": True}) == "12.2 of 80 GB"
+
+
+def test_an_amd_machine_reads_in_amds_words() -> None:
+    """QA 15: an AMD machine's report said torch's ROCm build was "build unknown" (detect says
+    "built for ROCm 6.4"), left amdsmi out and headed the GFX clock "SM clock"."""
+    import dataclasses
+
+    from gpuselect.hardware.types import FrameworkInfo
+    from tests.fakes import fake_amdsmi as A
+
+    snap = detect(nvml=F.FakeNVML(init_error=F.INIT_FAILURES["library_not_found"]), amdsmi=A.mi250x_node(), probe=False)
+    torch = FrameworkInfo("torch", True, "2.7.0+rocm6.4", built_rocm="6.4", cpu_only_build=False)
+    snap = dataclasses.replace(snap, frameworks=[torch])
+    machine = build_report(snap, evaluate(snap)).sections[0]
+    lines = "\n".join(machine.lines)
+    assert "torch 2.7.0+rocm6.4: built for ROCm 6.4." in lines and "build unknown" not in lines, lines
+    assert "amdsmi: available." in lines, lines
+    assert machine.table is not None and machine.table[0][4] == "GFX clock / max", machine.table[0]
