@@ -33,3 +33,13 @@ MIXTRAL_8X7B: dict[str, Any] = {
     "num_experts_per_tok": 2,
     "tie_word_embeddings": False,
 }
+
+#: openai-community/gpt2 config.json (the fields gpuselect reads).
+GPT2_SMALL: dict[str, Any] = {
+    "model_type": "gpt2",
+    "n_embd": 768,
+    "n_layer": 12,
+    "n_head": 12,
+    "vocab_size": 50257,
+    "n_positions": 1024,
+}

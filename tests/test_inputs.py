@@ -20,6 +20,7 @@ from gpuselect.fsutil import atomic_write_text
 from gpuselect.safe_io import read_json, read_text
 from gpuselect.settings import Settings, load
 from tests.conftest import REPO_ROOT
+from tests.hf_configs import GPT2_SMALL
 
 DEEP_JSON = "[" * 100_000 + "]" * 100_000
 DEEP_TOML = "a = " + "[" * 100_000 + "]" * 100_000 + "\n"
@@ -293,20 +294,7 @@ def test_bench_and_config_refuse_devices_fifos_and_deep_files(
 
 def test_config_in_utf16_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "config.json"
-    cfg.write_bytes(
-        _utf16(
-            json.dumps(
-                {
-                    "model_type": "gpt2",
-                    "n_embd": 768,
-                    "n_layer": 12,
-                    "n_head": 12,
-                    "vocab_size": 50257,
-                    "n_positions": 1024,
-                }
-            )
-        )
-    )
+    cfg.write_bytes(_utf16(json.dumps(GPT2_SMALL)))
     assert main(["estimate", "--config", str(cfg), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["workload"]["params"] > 1e8
 

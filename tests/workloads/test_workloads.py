@@ -14,6 +14,7 @@ from gpuselect.types import Mode
 from gpuselect.workloads.model import public_id
 from gpuselect.workloads.presets import PRESETS, custom_workload, get_preset
 from gpuselect.workloads.transformer import TransformerShape, shape_from_hf_config, workload_from_hf_config
+from tests.hf_configs import GPT2_SMALL
 
 REQUIRED_IDS = {
     "mnist-mlp",
@@ -136,14 +137,7 @@ def test_gpt2_style_config_keys(tmp_path: Path) -> None:
     # only the linear layers' biases and the LayerNorms' (under 0.1 %)
     [
         (
-            {
-                "model_type": "gpt2",
-                "n_embd": 768,
-                "n_layer": 12,
-                "n_head": 12,
-                "vocab_size": 50257,
-                "n_positions": 1024,
-            },
+            GPT2_SMALL,
             124_439_808,
         ),
         # a small GPT-2 with a long context: its position table is a sixth of the model
