@@ -27,6 +27,7 @@ from gpuselect.health.rules import HealthReport
 from gpuselect.settings import Settings
 from gpuselect.workloads.presets import PRESETS, get_preset
 from tests.app.machines import a100x2, rtx3090
+from tests.builders import option_row
 
 S = Settings()
 
@@ -107,22 +108,17 @@ def test_implausible_options_are_not_offered() -> None:
 def _row(
     gpu: str, hours: float, buy: float | None, cloud: float | None, band: float = 0.2, deadline: float = 72
 ) -> EstimateRow:
-    return EstimateRow(
-        gpu_id=gpu,
-        name=gpu,
-        family="geforce",
-        count=1,
-        fits=True,
+    return option_row(
+        gpu,
+        hours,
+        buy=buy,
+        rent=cloud,
+        band=band,
+        deadline=deadline,
         batch_size=8,
         throughput_samples_per_s=1.0,
         epoch_time_s=1.0,
-        total_time_h=hours,
-        buy_cost_usd=buy,
-        cloud_cost_usd=cloud,
-        energy_kwh=1.0,
         co2_kg=0.5,
-        error_band=band,
-        meets_deadline=hours <= deadline,
     )
 
 

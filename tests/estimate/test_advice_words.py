@@ -16,6 +16,7 @@ from gpuselect.estimate import api as A
 from gpuselect.estimate.api import Assumptions, EstimateRow, LocalEstimate
 from gpuselect.estimate.recommend import explain, named_options, recommend
 from gpuselect.workloads.presets import PRESETS
+from tests.builders import option_row
 
 W = PRESETS["resnet50"]
 SLOW_CPU = [LocalEstimate("cpu", "CPU", 1.0, 1e6, "measured", 0.5)]
@@ -36,23 +37,7 @@ def _r(
     deadline: float = 72.0,
     band: float = 0.3,
 ) -> EstimateRow:
-    return EstimateRow(
-        gpu_id=gpu,
-        name=gpu,
-        family=family,  # type: ignore[arg-type]
-        count=count,
-        fits=True,
-        batch_size=32,
-        throughput_samples_per_s=100.0,
-        epoch_time_s=10.0,
-        total_time_h=hours,
-        buy_cost_usd=buy,
-        cloud_cost_usd=rent,
-        energy_kwh=1.0,
-        co2_kg=0.4,
-        error_band=band,
-        meets_deadline=hours <= deadline,
-    )
+    return option_row(gpu, hours, family=family, count=count, buy=buy, rent=rent, band=band, deadline=deadline)
 
 
 def test_a_missed_deadline_prefers_the_cheaper_option_when_the_lead_is_inside_the_band() -> None:

@@ -28,6 +28,7 @@ from gpuselect.estimate.api import (
 )
 from gpuselect.estimate.perf import default_model, load_reference_rows
 from gpuselect.workloads.presets import PRESETS
+from tests.builders import option_row
 
 GIB = 1024**3
 
@@ -105,23 +106,7 @@ def test_cost_energy_and_break_even(catalog, perf) -> None:
 
 
 def _r(gpu: str, family: str, count: int, hours: float, cost: float | None, deadline: float = 72.0) -> EstimateRow:
-    return EstimateRow(
-        gpu_id=gpu,
-        name=gpu,
-        family=family,
-        count=count,
-        fits=True,
-        batch_size=32,
-        throughput_samples_per_s=100.0,
-        epoch_time_s=10.0,
-        total_time_h=hours,
-        buy_cost_usd=cost,
-        cloud_cost_usd=None,
-        energy_kwh=1.0,
-        co2_kg=0.4,
-        error_band=0.3,
-        meets_deadline=hours <= deadline,
-    )
+    return option_row(gpu, hours, family=family, count=count, buy=cost, deadline=deadline)
 
 
 W = PRESETS["resnet50"]
