@@ -148,6 +148,17 @@ def _answer_quit_prompt(qtbot, answer, seen: list[str]) -> None:  # type: ignore
     QTimer.singleShot(0, click)
 
 
+def _window_benchmarking(qtbot, monkeypatch: pytest.MonkeyPatch, real_quit_prompt) -> MainWindow:  # type: ignore[no-untyped-def]
+    """The main window, shown, with a benchmark that never ends running and the real quit prompt."""
+    monkeypatch.setattr("gpuselect.bench.engine.run_benchmark", _endless)
+    monkeypatch.setattr(MainWindow, "_ask_quit", real_quit_prompt)
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    w.bench.start()
+    return w
+
+
 def test_quitting_during_a_benchmark_asks_first_and_no_keeps_it_running(
     qtbot, monkeypatch: pytest.MonkeyPatch, real_quit_prompt
 ) -> None:
@@ -156,12 +167,7 @@ def test_quitting_during_a_benchmark_asks_first_and_no_keeps_it_running(
 
     from PySide6.QtWidgets import QMessageBox
 
-    monkeypatch.setattr("gpuselect.bench.engine.run_benchmark", _endless)
-    monkeypatch.setattr(MainWindow, "_ask_quit", real_quit_prompt)
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    w.bench.start()
+    w = _window_benchmarking(qtbot, monkeypatch, real_quit_prompt)
     seen: list[str] = []
     _answer_quit_prompt(qtbot, QMessageBox.StandardButton.No, seen)
     w.close()  # Ctrl+Q's action calls this
@@ -181,12 +187,7 @@ def test_ctrl_c_while_the_quit_prompt_is_open_quits(qtbot, monkeypatch: pytest.M
 
     from PySide6.QtCore import QTimer
 
-    monkeypatch.setattr("gpuselect.bench.engine.run_benchmark", _endless)
-    monkeypatch.setattr(MainWindow, "_ask_quit", real_quit_prompt)
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    w.bench.start()
+    w = _window_benchmarking(qtbot, monkeypatch, real_quit_prompt)
     QTimer.singleShot(200, w.close_without_asking)  # fires inside the prompt's own loop
     w.close()
     assert not w.isVisible()
