@@ -658,64 +658,57 @@ def _row(
     host's dispatch bounds the step and fp32 trains faster: autocast's casts are extra ops, so a
     tiny model at a small batch runs slower in bf16 (an H100 then ranked below a GTX 1080)."""
     r = _row_at(w, e, count, a, perf, band, device)
-    if a.precision == Precision.FP8 and r.fits and r.precision_used == Precision.FP8:
-        _note_fp8_slower(r, _row_at(w, e, count, replace(a, precision=Precision.BF16), perf, band, device))
-        return r
-    sixteen = (Precision.FP16, Precision.BF16, Precision.BF16_TRUE)
-    if a.precision in sixteen and r.fits and r.bound == "overhead" and r.precision_used != Precision.FP32:
-        # asked for 16-bit where the host bounds the step: said where fp32 trains faster (auto's choice)
-        _note_fp32_faster(r, _row_at(w, e, count, replace(a, precision=Precision.FP32), perf, band, device))
-        return r
-    if a.precision != Precision.AUTO or not r.fits or r.bound != "overhead" or r.precision_used == Precision.FP32:
-        return r
-    alt = _row_at(w, e, count, replace(a, precision=Precision.FP32), perf, band, device)  # its own fp32 memory fit
-    if not (alt.fits and alt.throughput_samples_per_s and r.throughput_samples_per_s):
-        return r
-    if alt.throughput_samples_per_s <= r.throughput_samples_per_s:
+    if not r.fits or r.precision_used is None:
         return r
     p = r.precision_used
-    why = f"auto: fp32, faster here than {p} (in {p} the host bounds the step, and mixed precision adds casts)"
-    alt.note = f"{why}; {alt.note}" if alt.note else why
-    return alt
+    casts = ", and mixed precision adds casts" if p != Precision.BF16_TRUE else ""
+    if a.precision == Precision.FP8 and p == Precision.FP8:
+        # fp8 quantises each linear layer's operands (an amax and a cast kernel each) and keeps
+        # attention and the output layer in bf16: on a card whose memory is slow for its fp8 rate,
+        # or a model with small layers, the casts cost more than the faster GEMMs save (ViT-B/16 on
+        # an L40S: +19 %). The time stays what was asked for; the row says so.
+        why = "its operands' amax and cast kernels cost more memory traffic than its faster GEMMs save on this card and model"
+        return _say_faster(r, _row_at(w, e, count, replace(a, precision=Precision.BF16), perf, band, device), why)
+    sixteen = (Precision.FP16, Precision.BF16, Precision.BF16_TRUE)
+    if r.bound != "overhead" or p == Precision.FP32 or a.precision not in (*sixteen, Precision.AUTO):
+        return r
+    fp32 = _row_at(w, e, count, replace(a, precision=Precision.FP32), perf, band, device)  # its own memory fit
+    if a.precision in sixteen:
+        # asked for 16-bit where the host bounds the step: said where fp32 trains faster
+        return _say_faster(r, fp32, f"the host bounds the step{casts}", also=" (or auto)")
+    if _gain(r, fp32, margin=1.0) is None:  # auto
+        return r
+    # auto takes fp32 where the host's dispatch bounds the step and fp32 trains faster: autocast's
+    # casts are extra ops, so a tiny model at a small batch runs slower in bf16
+    why = f"auto: fp32, faster here than {p} (in {p} the host bounds the step{casts})"
+    fp32.note = f"{why}; {fp32.note}" if fp32.note else why
+    return fp32
 
 
-#: How much faster bf16 must train than the fp8 asked for before the row says so (1 %: not noise).
+#: How much faster another precision must train than the one asked for before the row says so
+#: (1 %: not noise).
 FP8_SLOWER_MARGIN = 1.01
 
 
-def _note_fp8_slower(r: EstimateRow, bf16: EstimateRow) -> None:
-    """An fp8 row that trains slower than the same card in bf16 says so and why: fp8 quantises each
-    linear layer's operands (an amax and a cast kernel each) and keeps attention and the output
-    layer in bf16, so on a card whose memory is slow for its fp8 rate, or a model with small
-    layers, the casts cost more than the faster GEMMs save (ViT-B/16 on an L40S: +19 %). The fp8
-    time stays what was asked for."""
-    fast, slow = bf16.throughput_samples_per_s, r.throughput_samples_per_s
-    if not (bf16.fits and fast and slow and fast > FP8_SLOWER_MARGIN * slow):
-        return
-    said = (
-        f"fp8 is {100 * (fast / slow - 1):.0f} % slower here than bf16 (its operands' amax and cast kernels "
-        "cost more memory traffic than its faster GEMMs save on this card and model): --precision bf16 "
-        "trains faster"
-    )
-    r.note = f"{said}; {r.note}" if r.note else said
-    r.faster_precision = Precision.BF16
+def _gain(r: EstimateRow, alt: EstimateRow, margin: float = FP8_SLOWER_MARGIN) -> float | None:
+    """How much faster ``alt`` (the same option in another precision) trains than ``r``, where it
+    fits and beats ``margin``; else None."""
+    fast, slow = alt.throughput_samples_per_s, r.throughput_samples_per_s
+    return fast / slow - 1 if alt.fits and fast and slow and fast > margin * slow else None
 
 
-def _note_fp32_faster(r: EstimateRow, fp32: EstimateRow) -> None:
-    """A 16-bit row (asked for) that fp32 trains faster says so: where the host's dispatch bounds a
-    small model's step, 16-bit kernels save nothing and autocast's casts are extra ops (auto takes
-    fp32 there). The 16-bit time stays what was asked for."""
-    fast, slow = fp32.throughput_samples_per_s, r.throughput_samples_per_s
-    if not (fp32.fits and fast and slow and fast > FP8_SLOWER_MARGIN * slow):
-        return
-    p = r.precision_used
-    said = (
-        f"{p} is {100 * (fast / slow - 1):.0f} % slower here than fp32 (the host bounds the step"
-        + (", and mixed precision adds casts" if p != Precision.BF16_TRUE else "")
-        + "): --precision fp32 (or auto) trains faster"
-    )
-    r.note = f"{said}; {r.note}" if r.note else said
-    r.faster_precision = Precision.FP32
+def _say_faster(r: EstimateRow, alt: EstimateRow, why: str, also: str = "") -> EstimateRow:
+    """A row asked for in a precision that ``alt``'s trains faster says so, by how much and why
+    (``faster_precision``); its time stays what was asked for."""
+    gain = _gain(r, alt)
+    if gain is not None and alt.precision_used is not None:
+        said = (
+            f"{r.precision_used} is {100 * gain:.0f} % slower here than {alt.precision_used} ({why}): "
+            f"--precision {alt.precision_used}{also} trains faster"
+        )
+        r.note = f"{said}; {r.note}" if r.note else said
+        r.faster_precision = alt.precision_used
+    return r
 
 
 def _clamp_note(n: int, count: int, asked: int, held: int) -> str:
