@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     from gpuselect.app.money import MoneyFormat
     from gpuselect.commands import estimate_options as opts
+    from gpuselect.estimate.memory import vram_text
     from gpuselect.estimate.parallel import describe_reference_networks
     from gpuselect.estimate.recommend import (
         CLOUD_COST_NOTE,
@@ -164,7 +165,9 @@ def run(args: argparse.Namespace) -> int:
         named = [r for r in rows if (r.gpu_id, r.count) in picks and r not in top]
         for r in top + named:
             shown.append(r)
-            mem = f"{r.peak_memory_gb:.1f}/{_vram(r.vram_gb)}" if r.peak_memory_gb is not None and r.vram_gb else "—"
+            mem = (
+                f"{r.peak_memory_gb:.1f}/{vram_text(r.vram_gb)}" if r.peak_memory_gb is not None and r.vram_gb else "—"
+            )
             if "paging" in r.time_breakdown_s:
                 mem += "+"  # part of a paged optimizer's state lives in host memory (footnote)
                 paged = True
@@ -253,13 +256,6 @@ def data_scope(w: Any, a: Any) -> str:
     )
     which = "" if len(unset) == 2 else ("samples: " if unset[0] == "--dataset-size" else "epochs: ")
     return f"{text} ({which}{whose}; set {'/'.join(unset)})"
-
-
-def _vram(gb: float) -> str:
-    """A card's memory in the table, as every face writes it (``memory.vram_text``)."""
-    from gpuselect.estimate.memory import vram_text
-
-    return vram_text(gb)
 
 
 def _gflop(flops: float) -> str:
