@@ -620,6 +620,17 @@ def _at(zero: MemoryBreakdown, act: float, logits: float, batch: int, ph: _LossP
     )
 
 
+_BATCH_LIMIT = 1 << 24  # the largest batch any search considers
+
+
+def _needed_at(zero: MemoryBreakdown, act: float, logits: float, batch: int, ph: _LossPhase | None = None) -> float:
+    """``_needed(_at(...))`` without building the breakdown (the same sums in the same order, so the
+    same float): the batch searches call it tens of thousands of times per catalog estimate."""
+    a, lg = _phase_parts(ph, zero.gradients - zero.buffers, batch) if ph is not None else (batch * act, batch * logits)
+    allocated = zero.weights + zero.gradients + zero.optimizer + a + lg
+    return allocated + (zero.fixed + ALLOCATOR_SLACK * allocated) - zero.evictable * (1 + ALLOCATOR_SLACK)
+
+
 @functools.lru_cache(maxsize=4096)
 def _parts(
     w: Workload, o: MemoryOptions, shape: TransformerShape | None
@@ -634,13 +645,13 @@ def _parts(
 def _max_batch(
     zero: MemoryBreakdown, act: float, logits: float, cap: float, limit: int, ph: _LossPhase | None = None
 ) -> int:
-    if _needed(_at(zero, act, logits, 1, ph)) > cap:
+    if _needed_at(zero, act, logits, 1, ph) > cap:
         return 0
     if ph is not None:  # two phases: monotone in the batch, not linear; bisect
         lo, hi = 1, limit
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if _needed(_at(zero, act, logits, mid, ph)) <= cap else (lo, mid - 1)
+            lo, hi = (mid, hi) if _needed_at(zero, act, logits, mid, ph) <= cap else (lo, mid - 1)
         return lo
     per = act + logits
     if per <= 0:
@@ -657,13 +668,13 @@ def _max_batch(
         )
         + 1,
     )
-    while b > 1 and _needed(_at(zero, act, logits, b)) > cap:  # the float edge
+    while b > 1 and _needed_at(zero, act, logits, b) > cap:  # the float edge
         b -= 1
     return b
 
 
 def max_batch_size(
-    w: Workload, vram_gb: float, o: MemoryOptions, shape: TransformerShape | None = None, limit: int = 1 << 24
+    w: Workload, vram_gb: float, o: MemoryOptions, shape: TransformerShape | None = None, limit: int = _BATCH_LIMIT
 ) -> int:
     """The largest per-GPU batch whose peak fits (0: not even one sample)."""
     zero, act, logits, ph = _parts(w, o, shape)
@@ -705,9 +716,24 @@ def fit_with(
     # Plain DDP holds the same per GPU at 2, 4 or 8 GPUs (a replica and its gradient buckets): one
     # search serves every count, as one did before each count was fitted on its own (the catalog's
     # first call stays within its 100 ms).
-    key = replace(o, gpus=2) if o.sharding == "none" and o.offload == "none" and o.gpus > 2 else o
-    fit = _fit_cached(w, vram_gb, key, batch_size, shape)
+    fit = _fit_cached(w, vram_gb, _fit_key(o), batch_size, shape)
     return replace(fit, options=o)  # a row's own copy, with its own options
+
+
+def _fit_key(o: MemoryOptions) -> MemoryOptions:
+    return replace(o, gpus=2) if o.sharding == "none" and o.offload == "none" and o.gpus > 2 else o
+
+
+def _fits(
+    w: Workload, vram_gb: float, o: MemoryOptions, batch_size: int | None, shape: TransformerShape | None
+) -> bool:
+    """``fit_with(...).fits``, without the batch searches or the row's copy (the suggestions ask it
+    hundreds of times per catalog estimate): the peak never falls as the batch grows, so the batch
+    asked for fits where its own peak does, and the default batch, capped at what fits, where batch 1
+    does (tests/test_memory_fits.py checks the two agree)."""
+    zero, act, logits, ph = _parts(w, _fit_key(o), shape)
+    used = max(1, batch_size) if batch_size is not None else 1
+    return used <= _BATCH_LIMIT and _needed_at(zero, act, logits, used, ph) <= capacity_bytes(vram_gb)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -716,12 +742,12 @@ def _fit_cached(
 ) -> Fit:
     zero, act, logits, ph = _parts(w, o, shape)
     cap = capacity_bytes(vram_gb)
-    mb = _max_batch(zero, act, logits, cap, 1 << 24, ph)
+    mb = _max_batch(zero, act, logits, cap, _BATCH_LIMIT, ph)
     wanted = batch_size if batch_size is not None else w.default_batch_size
     if batch_size is None and mb > 0:
         # A batch capped by memory leaves the card HEADROOM's room where it can: filled to 99.9 %,
         # any error of this model, a longer sample or another library's workspace runs out of it.
-        room = _max_batch(zero, act, logits, cap * HEADROOM, 1 << 24, ph)
+        room = _max_batch(zero, act, logits, cap * HEADROOM, _BATCH_LIMIT, ph)
         used = max(1, min(wanted, room if room > 0 else mb))
     else:
         used = max(1, wanted if batch_size is not None else min(wanted, mb))
@@ -847,7 +873,7 @@ def _suggestions(
     shape = shape or shape_of(w)
 
     def ok(w2: Workload = w, b: int | None = batch_size, **kw: Any) -> bool:
-        return fit_with(w2, vram_gb, replace(o, **kw), batch_size=b, shape=shape).fits
+        return _fits(w2, vram_gb, replace(o, **kw), b, shape)
 
     if o.offload == "optimizer" and o.sharding == "zero1" and ok(sharding="zero2"):
         # ZeRO-1-Offload holds every 16-bit gradient until the backward ends; stage 2 only its
@@ -897,12 +923,12 @@ def _suggestions(
         lora = _as_adapter(w, Mode.LORA, shape)
         for mode, label in (("lora", "LoRA fine-tuning (16-bit frozen base)"), ("qlora", "QLoRA (4-bit frozen base)")):
             cand = replace(lora, mode=Mode(mode))
-            if fit_with(cand, vram_gb, replace(o, checkpointing=True), batch_size=batch_size or 1, shape=shape).fits:
+            if _fits(cand, vram_gb, replace(o, checkpointing=True), batch_size or 1, shape):
                 tips.append(label + " with activation checkpointing")
                 break
     if w.kind == "transformer" and w.mode == "lora":
         cand = replace(w, mode=Mode.QLORA)
-        if fit_with(cand, vram_gb, replace(o, checkpointing=True), batch_size=batch_size or 1, shape=shape).fits:
+        if _fits(cand, vram_gb, replace(o, checkpointing=True), batch_size or 1, shape):
             tips.append("QLoRA (4-bit frozen base) with activation checkpointing")
     if o.gpus <= 1 and o.offload != "params":
         for n in (n for n in (2, 4, 8, 16, 32, 64, 128, 256) if n <= max_gpus):

@@ -1105,3 +1105,27 @@ def test_a_sharded_offload_row_faster_per_gpu_says_the_cpu_updates(capsys: pytes
     assert "each GPU trains faster than one alone" in two["note"], two["note"]
     assert "each GPU updates only its shard" not in two["note"]
     assert "updates only its shard of the model, on the host's CPU" in two["note"]
+
+
+@pytest.mark.parametrize(
+    "wid", ["simple-cnn", "resnet50", "gpt2-124m", "llama-8b-lora", "llama-8b-qlora", "llama-70b-full"]
+)
+def test_the_suggestions_quick_fit_check_agrees_with_the_full_fit(wid: str) -> None:
+    """``_fits`` (the suggestions' check, no batch search) says what ``fit_with(...).fits`` says,
+    at the batch edges of each card size too: where the largest batch fits and one more does not."""
+    w = PRESETS[wid]
+    checked = 0
+    for o in (
+        MemoryOptions(),
+        MemoryOptions(precision="fp32", checkpointing=True),
+        MemoryOptions(loss="plain"),
+        MemoryOptions(sharding="fsdp", gpus=8),
+        MemoryOptions(sharding="none", gpus=4),
+        MemoryOptions(offload="optimizer", sharding="zero2", gpus=2),
+    ):
+        for vram in (2.0, 8.0, 24.0, 79.65, 192.0):
+            mb = fit_with(w, vram, o).max_batch
+            for b in {None, 1, 2, 64, mb, mb + 1, max(1, mb - 1)}:
+                assert M._fits(w, vram, o, b, None) == fit_with(w, vram, o, batch_size=b).fits, (o, vram, b)
+                checked += 1
+    assert checked > 100
