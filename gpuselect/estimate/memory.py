@@ -919,17 +919,13 @@ def _suggestions(
         tips.append("pure bf16 training (bf16-true: no fp32 master weights or optimizer states)")
     if o.offload == "none" and ok(offload="optimizer"):
         tips.append("offloading the optimizer state to CPU memory (slower steps)")
-    if w.kind == "transformer" and w.mode == "full":
-        lora = _as_adapter(w, Mode.LORA, shape)
-        for mode, label in (("lora", "LoRA fine-tuning (16-bit frozen base)"), ("qlora", "QLoRA (4-bit frozen base)")):
-            cand = replace(lora, mode=Mode(mode))
-            if _fits(cand, vram_gb, replace(o, checkpointing=True), batch_size or 1, shape):
-                tips.append(label + " with activation checkpointing")
+    if w.kind == "transformer" and w.mode in ("full", "lora"):
+        labels = {Mode.LORA: "LoRA fine-tuning (16-bit frozen base)", Mode.QLORA: "QLoRA (4-bit frozen base)"}
+        ck = replace(o, checkpointing=True)
+        for cand in _adapted(w, shape):
+            if _fits(cand, vram_gb, ck, batch_size or 1, shape):
+                tips.append(labels[cand.mode] + " with activation checkpointing")
                 break
-    if w.kind == "transformer" and w.mode == "lora":
-        cand = replace(w, mode=Mode.QLORA)
-        if _fits(cand, vram_gb, replace(o, checkpointing=True), batch_size or 1, shape):
-            tips.append("QLoRA (4-bit frozen base) with activation checkpointing")
     if o.gpus <= 1 and o.offload != "params":
         for n in (n for n in (2, 4, 8, 16, 32, 64, 128, 256) if n <= max_gpus):
             if ok(b=batch_size or 1, sharding="fsdp", gpus=n, checkpointing=True):
@@ -947,6 +943,17 @@ def _suggestions(
             f"much slower; {host_state_text(host_gb, o.gpus, per_node, then=True)})"
         )
     return tuple(tips)
+
+
+@functools.lru_cache(maxsize=256)
+def _adapted(w: Workload, shape: TransformerShape | None) -> tuple[Workload, ...]:
+    """The adapter fine-tunings a transformer's suggestions try, cheapest change first: a full
+    fine-tuning's LoRA and QLoRA (rank-16 adapters on every linear layer), a LoRA's QLoRA (cached:
+    the same for every card)."""
+    if w.mode == "lora":
+        return (replace(w, mode=Mode.QLORA),)
+    lora = _as_adapter(w, Mode.LORA, shape)
+    return (lora, replace(lora, mode=Mode.QLORA))
 
 
 def _as_adapter(w: Workload, mode: Mode, shape: TransformerShape | None, rank: int = 16) -> Workload:
