@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+from typing import Any
 
 import pytest
 
@@ -35,7 +36,7 @@ def _dense(t: StepTrace, phase: Phase | None = None) -> float:
     )
 
 
-@pytest.mark.parametrize("preset_id", ["mnist-mlp", "simple-cnn"])
+@pytest.mark.parametrize("preset_id", ["mnist-mlp", "simple-cnn", "bench-transformer"])
 def test_shipped_trace_is_reproduced(preset_id: str) -> None:
     shipped = json.loads((OUT / f"{preset_id}.json").read_text())
     fresh = build(preset_id)
@@ -231,6 +232,64 @@ def test_user_sdpa_is_traced_as_the_fused_kernel_without_a_score_matrix(kind: st
     assert plain.saved_elems_per_sample < 4 * tokens * tokens
     # and SDPA is itself again once tracing is over
     assert torch.nn.functional.scaled_dot_product_attention.__name__ == "scaled_dot_product_attention"
+
+
+def _real_cpu_ops(factory: Any, shape: tuple[int, ...]) -> dict[tuple[Phase, str], int]:
+    """(phase, op) -> count of the ops one real CPU training step dispatches below autograd,
+    recorded by the tracer's own recorder."""
+    from gpuselect.workloads.trace_build.meta import _Recorder
+
+    torch.manual_seed(0)
+    model = factory()
+    model.train()
+    x, y = torch.randn(2, *shape), torch.zeros(2, dtype=torch.long)
+    rec = _Recorder()
+    with rec:
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        rec.phase = Phase.BACKWARD
+        loss.backward()
+    counts: dict[tuple[Phase, str], int] = {}
+    for r in rec.recs:
+        key = (r.phase, r.name.rsplit(":", 1)[-1])
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _traced_ops(t: StepTrace) -> dict[tuple[Phase, str], int]:
+    counts: dict[tuple[Phase, str], int] = {}
+    for o in t.ops:
+        key = (o.phase, o.name.rsplit(":", 1)[-1])
+        counts[key] = counts.get(key, 0) + o.count
+    return counts
+
+
+def test_cpu_attention_route_traces_the_math_path_and_its_dropout_mask() -> None:
+    # torch's CPU runs SDPA with dropout on the math path (its fused CPU kernel takes no dropout):
+    # the step draws a mask over batch x heads x seq x seq, which the fused-kernel trace lacks.
+    from gpuselect.workloads.reference_models import bench_transformer
+
+    heads, seq = 4, 64
+    cpu, _ = trace_module(bench_transformer, (seq, 256), attention="cpu")
+    gpu, _ = trace_module(bench_transformer, (seq, 256), attention="gpu")
+    attn_mask = [o for o in cpu.ops if o.name == "layer.self_attn:aten.bernoulli_" and o.phase is Phase.FORWARD]
+    assert len(attn_mask) == 1 and attn_mask[0].elems_per_sample / 2 == heads * seq * seq  # in and out
+    assert not any(o.kind is OpKind.ATTENTION for o in cpu.ops)
+    assert not any(o.name == "layer.self_attn:aten.bernoulli_" for o in gpu.ops)
+    assert any(o.kind is OpKind.ATTENTION for o in gpu.ops)
+    # the CPU route is op for op what a real CPU step dispatches; the fused one is not
+    real = _real_cpu_ops(bench_transformer, (seq, 256))
+    assert _traced_ops(cpu) == real
+    assert _traced_ops(gpu) != real
+
+
+def test_cpu_attention_route_without_dropout_is_the_fused_kernel() -> None:
+    # without dropout torch's CPU runs its fused kernel (no score matrix, no mask): so does the trace
+    def factory() -> nn.Module:
+        return nn.Sequential(nn.TransformerEncoderLayer(32, 2, 64, batch_first=True, dropout=0.0), nn.Flatten())
+
+    cpu, _ = trace_module(factory, (8, 32), attention="cpu")
+    assert any(o.kind is OpKind.ATTENTION for o in cpu.ops)
+    assert not any("bernoulli" in o.name or "softmax" in o.name for o in cpu.ops if "self_attn" in o.name)
 
 
 class _Cells(torch.nn.Module):

@@ -280,6 +280,22 @@ def _sdpa_fused_on_meta(*args: Any, **kwargs: Any) -> Any:
     )
 
 
+def _sdpa_cpu_on_meta(*args: Any, **kwargs: Any) -> Any:
+    """``F.scaled_dot_product_attention`` as torch's CPU dispatcher picks it: its fused CPU kernel
+    takes no dropout, so with ``dropout_p`` > 0 the math path runs (scores by bmm, softmax, a
+    dropout mask of batch x heads x seq x seq, a second bmm: what the meta device itself runs);
+    without dropout the fused kernel. benchmarks/cpu_attention_path.py checks this on a real CPU."""
+    p = args[4] if len(args) > 4 else kwargs.get("dropout_p", 0.0)
+    if float(p) > 0.0:
+        return _SDPA(*args, **kwargs)
+    return _sdpa_fused_on_meta(*args, **kwargs)
+
+
+#: Where a traced step's attention runs: "gpu" (the fused kernels, with their dropout inside) or
+#: "cpu" (torch's CPU choice, ``_sdpa_cpu_on_meta``).
+_ATTENTION_ROUTE: dict[str, Callable[..., Any]] = {"gpu": _sdpa_fused_on_meta, "cpu": _sdpa_cpu_on_meta}
+
+
 class _FusedAttention(TorchFunctionMode):
     """On the meta device torch's dispatcher picks SDPA's unfused math path (softmax of a stored
     score matrix): a user's ``--model`` would be traced with memory and kernels no GPU run has.
@@ -287,17 +303,22 @@ class _FusedAttention(TorchFunctionMode):
     inside another torch function (nn.MultiheadAttention's) see the mode popped, so the module
     attribute is patched too while tracing (see ``_fused_attention``)."""
 
+    def __init__(self, route: Callable[..., Any]) -> None:
+        super().__init__()
+        self.route = route
+
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if func is _SDPA:
-            return _sdpa_fused_on_meta(*args, **(kwargs or {}))
+            return self.route(*args, **(kwargs or {}))
         return func(*args, **(kwargs or {}))
 
 
 @contextmanager
-def _fused_attention() -> Iterator[None]:
-    torch.nn.functional.scaled_dot_product_attention = _sdpa_fused_on_meta
+def _fused_attention(attention: str = "gpu") -> Iterator[None]:
+    route = _ATTENTION_ROUTE[attention]
+    torch.nn.functional.scaled_dot_product_attention = route
     try:
-        with _FusedAttention():
+        with _FusedAttention(route):
             yield
     finally:
         torch.nn.functional.scaled_dot_product_attention = _SDPA
@@ -532,7 +553,12 @@ class _Run:
 
 
 def _step(
-    factory: Callable[[], nn.Module], input_shape: tuple[int, ...], dtype: torch.dtype, batch: int, loss: str
+    factory: Callable[[], nn.Module],
+    input_shape: tuple[int, ...],
+    dtype: torch.dtype,
+    batch: int,
+    loss: str,
+    attention: str = "gpu",
 ) -> tuple[_Run, int, int]:
     with torch.device("meta"):
         model = factory()
@@ -586,7 +612,12 @@ def _step(
         handles.append(mod.register_forward_pre_hook(pre))
         handles.append(mod.register_forward_hook(post))
     try:
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _fused_attention(), _cudnn_rnn(), rec:
+        with (
+            torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t),
+            _fused_attention(attention),
+            _cudnn_rnn(),
+            rec,
+        ):
             out = _output_tensor(model(x), loss)
             rec.paused = True  # the labels come with the batch: not part of the step's work
             target = (
@@ -770,10 +801,13 @@ def trace_module(
     loss: str = "ce",
     labels_per_sample: int = 1,
     source: str = "",
+    attention: str = "gpu",
 ) -> tuple[StepTrace, StepTrace]:
-    """The traced step of ``factory()`` on one sample of ``input_shape``: (plain, checkpointed)."""
-    r2, params, trainable = _step(factory, input_shape, dtype, 2, loss)
-    r4, _, _ = _step(factory, input_shape, dtype, 4, loss)
+    """The traced step of ``factory()`` on one sample of ``input_shape``: (plain, checkpointed).
+    ``attention``: "gpu" traces SDPA as the fused GPU kernels; "cpu" as torch's CPU runs it
+    (with dropout, the math path and its mask over the score matrix)."""
+    r2, params, trainable = _step(factory, input_shape, dtype, 2, loss, attention)
+    r4, _, _ = _step(factory, input_shape, dtype, 4, loss, attention)
     if len(r2.recs) != len(r4.recs) or any(a.func != b.func for a, b in zip(r2.recs, r4.recs, strict=True)):
         raise RuntimeError("the model runs different operators at batch 2 and 4; cannot separate per-sample work")
     ops = [_to_op(a, b) for a, b in zip(r2.recs, r4.recs, strict=True)]
