@@ -1220,6 +1220,27 @@ def _local_cpu_time(
     sixteen = a.precision in (Precision.FP16, Precision.BF16, Precision.BF16_TRUE, Precision.FP8)
     in32 = "; in fp32: a CPU's 16-bit training steps are not measured, only its matmuls" if sixteen else ""
     hit = _measured(w, rec, batch)
+    ck = as_checkpointing(a.checkpointing) if a.checkpointing is not None else False
+    if hit is not None and ck:
+        # The benchmark's step recomputes nothing: a step asked to checkpoint is the measured one
+        # slowed by the recompute, at the model's ratio for this CPU (it was the measured step as
+        # is, the recompute's forward left out).
+        thr, how = hit
+        d = cpu_device(rec or None, cores=cores, name=name, mhz=mhz, features=features)
+        plain, _ = predict_step(w, d, None, batch, "fp32", optimizer=a.optimizer, checkpointing=False, a=a)
+        again, _ = predict_step(w, d, None, batch, "fp32", optimizer=a.optimizer, checkpointing=ck, a=a)
+        thr *= plain.seconds / again.seconds
+        busy_said = ", on a busy machine (likely far too slow)" if busy else ""
+        return LocalEstimate(
+            "cpu",
+            name,
+            thr,
+            samples / thr / 3600,
+            f"this CPU's benchmark trained {w.name} {how}{busy_said}, without activation checkpointing: "
+            f"slowed by the recompute it asks for at the step-time model's ratio "
+            f"({again.seconds / plain.seconds:.2f}x the step){in32}",
+            regime_band("cpu_unsteady" if busy else "cpu", "NVIDIA"),
+        )
     if hit is not None:
         thr, how = hit
         # A quiet record's own steps take the CPU regime's band; a busy one's the band of such

@@ -6,6 +6,7 @@ import json
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -192,6 +193,30 @@ def test_a_benchmarked_workload_is_measured_at_its_batches_and_interpolated_betw
     # alone jumped above it)
     assert beyond.basis.startswith("step-time model") and "scaled to its measured step at batch 128" in beyond.basis
     assert beyond.throughput_samples_per_s < 1.5 * 4644.76
+
+
+@pytest.mark.parametrize("mode", ["full", "selective"])
+def test_a_measured_step_asked_to_checkpoint_pays_the_recompute(mode: str) -> None:
+    """The benchmark's steps recompute nothing: a CPU asked to checkpoint is its measured step slowed
+    by the model's recompute ratio, and says so (it was the measured step as is)."""
+    from gpuselect.estimate.api import Assumptions, local_cpu_estimate
+    from gpuselect.workloads.presets import PRESETS
+
+    def est(ck: str | None) -> Any:
+        return local_cpu_estimate(
+            PRESETS["simple-cnn"],
+            Assumptions(batch_size=16, checkpointing=ck),
+            cores=2,
+            mhz=None,
+            features=[],
+            bench=_amx_record(),
+        )
+
+    plain, none, ck = est(None), est("none"), est(mode)
+    assert plain.throughput_samples_per_s == none.throughput_samples_per_s == pytest.approx(4156.86)
+    assert plain.measured_step and not ck.measured_step
+    assert 0.6 * 4156.86 < ck.throughput_samples_per_s < 0.95 * 4156.86  # a CNN's recompute: about a third more
+    assert "without activation checkpointing" in ck.basis and "recompute" in ck.basis
 
 
 def test_a_benchmarked_workload_past_its_measured_batches_takes_the_anchored_band() -> None:
