@@ -457,7 +457,9 @@ def predict_step(
         full_params=w.mode == "full",
         comm=comm,
         optimizer_shards=shards,
-        sharded_weights=par == "fsdp",
+        # FSDP gathers 16-bit weights; DeepSpeed (ZeRO-1/2, ZeRO-Offload) holds the module in 16
+        # bits (engine.bfloat16()/half(), no autocast): no per-use weight casts under either
+        sharded_weights=par == "fsdp" or (count > 1 and sharded_opt) or offload == "optimizer",
     )
     legacy = _per_model_seconds(w, trace, d, e, batch, precision) if e is not None and calibrated else None
     if legacy is not None:

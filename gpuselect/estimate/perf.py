@@ -412,7 +412,8 @@ def step_time(
     (``roofline.DeviceModel``). ``comm``: a callable (compute seconds, backward seconds) ->
     ``parallel.CommTime`` for multi-GPU steps. ``optimizer_shards``: the GPUs the optimizer state
     is sharded over (ZeRO-1/2/3, FSDP): each updates only its shard. ``sharded_weights``: FSDP
-    (ZeRO-3), whose mixed precision gathers 16-bit weights and casts each rank's gradient shard."""
+    (ZeRO-3), whose mixed precision gathers 16-bit weights, or DeepSpeed's ZeRO-1/2/Offload, whose
+    module is held in 16 bits: no autocast casts; each rank casts its gradient shard."""
     from gpuselect.estimate.roofline import compile_ops, device_time
 
     bd = {
@@ -450,8 +451,8 @@ def step_time(
         # uses it (forward and recompute), and autograd casts its 16-bit gradient back: two more
         # ops per weighted GEMM instance, each a launch and a dispatch. The forward casts' traffic
         # is the master-weight cast above; the gradients' (read 2, write 4 bytes) is added here.
-        # Under FSDP the gathered weights are already 16-bit (autocast's casts are no-ops) and each
-        # rank casts only its reduce-scattered shard of the gradients.
+        # Under FSDP the gathered weights are already 16-bit (autocast's casts are no-ops), under
+        # DeepSpeed the module itself is, and each rank casts only its shard of the gradients.
         casts = 0 if sharded_weights else 2 * _autocast_weight_uses(trace)
         cast_bytes = trainable * 6.0 / (max(1, optimizer_shards) if sharded_weights else 1)
         t_cast = casts * d.kernel_floor_s + cast_bytes / (d.bandwidth_gbs * 1e9 * d.mem_eff)

@@ -204,9 +204,13 @@ def test_offloaded_gradients_go_down_during_the_backward(catalog) -> None:  # ty
     exposed_down = max(0.0, down / link - base.backward_s)
     assert opt.breakdown["offload"] == pytest.approx(exposed_down + up / link + cpu)
     assert exposed_down < down / link  # some of the gradients' copy is hidden
-    # in place of the GPU's update, which no longer runs (the device bounds this step)
-    assert base.device_s > base.host_s and opt.breakdown["optimizer"] == 0
-    assert opt.seconds == pytest.approx(base.seconds - base.breakdown["optimizer"] + opt.breakdown["offload"])
+    # in place of the GPU's update, which no longer runs (the device bounds this step); DeepSpeed
+    # holds the module in 16 bits, so autocast's per-use weight casts go too
+    from gpuselect.estimate.perf import step_time
+
+    ds = step_time(A.trace_cached(w, False), d, 1, "bf16", sharded_weights=True)
+    assert ds.launches < base.launches and ds.device_s > ds.host_s and opt.breakdown["optimizer"] == 0
+    assert opt.seconds == pytest.approx(ds.seconds - ds.breakdown["optimizer"] + opt.breakdown["offload"])
 
 
 def test_offloaded_gradients_do_not_hide_where_the_collectives_share_the_pcie_link(catalog) -> None:  # type: ignore[no-untyped-def]

@@ -1099,8 +1099,10 @@ def test_offloaded_state_over_several_nodes_is_each_hosts_share(capsys: pytest.C
 def test_a_sharded_offload_row_faster_per_gpu_says_the_cpu_updates(capsys: pytest.CaptureFixture[str]) -> None:
     """QA 15: under offload the GPU no longer updates (its breakdown's optimizer is 0), yet a sharded
     row faster per GPU than one card said "each GPU updates only its shard of the model"."""
-    rows = _offload_rows(capsys, "--gpus", "nvidia-h100-sxm5-80gb", "--count", "1,2", "--sharding", "fsdp")
-    two = next(r for r in rows if r["count"] == 2)
+    # (an A100 box of 4: each rank's CPU update over a quarter of the state; with DeepSpeed's 16-bit
+    # module one H100 alone no longer pays autocast's casts, and two are no faster per GPU)
+    rows = _offload_rows(capsys, "--gpus", "nvidia-a100-sxm4-80gb", "--count", "1,4", "--sharding", "fsdp")
+    two = next(r for r in rows if r["count"] == 4)
     assert "optimizer" not in two["time_breakdown_s"] and "offload" in two["time_breakdown_s"]
     assert "each GPU trains faster than one alone" in two["note"], two["note"]
     assert "each GPU updates only its shard" not in two["note"]
