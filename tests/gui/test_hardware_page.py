@@ -149,3 +149,27 @@ def test_a_remedy_names_the_window_s_tabs_not_commands() -> None:
     assert in_the_app("run `gpuselect estimate` to see whether your workload needs a GPU at all") == (
         "use the Estimate tab to see whether your workload needs a GPU at all"
     )
+
+
+def test_the_benchmark_s_busy_warning_joins_the_health_count(qtbot, monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA 15: the report counted the benchmark's "busy machine" warning in this machine's health,
+    the Hardware page's count left it out; a new run without it takes it back out."""
+    import dataclasses
+    from pathlib import Path
+
+    from gpuselect.app.machine import load_bench
+
+    w = _window(qtbot, monkeypatch, F.h100x8())
+    page = w.hardware
+    before = page._report.counts.get("warning", 0)
+    bench = load_bench(Path(__file__).resolve().parents[2] / "docs/validation/cpu-xeon-2026-11-25/bench-cpu.json")
+    snap = page._snapshot
+    cpu = dataclasses.replace(bench.devices[0], name=snap.cpu.model or "cpu", logical_cores=snap.cpu.logical_cores)
+    busy = dataclasses.replace(bench, devices=[cpu], other_cpu_share=0.55)
+    w.bench.report_ready.emit(busy)  # as the Benchmark page announces a finished run
+    assert page._report.counts.get("warning", 0) == before + 1
+    assert any(f.id == "bench.busy_machine" for f in page._report.findings)
+    assert f"{before + 1} warning" in page.status.text()
+    w.bench.report_ready.emit(dataclasses.replace(busy, other_cpu_share=0.01))
+    assert page._report.counts.get("warning", 0) == before
+    _close(qtbot, w)

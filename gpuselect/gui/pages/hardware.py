@@ -393,6 +393,7 @@ class HardwarePage(QWidget):
         self._history: dict[str, collections.deque[tuple[float, dict[str, Any]]]] = {}
         self._snapshot: Any = None
         self._report: Any = None
+        self._bench: Any = None  # the app's last benchmark (set_bench)
         self._rows_by_uuid: dict[str, int] = {}
         self.gpu_table.setVisible(False)
         self.monitor.setVisible(False)
@@ -416,11 +417,44 @@ class HardwarePage(QWidget):
     @Slot(object, object)
     def _on_done(self, snap: Any, report: Any) -> None:
         from gpuselect.hardware.text import format_snapshot
-        from gpuselect.health.text import counts_line
 
         self._busy = False
-        self._snapshot, self._report = snap, report
+        self._snapshot, self._report = snap, self._with_bench(snap, report)
         self.summary.setPlainText(format_snapshot(snap))
+        self._show_health()
+        n = len(snap.gpus)
+        self.gpu_table.setVisible(n > 0)
+        self._fit_table_height()
+        self.detected.emit(snap)
+        has_nvml = any(g.source == "nvml" for g in snap.gpus)
+        self.monitor.setVisible(has_nvml)  # nothing to monitor: no empty charts
+        self._set_legend(snap)
+        # A refresh may have changed the GPUs: start a new session on the next sample.
+        self._stop_monitor()
+        if has_nvml:
+            self._timer.start()
+
+    def set_bench(self, bench: Any) -> None:
+        """The benchmark the app ran last: its findings (a busy machine) join this machine's health,
+        as the report counts them (the page's count left them out)."""
+        self._bench = bench
+        if self._snapshot is not None:
+            from gpuselect.health.rules import evaluate
+
+            self._report = self._with_bench(self._snapshot, evaluate(self._snapshot))
+            self._show_health()
+
+    def _with_bench(self, snap: Any, report: Any) -> Any:
+        if self._bench is None:
+            return report
+        from gpuselect.app.machine import this_machine
+
+        return this_machine(snapshot=snap, bench=self._bench).health  # the report's own rule
+
+    def _show_health(self) -> None:
+        from gpuselect.health.text import counts_line
+
+        snap, report = self._snapshot, self._report
         self._fill_findings(report.findings)
         c = report.counts
         n = len(snap.gpus)
@@ -439,16 +473,6 @@ class HardwarePage(QWidget):
         self.details.setCurrentWidget(self.summary if quiet else self.findings_tree)
         self._rows_by_uuid = {g.uuid: i for i, g in enumerate(snap.gpus) if g.uuid}
         self.gpus.set_rows(self._table_rows({}))
-        self.gpu_table.setVisible(n > 0)
-        self._fit_table_height()
-        self.detected.emit(snap)
-        has_nvml = any(g.source == "nvml" for g in snap.gpus)
-        self.monitor.setVisible(has_nvml)  # nothing to monitor: no empty charts
-        self._set_legend(snap)
-        # A refresh may have changed the GPUs: start a new session on the next sample.
-        self._stop_monitor()
-        if has_nvml:
-            self._timer.start()
 
     def _table_rows(self, live_by_index: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
         snap, report = self._snapshot, self._report
