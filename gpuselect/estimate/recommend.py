@@ -281,6 +281,12 @@ def _best(rows: list[EstimateRow], a: Assumptions) -> EstimateRow | None:
     within = [r for r in ok if r.meets_deadline and (a.budget_usd is None or (row_cost(r) or math.inf) <= a.budget_usd)]
     if within:  # cheapest that meets deadline and budget; ties -> faster
         return min(within, key=lambda r: (row_cost(r) or math.inf, r.total_time_h or math.inf))
+    # Only the budget fails: the cheapest in time, as the advice names it ("the cheapest that meets
+    # the deadline"); the fastest put 128 P100s to buy for $1.2 M on the stage-4 bar of a $5 budget
+    # where 16 V100s rented for $104 were in time.
+    in_time = [r for r in ok if r.meets_deadline]
+    if in_time:
+        return min(in_time, key=lambda r: (row_cost(r) or math.inf, r.total_time_h or math.inf))
     return min(ok, key=lambda r: r.total_time_h or math.inf) if ok else None
 
 

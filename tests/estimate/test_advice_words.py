@@ -86,6 +86,24 @@ def test_a_missed_deadline_compares_a_purchase_with_a_purchase() -> None:
     assert "about $400 rented" in rec.rationale and "about $12 rented, a fraction of the cost" in rec.rationale
 
 
+def test_a_missed_budget_shows_each_stages_cheapest_option_in_time() -> None:
+    """QA 16: llama-8b-full with a $5 budget named 4x MI300X ($25 rented), the cheapest in time, while
+    the stage-4 bar showed the stage's fastest, 128 P100s to buy for $1,203,227, beside 16 V100s
+    rented for $104 in time: "best option per stage" read as a $1.2 M plan."""
+    box = _r("mi300x", "datacenter", 4, 2.6, 60_000, rent=25.0)
+    fast = _r("p100", "datacenter", 128, 5.4, 1_203_227)
+    cheap = _r("v100", "datacenter", 16, 8.2, 184_000, rent=104.0)
+    late = _r("t4", "datacenter", 16, 100.0, 30_000, rent=50.0)  # cheaper still, but past the deadline
+    rec = recommend([box, fast, cheap, late], SLOW_CPU, Assumptions(budget_usd=5.0), W)
+    assert rec.missed == "budget" and rec.option is not None and rec.option["gpu_id"] == "mi300x"
+    four = rec.per_stage["4"]
+    assert four is not None and four["gpu_id"] == "v100" and four["cost_usd"] == 104.0, four
+    # nothing in time at all: each stage's bar is still its fastest
+    late_fast, late_cheap = (dataclasses.replace(r, meets_deadline=False) for r in (fast, cheap))
+    rec = recommend([late_fast, late_cheap], SLOW_CPU, Assumptions(budget_usd=5.0, deadline_hours=1.0), W)
+    assert rec.per_stage["4"] is not None and rec.per_stage["4"]["gpu_id"] == "p100"
+
+
 def test_money_under_a_cent_reads_under_not_about_under() -> None:
     # "1x GeForce RTX 3090 takes about 21 s for about under $0.01, a fraction of the cost"
     d = 0.005
