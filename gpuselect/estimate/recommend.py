@@ -848,7 +848,7 @@ def _cpu_lead(cpu: dict[str, object], deadline_h: float) -> str:
     if t > deadline_h:
         return f"The CPU would need ~{fmt_hours(t)}, beyond your {deadline} deadline. "
     hi = cpu.get("time_high_h")
-    upto = f" (up to {fmt_hours(float(hi))} with its error range)" if isinstance(hi, float | int) else ""
+    upto = f" (up to {_past(hi, deadline_h)} with its error range)" if isinstance(hi, float | int) else ""
     return f"The CPU would need ~{fmt_hours(t)}{upto}, too close to your {deadline} deadline to count on. "
 
 
@@ -937,7 +937,7 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 above = rec.budget_usd is not None and float(o["buy_cost_usd"]) > rec.budget_usd  # type: ignore[arg-type]
                 costs.append(
                     f"{money(float(o['buy_cost_usd']))} to buy and run"  # type: ignore[arg-type]
-                    + (" (over your budget)" if above else "")
+                    + (f" ({_over(float(o['buy_cost_usd']), rec.budget_usd, money)} your budget)" if above else "")  # type: ignore[arg-type]
                 )
             cost_txt = (
                 (" for " + ("" if costs[0].startswith("under") else "about ") + " or ".join(costs)) if costs else ""
@@ -958,7 +958,7 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             if ca is not None:
                 ca_rent, ca_buy = ca.get("cloud_cost_usd"), ca.get("buy_cost_usd")
                 over = (
-                    f"; {money(float(ca_buy))} to buy, over your budget"
+                    f"; {money(float(ca_buy))} to buy, {_over(float(ca_buy), rec.budget_usd, money)} your budget"
                     if isinstance(ca_buy, float | int)
                     else "; the catalog has no purchase price for it"
                 )
@@ -1076,7 +1076,7 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
         parts.extend(_parallel_caveats(o, rec.stage))
         if rec.crosses_deadline:
             parts.append(
-                f"Its error range reaches past your {deadline} deadline (up to {fmt_hours(o.get('time_high_h'))}): "  # type: ignore[arg-type]
+                f"Its error range reaches past your {deadline} deadline (up to {_past(o.get('time_high_h'), rec.deadline_hours)}): "
                 "leave room, or pick a faster option."
             )
     for x in rec.excluded:
@@ -1090,6 +1090,20 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             f"({_approx(fmt_hours(lb.get('total_time_h')), '~')})"  # type: ignore[arg-type]
         )
     return choice, " ".join(parts)
+
+
+def _over(cost: float, budget: float | None, money: Money) -> str:
+    """ "over", or "just over" where the two amounts round alike: "$2,000 to buy and run (over your
+    budget)" beside a $2,000 budget contradicted itself ($2,000.36 against $2,000)."""
+    return "just over" if budget is not None and money(cost) == money(budget) else "over"
+
+
+def _past(hi: object, deadline_h: float) -> str:
+    """The top of an error range past the deadline, never reading as the deadline itself ("reaches
+    past your 30 min deadline (up to 30 min)" for 30.3 min)."""
+    h = float(hi) if isinstance(hi, float | int) else None
+    t = fmt_hours(h)
+    return f"just over {t}" if h is not None and t == fmt_hours(deadline_h) else t
 
 
 def _priced(o: dict[str, object], money: Money) -> str:

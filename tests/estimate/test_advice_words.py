@@ -246,3 +246,17 @@ def test_the_report_table_marks_the_gpu_named_beside_the_cpu(catalog) -> None:  
     labels = [r[0] for r in est.table]  # type: ignore[union-attr]
     named = f"{rec.faster_gpu['count']}x {rec.faster_gpu['name']} (named in the advice)"
     assert named in labels and rec.faster_gpu["name"] in est.lines[0]
+
+
+def test_over_the_budget_and_past_the_deadline_never_read_as_equal_to_them() -> None:
+    """QA 16: resnet50 with a $2,000 budget read "$2,000 to buy and run (over your budget)" ($2,000.36);
+    llama-70b-full with a 30 min deadline "reaches past your 30 min deadline (up to 30 min)" (30.3)."""
+    card = _r("rtx", "geforce", 1, 18.5, 2000.36, rent=18.0, deadline=24.0, band=0.32)
+    rec = recommend([card], SLOW_CPU, Assumptions(deadline_hours=24.0, budget_usd=2000.0), W)
+    assert "$2,000 to buy and run (just over your budget)" in rec.rationale, rec.rationale
+    rec = recommend([card], SLOW_CPU, Assumptions(deadline_hours=24.0, budget_usd=1500.0), W)
+    assert "$2,000 to buy and run (over your budget)" in rec.rationale, rec.rationale
+    box = _r("b200", "datacenter", 128, 25 / 60, None, rent=360.0, deadline=0.5, band=0.21)
+    rec = recommend([box], SLOW_CPU, Assumptions(deadline_hours=0.5), W)
+    assert rec.crosses_deadline
+    assert "past your 30 min deadline (up to just over 30 min)" in rec.rationale, rec.rationale
