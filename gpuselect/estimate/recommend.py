@@ -121,6 +121,9 @@ CLOUD_COST_NOTE = (
     "cloud costs are the offer's hourly rate times the training time, pro rata: a provider's minimum "
     "billing period, the instance's start-up and the data's upload are not counted"
 )
+#: What a purchase's cost counts (CLI footer and report): the RTX 5090's "$2,000" in one report and
+#: "$1,999" in another were its price plus two different runs' electricity, said nowhere.
+BUY_COST_NOTE = "buy costs are the cards' launch price plus this run's electricity"
 NO_OFFER_NOTE = (
     "the price data rents this card only in smaller instances, not that many GPUs linked as the estimate assumes"
 )
