@@ -1106,7 +1106,9 @@ def _past(hi: object, deadline_h: float) -> str:
     past your 30 min deadline (up to 30 min)" for 30.3 min)."""
     h = float(hi) if isinstance(hi, float | int) else None
     t = fmt_hours(h)
-    return f"just over {t}" if h is not None and t == fmt_hours(deadline_h) else t
+    # a whole deadline reads "4 h", a hair past it "4.0 h": both are the deadline's own figure
+    alike = {fmt_hours(deadline_h), fmt_hours(deadline_h * (1 + 1e-6))}
+    return f"just over {t}" if h is not None and t in alike else t
 
 
 def _priced(o: dict[str, object], money: Money) -> str:

@@ -260,3 +260,7 @@ def test_over_the_budget_and_past_the_deadline_never_read_as_equal_to_them() -> 
     rec = recommend([box], SLOW_CPU, Assumptions(deadline_hours=0.5), W)
     assert rec.crosses_deadline
     assert "past your 30 min deadline (up to just over 30 min)" in rec.rationale, rec.rationale
+    # "past your 4 h deadline (up to 4.0 h)": 16x B200 at 3.3 h, +21 %
+    box = _r("b200", "datacenter", 16, 3.32, None, rent=356.0, deadline=4.0, band=0.21)
+    rec = recommend([box], SLOW_CPU, Assumptions(deadline_hours=4.0), W)
+    assert "past your 4 h deadline (up to just over 4.0 h)" in rec.rationale, rec.rationale
