@@ -676,6 +676,7 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
     from reportlab.lib.styles import ParagraphStyle
     from reportlab.lib.units import mm
     from reportlab.platypus import (
+        KeepTogether,
         Paragraph,
         SimpleDocTemplate,
         Spacer,
@@ -715,6 +716,7 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
     if report.summary:
         story += [Paragraph(escape(report.summary), body), Spacer(1, 4)]
     for s in report.sections:
+        start = len(story)
         story.append(Paragraph(escape(s.title), h2))
         for line in s.lines:
             story.append(Paragraph(escape(line), body))
@@ -722,9 +724,11 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
         if s.chart and s.chart.get("kind") == "memory":  # the bars before the table of their figures
             if s.chart.get("caption"):
                 story += [Paragraph(escape(s.chart["caption"]), body), Spacer(1, 3)]
-            for drawing in _memory_charts(s.chart, width, font):
+            for i, drawing in enumerate(_memory_charts(s.chart, width, font)):
                 story.append(drawing)
                 story.append(Spacer(1, 6))
+                if i == 0:  # the heading and its words on the page of their bars, not alone at a page's foot
+                    story[start:] = [KeepTogether(story[start:])]
         if s.table:
             ncol = len(s.table[0])
             data = [[Paragraph(escape(c if len(c) <= 400 else c[:399] + "…"), small) for c in row] for row in s.table]
