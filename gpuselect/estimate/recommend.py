@@ -201,6 +201,11 @@ class Recommendation:
     #: misses the deadline, or rents dearly): one GPU at a larger per-GPU batch that fits (its
     #: ``batch_size``) and would meet the deadline, or cost much less (``estimate`` fills it in).
     larger_batch: dict[str, object] | None = None
+    #: Where the option bought or rented meets the deadline but its error range reaches past it: the
+    #: cheapest option of the same kind of price (in the budget) whose whole range stays inside it,
+    #: so "pick a faster option" names one (resnet50 in 24 h: an RTX 5090 rented for $18, up to
+    #: 24.5 h, where a GH200 rented for $19 takes up to 11.1 h).
+    in_range_alt: dict[str, object] | None = None
 
     @property
     def stage_or_none(self) -> Stage | None:
@@ -613,8 +618,25 @@ def recommend(
     opt = rec.option
     if opt is not None and rec.deadline_met and opt.get("time_high_h") is not None:
         rec.crosses_deadline = float(opt["time_high_h"]) > a.deadline_hours  # type: ignore[arg-type]
+    if rec.crosses_deadline and rec.action in ("buy", "rent"):
+        rec.in_range_alt = _in_range_alt(rows, a, rec.action)
     rec.choice, rec.rationale = explain(rec, usd)
     return rec
+
+
+def _in_range_alt(rows: Sequence[EstimateRow], a: Assumptions, kind: str) -> dict[str, object] | None:
+    """The cheapest option priced as ``kind`` (buy or rent), in the budget, whose error range stays
+    inside the deadline; ties -> faster."""
+    safe = [
+        r
+        for r in rows
+        if _recommendable(r)
+        and _price_as(r, kind) is not None
+        and time_range(r.total_time_h or math.inf, r.error_band)[1] <= a.deadline_hours
+        and (a.budget_usd is None or (_price_as(r, kind) or math.inf) <= a.budget_usd)
+    ]
+    best = min(safe, key=lambda r: (_price_as(r, kind) or math.inf, r.total_time_h or math.inf), default=None)
+    return describe(best, kind=kind) if best is not None else None
 
 
 #: How much larger a per-GPU batch ``larger_batch`` tries (capped by what fits): one batch, a few
@@ -755,6 +777,7 @@ def named_options(rec: Recommendation) -> list[dict[str, object]]:
             rec.tied_faster,
             rec.unpriced,
             rec.cheaper_buy,
+            rec.in_range_alt,
             beside_cpu,
         )
         if o and o.get("kind") not in ("cpu", "have")
@@ -1078,9 +1101,18 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             )
         parts.extend(_parallel_caveats(o, rec.stage))
         if rec.crosses_deadline:
+            safe = rec.in_range_alt
+            pick = "pick a faster option"
+            if safe is not None:
+                sh = safe.get("time_high_h")
+                pick = (
+                    f"pick a faster option: {option_name(safe)} stays inside it, "
+                    f"{_approx(fmt_hours(safe.get('total_time_h')))} (up to {fmt_hours(sh)})"  # type: ignore[arg-type]
+                    f" for {_priced(safe, money)}{_offer_caveat(safe) if safe.get('kind') == 'rent' else ''}"
+                )
             parts.append(
                 f"Its error range reaches past your {deadline} deadline (up to {_past(o.get('time_high_h'), rec.deadline_hours)}): "
-                "leave room, or pick a faster option."
+                f"leave room, or {pick}."
             )
     for x in rec.excluded:
         parts.append(f"Left out of the plan: {x}.")

@@ -264,3 +264,22 @@ def test_over_the_budget_and_past_the_deadline_never_read_as_equal_to_them() -> 
     box = _r("b200", "datacenter", 16, 3.32, None, rent=356.0, deadline=4.0, band=0.21)
     rec = recommend([box], SLOW_CPU, Assumptions(deadline_hours=4.0), W)
     assert "past your 4 h deadline (up to just over 4.0 h)" in rec.rationale, rec.rationale
+
+
+def test_an_option_whose_range_crosses_the_deadline_names_one_that_stays_inside() -> None:
+    """QA 16: resnet50 in 24 h rented an RTX 5090 for $18 (up to 24.5 h) and said "leave room, or pick
+    a faster option" without naming one; 2x RTX 5090 rented for $19 stays inside (up to 12.6 h)."""
+    one = _r("rtx", "geforce", 1, 18.5, 2000.36, rent=18.36, deadline=24.0, band=0.32)
+    two = _r("rtx", "geforce", 2, 9.6, 3999.4, rent=18.94, deadline=24.0, band=0.32)
+    dear = _r("h100", "datacenter", 1, 9.3, 33_601, rent=25.0, deadline=24.0, band=0.32)
+    slow = _r("a6000", "workstation", 1, 20.0, 4650, rent=10.0, deadline=24.0, band=0.32)  # cheaper, crosses too
+    rec = recommend([one, two, dear, slow], SLOW_CPU, Assumptions(deadline_hours=24.0, budget_usd=2000.0), W)
+    assert rec.crosses_deadline and rec.option is not None and rec.option["kind"] == "rent"
+    assert rec.in_range_alt is not None and (rec.in_range_alt["gpu_id"], rec.in_range_alt["count"]) == ("rtx", 2)
+    assert rec.in_range_alt in named_options(rec)  # the faces mark its row
+    assert "pick a faster option: 2x rtx stays inside it, about 9.6 h (up to 12.7 h) for about $19 rented." in (
+        rec.rationale
+    ), rec.rationale
+    # nothing stays inside: the words as before
+    rec = recommend([one, slow], SLOW_CPU, Assumptions(deadline_hours=24.0, budget_usd=2000.0), W)
+    assert rec.in_range_alt is None and "leave room, or pick a faster option." in rec.rationale
