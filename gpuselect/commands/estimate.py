@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuselect.estimate.memory import vram_text
     from gpuselect.estimate.parallel import describe_reference_networks
     from gpuselect.estimate.recommend import (
+        BUY_COST_NOTE,
         CLOUD_COST_NOTE,
         NO_OFFER_NOTE,
         PARTIAL_OFFER_NOTE,
@@ -222,7 +223,8 @@ def run(args: argparse.Namespace) -> int:
         "regime (small overhead-bound models, CNNs, transformers, LLMs on one or many GPUs, AMD), wide enough to cover "
         "80 % of that regime's validation cases (docs/accuracy.md); a time's range is time ÷ (1 + band) to time × "
         f"(1 + band).{' → marks the options the advice names.' if marked else ''} Rates are for the whole option; `bound` says what "
-        f"limits a step. kWh and running costs count the GPUs' power (TDP x {a.utilisation:g}), not the host's. "
+        f"limits a step. kWh and running costs count the GPUs' power (TDP x {a.utilisation:g}), not the host's; "
+        f"{BUY_COST_NOTE}. "
         + (
             f"{CLOUD_COST_NOTE[0].upper()}{CLOUD_COST_NOTE[1:]}. "
             if any(r.cloud_cost_usd is not None for r in shown)

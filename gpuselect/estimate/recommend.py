@@ -121,6 +121,9 @@ CLOUD_COST_NOTE = (
     "cloud costs are the offer's hourly rate times the training time, pro rata: a provider's minimum "
     "billing period, the instance's start-up and the data's upload are not counted"
 )
+#: What a purchase's cost counts (CLI footer and report): the RTX 5090's "$2,000" in one report and
+#: "$1,999" in another were its price plus two different runs' electricity, said nowhere.
+BUY_COST_NOTE = "buy costs are the cards' launch price plus this run's electricity"
 NO_OFFER_NOTE = (
     "the price data rents this card only in smaller instances, not that many GPUs linked as the estimate assumes"
 )
@@ -198,6 +201,11 @@ class Recommendation:
     #: misses the deadline, or rents dearly): one GPU at a larger per-GPU batch that fits (its
     #: ``batch_size``) and would meet the deadline, or cost much less (``estimate`` fills it in).
     larger_batch: dict[str, object] | None = None
+    #: Where the option bought or rented meets the deadline but its error range reaches past it: the
+    #: cheapest option of the same kind of price (in the budget) whose whole range stays inside it,
+    #: so "pick a faster option" names one (resnet50 in 24 h: an RTX 5090 rented for $18, up to
+    #: 24.5 h, where a GH200 rented for $19 takes up to 11.1 h).
+    in_range_alt: dict[str, object] | None = None
 
     @property
     def stage_or_none(self) -> Stage | None:
@@ -281,6 +289,12 @@ def _best(rows: list[EstimateRow], a: Assumptions) -> EstimateRow | None:
     within = [r for r in ok if r.meets_deadline and (a.budget_usd is None or (row_cost(r) or math.inf) <= a.budget_usd)]
     if within:  # cheapest that meets deadline and budget; ties -> faster
         return min(within, key=lambda r: (row_cost(r) or math.inf, r.total_time_h or math.inf))
+    # Only the budget fails: the cheapest in time, as the advice names it ("the cheapest that meets
+    # the deadline"); the fastest put 128 P100s to buy for $1.2 M on the stage-4 bar of a $5 budget
+    # where 16 V100s rented for $104 were in time.
+    in_time = [r for r in ok if r.meets_deadline]
+    if in_time:
+        return min(in_time, key=lambda r: (row_cost(r) or math.inf, r.total_time_h or math.inf))
     return min(ok, key=lambda r: r.total_time_h or math.inf) if ok else None
 
 
@@ -604,8 +618,25 @@ def recommend(
     opt = rec.option
     if opt is not None and rec.deadline_met and opt.get("time_high_h") is not None:
         rec.crosses_deadline = float(opt["time_high_h"]) > a.deadline_hours  # type: ignore[arg-type]
+    if rec.crosses_deadline and rec.action in ("buy", "rent"):
+        rec.in_range_alt = _in_range_alt(rows, a, rec.action)
     rec.choice, rec.rationale = explain(rec, usd)
     return rec
+
+
+def _in_range_alt(rows: Sequence[EstimateRow], a: Assumptions, kind: str) -> dict[str, object] | None:
+    """The cheapest option priced as ``kind`` (buy or rent), in the budget, whose error range stays
+    inside the deadline; ties -> faster."""
+    safe = [
+        r
+        for r in rows
+        if _recommendable(r)
+        and _price_as(r, kind) is not None
+        and time_range(r.total_time_h or math.inf, r.error_band)[1] <= a.deadline_hours
+        and (a.budget_usd is None or (_price_as(r, kind) or math.inf) <= a.budget_usd)
+    ]
+    best = min(safe, key=lambda r: (_price_as(r, kind) or math.inf, r.total_time_h or math.inf), default=None)
+    return describe(best, kind=kind) if best is not None else None
 
 
 #: How much larger a per-GPU batch ``larger_batch`` tries (capped by what fits): one batch, a few
@@ -746,6 +777,7 @@ def named_options(rec: Recommendation) -> list[dict[str, object]]:
             rec.tied_faster,
             rec.unpriced,
             rec.cheaper_buy,
+            rec.in_range_alt,
             beside_cpu,
         )
         if o and o.get("kind") not in ("cpu", "have")
@@ -842,7 +874,7 @@ def _cpu_lead(cpu: dict[str, object], deadline_h: float) -> str:
     if t > deadline_h:
         return f"The CPU would need ~{fmt_hours(t)}, beyond your {deadline} deadline. "
     hi = cpu.get("time_high_h")
-    upto = f" (up to {fmt_hours(float(hi))} with its error range)" if isinstance(hi, float | int) else ""
+    upto = f" (up to {_past(hi, deadline_h)} with its error range)" if isinstance(hi, float | int) else ""
     return f"The CPU would need ~{fmt_hours(t)}{upto}, too close to your {deadline} deadline to count on. "
 
 
@@ -931,7 +963,7 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 above = rec.budget_usd is not None and float(o["buy_cost_usd"]) > rec.budget_usd  # type: ignore[arg-type]
                 costs.append(
                     f"{money(float(o['buy_cost_usd']))} to buy and run"  # type: ignore[arg-type]
-                    + (" (over your budget)" if above else "")
+                    + (f" ({_over(float(o['buy_cost_usd']), rec.budget_usd, money)} your budget)" if above else "")  # type: ignore[arg-type]
                 )
             cost_txt = (
                 (" for " + ("" if costs[0].startswith("under") else "about ") + " or ".join(costs)) if costs else ""
@@ -952,7 +984,7 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             if ca is not None:
                 ca_rent, ca_buy = ca.get("cloud_cost_usd"), ca.get("buy_cost_usd")
                 over = (
-                    f"; {money(float(ca_buy))} to buy, over your budget"
+                    f"; {money(float(ca_buy))} to buy, {_over(float(ca_buy), rec.budget_usd, money)} your budget"
                     if isinstance(ca_buy, float | int)
                     else "; the catalog has no purchase price for it"
                 )
@@ -1069,9 +1101,18 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             )
         parts.extend(_parallel_caveats(o, rec.stage))
         if rec.crosses_deadline:
+            safe = rec.in_range_alt
+            pick = "pick a faster option"
+            if safe is not None:
+                sh = safe.get("time_high_h")
+                pick = (
+                    f"pick a faster option: {option_name(safe)} stays inside it, "
+                    f"{_approx(fmt_hours(safe.get('total_time_h')))} (up to {fmt_hours(sh)})"  # type: ignore[arg-type]
+                    f" for {_priced(safe, money)}{_offer_caveat(safe) if safe.get('kind') == 'rent' else ''}"
+                )
             parts.append(
-                f"Its error range reaches past your {deadline} deadline (up to {fmt_hours(o.get('time_high_h'))}): "  # type: ignore[arg-type]
-                "leave room, or pick a faster option."
+                f"Its error range reaches past your {deadline} deadline (up to {_past(o.get('time_high_h'), rec.deadline_hours)}): "
+                f"leave room, or {pick}."
             )
     for x in rec.excluded:
         parts.append(f"Left out of the plan: {x}.")
@@ -1084,6 +1125,22 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             f"({_approx(fmt_hours(lb.get('total_time_h')), '~')})"  # type: ignore[arg-type]
         )
     return choice, " ".join(parts)
+
+
+def _over(cost: float, budget: float | None, money: Money) -> str:
+    """ "over", or "just over" where the two amounts round alike: "$2,000 to buy and run (over your
+    budget)" beside a $2,000 budget contradicted itself ($2,000.36 against $2,000)."""
+    return "just over" if budget is not None and money(cost) == money(budget) else "over"
+
+
+def _past(hi: object, deadline_h: float) -> str:
+    """The top of an error range past the deadline, never reading as the deadline itself ("reaches
+    past your 30 min deadline (up to 30 min)" for 30.3 min)."""
+    h = float(hi) if isinstance(hi, float | int) else None
+    t = fmt_hours(h)
+    # a whole deadline reads "4 h", a hair past it "4.0 h": both are the deadline's own figure
+    alike = {fmt_hours(deadline_h), fmt_hours(deadline_h * (1 + 1e-6))}
+    return f"just over {t}" if h is not None and t in alike else t
 
 
 def _priced(o: dict[str, object], money: Money) -> str:

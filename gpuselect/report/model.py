@@ -15,6 +15,7 @@ from gpuselect import __version__
 from gpuselect.app.money import MoneyFormat
 from gpuselect.estimate.memory import vram_text
 from gpuselect.estimate.recommend import (
+    BUY_COST_NOTE,
     CLOUD_COST_NOTE,
     NO_OFFER_NOTE,
     PARTIAL_OFFER_NOTE,
@@ -282,7 +283,7 @@ def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
     )
     s.lines.append(
         "Prices: launch prices from vendors and Epoch AI; cloud prices are the cheapest on-demand offers in SkyPilot's "
-        f"public catalog, late-2025 snapshot (dated 2025-11 in the catalog); {CLOUD_COST_NOTE}."
+        f"public catalog, late-2025 snapshot (dated 2025-11 in the catalog); {CLOUD_COST_NOTE}; {BUY_COST_NOTE}."
         + (
             ""
             if money.is_usd
@@ -293,12 +294,21 @@ def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
 
 
 def _option_row(
-    label: str, fits: bool, batch: Any, hours: float | None, buy: str, cloud: str, kwh: float | None, band: float
+    label: str,
+    fits: bool,
+    batch: Any,
+    hours: float | None,
+    buy: str,
+    cloud: str,
+    kwh: float | None,
+    band: float,
+    precision: object = None,
 ) -> list[str]:
     return [
         label,
         "yes" if fits else "no",
         "" if batch is None else str(batch),
+        "" if precision is None else str(precision),
         fmt_hours(hours),
         buy,
         cloud,
@@ -345,7 +355,11 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
     s.lines.append(_selection_note(ok, singles, multis, top))
     opt = rec.option or {}
     sym = money.symbol
-    rows = [["Option", "Fits", "Batch", "Time", f"Buy ({sym})", f"Cloud ({sym})", "Energy (kWh)", "Error band"]]
+    # the precision each row trains in, as the CLI's prec column: with --precision fp8 the A100s'
+    # rows are bf16, which the report's "Precision fp8" alone hid
+    rows = [
+        ["Option", "Fits", "Batch", "Precision", "Time", f"Buy ({sym})", f"Cloud ({sym})", "Energy (kWh)", "Error band"]
+    ]
     left_out = {x.split(" ", 1)[0] for x in rec.excluded}
     for loc in result.local:  # this machine first: the row every other option is compared with
         note = " - left out: critical health finding" if loc.device in left_out else ""
@@ -359,6 +373,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
                 "",
                 None,
                 loc.error_band,
+                loc.precision_used,
             )
         )
     if rec.own:
@@ -409,6 +424,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
                 cloud,
                 r.energy_kwh,
                 r.error_band,
+                r.precision_used,
             )
         )
         if r.band_note:

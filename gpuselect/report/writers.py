@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuselect.estimate.memory import vram_text
-from gpuselect.estimate.recommend import money_text
+from gpuselect.estimate.recommend import fmt_hours, fmt_hours_range, money_text
 from gpuselect.fsutil import atomic_write_bytes, atomic_write_text
 from gpuselect.output import json_document, round_money, to_jsonable
 from gpuselect.report.model import Report
@@ -368,8 +368,10 @@ def _stage_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         how = {"cpu": "owned", "have": "owned, power", "rent": "rented", "buy": "to buy"}.get(str(kind), "")
         # the tables' formatter: "$0.11 rented", not "$0 rented"
         money = "" if cost is None or kind == "cpu" else f", {money_text(float(cost), sym)} {how}".rstrip()
-        rng = f" ({hours_range_short(float(lo), float(hi))})" if lo and hi else ""
-        label = f"{who}: {hours_tick_short(t)}{rng}{money}" + ("  — recommended" if chosen else "")
+        # the advice's own formatter, as the GUI's bars: "3 min (2.6–4 min)" beside a 3 min deadline
+        # read as met where the text says "3.2 min (range 2.6–3.8 min)", missed
+        rng = f" ({fmt_hours_range(float(lo), float(hi), unit_of=t)})" if lo and hi else ""
+        label = f"{who}: {fmt_hours(t)}{rng}{money}" + ("  — recommended" if chosen else "")
         labels.append((x0 + 2, y - 8, label))
     xd = ax.pos(deadline)
     d.add(Line(xd, base, xd, top + 4, strokeColor=colors.HexColor(RED), strokeDashArray=[3, 2], strokeWidth=1.2))
@@ -410,27 +412,6 @@ def hours_tick_short(h: float) -> str:
     if h < 1000:
         return f"{h:.0f} h"
     return f"{h / 24:,.0f} d"
-
-
-def _short_unit(h: float) -> tuple[str, float]:
-    """The unit ``hours_tick_short`` writes ``h`` in, and hours per that unit."""
-    if h * 3600 < 90:
-        return "s", 1 / 3600
-    if h < 1.5:
-        return "min", 1 / 60
-    return ("h", 1.0) if h < 1000 else ("d", 24.0)
-
-
-def hours_range_short(lo: float, hi: float) -> str:
-    """A range for a chart label in one unit, the larger end's: "10–4,570 d", "5–10 min" (not
-    "242 h–4,570 d"); the two ends apart where the smaller would read 0 in that unit."""
-    unit, per = _short_unit(hi)
-    v = lo / per
-    if round(v, 1) <= 0:
-        return f"{hours_tick_short(lo)} to {hours_tick_short(hi)}"
-    tenths = v < 10 or (unit == "h" and hi < 100)  # as hours_tick_short writes hours below 100
-    low = f"{v:.1f}".removesuffix(".0") if tenths else f"{v:,.0f}"
-    return f"{low}–{hours_tick_short(hi)}"
 
 
 def money_tick(v: float, sym: str) -> str:
@@ -695,6 +676,7 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
     from reportlab.lib.styles import ParagraphStyle
     from reportlab.lib.units import mm
     from reportlab.platypus import (
+        KeepTogether,
         Paragraph,
         SimpleDocTemplate,
         Spacer,
@@ -734,6 +716,7 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
     if report.summary:
         story += [Paragraph(escape(report.summary), body), Spacer(1, 4)]
     for s in report.sections:
+        start = len(story)
         story.append(Paragraph(escape(s.title), h2))
         for line in s.lines:
             story.append(Paragraph(escape(line), body))
@@ -741,9 +724,11 @@ def to_pdf_bytes(report: Report, *, paper: str = "a4", compress: bool = True) ->
         if s.chart and s.chart.get("kind") == "memory":  # the bars before the table of their figures
             if s.chart.get("caption"):
                 story += [Paragraph(escape(s.chart["caption"]), body), Spacer(1, 3)]
-            for drawing in _memory_charts(s.chart, width, font):
+            for i, drawing in enumerate(_memory_charts(s.chart, width, font)):
                 story.append(drawing)
                 story.append(Spacer(1, 6))
+                if i == 0:  # the heading and its words on the page of their bars, not alone at a page's foot
+                    story[start:] = [KeepTogether(story[start:])]
         if s.table:
             ncol = len(s.table[0])
             data = [[Paragraph(escape(c if len(c) <= 400 else c[:399] + "…"), small) for c in row] for row in s.table]

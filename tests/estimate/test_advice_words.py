@@ -86,6 +86,24 @@ def test_a_missed_deadline_compares_a_purchase_with_a_purchase() -> None:
     assert "about $400 rented" in rec.rationale and "about $12 rented, a fraction of the cost" in rec.rationale
 
 
+def test_a_missed_budget_shows_each_stages_cheapest_option_in_time() -> None:
+    """QA 16: llama-8b-full with a $5 budget named 4x MI300X ($25 rented), the cheapest in time, while
+    the stage-4 bar showed the stage's fastest, 128 P100s to buy for $1,203,227, beside 16 V100s
+    rented for $104 in time: "best option per stage" read as a $1.2 M plan."""
+    box = _r("mi300x", "datacenter", 4, 2.6, 60_000, rent=25.0)
+    fast = _r("p100", "datacenter", 128, 5.4, 1_203_227)
+    cheap = _r("v100", "datacenter", 16, 8.2, 184_000, rent=104.0)
+    late = _r("t4", "datacenter", 16, 100.0, 30_000, rent=50.0)  # cheaper still, but past the deadline
+    rec = recommend([box, fast, cheap, late], SLOW_CPU, Assumptions(budget_usd=5.0), W)
+    assert rec.missed == "budget" and rec.option is not None and rec.option["gpu_id"] == "mi300x"
+    four = rec.per_stage["4"]
+    assert four is not None and four["gpu_id"] == "v100" and four["cost_usd"] == 104.0, four
+    # nothing in time at all: each stage's bar is still its fastest
+    late_fast, late_cheap = (dataclasses.replace(r, meets_deadline=False) for r in (fast, cheap))
+    rec = recommend([late_fast, late_cheap], SLOW_CPU, Assumptions(budget_usd=5.0, deadline_hours=1.0), W)
+    assert rec.per_stage["4"] is not None and rec.per_stage["4"]["gpu_id"] == "p100"
+
+
 def test_money_under_a_cent_reads_under_not_about_under() -> None:
     # "1x GeForce RTX 3090 takes about 21 s for about under $0.01, a fraction of the cost"
     d = 0.005
@@ -228,3 +246,40 @@ def test_the_report_table_marks_the_gpu_named_beside_the_cpu(catalog) -> None:  
     labels = [r[0] for r in est.table]  # type: ignore[union-attr]
     named = f"{rec.faster_gpu['count']}x {rec.faster_gpu['name']} (named in the advice)"
     assert named in labels and rec.faster_gpu["name"] in est.lines[0]
+
+
+def test_over_the_budget_and_past_the_deadline_never_read_as_equal_to_them() -> None:
+    """QA 16: resnet50 with a $2,000 budget read "$2,000 to buy and run (over your budget)" ($2,000.36);
+    llama-70b-full with a 30 min deadline "reaches past your 30 min deadline (up to 30 min)" (30.3)."""
+    card = _r("rtx", "geforce", 1, 18.5, 2000.36, rent=18.0, deadline=24.0, band=0.32)
+    rec = recommend([card], SLOW_CPU, Assumptions(deadline_hours=24.0, budget_usd=2000.0), W)
+    assert "$2,000 to buy and run (just over your budget)" in rec.rationale, rec.rationale
+    rec = recommend([card], SLOW_CPU, Assumptions(deadline_hours=24.0, budget_usd=1500.0), W)
+    assert "$2,000 to buy and run (over your budget)" in rec.rationale, rec.rationale
+    box = _r("b200", "datacenter", 128, 25 / 60, None, rent=360.0, deadline=0.5, band=0.21)
+    rec = recommend([box], SLOW_CPU, Assumptions(deadline_hours=0.5), W)
+    assert rec.crosses_deadline
+    assert "past your 30 min deadline (up to just over 30 min)" in rec.rationale, rec.rationale
+    # "past your 4 h deadline (up to 4.0 h)": 16x B200 at 3.3 h, +21 %
+    box = _r("b200", "datacenter", 16, 3.32, None, rent=356.0, deadline=4.0, band=0.21)
+    rec = recommend([box], SLOW_CPU, Assumptions(deadline_hours=4.0), W)
+    assert "past your 4 h deadline (up to just over 4.0 h)" in rec.rationale, rec.rationale
+
+
+def test_an_option_whose_range_crosses_the_deadline_names_one_that_stays_inside() -> None:
+    """QA 16: resnet50 in 24 h rented an RTX 5090 for $18 (up to 24.5 h) and said "leave room, or pick
+    a faster option" without naming one; 2x RTX 5090 rented for $19 stays inside (up to 12.6 h)."""
+    one = _r("rtx", "geforce", 1, 18.5, 2000.36, rent=18.36, deadline=24.0, band=0.32)
+    two = _r("rtx", "geforce", 2, 9.6, 3999.4, rent=18.94, deadline=24.0, band=0.32)
+    dear = _r("h100", "datacenter", 1, 9.3, 33_601, rent=25.0, deadline=24.0, band=0.32)
+    slow = _r("a6000", "workstation", 1, 20.0, 4650, rent=10.0, deadline=24.0, band=0.32)  # cheaper, crosses too
+    rec = recommend([one, two, dear, slow], SLOW_CPU, Assumptions(deadline_hours=24.0, budget_usd=2000.0), W)
+    assert rec.crosses_deadline and rec.option is not None and rec.option["kind"] == "rent"
+    assert rec.in_range_alt is not None and (rec.in_range_alt["gpu_id"], rec.in_range_alt["count"]) == ("rtx", 2)
+    assert rec.in_range_alt in named_options(rec)  # the faces mark its row
+    assert "pick a faster option: 2x rtx stays inside it, about 9.6 h (up to 12.7 h) for about $19 rented." in (
+        rec.rationale
+    ), rec.rationale
+    # nothing stays inside: the words as before
+    rec = recommend([one, slow], SLOW_CPU, Assumptions(deadline_hours=24.0, budget_usd=2000.0), W)
+    assert rec.in_range_alt is None and "leave room, or pick a faster option." in rec.rationale

@@ -331,3 +331,26 @@ def test_an_amd_machine_reads_in_amds_words() -> None:
     assert "torch 2.7.0+rocm6.4: built for ROCm 6.4." in lines and "build unknown" not in lines, lines
     assert "amdsmi: available." in lines, lines
     assert machine.table is not None and machine.table[0][4] == "GFX clock / max", machine.table[0]
+
+
+def test_pdf_memory_heading_stays_with_its_bars(tmp_path: Path) -> None:
+    """QA 16: llama-8b-lora --count 1,2,4 (Letter) left "Memory per GPU" and its two paragraphs at the foot of
+    page 3 and the bars on page 4."""
+    pdf = tmp_path / "r.pdf"
+    argv = [
+        "report",
+        "-o",
+        str(pdf),
+        "--paper",
+        "letter",
+        "--no-bench",
+        "--workload",
+        "llama-8b-lora",
+        "--count",
+        "1,2,4",
+    ]
+    assert main(argv) == 0
+    pages = [p.extract_text() for p in pypdf.PdfReader(str(pdf)).pages]
+    heading = [i for i, t in enumerate(pages) if "Memory per GPU" in t]
+    legend = [i for i, t in enumerate(pages) if "the card's memory (GB)" in t]
+    assert heading and heading == legend[:1], (heading, legend)

@@ -147,7 +147,7 @@ def test_summary_on_page_1_and_the_recommended_option_in_the_table(tmp_path: Pat
     assert "Left out of the plan: gpu1" in first and "€" in first
     est = next(sec for sec in report.sections if sec.title == "Estimates")
     assert sum("(recommended)" in row[0] for row in est.table) == 1  # type: ignore[union-attr]
-    assert est.table[0][4] == "Buy (€)"  # type: ignore[index]
+    assert est.table[0][5] == "Buy (€)"  # type: ignore[index]
     text = "\n".join(pages)
     assert "$" not in "".join(report.summary + "".join(est.lines))
     assert "one consumer GPU" in text and "workstation / rented GPUs" in text  # the CLI's stage names
@@ -210,7 +210,7 @@ def test_cli_report_money_in_the_settings_currency(tmp_path: Path) -> None:
     assert main(["report", "-o", str(out), "--workload", "resnet50"]) == 0
     doc = json.loads(out.read_text())["report"]
     est = next(s for s in doc["sections"] if s["title"] == "Estimates")
-    assert est["table"][0][4] == "Buy (CHF)" and "$" not in " ".join(est["lines"])
+    assert est["table"][0][5] == "Buy (CHF)" and "$" not in " ".join(est["lines"])
     assert est["chart"]["currency"] == "CHF"
 
 

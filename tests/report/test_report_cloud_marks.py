@@ -119,3 +119,27 @@ def test_the_selection_note_names_only_the_groups_it_lists(tmp_path: Path) -> No
     assert main(["report", "-o", str(out), "--no-bench", *args]) == 0
     text = " ".join(out.read_text().split())
     assert "fastest single GPUs" in text and "0 fastest" not in text and "of several GPUs" not in text
+
+
+def test_report_table_says_the_precision_each_row_trains_in(tmp_path: Path) -> None:
+    """QA 16: with --precision fp8 the CLI's A100 row read bf16 (no fp8 on Ampere); the report said
+    only "Precision fp8", so its A100 row read as an fp8 estimate. Its table now has the CLI's column,
+    and says what a purchase's cost counts (the card's price plus this run's electricity)."""
+    from gpuselect.estimate.recommend import BUY_COST_NOTE
+
+    out = tmp_path / "r.json"
+    gpus = "nvidia-a100-sxm4-80gb,nvidia-h100-sxm5-80gb"
+    args = ["--workload", "llama-8b-lora", "--precision", "fp8", "--gpus", gpus, "--count", "1"]
+    assert main(["report", "-o", str(out), "--no-bench", *args]) == 0
+    doc = json.loads(out.read_text())["report"]
+    used = {f"{r['count']}x {r['name']}": r["precision_used"] for r in doc["estimate"]["rows"] if r["fits"]}
+    assert set(used.values()) == {"bf16", "fp8"}, used  # the data this test rests on
+    est = next(s for s in doc["sections"] if s["title"] == "Estimates")
+    head, *table = est["table"]
+    prec = head.index("Precision")
+    seen = {
+        line[0].split(" (")[0].removesuffix(" †"): line[prec] for line in table if line[0] != "" and "x " in line[0]
+    }
+    assert {k: v for k, v in seen.items() if k in used} == used, seen
+    workload = next(s for s in doc["sections"] if s["title"] == "Workload and assumptions")
+    assert any(BUY_COST_NOTE in x for x in workload["lines"])

@@ -178,9 +178,40 @@ def test_stage_chart_labels_write_cents_and_one_unit_per_range() -> None:
     chart = {"per_stage": per, "deadline_h": 72.0, "stage": 2, "currency": "$"}
     font, _ = _fonts()
     texts = [c.text for c in _stage_chart(chart, 480.0, font).contents if isinstance(c, String)]
-    assert any(t.startswith("CPU: 215 d (10–4,570 d)") for t in texts), texts
-    assert any(t.startswith("1x RTX 5090: 7 min (5–10 min), $0.11 rented") for t in texts), texts
+    assert any(t.startswith("CPU: 215 days (10–4,570 days)") for t in texts), texts
+    assert any(t.startswith("1x RTX 5090: 7 min (5.0–10.0 min), $0.11 rented") for t in texts), texts
     assert any("under $0.01 rented" in t for t in texts) and not any("$0 rented" in t for t in texts)
+
+
+def test_stage_chart_labels_round_as_the_advice_does() -> None:
+    """QA 16: with a 3 min deadline the text said 1024x B200 misses it, "3.2 min (range 2.6–3.8 min)",
+    while its bar read "3 min (2.6–4 min)", as if met; and a CPU's "2.8 years" read "1,010 d"."""
+    pytest.importorskip("reportlab")
+    from reportlab.graphics.shapes import String
+
+    from gpuselect.estimate.recommend import fmt_hours, fmt_hours_range
+    from gpuselect.report.writers import _fonts, _stage_chart
+
+    t = 3.19 / 60
+    per = {
+        "1": {"kind": "cpu", "name": "CPU", "total_time_h": 24300.0, "time_low_h": 12100.0, "time_high_h": 48800.0},
+        "4": {
+            "kind": "rent",
+            "name": "B200",
+            "count": 1024,
+            "total_time_h": t,
+            "time_low_h": t / 1.21,
+            "time_high_h": t * 1.21,
+            "cost_usd": 362.0,
+        },
+    }
+    chart = {"per_stage": per, "deadline_h": 0.05, "stage": 4, "currency": "$"}
+    font, _ = _fonts()
+    texts = [c.text for c in _stage_chart(chart, 480.0, font).contents if isinstance(c, String)]
+    want = f"1024x B200: {fmt_hours(t)} ({fmt_hours_range(t / 1.21, t * 1.21, unit_of=t)}), $362 rented"
+    assert want.startswith("1024x B200: 3.2 min (2.6–3.9 min)"), want
+    assert any(x.startswith(want) for x in texts), texts
+    assert any(x.startswith("CPU: 2.8 years (1.4–5.6 years)") for x in texts), texts
 
 
 def test_a_series_of_one_point_is_drawn_off_the_axes() -> None:
