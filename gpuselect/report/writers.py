@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuselect.estimate.memory import vram_text
-from gpuselect.estimate.recommend import money_text
+from gpuselect.estimate.recommend import YEAR_H, money_text
 from gpuselect.fsutil import atomic_write_bytes, atomic_write_text
 from gpuselect.output import json_document, round_money, to_jsonable
 from gpuselect.report.model import Report
@@ -368,7 +368,7 @@ def _stage_chart(chart: dict[str, Any], width: float, font: str) -> Any:
         how = {"cpu": "owned", "have": "owned, power", "rent": "rented", "buy": "to buy"}.get(str(kind), "")
         # the tables' formatter: "$0.11 rented", not "$0 rented"
         money = "" if cost is None or kind == "cpu" else f", {money_text(float(cost), sym)} {how}".rstrip()
-        rng = f" ({hours_range_short(float(lo), float(hi))})" if lo and hi else ""
+        rng = f" ({hours_range_short(float(lo), float(hi), unit_of=t)})" if lo and hi else ""
         label = f"{who}: {hours_tick_short(t)}{rng}{money}" + ("  — recommended" if chosen else "")
         labels.append((x0 + 2, y - 8, label))
     xd = ax.pos(deadline)
@@ -400,7 +400,8 @@ def _grounded_label(d: Any, x: float, y: float, text: str, font: str, colour: An
 
 
 def hours_tick_short(h: float) -> str:
-    """A time for a chart label: 45 s, 12 min, 3.4 h, 120 h, 40 d."""
+    """A time for a chart label: 45 s, 12 min, 3.4 h, 120 h, 40 d, 2.1 years (past two years, as
+    the text and the desktop app write it: the stage chart read "783 d" beside "~2.1 years")."""
     if h * 3600 < 90:
         return f"{h * 3600:.0f} s"
     if h < 1.5:
@@ -409,28 +410,39 @@ def hours_tick_short(h: float) -> str:
         return f"{h:.1f} h" if abs(h - round(h)) > 1e-9 else f"{h:.0f} h"
     if h < 1000:
         return f"{h:.0f} h"
-    return f"{h / 24:,.0f} d"
+    if h < 2 * YEAR_H:
+        return f"{h / 24:,.0f} d"
+    return _years(h / YEAR_H)
 
 
-def _short_unit(h: float) -> tuple[str, float]:
-    """The unit ``hours_tick_short`` writes ``h`` in, and hours per that unit."""
+def _years(y: float) -> str:
+    return (f"{y:.1f}".removesuffix(".0") if y < 10 else f"{y:,.0f}") + " years"
+
+
+def _short_unit(h: float, *, years: bool) -> tuple[str, float]:
+    """The unit ``hours_tick_short`` writes ``h`` in (days at most unless ``years``), and hours per that unit."""
     if h * 3600 < 90:
         return "s", 1 / 3600
     if h < 1.5:
         return "min", 1 / 60
-    return ("h", 1.0) if h < 1000 else ("d", 24.0)
+    if h < 1000:
+        return "h", 1.0
+    return ("years", YEAR_H) if years and h >= 2 * YEAR_H else ("d", 24.0)
 
 
-def hours_range_short(lo: float, hi: float) -> str:
+def hours_range_short(lo: float, hi: float, *, unit_of: float | None = None) -> str:
     """A range for a chart label in one unit, the larger end's: "10–4,570 d", "5–10 min" (not
-    "242 h–4,570 d"); the two ends apart where the smaller would read 0 in that unit."""
-    unit, per = _short_unit(hi)
+    "242 h–4,570 d"); in years where the time it is of (``unit_of``) reads in years ("2.1 years
+    (1.1–4.3 years)"); the two ends apart where the smaller would read 0 in that unit."""
+    unit, per = _short_unit(hi, years=unit_of is not None and unit_of >= 2 * YEAR_H)
     v = lo / per
     if round(v, 1) <= 0:
         return f"{hours_tick_short(lo)} to {hours_tick_short(hi)}"
     tenths = v < 10 or (unit == "h" and hi < 100)  # as hours_tick_short writes hours below 100
     low = f"{v:.1f}".removesuffix(".0") if tenths else f"{v:,.0f}"
-    return f"{low}–{hours_tick_short(hi)}"
+    if unit == "years":
+        return f"{low}–{_years(hi / per)}"
+    return f"{low}–{hours_tick_short(hi) if unit != 'd' else f'{hi / per:,.0f} d'}"
 
 
 def money_tick(v: float, sym: str) -> str:
