@@ -18,6 +18,7 @@ import contextlib
 import errno
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -51,11 +52,59 @@ class _Parser(argparse.ArgumentParser):
     """One sentence for a bad option, like every other input error (not the whole usage block
     before it, which buried the sentence under twenty lines)."""
 
+    _given: tuple[str, ...] = ()
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        # Kept for error(): argparse reports a missing required option before an unknown one, so
+        # `estimate --work resnet50` read "one of the arguments --workload ... is required".
+        self._given = tuple(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def unknown_options(self, tokens: Sequence[str]) -> list[str]:
+        """The option-like tokens this parser does not know (a negative number is a value)."""
+        unknown = []
+        for tok in tokens:
+            if tok == "--":
+                break
+            option = tok.split("=", 1)[0]
+            if (
+                tok.startswith("-")
+                and tok != "-"
+                and not _NUMBER.match(tok)
+                and option not in self._option_string_actions
+            ):
+                unknown.append(tok)
+        return unknown
+
+    def unrecognized(self, extra: Sequence[str]) -> str:
+        """ "unrecognized arguments: ..." and, for an abbreviation, the option it abbreviates."""
+        message = f"unrecognized arguments: {' '.join(extra)}"
+        meant = sorted(
+            {
+                o
+                for tok in extra
+                if tok.startswith("--")
+                for o in self._option_string_actions
+                if o.startswith(tok.split("=", 1)[0])
+            }
+        )
+        if meant:
+            message += f" (option names are given in full: did you mean {' or '.join(meant)}?)"
+        return message
+
     def error(self, message: str) -> NoReturn:
+        unknown = self.unknown_options(self._given)
+        if unknown and " required" in message:  # the unknown option is the mistake, not the missing one
+            message = self.unrecognized(unknown)
         self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+def build_parser() -> _Parser:
     # allow_abbrev=False everywhere: an abbreviation must never pick an option (``--mode`` was
     # once read as ``--model``, which runs a file's code).
     parser = _Parser(
@@ -80,7 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # named by the command's own parser, which points to its own --help
-        getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
+        named_by: _Parser = getattr(args, "_parser", parser)
+        named_by.error(named_by.unrecognized(extra))
     module: ModuleType = getattr(args, "_module", None) or _command_module("gui")
     if module.__name__ != "gpuselect.commands.gui":  # the desktop app shows them in a banner
         notices.set_handler(_print_warning)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuselect.estimate.memory import vram_text
-from gpuselect.estimate.recommend import fmt_hours, fmt_hours_range, money_text
+from gpuselect.estimate.recommend import YEAR_H, fmt_hours, fmt_hours_range, money_text
 from gpuselect.fsutil import atomic_write_bytes, atomic_write_text
 from gpuselect.output import json_document, round_money, to_jsonable
 from gpuselect.report.model import Report
@@ -402,7 +402,8 @@ def _grounded_label(d: Any, x: float, y: float, text: str, font: str, colour: An
 
 
 def hours_tick_short(h: float) -> str:
-    """A time for a chart label: 45 s, 12 min, 3.4 h, 120 h, 40 d."""
+    """A time for a chart label: 45 s, 12 min, 3.4 h, 120 h, 40 d, 2.1 years (past two years, as
+    the text and the desktop app write it: the stage chart read "783 d" beside "~2.1 years")."""
     if h * 3600 < 90:
         return f"{h * 3600:.0f} s"
     if h < 1.5:
@@ -411,7 +412,13 @@ def hours_tick_short(h: float) -> str:
         return f"{h:.1f} h" if abs(h - round(h)) > 1e-9 else f"{h:.0f} h"
     if h < 1000:
         return f"{h:.0f} h"
-    return f"{h / 24:,.0f} d"
+    if h < 2 * YEAR_H:
+        return f"{h / 24:,.0f} d"
+    return _years(h / YEAR_H)
+
+
+def _years(y: float) -> str:
+    return (f"{y:.1f}".removesuffix(".0") if y < 10 else f"{y:,.0f}") + " years"
 
 
 def money_tick(v: float, sym: str) -> str:

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuselect.catalog import load_catalog
-from gpuselect.cli import main
+from gpuselect.cli import build_parser, main
 from gpuselect.errors import UsageError
 from gpuselect.estimate import api as A
 from gpuselect.estimate.api import (
@@ -783,6 +783,41 @@ def test_an_unknown_option_is_named_by_its_commands_parser(capsys: pytest.Captur
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "unrecognized arguments: --bogus" in err and "`gpuselect estimate --help`" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        # An abbreviation is refused (allow_abbrev=False), but argparse's missing-option check ran
+        # first: "one of the arguments --workload --config --params --model is required".
+        (
+            ["estimate", "--work", "resnet50"],
+            "unrecognized arguments: --work (option names are given in full: did you mean --workload?)",
+        ),
+        (
+            ["report", "--out", "r.md", "--no-bench"],
+            "unrecognized arguments: --out (option names are given in full: did you mean --output?)",
+        ),
+        (
+            ["estimate", "--workload", "resnet50", "--to", "3"],
+            "unrecognized arguments: --to 3 (option names are given in full: did you mean --top?)",
+        ),
+    ],
+)
+def test_an_abbreviated_option_is_named_not_a_missing_one(
+    capsys: pytest.CaptureFixture[str], argv: list[str], said: str
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and said in err and "required" not in err
+    # A missing option with nothing unknown keeps argparse's own sentence; a negative number is a
+    # value, not an unknown option.
+    with pytest.raises(SystemExit):
+        main(["estimate", "--top", "3"])
+    assert "one of the arguments --workload --config --params --model is required" in capsys.readouterr().err
+    sub = build_parser().parse_known_args(["estimate", "--workload", "resnet50"])[0]._parser
+    assert sub.unknown_options(["--seq-len", "-5", "--top=3", "--tpo=3", "-", "--", "--x"]) == ["--tpo=3"]
 
 
 def test_options_that_fit_without_a_price_are_named_not_called_unfit() -> None:

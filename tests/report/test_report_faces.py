@@ -214,6 +214,23 @@ def test_stage_chart_labels_round_as_the_advice_does() -> None:
     assert any(x.startswith("CPU: 2.8 years (1.4–5.6 years)") for x in texts), texts
 
 
+def test_stage_chart_writes_years_as_the_text_does() -> None:
+    # Llama 3.1 8B QLoRA's CPU: the summary and the table read "~2.1 years", its bar "783 d (390–1,572 d)".
+    pytest.importorskip("reportlab")
+    from reportlab.graphics.shapes import String
+
+    from gpuselect.estimate.recommend import YEAR_H, fmt_hours
+    from gpuselect.report.writers import _fonts, _stage_chart
+
+    t = 783 * 24.0
+    per = {"1": {"kind": "cpu", "name": "CPU", "total_time_h": t, "time_low_h": 390 * 24.0, "time_high_h": 1572 * 24.0}}
+    chart = {"per_stage": per, "deadline_h": 72.0, "stage": 1, "currency": "$"}
+    font, _ = _fonts()
+    texts = [c.text for c in _stage_chart(chart, 480.0, font).contents if isinstance(c, String)]
+    assert fmt_hours(t) == "2.1 years" and t > 2 * YEAR_H
+    assert any(t.startswith("CPU: 2.1 years (1.1–4.3 years)") for t in texts), texts
+
+
 def test_a_series_of_one_point_is_drawn_off_the_axes() -> None:
     pytest.importorskip("reportlab")
     from reportlab.graphics.charts.lineplots import LinePlot
