@@ -37,7 +37,7 @@ RANGES = {
     "grid_kg_co2_per_kwh": (0.0, 5.0),
     "usd_to_currency": (1e-6, 1e6),
     "default_deadline_hours": (1e-3, 1e6),
-    "default_budget_usd": (0.0, 1e10),
+    "default_budget_usd": (1e-3, 1e10),  # the estimate's own range: a figure it refuses would fail every estimate
 }
 
 
@@ -70,6 +70,9 @@ def _validate(values: dict[str, Any]) -> tuple[Settings, list[Problem]]:
         if key in RANGES:
             if value is None and default is None:
                 clean[key] = None
+                continue
+            if key == "default_budget_usd" and value == 0 and not isinstance(value, bool):
+                clean[key] = None  # 0 means no budget, as the GUI's box and --budget-usd 0 say it
                 continue
             if not finite_number(value):
                 problems.append(Problem(f"{key} must be a number, not {value!r}"))
