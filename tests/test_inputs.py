@@ -270,6 +270,41 @@ def test_bench_file_in_utf16_is_used(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert local[0]["device"] == "cpu" and local[0]["total_time_h"] > 0
 
 
+_STEP = {"model": "simple_cnn", "batch_size": 16, "samples_per_s": 160.0, "step_ms": 100.0}
+_TIMING = {"value": 1.0, "low": 0.9, "high": 1.1, "repeats": 3}
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        # a step or a timing without a key the bench always writes was "TrainStep.__init__() missing
+        # 1 required positional argument", without the file's name
+        ({"train_steps": [_STEP]}, "includes_host_to_device_copy"),
+        ({"matmul_detail": {"fp32": _TIMING}}, "size"),
+        # the wrong type: an internal error ("'list' object has no attribute 'items'") in `report`,
+        # or a step printed as "training step {'a': 1}"
+        ({"skipped": ["fp8"]}, "skipped"),
+        ({"train_steps": [{**_STEP, "model": {"a": 1}, "includes_host_to_device_copy": False}]}, "model"),
+        # an escape sequence in a reason the report prints (device names were already refused)
+        ({"skipped": {"fp8": "\u001b[2Jgone"}}, "control character"),
+    ],
+)
+@pytest.mark.parametrize("command", ["estimate", "report"])
+def test_bench_file_of_the_wrong_form_is_one_sentence_naming_it(
+    tmp_path: Path, extra: dict[str, object], named: str, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = tmp_path / "bench.json"
+    doc = json.loads(_bench_doc("0.5"))
+    doc["devices"][0].update(extra)
+    bench.write_text(json.dumps(doc))
+    out = ["-o", str(tmp_path / "r.md")] if command == "report" else []
+    assert main([command, "--workload", "simple-cnn", "--bench", str(bench), *out]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gpuselect: error:") and len(err.strip().splitlines()) == 1, err
+    assert str(bench) in err and named in err and "__init__" not in err, err
+    assert not (tmp_path / "r.md").exists()
+
+
 @pytest.mark.parametrize("option", ["--bench", "--config"])
 @pytest.mark.parametrize("kind", ["dev-zero", "fifo", "deep"])
 def test_bench_and_config_refuse_devices_fifos_and_deep_files(
