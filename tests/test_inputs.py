@@ -252,7 +252,8 @@ def _bench_doc(fp32: object) -> str:
     return '{"schema_version": 1, "kind": "bench", "report": {"quick": true}, "devices": [' + device + "]}"
 
 
-@pytest.mark.parametrize("fp32", ["-1", "NaN", "0", "1e400", '"fast"'])
+# 1e-300: taken, and this CPU's time printed with 300 digits of years
+@pytest.mark.parametrize("fp32", ["-1", "NaN", "0", "1e400", '"fast"', "1e-300"])
 def test_bench_file_figures_are_checked(tmp_path: Path, fp32: str, capsys: pytest.CaptureFixture[str]) -> None:
     bench = tmp_path / "bench.json"
     bench.write_text(_bench_doc(fp32))
@@ -535,3 +536,13 @@ def test_a_closed_stdout_is_one_sentence() -> None:
         check=False,
     )
     assert done.returncode == 1 and "cannot write the output" in done.stderr and "internal error" not in done.stderr
+
+
+def test_bench_file_with_a_vanishing_bandwidth_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = tmp_path / "bench.json"
+    doc = json.loads(_bench_doc("0.5"))
+    doc["devices"][0]["memory_bandwidth_gbs"] = 1e-300
+    bench.write_text(json.dumps(doc))
+    assert main(["estimate", "--workload", "simple-cnn", "--bench", str(bench)]) == 2
+    err = capsys.readouterr().err
+    assert "memory_bandwidth_gbs" in err and len(err.strip().splitlines()) == 1, err
