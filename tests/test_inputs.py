@@ -546,3 +546,16 @@ def test_bench_file_with_a_vanishing_bandwidth_is_refused(tmp_path: Path, capsys
     assert main(["estimate", "--workload", "simple-cnn", "--bench", str(bench)]) == 2
     err = capsys.readouterr().err
     assert "memory_bandwidth_gbs" in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("model_type", ["x" * 100_000, "t5\u001b[2J"])
+def test_config_model_type_that_is_no_name_is_one_sentence(
+    tmp_path: Path, model_type: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An unknown model type is echoed in the description: 100,000 characters of it made a
+    # 100,000-character line (and JSON field, and report paragraph).
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({**GPT2_SMALL, "model_type": model_type}))
+    assert main(["estimate", "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gpuselect: error:") and "model_type" in err and len(err) < 300, err
