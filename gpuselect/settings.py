@@ -119,7 +119,8 @@ def _load(p: Path) -> tuple[Settings, list[Problem]]:
     if not os.path.lexists(p):
         return Settings(), []
     try:
-        data = read_json(p, what="settings file", max_bytes=MAX_BYTES)
+        # a key given twice (hand-edited) was taken at its last value without a word
+        data = read_json(p, what="settings file", max_bytes=MAX_BYTES, unique_keys=True)
     except DataError as exc:
         return Settings(), [Problem(f"{exc}; using the default settings, the file is kept")]
     if not isinstance(data, dict):
@@ -134,7 +135,7 @@ def save(settings: Settings, path: Path | None = None) -> Path:
     p = path or settings_path()
     if os.path.lexists(p):
         try:
-            read_json(p, what="settings file", max_bytes=MAX_BYTES)
+            read_json(p, what="settings file", max_bytes=MAX_BYTES, unique_keys=True)
         except DataError:
             p.rename(p.with_name(f"{p.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}"))  # keep what was there
     return atomic_write_text(p, json.dumps(dataclasses.asdict(settings), indent=2) + "\n", make_parents=True)
