@@ -37,7 +37,7 @@ RANGES = {
     "grid_kg_co2_per_kwh": (0.0, 5.0),
     "usd_to_currency": (1e-6, 1e6),
     "default_deadline_hours": (1e-3, 1e6),
-    "default_budget_usd": (0.0, 1e10),
+    "default_budget_usd": (1e-3, 1e10),  # the estimate's own range: a figure it refuses would fail every estimate
 }
 
 
@@ -70,6 +70,9 @@ def _validate(values: dict[str, Any]) -> tuple[Settings, list[Problem]]:
         if key in RANGES:
             if value is None and default is None:
                 clean[key] = None
+                continue
+            if key == "default_budget_usd" and value == 0 and not isinstance(value, bool):
+                clean[key] = None  # 0 means no budget, as the GUI's box and --budget-usd 0 say it
                 continue
             if not finite_number(value):
                 problems.append(Problem(f"{key} must be a number, not {value!r}"))
@@ -116,7 +119,8 @@ def _load(p: Path) -> tuple[Settings, list[Problem]]:
     if not os.path.lexists(p):
         return Settings(), []
     try:
-        data = read_json(p, what="settings file", max_bytes=MAX_BYTES)
+        # a key given twice (hand-edited) was taken at its last value without a word
+        data = read_json(p, what="settings file", max_bytes=MAX_BYTES, unique_keys=True)
     except DataError as exc:
         return Settings(), [Problem(f"{exc}; using the default settings, the file is kept")]
     if not isinstance(data, dict):
@@ -131,7 +135,7 @@ def save(settings: Settings, path: Path | None = None) -> Path:
     p = path or settings_path()
     if os.path.lexists(p):
         try:
-            read_json(p, what="settings file", max_bytes=MAX_BYTES)
+            read_json(p, what="settings file", max_bytes=MAX_BYTES, unique_keys=True)
         except DataError:
             p.rename(p.with_name(f"{p.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}"))  # keep what was there
     return atomic_write_text(p, json.dumps(dataclasses.asdict(settings), indent=2) + "\n", make_parents=True)

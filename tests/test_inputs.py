@@ -252,7 +252,8 @@ def _bench_doc(fp32: object) -> str:
     return '{"schema_version": 1, "kind": "bench", "report": {"quick": true}, "devices": [' + device + "]}"
 
 
-@pytest.mark.parametrize("fp32", ["-1", "NaN", "0", "1e400", '"fast"'])
+# 1e-300: taken, and this CPU's time printed with 300 digits of years
+@pytest.mark.parametrize("fp32", ["-1", "NaN", "0", "1e400", '"fast"', "1e-300"])
 def test_bench_file_figures_are_checked(tmp_path: Path, fp32: str, capsys: pytest.CaptureFixture[str]) -> None:
     bench = tmp_path / "bench.json"
     bench.write_text(_bench_doc(fp32))
@@ -268,6 +269,41 @@ def test_bench_file_in_utf16_is_used(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["estimate", "--workload", "simple-cnn", "--bench", str(bench), "--format", "json"]) == 0
     local = json.loads(capsys.readouterr().out)["local"]
     assert local[0]["device"] == "cpu" and local[0]["total_time_h"] > 0
+
+
+_STEP = {"model": "simple_cnn", "batch_size": 16, "samples_per_s": 160.0, "step_ms": 100.0}
+_TIMING = {"value": 1.0, "low": 0.9, "high": 1.1, "repeats": 3}
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        # a step or a timing without a key the bench always writes was "TrainStep.__init__() missing
+        # 1 required positional argument", without the file's name
+        ({"train_steps": [_STEP]}, "includes_host_to_device_copy"),
+        ({"matmul_detail": {"fp32": _TIMING}}, "size"),
+        # the wrong type: an internal error ("'list' object has no attribute 'items'") in `report`,
+        # or a step printed as "training step {'a': 1}"
+        ({"skipped": ["fp8"]}, "skipped"),
+        ({"train_steps": [{**_STEP, "model": {"a": 1}, "includes_host_to_device_copy": False}]}, "model"),
+        # an escape sequence in a reason the report prints (device names were already refused)
+        ({"skipped": {"fp8": "\u001b[2Jgone"}}, "control character"),
+    ],
+)
+@pytest.mark.parametrize("command", ["estimate", "report"])
+def test_bench_file_of_the_wrong_form_is_one_sentence_naming_it(
+    tmp_path: Path, extra: dict[str, object], named: str, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = tmp_path / "bench.json"
+    doc = json.loads(_bench_doc("0.5"))
+    doc["devices"][0].update(extra)
+    bench.write_text(json.dumps(doc))
+    out = ["-o", str(tmp_path / "r.md")] if command == "report" else []
+    assert main([command, "--workload", "simple-cnn", "--bench", str(bench), *out]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gpuselect: error:") and len(err.strip().splitlines()) == 1, err
+    assert str(bench) in err and named in err and "__init__" not in err, err
+    assert not (tmp_path / "r.md").exists()
 
 
 @pytest.mark.parametrize("option", ["--bench", "--config"])
@@ -500,3 +536,26 @@ def test_a_closed_stdout_is_one_sentence() -> None:
         check=False,
     )
     assert done.returncode == 1 and "cannot write the output" in done.stderr and "internal error" not in done.stderr
+
+
+def test_bench_file_with_a_vanishing_bandwidth_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = tmp_path / "bench.json"
+    doc = json.loads(_bench_doc("0.5"))
+    doc["devices"][0]["memory_bandwidth_gbs"] = 1e-300
+    bench.write_text(json.dumps(doc))
+    assert main(["estimate", "--workload", "simple-cnn", "--bench", str(bench)]) == 2
+    err = capsys.readouterr().err
+    assert "memory_bandwidth_gbs" in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("model_type", ["x" * 100_000, "t5\u001b[2J"])
+def test_config_model_type_that_is_no_name_is_one_sentence(
+    tmp_path: Path, model_type: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An unknown model type is echoed in the description: 100,000 characters of it made a
+    # 100,000-character line (and JSON field, and report paragraph).
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({**GPT2_SMALL, "model_type": model_type}))
+    assert main(["estimate", "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gpuselect: error:") and "model_type" in err and len(err) < 300, err

@@ -63,3 +63,32 @@ def test_a_currency_symbol_with_a_control_character_is_refused(tmp_path: Path) -
         p.write_text(json.dumps({"currency_symbol": bad}))
         s, problems = load(p)
         assert s.currency_symbol == "$" and "printable characters" in " ".join(problems)
+
+
+def test_a_zero_default_budget_means_none_and_a_refused_one_is_named(tmp_path: Path) -> None:
+    # A hand-written "default_budget_usd": 0 was taken as a budget of $0, which the estimate
+    # refuses: every `estimate` and `report` then failed with "the budget 0 is outside
+    # 0.001..1e+10", naming neither the setting nor the file.
+    from gpuselect.app.workflows import assumptions
+
+    p = tmp_path / "settings.json"
+    p.write_text(json.dumps({"default_budget_usd": 0}))
+    s, problems = load(p)
+    assert s.default_budget_usd is None and problems == []
+    assert assumptions(s).budget_usd is None
+    p.write_text(json.dumps({"default_budget_usd": 0.0001}))
+    s, problems = load(p)
+    assert s.default_budget_usd is None and "default_budget_usd" in problems[0]
+    assert assumptions(s).budget_usd is None
+
+
+def test_a_setting_given_twice_is_named_and_the_file_kept_when_saving(tmp_path: Path) -> None:
+    # json kept the last value silently: electricity at $50/kWh, the $0.10 above it unseen.
+    p = tmp_path / "settings.json"
+    text = '{"electricity_usd_per_kwh": 0.1, "electricity_usd_per_kwh": 50}'
+    p.write_text(text)
+    s, problems = load(p)
+    assert s == Settings() and "'electricity_usd_per_kwh' twice" in problems[0]
+    save(Settings(currency_symbol="£"), p)
+    backups = list(tmp_path.glob("settings.json.corrupt-*"))
+    assert len(backups) == 1 and backups[0].read_text() == text

@@ -143,7 +143,7 @@ def load_bench(path: str | Path) -> Any:
     against its schema (gpuselect.bench.io); one sentence when it is not one."""
     from gpuselect.bench.io import load_bench_file
 
-    return bench_from_doc(load_bench_file(path))
+    return bench_from_doc(load_bench_file(path), source=f"the benchmark result {path}")
 
 
 def _share(v: Any) -> float | None:
@@ -153,38 +153,60 @@ def _share(v: Any) -> float | None:
     return float(v)
 
 
-def bench_from_doc(doc: dict[str, Any]) -> Any:
-    """Rebuild a BenchReport from its JSON document."""
+def bench_from_doc(doc: dict[str, Any], *, source: str = "the benchmark result") -> Any:
+    """Rebuild a BenchReport from its JSON document (``validate_bench_doc`` checked its figures);
+    ``source`` names it in the one sentence a damaged record gets."""
     from gpuselect.bench.model import BenchReport, DeviceResult, Timing, TrainStep
+    from gpuselect.safe_io import check_fields, check_plain_text
 
-    def known(cls: Any, values: dict[str, Any]) -> dict[str, Any]:
+    def known(cls: Any, values: Any, at: str) -> dict[str, Any]:
+        if not isinstance(values, dict):
+            raise DataError(f"{source}: {at} should be an object, not {type(values).__name__}")
         # a newer gpuselect's extra keys are left out, not an error that names Python internals
         names = {f.name for f in dataclasses.fields(cls)}
-        return {k: v for k, v in values.items() if k in names}
+        kept = {k: v for k, v in values.items() if k in names}
+        # a key the bench always writes, missing: a "missing 1 required positional argument" before
+        missing = [
+            f.name
+            for f in dataclasses.fields(cls)
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.name not in kept
+        ]
+        if missing:
+            raise DataError(f"{source}: {at} has no {', '.join(missing)}; the file is damaged or was edited")
+        return kept
 
-    try:
-        devices = []
-        for d in doc["devices"]:
-            d = known(DeviceResult, dict(d))
-            d.setdefault("name", d.get("device", "?"))
-            d.setdefault("kind", str(d.get("device", "cpu")).split(":")[0])
-            d["train_steps"] = [TrainStep(**known(TrainStep, s)) for s in d.get("train_steps", [])]
-            for k in ("matmul_detail", "bandwidth_detail", "transfer_detail"):
-                d[k] = {n: Timing(**known(Timing, t)) for n, t in (d.get(k) or {}).items()}
-            devices.append(DeviceResult(**d))
-        meta = doc.get("report", {})
-        return BenchReport(
-            devices,
-            bool(meta.get("quick", True)),
-            meta.get("torch_version"),
-            bool(meta.get("cancelled", False)),
-            float(meta.get("duration_s", 0.0)),
-            other_cpu_share=_share(meta.get("other_cpu_share")),
-            taken_at=meta.get("taken_at"),
-            app_version=meta.get("app_version"),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise DataError(f"the benchmark result is not in the expected form ({type(exc).__name__}: {exc})") from exc
+    # printed to terminals and into reports: an escape sequence in a skipped reason or a note could
+    # rewrite the screen, as a device name could (validate_bench_doc refuses those)
+    check_plain_text(doc, source, max_len=2000)
+    devices = []
+    for i, raw in enumerate(doc["devices"]):
+        at = f"device #{i + 1}"
+        d = dict(raw)
+        d.setdefault("name", d.get("device", "?"))
+        d.setdefault("kind", str(d.get("device", "cpu")).split(":")[0])
+        d = known(DeviceResult, d, at)
+        steps = d.get("train_steps") or []
+        d["train_steps"] = [known(TrainStep, s, f"{at} train step #{j + 1}") for j, s in enumerate(steps)]
+        d["train_steps"] = [TrainStep(**s) for s in d["train_steps"]]
+        for k in ("matmul_detail", "bandwidth_detail", "transfer_detail"):
+            d[k] = {n: Timing(**known(Timing, t, f"{at} {k}.{n}")) for n, t in (d.get(k) or {}).items()}
+        devices.append(DeviceResult(**d))
+    meta = doc.get("report", {})
+    duration = meta.get("duration_s", 0.0)
+    rep = BenchReport(
+        devices,
+        meta.get("quick", True),
+        meta.get("torch_version"),
+        meta.get("cancelled", False),
+        duration,
+        other_cpu_share=_share(meta.get("other_cpu_share")),
+        taken_at=meta.get("taken_at"),
+        app_version=meta.get("app_version"),
+    )
+    # every field as its annotation says: a string where a number or a table belongs failed later as
+    # an internal error ("'list' object has no attribute 'items'") or was printed as "{'a': 1}"
+    check_fields(rep, source)
+    return rep
 
 
 def bench_device_for(machine: Machine, gpu: Any) -> Any:

@@ -20,15 +20,17 @@ from gpuselect.safe_io import finite_number, read_json
 #: A full run on an 8-GPU machine is ~100 kB; 16 MiB leaves room and still bounds the read.
 MAX_BYTES = 16 * 1024 * 1024
 
-#: Open ranges (lo, hi]: a measured rate is positive, and above these it is a typo or a unit slip.
+#: Open ranges (lo, hi]: above these a rate is a typo or a unit slip, and a rate at or below the
+#: floor (1 MB/s, 1 MFLOP/s: a thousandth of any device the bench runs on) is a damaged record: a
+#: "matmul_tflops": 1e-300 was taken and the CPU's time printed with 300 digits of years.
 _DEVICE_RANGES: dict[str, tuple[float, float]] = {
-    "memory_bandwidth_gbs": (0.0, 100_000.0),
-    "host_to_device_gbs": (0.0, 10_000.0),
-    "device_to_host_gbs": (0.0, 10_000.0),
+    "memory_bandwidth_gbs": (1e-3, 100_000.0),
+    "host_to_device_gbs": (1e-3, 10_000.0),
+    "device_to_host_gbs": (1e-3, 10_000.0),
     "small_transfer_latency_us": (0.0, 1e7),
     "launch_overhead_us": (0.0, 1e7),
 }
-_TFLOPS_RANGE = (0.0, 100_000.0)
+_TFLOPS_RANGE = (1e-6, 100_000.0)
 _SPEC_RATIO_RANGE = (0.0, 100.0)
 _STEP_RANGES: dict[str, tuple[float, float]] = {"samples_per_s": (0.0, 1e9), "step_ms": (0.0, 1e9)}
 

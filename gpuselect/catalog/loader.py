@@ -252,6 +252,7 @@ def parse_file(
         if key not in ("gpu", "sources"):
             problems.append(Problem(name, None, key, "unknown top-level key (expected [[gpu]] tables)"))
     tables: list[dict[str, Any]] = []
+    first: dict[str, int] = {}  # id -> its table's number
     for i, raw in enumerate(gpus):
         if not isinstance(raw, dict):
             problems.append(Problem(name, f"#{i + 1}", None, "is not a table"))
@@ -263,6 +264,15 @@ def parse_file(
         if entry_problems:
             problems.extend(entry_problems)
             continue
+        if clean["id"] in first:
+            # an overlay's second table of one id silently replaced the first ("valid" said --validate)
+            problems.append(
+                Problem(
+                    name, clean["id"], "id", f"is given twice (tables #{first[clean['id']]} and #{i + 1}); keep one"
+                )
+            )
+            continue
+        first[clean["id"]] = i + 1
         tables.append(clean)
     return tables, problems, sources
 
@@ -323,8 +333,8 @@ _TOGETHER = {
 }
 
 
-def _merge_overlay(base: LoadResult, path: Path) -> None:
-    tables, problems, sources = parse_file(path, partial=True, what="catalog overlay")
+def _merge_overlay(base: LoadResult, path: Path, *, what: str = "catalog overlay") -> None:
+    tables, problems, sources = parse_file(path, partial=True, what=what)
     base.problems.extend(problems)
     base.sources.update(sources)
     by_id = {e.id: i for i, e in enumerate(base.entries)}
@@ -371,4 +381,13 @@ def validate_file(path: Path) -> list[Problem]:
     entries, problems, _ = parse_file(path, partial=True)
     if not entries and not problems:  # an empty file is not a catalog that passed
         problems = [Problem(path.name, None, None, "holds no [[gpu]] entries")]
-    return problems
+    if problems:
+        return problems
+    # Checked as loading merges it: a correction to a built-in card is checked with the card's other
+    # figures ("visible_vram_gb = 90" on an 80 GB card said "valid" here, then was dropped on load).
+    from gpuselect.paths import catalog_dir
+
+    base = load_builtin(catalog_dir())
+    before = len(base.problems)
+    _merge_overlay(base, path, what="catalog file")
+    return base.problems[before:]

@@ -90,7 +90,7 @@ def _load_bench(path: str, *, nvml: object = None) -> list[dict]:  # type: ignor
     doc = load_bench_file(path)
     # Only this machine's devices, as `estimate --bench` keeps them: another machine's record was
     # served under this host's name, as if measured here.
-    machine = this_machine(bench=bench_from_doc(doc), nvml=nvml)
+    machine = this_machine(bench=bench_from_doc(doc, source=f"the benchmark result {path}"), nvml=nvml)
     for note in machine.bench_notes:
         print(f"gpuselect exporter: {note}", file=sys.stderr, flush=True)
     own = {d.device for d in machine.bench.devices}

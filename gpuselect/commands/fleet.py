@@ -192,14 +192,9 @@ def _health_status(rep: FleetReport, fail_on: str | None) -> int:
     return 1 if fail_on == "warning" and "warning" in worst else 0
 
 
-#: The longest text a fleet report holds (host names, CPU and GPU names, versions, messages): a
-#: longer one is damage, and broke the PDF table's layout.
-MAX_TEXT_CHARS = 2000
-
-
 def _load(path: str) -> FleetReport:
     from gpuselect.errors import DataError
-    from gpuselect.fleet.interconnect import MAX_REPORT_BYTES
+    from gpuselect.fleet.interconnect import MAX_REPORT_BYTES, MAX_TEXT_CHARS
     from gpuselect.fleet.model import report_from_dict
     from gpuselect.output import SCHEMA_VERSION
     from gpuselect.safe_io import check_fields, check_plain_text, read_json

@@ -731,12 +731,23 @@ def pick_larger_batch(rec: Recommendation, tried: Sequence[EstimateRow], a: Assu
     return None
 
 
+#: How the fit hint begins where only cards today's frameworks no longer run hold the workload.
+ONLY_UNSUPPORTED = "It fits only on GPUs today's frameworks no longer run"
+
+
 def _fit_hint(rows: list[EstimateRow], w: Workload) -> str:
     """What would make the workload fit: the option that misses by the least, what it needs and its
     row's first suggestion; else the generic levers (LoRA/QLoRA only where every parameter trains)."""
+    from gpuselect.workloads.presets import takes_seq_len
+
+    held = [r for r in rows if r.fits and not r.supported]
+    if held:
+        # Memory was never the trouble: "does not fit any GPU" and levers to save memory misled.
+        names = ", ".join(dict.fromkeys(f"{r.count}x {r.name}" for r in held[:3]))
+        return f"{ONLY_UNSUPPORTED} ({names}): choose a GPU they run (--gpus)."
     misfits = [r for r in rows if not r.fits and r.peak_memory_gb and r.vram_gb]
     levers = "raise the GPU limit (--max-gpus), offload to CPU memory (--offload) or checkpoint activations"
-    if w.trainable_params >= w.params:
+    if w.trainable_params >= w.params and w.shape is not None:  # --mode lora refuses any other model
         levers += ", or train adapters only (LoRA/QLoRA)"
     if not misfits:
         return f"Try to {levers}."
@@ -755,7 +766,8 @@ def _fit_hint(rows: list[EstimateRow], w: Workload) -> str:
         if r.batch_size == 1 and r.vram_gb and acts >= 0.5 * r.vram_gb
         else ""
     )
-    shorter = "a shorter sequence (--seq-len) or " if w.seq_len else ""
+    # only where --seq-len is taken: a BERT or ViT preset, or a ViT config, refuses it
+    shorter = "a shorter sequence (--seq-len) or " if takes_seq_len(w) else ""
     return (
         f"{what}{why}; no change gpuselect models (a smaller batch, checkpointing, sharding over more such GPUs, "
         f"offload, another precision) makes it fit there: try {shorter}a GPU with more memory."
@@ -900,8 +912,12 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
     o = rec.option
     parts: list[str] = []
     if rec.action == "none" or o is None:
-        choice = "no option considered fits this workload"
-        parts.append(f"{sentence_start(rec.workload)} does not fit any GPU considered with these settings.")
+        if rec.fit_hint.startswith(ONLY_UNSUPPORTED):
+            choice = "no option considered that today's frameworks run fits this workload"
+            parts.append(f"{sentence_start(rec.workload)} does not fit any GPU considered that today's frameworks run.")
+        else:
+            choice = "no option considered fits this workload"
+            parts.append(f"{sentence_start(rec.workload)} does not fit any GPU considered with these settings.")
         if rec.fit_hint:
             parts.append(rec.fit_hint)
     else:

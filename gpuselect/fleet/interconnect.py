@@ -18,13 +18,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuselect.errors import DataError
-from gpuselect.safe_io import finite_number, read_json
+from gpuselect.safe_io import check_plain_text, finite_number, read_json
 
 #: The bus bandwidths a measurement may report (GB/s): `--network-gbs`'s range. Outside it a
 #: figure is a corrupt or hand-edited report, not a network.
 BUSBW_RANGE_GBS = (0.01, 100_000.0)
 #: A fleet report of a thousand ranks is well under this.
 MAX_REPORT_BYTES = 32 * 1024 * 1024
+#: The longest text a fleet report holds (host names, CPU and GPU names, versions, messages): a
+#: longer one is damage, and broke the PDF table's layout.
+MAX_TEXT_CHARS = 2000
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,8 @@ def load_interconnect(path: str) -> MeasuredInterconnect:
     # The bounded reader: a regular file under the size limit, UTF-8, JSON nested sanely; anything
     # else (a device, a pipe, a folder, a huge or binary file) is one sentence, not a hang or a crash.
     doc = read_json(path, what="fleet report", max_bytes=MAX_REPORT_BYTES)
+    # as `fleet --from` reads it: its backend is printed, and "\u001b[2J" there cleared the terminal
+    check_plain_text(doc, path, max_len=MAX_TEXT_CHARS)
     return from_fleet_doc(doc, path)
 
 

@@ -462,6 +462,14 @@ canonical_id = public_id
 SEQ_LEN_PRESETS = {"llama-": 131_072, "gpt2-": 1024}
 
 
+def takes_seq_len(w: Workload) -> bool:
+    """Whether ``--seq-len`` applies to ``w``: a language model from --config, or a Llama or GPT-2
+    preset (a vision transformer's tokens are its image's patches; other presets train fixed samples)."""
+    if w.shape is None or w.shape.patch:
+        return False
+    return w.id.startswith("config:") or any(w.id.startswith(prefix) for prefix in SEQ_LEN_PRESETS)
+
+
 def with_seq_len(w: Workload, seq_len: int) -> Workload:
     """A language-model preset trained on ``seq_len``-token samples (the same number of samples):
     its step is the transformer arithmetic of the new shape, as for ``--config``."""

@@ -277,6 +277,11 @@ def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[Tr
     if not isinstance(cfg, dict):
         raise DataError(f"{p}: expected a JSON object of model settings")
     model_type = _model_type(cfg)
+    if len(model_type) > 64 or not model_type.isprintable():
+        # echoed in the description ("model type ... is not one gpuselect has checked"): a
+        # 100,000-character one made a 100,000-character line in every face
+        said = repr(model_type[:40]) + ("..." if len(model_type) > 40 else "")
+        raise DataError(f"{p}: model_type must be a short name such as llama or gpt2, not {said}")
     quant = cfg.get("quantization_config")
     if isinstance(quant, dict) and quant:
         bits = "4-bit" if quant.get("load_in_4bit") or quant.get("bits") == 4 else "quantised"

@@ -361,3 +361,18 @@ def test_an_overlay_s_own_cloud_offer_drops_the_built_in_offer_s_size(tmp_path: 
     e = cat.get("nvidia-l40s")
     assert e.cloud_gpus is None and e.cloud_offer_gpus is None and e.cloud_price_date is None
     assert A.cloud_rate(e, 4) == (0.70, "mycloud", None, True)
+
+
+def test_validate_checks_an_overlay_as_loading_merges_it(tmp_path: Path) -> None:
+    # Both said "valid" under `catalog --validate`; loading then dropped the first (visible above
+    # the card's 80 GB) or let the second table of one id silently replace the first.
+    over = _write(tmp_path, "o.toml", '[[gpu]]\nid = "nvidia-h100-sxm5-80gb"\nvisible_vram_gb = 90.0\n')
+    assert [p.field for p in validate_file(over)] == ["visible_vram_gb"]
+    assert any("visible_vram_gb" in p for p in load_catalog(overlay=over).problems)
+    price = '[[gpu]]\nid = "nvidia-h100-sxm5-80gb"\ncloud_usd_per_hour = {}\ncloud_provider = "me"\ncloud_price_date = "2026-01"\n'
+    twice = _write(tmp_path, "t.toml", price.format(1.0) + "\n" + price.format(9.0))
+    problems = validate_file(twice)
+    assert len(problems) == 1 and "twice" in problems[0].message and "#1 and #2" in problems[0].message
+    cat = load_catalog(overlay=twice)
+    assert cat.get("nvidia-h100-sxm5-80gb").cloud_usd_per_hour == 1.0  # type: ignore[union-attr]
+    assert any("twice" in p for p in cat.problems)

@@ -1213,3 +1213,32 @@ def test_a_cpu_whose_ram_needs_recompute_is_timed_with_it() -> None:
     assert auto.checkpointing == "full" and auto.fits  # the data this rests on: only recompute fits
     assert auto.total_time_h == pytest.approx(full.total_time_h)
     assert cpu("none").total_time_h < auto.total_time_h
+
+
+def test_where_only_unsupported_cards_fit_the_advice_says_so_not_that_nothing_fits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # ResNet-50 on a GT 740M: the table said "1 of 1 options fit", the advice "does not fit any GPU
+    # considered" and told the user to save memory, with LoRA/QLoRA (which --mode refuses for a CNN).
+    assert main(["estimate", "--workload", "resnet50", "--gpus", "nvidia-gt-740m", "--max-gpus", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "1 of 1 options fit." in out and "does not fit any GPU considered with these settings" not in out
+    assert "fits only on GPUs today's frameworks no longer run (1x GeForce GT 740M)" in out
+    assert "--offload" not in out and "LoRA" not in out
+
+
+def test_the_fit_hint_offers_only_levers_the_cli_takes() -> None:
+    from gpuselect.estimate.recommend import _fit_hint
+    from gpuselect.workloads.build import build_workload
+
+    # --mode lora and --seq-len are refused for these: the hint offered them
+    for wid in ("resnet50", "vit-b16", "bert-large-squad"):
+        w = build_workload(workload=wid)
+        misfit = replace(
+            option_row("nvidia-rtx-4090", 1.0), fits=False, batch_size=1, peak_memory_gb=90.0, vram_gb=24.0
+        )
+        assert ("LoRA" in _fit_hint([], w)) == (wid == "bert-large-squad"), wid  # its --mode lora runs
+        assert "--seq-len" not in _fit_hint([misfit], w), wid
+    llama = build_workload(workload="llama-8b-full")
+    misfit = replace(option_row("nvidia-rtx-4090", 1.0), fits=False, batch_size=1, peak_memory_gb=90.0, vram_gb=24.0)
+    assert "LoRA/QLoRA" in _fit_hint([], llama) and "--seq-len" in _fit_hint([misfit], llama)

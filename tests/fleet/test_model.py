@@ -295,6 +295,19 @@ def test_interconnect_files_are_read_bounded(tmp_path) -> None:
     assert load_interconnect(str(ok)).intra_node_gbs == pytest.approx(150.0)
 
 
+def test_interconnect_file_with_an_escape_sequence_is_refused(tmp_path) -> None:
+    # `estimate --interconnect` printed the report's backend as it was: "\u001b[2J" cleared the
+    # terminal (`fleet --from` refused it already).
+    from gpuselect.fleet.interconnect import load_interconnect
+
+    doc = json.loads(writers.to_json(_report(_points({"node0": 180.0, "node1": 120.0}))))
+    doc["report"]["backend"] = "\u001b[2Jnccl"
+    bad = tmp_path / "fleet.json"
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(DataError, match="control character"):
+        load_interconnect(str(bad))
+
+
 def test_too_few_gpus_for_the_ranks_names_one_gpu_in_the_singular() -> None:
     """ "torch sees 1 GPUs" where a node runs two ranks on one GPU."""
     pytest.importorskip("torch.distributed")
