@@ -85,7 +85,7 @@ class _Parser(argparse.ArgumentParser):
             {
                 o
                 for tok in extra
-                if tok.startswith("--")
+                if tok.startswith("--") and tok.split("=", 1)[0] != "--"  # a bare "--" abbreviates every option
                 for o in self._option_string_actions
                 if o.startswith(tok.split("=", 1)[0])
             }

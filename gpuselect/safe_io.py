@@ -263,6 +263,12 @@ def check_fields(obj: Any, where: str) -> None:
 _CONTROL = frozenset(chr(c) for c in (*range(0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)))
 
 
+def one_line(text: str, limit: int = 300) -> str:
+    """A reason as a record keeps it: its first line, at most ``limit`` characters."""
+    first = text.splitlines()[0] if text else text
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
 def check_plain_text(value: Any, where: str, *, at: str = "", max_len: int | None = None) -> None:
     """Raise ``DataError`` where a string anywhere in ``value`` (a parsed document) holds a control
     character other than tab and newline (printed to a terminal, an escape sequence in a saved

@@ -288,6 +288,16 @@ _TIMING = {"value": 1.0, "low": 0.9, "high": 1.1, "repeats": 3}
         ({"train_steps": [{**_STEP, "model": {"a": 1}, "includes_host_to_device_copy": False}]}, "model"),
         # an escape sequence in a reason the report prints (device names were already refused)
         ({"skipped": {"fp8": "\u001b[2Jgone"}}, "control character"),
+        # a step rate all but zero passed (its time check's slack grew with 1/rate) and printed a
+        # 400-digit CPU time (review 16)
+        (
+            {
+                "train_steps": [
+                    {**_STEP, "samples_per_s": 1e-300, "step_ms": 1.0, "includes_host_to_device_copy": False}
+                ]
+            },
+            "samples_per_s",
+        ),
     ],
 )
 @pytest.mark.parametrize("command", ["estimate", "report"])
@@ -559,3 +569,31 @@ def test_config_model_type_that_is_no_name_is_one_sentence(
     assert main(["estimate", "--config", str(cfg)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("gpuselect: error:") and "model_type" in err and len(err) < 300, err
+
+
+def test_a_time_beyond_any_estimate_reads_in_words_not_digits() -> None:
+    from gpuselect.estimate.recommend import fmt_hours, fmt_hours_range
+
+    assert fmt_hours(1e300) == "over a million years" and fmt_hours(24 * 365.25 * 5e5).endswith("500,000 years")
+    assert fmt_hours_range(1e299, 1e300) == "over a million years"
+    assert len(fmt_hours_range(24 * 365.25 * 1e3, 1e300)) < 40
+
+
+def test_a_long_failure_reason_the_bench_wrote_is_cut_not_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 16: the bench kept an exception's whole text as a skipped reason; past 2,000
+    characters the reader called its own record damaged."""
+    from gpuselect.bench.engine import failure
+
+    long = "CUDA error: out of memory " + "x" * 3000 + "\nsecond line"
+    assert len(failure(RuntimeError(long))) <= 300 and "second line" not in failure(RuntimeError(long))
+    bench = tmp_path / "bench.json"
+    doc = json.loads(_bench_doc("0.5"))
+    doc["devices"][0]["skipped"] = {"train simple_cnn": "failed: RuntimeError: " + long}
+    bench.write_text(json.dumps(doc))
+    assert main(["estimate", "--workload", "simple-cnn", "--bench", str(bench)]) == 0
+    doc["devices"][0]["skipped"] = {"k" * 2500: "x"}  # a label that long is still damage
+    bench.write_text(json.dumps(doc))
+    assert main(["estimate", "--workload", "simple-cnn", "--bench", str(bench)]) == 2
+    assert "2,500 characters" in capsys.readouterr().err

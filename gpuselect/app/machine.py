@@ -157,7 +157,7 @@ def bench_from_doc(doc: dict[str, Any], *, source: str = "the benchmark result")
     """Rebuild a BenchReport from its JSON document (``validate_bench_doc`` checked its figures);
     ``source`` names it in the one sentence a damaged record gets."""
     from gpuselect.bench.model import BenchReport, DeviceResult, Timing, TrainStep
-    from gpuselect.safe_io import check_fields, check_plain_text
+    from gpuselect.safe_io import check_fields, check_plain_text, one_line
 
     def known(cls: Any, values: Any, at: str) -> dict[str, Any]:
         if not isinstance(values, dict):
@@ -177,11 +177,17 @@ def bench_from_doc(doc: dict[str, Any], *, source: str = "the benchmark result")
 
     # printed to terminals and into reports: an escape sequence in a skipped reason or a note could
     # rewrite the screen, as a device name could (validate_bench_doc refuses those)
-    check_plain_text(doc, source, max_len=2000)
+    check_plain_text(doc, source)
+    check_plain_text({k: v for k, v in doc.items() if k != "devices"}, source, max_len=2000)
     devices = []
     for i, raw in enumerate(doc["devices"]):
         at = f"device #{i + 1}"
         d = dict(raw)
+        if isinstance(d.get("skipped"), dict):
+            # a failure's reason, as the benchmark wrote it: an exception's whole text (before it
+            # kept one line) made a record it wrote itself "damaged" at 2,000 characters; cut instead
+            d["skipped"] = {k: one_line(v) if isinstance(v, str) else v for k, v in d["skipped"].items()}
+        check_plain_text(d, source, at=at, max_len=2000)
         d.setdefault("name", d.get("device", "?"))
         d.setdefault("kind", str(d.get("device", "cpu")).split(":")[0])
         d = known(DeviceResult, d, at)

@@ -31,6 +31,15 @@ class Cancelled(Exception):  # noqa: N818 - public name, caught by callers; a re
     pass
 
 
+def failure(exc: BaseException) -> str:
+    """A failed measurement's reason as the record keeps it: the exception's first line, at most
+    300 characters (a CUDA error's whole text ran to thousands, which made the record "damaged")."""
+    from gpuselect.safe_io import one_line
+
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return one_line(f"failed: {type(exc).__name__}: {first}")
+
+
 def _is_oom(exc: BaseException) -> bool:
     return "out of memory" in str(exc).lower() or type(exc).__name__ == "OutOfMemoryError"
 
@@ -687,7 +696,7 @@ def run_benchmark(cfg: BenchConfig, cancel: CancelFlag | None = None) -> Generat
                 except Cancelled:
                     raise
                 except Exception as exc:  # noqa: BLE001 - one failing figure never loses the rest
-                    res.skipped[label] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                    res.skipped[label] = failure(exc)
                     runner.empty_cache()
                 done += 1
             for model_name in cfg.models:
@@ -701,7 +710,7 @@ def run_benchmark(cfg: BenchConfig, cancel: CancelFlag | None = None) -> Generat
                 except Cancelled:
                     raise
                 except Exception as exc:  # noqa: BLE001
-                    res.skipped[f"train {model_name}"] = f"failed: {type(exc).__name__}: {exc}"
+                    res.skipped[f"train {model_name}"] = failure(exc)
                 done += n_batches - measured
             res.telemetry_after = _telemetry(dev)
             res.duration_s = round(time.perf_counter() - dev_start, 2)
@@ -741,7 +750,7 @@ def attach_spec_ratios(report: BenchReport) -> None:
         catalog = load_catalog()
     except Exception as exc:  # noqa: BLE001 - no catalog: no ratios, never a failed benchmark
         for res in gpus:
-            res.skipped["% of spec"] = f"the GPU catalog could not be loaded: {type(exc).__name__}: {exc}"
+            res.skipped["% of spec"] = "the GPU catalog could not be loaded: " + failure(exc).removeprefix("failed: ")
         return
     from gpuselect.bench.findings import spec_ratios
 

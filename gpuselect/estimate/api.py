@@ -459,7 +459,8 @@ def predict_step(
         optimizer_shards=shards,
         # FSDP gathers 16-bit weights; DeepSpeed (ZeRO-1/2, ZeRO-Offload) holds the module in 16
         # bits (engine.bfloat16()/half(), no autocast): no per-use weight casts under either
-        sharded_weights=par == "fsdp" or (count > 1 and sharded_opt) or offload == "optimizer",
+        # (parameter offload is FSDP's or ZeRO-3's, one GPU too)
+        sharded_weights=par == "fsdp" or (count > 1 and sharded_opt) or offload != "none",
     )
     legacy = _per_model_seconds(w, trace, d, e, batch, precision) if e is not None and calibrated else None
     if legacy is not None:
@@ -687,9 +688,12 @@ def _row(
     return fp32
 
 
-#: How much faster another precision (or each GPU of a sharded box, against one alone) must train
-#: before the row says so (1 %: not noise).
+#: How much faster another precision must train than the one asked for before the row says so
+#: (1 %: not noise).
 FP8_SLOWER_MARGIN = 1.01
+#: How much faster each GPU of a sharded box must train than one alone before the row says why
+#: (it was said at +0.05 %).
+SHARDED_FASTER_MARGIN = 1.01
 
 
 def _gain(r: EstimateRow, alt: EstimateRow, margin: float = FP8_SLOWER_MARGIN) -> float | None:
@@ -1381,8 +1385,21 @@ def local_gpu_estimate(
         hit = _measured(w, bench, r.batch_size)
         if hit is not None:
             thr = hit[0]
-            hours = (a.dataset_size or w.default_dataset_size) * (a.epochs or w.default_epochs) / thr / 3600
             basis = f"measured: this card trained {w.name} {hit[1]} in its benchmark"
+            if r.checkpointing not in (None, "none"):
+                # the benchmark's step recomputes nothing: slowed by the recompute the row runs
+                # (asked for, or needed to fit), at the model's ratio for this card (review 16)
+                ck: bool | str = True if r.checkpointing == "full" else "selective"
+                prec = str(r.precision_used or "fp32")
+                dev = d or device_for(e)
+                plain, _ = predict_step(w, dev, e, r.batch_size, prec, checkpointing=False, optimizer=a.optimizer, a=a)
+                again, _ = predict_step(w, dev, e, r.batch_size, prec, checkpointing=ck, optimizer=a.optimizer, a=a)
+                thr *= plain.seconds / again.seconds
+                basis += (
+                    f", without activation checkpointing: slowed by the recompute at the step-time model's ratio "
+                    f"({again.seconds / plain.seconds:.2f}x the step)"
+                )
+            hours = (a.dataset_size or w.default_dataset_size) * (a.epochs or w.default_epochs) / thr / 3600
             loc = _with_memory(
                 LocalEstimate(device, name or e.name, thr, hours, basis, regime_band("overhead", e.vendor), r.fits), r
             )
@@ -1538,7 +1555,7 @@ def _say_what_sharding_frees(card_rows: list[EstimateRow]) -> None:
     for r in card_rows:
         if r.count < 2 or not r.fits or r.parallelism != "fsdp" or not r.throughput_samples_per_s:
             continue
-        if r.throughput_samples_per_s / r.count <= FP8_SLOWER_MARGIN * one.throughput_samples_per_s:
+        if r.throughput_samples_per_s / r.count <= SHARDED_FASTER_MARGIN * one.throughput_samples_per_s:
             continue  # within 1 %: not a difference worth a reason (it was said at +0.05 %)
         why = []  # what sharding's freed memory allows, then the update no GPU does whole any more
         if r.batch_size and one.batch_size and r.batch_size > one.batch_size:

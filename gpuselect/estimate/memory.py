@@ -730,7 +730,7 @@ def _fits(
     """``fit_with(...).fits``, without the batch searches or the row's copy (the suggestions ask it
     hundreds of times per catalog estimate): the peak never falls as the batch grows, so the batch
     asked for fits where its own peak does, and the default batch, capped at what fits, where batch 1
-    does (tests/test_memory_fits.py checks the two agree)."""
+    does (tests/estimate/test_memory.py checks the two agree)."""
     zero, act, logits, ph = _parts(w, _fit_key(o), shape)
     used = max(1, batch_size) if batch_size is not None else 1
     return used <= _BATCH_LIMIT and _needed_at(zero, act, logits, used, ph) <= capacity_bytes(vram_gb)

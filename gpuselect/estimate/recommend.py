@@ -123,7 +123,10 @@ CLOUD_COST_NOTE = (
 )
 #: What a purchase's cost counts (CLI footer and report): the RTX 5090's "$2,000" in one report and
 #: "$1,999" in another were its price plus two different runs' electricity, said nowhere.
-BUY_COST_NOTE = "buy costs are the cards' launch price plus this run's electricity"
+BUY_COST_NOTE = (
+    "buy costs are the cards' price (launch price, or the street price a catalog overlay sets) plus this run's "
+    "electricity"
+)
 NO_OFFER_NOTE = (
     "the price data rents this card only in smaller instances, not that many GPUs linked as the estimate assumes"
 )
@@ -267,6 +270,7 @@ def describe(r: EstimateRow | None, *, kind: str | None = None, owned: int = 0) 
         "cloud_offer_gpus": r.cloud_offer_gpus,  # the rate's offer is larger than this rental (or smaller: unlinked)
         "cloud_unlinked": r.cloud_unlinked,  # only smaller offers: no rental price
         "parallelism": r.parallelism,  # single, ddp, fsdp
+        "precision_used": r.precision_used,  # what it trains in (an fp8 request runs bf16 on an A100)
     }
 
 
@@ -618,19 +622,21 @@ def recommend(
     opt = rec.option
     if opt is not None and rec.deadline_met and opt.get("time_high_h") is not None:
         rec.crosses_deadline = float(opt["time_high_h"]) > a.deadline_hours  # type: ignore[arg-type]
-    if rec.crosses_deadline and rec.action in ("buy", "rent"):
-        rec.in_range_alt = _in_range_alt(rows, a, rec.action)
+    if rec.crosses_deadline and rec.action in ("buy", "rent") and opt is not None:
+        rec.in_range_alt = _in_range_alt(rows, a, rec.action, float(opt.get("total_time_h") or math.inf))  # type: ignore[arg-type]
     rec.choice, rec.rationale = explain(rec, usd)
     return rec
 
 
-def _in_range_alt(rows: Sequence[EstimateRow], a: Assumptions, kind: str) -> dict[str, object] | None:
-    """The cheapest option priced as ``kind`` (buy or rent), in the budget, whose error range stays
-    inside the deadline; ties -> faster."""
+def _in_range_alt(rows: Sequence[EstimateRow], a: Assumptions, kind: str, than_h: float) -> dict[str, object] | None:
+    """The cheapest option priced as ``kind`` (buy or rent), in the budget, faster than ``than_h``
+    (the advice calls it "a faster option"), whose error range stays inside the deadline; ties ->
+    faster."""
     safe = [
         r
         for r in rows
         if _recommendable(r)
+        and (r.total_time_h or math.inf) < than_h
         and _price_as(r, kind) is not None
         and time_range(r.total_time_h or math.inf, r.error_band)[1] <= a.deadline_hours
         and (a.budget_usd is None or (_price_as(r, kind) or math.inf) <= a.budget_usd)
@@ -738,14 +744,21 @@ ONLY_UNSUPPORTED = "It fits only on GPUs today's frameworks no longer run"
 def _fit_hint(rows: list[EstimateRow], w: Workload) -> str:
     """What would make the workload fit: the option that misses by the least, what it needs and its
     row's first suggestion; else the generic levers (LoRA/QLoRA only where every parameter trains)."""
+    held = [r for r in rows if r.fits and not r.supported]
+    names = ", ".join(dict.fromkeys(f"{r.count}x {r.name}" for r in held[:3]))
+    misfits = [r for r in rows if not r.fits and r.supported and r.peak_memory_gb and r.vram_gb]
+    if held and not misfits:
+        # Memory was never the trouble: "does not fit any GPU" and levers to save memory misled.
+        return f"{ONLY_UNSUPPORTED} ({names}): choose a GPU they run (--gpus)."
+    hint = _memory_hint(rows, misfits, w)
+    # a supported card that misses on memory keeps its remedy (a smaller batch), the old card said after
+    return f"{hint} Only GPUs today's frameworks no longer run hold it as it is ({names})." if held else hint
+
+
+def _memory_hint(rows: list[EstimateRow], misfits: list[EstimateRow], w: Workload) -> str:
     from gpuselect.workloads.presets import takes_seq_len
 
-    held = [r for r in rows if r.fits and not r.supported]
-    if held:
-        # Memory was never the trouble: "does not fit any GPU" and levers to save memory misled.
-        names = ", ".join(dict.fromkeys(f"{r.count}x {r.name}" for r in held[:3]))
-        return f"{ONLY_UNSUPPORTED} ({names}): choose a GPU they run (--gpus)."
-    misfits = [r for r in rows if not r.fits and r.peak_memory_gb and r.vram_gb]
+    misfits = misfits or [r for r in rows if not r.fits and r.peak_memory_gb and r.vram_gb]
     levers = "raise the GPU limit (--max-gpus), offload to CPU memory (--offload) or checkpoint activations"
     if w.trainable_params >= w.params and w.shape is not None:  # --mode lora refuses any other model
         levers += ", or train adapters only (LoRA/QLoRA)"
@@ -833,7 +846,13 @@ def fmt_hours(h: float | None) -> str:
     if h < YEAR_H * 2:
         return f"{h / 24:,.0f} days"
     y = h / YEAR_H  # "15,655 years", not "5,718,159 days"
+    if y >= MANY_YEARS:
+        return "over a million years"  # not a 300-digit figure no estimate is precise to
     return (f"{y:.1f}".removesuffix(".0") if y < 10 else f"{y:,.0f}") + " years"
+
+
+#: Past this many years a time reads "over a million years".
+MANY_YEARS = 1e6
 
 
 #: Hours in a (Julian) year: past two of them a time reads in years.
@@ -844,7 +863,9 @@ def fmt_hours_range(lo: float, hi: float, *, unit_of: float | None = None) -> st
     """Two durations in one unit, the larger's ("69–102 min", "30.0–53.4 h", "753–1,634 days"), or
     that of ``unit_of`` (the time the range is of), so a range never reads "69 min to 1.7 h"; the
     two apart where the smaller would round to nothing."""
-    if not (math.isfinite(lo) and math.isfinite(hi)):
+    if math.isfinite(lo) and lo >= MANY_YEARS * YEAR_H:
+        return fmt_hours(lo)  # "over a million years", once
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi >= MANY_YEARS * YEAR_H:
         return f"{fmt_hours(lo)} to {fmt_hours(hi)}"
     ref = hi if unit_of is None or not math.isfinite(unit_of) else unit_of
     if ref * 3600 < 90:  # seconds, as fmt_hours writes them

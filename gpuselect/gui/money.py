@@ -16,6 +16,7 @@ from gpuselect.settings import RANGES
 MAX_RATE = RANGES["usd_to_currency"][1]
 ELECTRICITY_MAX_USD = RANGES["electricity_usd_per_kwh"][1]  # per kWh
 BUDGET_MAX_USD = RANGES["default_budget_usd"][1]
+BUDGET_MIN_USD = RANGES["default_budget_usd"][0]  # the estimator's floor: a budget below it fails every estimate
 
 
 def electricity_box() -> QDoubleSpinBox:
@@ -43,4 +44,7 @@ def over_limit(
         if usd > hi:
             at_rate = "" if money.is_usd else f" ({money(hi)}{unit} at the rate {money.rate:g})"
             return f"the {what} {money(usd)}{unit} is more than US${hi:,.0f}{unit}{at_rate}"
+    if budget_usd and budget_usd < BUDGET_MIN_USD:
+        # ₩1 at 1,350 per dollar was saved as US$0.00074, which the next start refused
+        return f"the {budget} {money(budget_usd)} is less than US${BUDGET_MIN_USD:g}: set 0 for no {budget}"
     return None

@@ -389,6 +389,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
                 "",
                 None,
                 float(o["error_band"]),
+                o.get("precision_used"),
             )
         )
     also = {(o.get("gpu_id"), o.get("count")) for o in named_options(rec)}

@@ -802,6 +802,8 @@ def test_an_unknown_option_is_named_by_its_commands_parser(capsys: pytest.Captur
             ["estimate", "--workload", "resnet50", "--to", "3"],
             "unrecognized arguments: --to 3 (option names are given in full: did you mean --top?)",
         ),
+        # a bare "--" abbreviates no option: it listed all 34 (review 16)
+        (["estimate", "--workload", "resnet50", "--", "foo"], "unrecognized arguments: -- foo (`"),
     ],
 )
 def test_an_abbreviated_option_is_named_not_a_missing_one(
@@ -1242,3 +1244,23 @@ def test_the_fit_hint_offers_only_levers_the_cli_takes() -> None:
     llama = build_workload(workload="llama-8b-full")
     misfit = replace(option_row("nvidia-rtx-4090", 1.0), fits=False, batch_size=1, peak_memory_gb=90.0, vram_gb=24.0)
     assert "LoRA/QLoRA" in _fit_hint([], llama) and "--seq-len" in _fit_hint([misfit], llama)
+
+
+def test_a_benchmarked_gpu_asked_to_checkpoint_pays_the_recompute(catalog, perf) -> None:  # type: ignore[no-untyped-def]
+    """Review 16: a workload the GPU's benchmark trained was quoted at its measured step with
+    --checkpointing full, although that step recomputes nothing (the CPU's was fixed before)."""
+    from gpuselect.estimate.api import local_gpu_estimate
+
+    args = {"name": "NVIDIA H100 80GB HBM3", "memory_bytes": 80 * GIB, "device": "gpu0"}
+    rec = json.loads(
+        (Path(__file__).resolve().parents[2] / "docs/validation/h100-2026-11-22/bench-full.json").read_text()
+    )["devices"][0]
+    w = PRESETS["simple-cnn"]
+
+    def est(ck: str | None) -> Any:
+        return local_gpu_estimate(w, Assumptions(batch_size=128, checkpointing=ck), catalog, perf, bench=rec, **args)
+
+    plain, full = est(None), est("full")
+    assert plain.basis.startswith("measured") and plain.checkpointing == "none"
+    assert full.checkpointing == "full" and "slowed by the recompute" in full.basis
+    assert full.throughput_samples_per_s < plain.throughput_samples_per_s

@@ -207,3 +207,21 @@ def test_the_money_boxes_of_both_pages_share_their_format_limits_and_refusal(qtb
     )
     w.close()
     qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=10_000)
+
+
+def test_a_budget_below_the_estimators_floor_is_refused_not_saved(qtbot) -> None:
+    """Review 16: ₩1 at 1,350 per US$ was saved as US$0.00074, which the next start refused and
+    dropped (the estimator takes no budget below US$0.001)."""
+    from gpuselect.gui.pages.settings import SettingsPage
+
+    _write_settings(currency_symbol="₩", usd_to_currency=1350.0)
+    page = SettingsPage()
+    qtbot.addWidget(page)
+    before = settings_path().read_text()
+    page.budget.setValue(1)
+    page.save()
+    assert "is less than US$0.001: set 0 for no default budget; nothing was saved" in page.status.text()
+    assert settings_path().read_text() == before
+    page.budget.setValue(0)
+    page.save()
+    assert json.loads(settings_path().read_text()).get("default_budget_usd") is None

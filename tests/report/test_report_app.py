@@ -337,3 +337,17 @@ def test_a_benchmark_of_another_machine_is_named_in_the_report_and_adds_no_findi
     sec = next(s for s in report.sections if s.title == "Benchmark")
     assert any("AMD EPYC 9654" in line and "not used here" in line for line in sec.lines)
     assert not any("No training step was measured" in line for line in sec.lines) and sec.table is None
+
+
+def test_the_report_s_own_gpu_row_says_its_precision() -> None:
+    """Review 16: the table's Precision column was empty on the row of the user's own cards, where
+    an fp8 request runs bf16 on A100s."""
+    s = Settings()
+    m = this_machine(nvml=a100x2(ecc_on_gpu1=False))
+    a = assumptions(s, precision="fp8")
+    report = build_machine_report(m, estimate_for_machine(get_preset("resnet50"), a, m), settings=s)
+    est = next(x for x in report.sections if x.title == "Estimates")
+    assert est.table is not None
+    head, *table = est.table
+    own = next(line for line in table if "(all healthy cards together)" in line[0])
+    assert own[head.index("Precision")] == "bf16", own

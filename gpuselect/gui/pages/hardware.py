@@ -442,7 +442,7 @@ class HardwarePage(QWidget):
             from gpuselect.health.rules import evaluate
 
             self._report = self._with_bench(self._snapshot, evaluate(self._snapshot))
-            self._show_health()
+            self._show_health(switch=False)  # the user's view stays where it is
 
     def _with_bench(self, snap: Any, report: Any) -> Any:
         if self._bench is None:
@@ -451,7 +451,7 @@ class HardwarePage(QWidget):
 
         return this_machine(snapshot=snap, bench=self._bench).health  # the report's own rule
 
-    def _show_health(self) -> None:
+    def _show_health(self, *, switch: bool = True) -> None:
         from gpuselect.health.text import counts_line
 
         snap, report = self._snapshot, self._report
@@ -470,7 +470,8 @@ class HardwarePage(QWidget):
             self.status.setText(f"{gpus}. {health}")
         # Nothing wrong and no GPU: the machine's description is the useful view.
         quiet = n == 0 and not c.get("critical") and not c.get("warning")
-        self.details.setCurrentWidget(self.summary if quiet else self.findings_tree)
+        if switch:
+            self.details.setCurrentWidget(self.summary if quiet else self.findings_tree)
         self._rows_by_uuid = {g.uuid: i for i, g in enumerate(snap.gpus) if g.uuid}
         self.gpus.set_rows(self._table_rows({}))
 
