@@ -159,14 +159,21 @@ def test_the_benchmark_s_busy_warning_joins_the_health_count(qtbot, monkeypatch:
 
     from gpuselect.app.machine import load_bench
 
-    w = _window(qtbot, monkeypatch, F.h100x8())
+    w = _window(qtbot, monkeypatch, F.h100x8(animate=True))
     page = w.hardware
     before = page._report.counts.get("warning", 0)
     bench = load_bench(Path(__file__).resolve().parents[2] / "docs/validation/cpu-xeon-2026-11-25/bench-cpu.json")
     snap = page._snapshot
     cpu = dataclasses.replace(bench.devices[0], name=snap.cpu.model or "cpu", logical_cores=snap.cpu.logical_cores)
     busy = dataclasses.replace(bench, devices=[cpu], other_cpu_share=0.55)
+    page.set_monitor_interval(20)
+    qtbot.waitUntil(lambda: page.telemetry_updates >= 1, timeout=20_000)
+    page.set_monitor_interval(60_000)  # no reading between the two looks below
+    live = [_column(w, h) for h in ("Util", "Temp", "Power / cap")]
+    page.details.setCurrentWidget(page.summary)
     w.bench.report_ready.emit(busy)  # as the Benchmark page announces a finished run
+    assert [_column(w, h) for h in ("Util", "Temp", "Power / cap")] == live  # not detection's older figures
+    assert page.details.currentWidget() is page.summary  # the user's view stays
     assert page._report.counts.get("warning", 0) == before + 1
     assert any(f.id == "bench.busy_machine" for f in page._report.findings)
     assert f"{before + 1} warning" in page.status.text()

@@ -394,6 +394,7 @@ class HardwarePage(QWidget):
         self._snapshot: Any = None
         self._report: Any = None
         self._bench: Any = None  # the app's last benchmark (set_bench)
+        self._live: dict[int, dict[str, Any]] = {}  # the monitor's last readings, by GPU index
         self._rows_by_uuid: dict[str, int] = {}
         self.gpu_table.setVisible(False)
         self.monitor.setVisible(False)
@@ -420,6 +421,7 @@ class HardwarePage(QWidget):
 
         self._busy = False
         self._snapshot, self._report = snap, self._with_bench(snap, report)
+        self._live = {}  # a new detection: the last readings may be of other GPUs
         self.summary.setPlainText(format_snapshot(snap))
         self._show_health()
         n = len(snap.gpus)
@@ -473,7 +475,7 @@ class HardwarePage(QWidget):
         if switch:
             self.details.setCurrentWidget(self.summary if quiet else self.findings_tree)
         self._rows_by_uuid = {g.uuid: i for i, g in enumerate(snap.gpus) if g.uuid}
-        self.gpus.set_rows(self._table_rows({}))
+        self.gpus.set_rows(self._table_rows(self._live))
 
     def _table_rows(self, live_by_index: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
         snap, report = self._snapshot, self._report
@@ -601,6 +603,7 @@ class HardwarePage(QWidget):
             # From zero, so a flat line reads as a level, not as noise magnified.
             self.plots[key].setYRange(0, 100 if unit == "%" else max(tops[key] * 1.15, 1.0), padding=0.02)
         by_index = {int(r.get("index") or 0): r for r in readings.values()}
+        self._live = by_index  # kept for a health refresh between readings (set_bench)
         self.gpus.update_live(by_index, self._table_rows(by_index))
 
     def _stop_monitor(self) -> None:
