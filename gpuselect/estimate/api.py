@@ -1002,8 +1002,9 @@ def _row_at(
             said = f"the hourly rate is per GPU of {offer_phrase(offer)} ({provider}): fewer may not rent at it"
             base.note = "; ".join(x for x in (base.note, said) if x)
         hourly_energy = e.tdp_w * a.utilisation * count / 1000 * a.electricity_usd_per_kwh
-        if price is not None and rate * count > hourly_energy:
-            base.break_even_hours = price * count / (rate * count - hourly_energy)
+        # renting pays for the whole offers (the cloud cost's ``rented``), buying for ``count`` cards
+        if price is not None and rate * rented > hourly_energy:
+            base.break_even_hours = price * count / (rate * rented - hourly_energy)
     return base
 
 

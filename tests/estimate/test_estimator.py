@@ -105,6 +105,19 @@ def test_cost_energy_and_break_even(catalog, perf) -> None:
     assert r.co2_kg == pytest.approx(r.energy_kwh * a.grid_kg_co2_per_kwh)
 
 
+def test_break_even_counts_the_gpus_the_rental_pays_for(catalog, perf) -> None:
+    """12 GPUs of 8-GPU offers rent 16: the cloud cost pays for 16 an hour, and so must the
+    break-even (it priced 12 an hour: 8,614 h for 12x H100 where buying pays off after 6,424)."""
+    a = Assumptions(electricity_usd_per_kwh=0.20)
+    e = catalog.get("nvidia-h100-sxm5-80gb")
+    r = _row(PRESETS["llama-8b-full"], e, 12, a, perf, 0.3)
+    assert r.fits and r.cloud_cost_usd is not None and "16 GPUs paid for" in (r.note or "")
+    rent_per_hour = r.cloud_cost_usd / r.total_time_h
+    own_per_hour = r.energy_kwh / r.total_time_h * 0.20
+    hardware = r.buy_cost_usd - r.energy_kwh * 0.20
+    assert r.break_even_hours == pytest.approx(hardware / (rent_per_hour - own_per_hour))
+
+
 def _r(gpu: str, family: str, count: int, hours: float, cost: float | None, deadline: float = 72.0) -> EstimateRow:
     return option_row(gpu, hours, family=family, count=count, buy=cost, deadline=deadline)
 
