@@ -757,7 +757,7 @@ def test_an_input_shape_without_a_model_file_is_refused(capsys: pytest.CaptureFi
     assert "none of these counts spans nodes" in capsys.readouterr().err
 
 
-def test_network_note_counts_a_multi_die_cards_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+def test_count_notes_count_a_multi_die_cards_gpus(capsys: pytest.CaptureFixture[str]) -> None:
     """QA 16: 8 MI250X are 16 GCDs, two nodes, listed under "Clusters" at the network given; the
     note said --network-gbs joined nothing ("none of these counts spans nodes")."""
     args = ["estimate", "--workload", "llama-8b-full", "--gpus", "amd-mi250x", "--network-gbs", "10"]
@@ -766,6 +766,10 @@ def test_network_note_counts_a_multi_die_cards_gpus(capsys: pytest.CaptureFixtur
     assert "Clusters (nodes of 8)" in out and "spans nodes" not in err
     assert main([*args, "--count", "4"]) == 0  # 8 GCDs: one node
     assert "none of these counts spans nodes" in capsys.readouterr().err
+    # one MI250X is two GCDs, which --sharding splits the state over
+    assert main([*args[:5], "--count", "1", "--sharding", "fsdp"]) == 0
+    out, err = capsys.readouterr()
+    assert "per GCD" in out and "one GPU holds all of it" not in err
 
 
 def test_offload_says_how_much_the_host_must_hold(catalog) -> None:  # type: ignore[no-untyped-def]
