@@ -772,6 +772,37 @@ def test_count_notes_count_a_multi_die_cards_gpus(capsys: pytest.CaptureFixture[
     assert "per GCD" in out and "one GPU holds all of it" not in err
 
 
+def _fleet(path: Path, *, across: bool) -> str:
+    points = [{"op": "all_reduce", "scope": "intra-node", "bytes": 1 << 28, "busbw_gbs": 150.0, "ranks": 8}]
+    if across:
+        points.append({"op": "all_reduce", "scope": "all-ranks", "bytes": 1 << 28, "busbw_gbs": 20.0, "ranks": 16})
+    doc = {"kind": "fleet", "report": {"complete": True, "backend": "nccl", "nodes": [{}, {}], "bandwidth": points}}
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_measured_links_say_what_joins_the_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """QA 16: a fleet run within one node leaves the cluster rows on the spec network, which the
+    CLI's line did not say (only the measurement); the report said "joined by each card's
+    reference node network" whatever was measured, and never named the measurement."""
+    base = ["--workload", "llama-8b-full", "--gpus", "nvidia-h100-sxm5-80gb", "--count", "8,16"]
+    intra = _fleet(tmp_path / "intra.json", across=False)
+    assert main(["estimate", *base, "--interconnect", intra, "--network-gbs", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "intra-node 150.00 GB/s (8 ranks); between nodes (not measured) 5 GB/s per node" in out
+    md = tmp_path / "r.md"
+    assert main(["report", "-o", str(md), "--no-bench", *base, "--interconnect", intra, "--network-gbs", "5"]) == 0
+    text = md.read_text()
+    assert "links as measured by `gpuselect fleet`: intra-node 150.00 GB/s" in text
+    assert "clusters over nodes of 8 joined by 5 GB/s per node." in text
+    across = _fleet(tmp_path / "across.json", across=True)
+    assert main(["report", "-o", str(md), "--force", "--no-bench", *base, "--interconnect", across]) == 0
+    text = md.read_text()
+    assert "all ranks 20.00 GB/s (16 ranks)" in text and "clusters over nodes of 8 joined as measured." in text
+    line = next(x for x in text.splitlines() if x.startswith("Precision auto"))
+    assert "reference node network" not in line
+
+
 def test_offload_says_how_much_the_host_must_hold(catalog) -> None:  # type: ignore[no-untyped-def]
     # "Offload the parameters" to two 24 GB cards for a 70B full fine-tune needs ~1.1 TB of host RAM,
     # and nothing said so.
