@@ -930,8 +930,10 @@ def _suggestions(
             if _fits(cand, vram_gb, ck, batch_size or 1, shape):
                 tips.append(labels[cand.mode] + " with activation checkpointing")
                 break
-    if o.gpus <= 1 and o.offload != "params":
-        for n in (n for n in (2, 4, 8, 16, 32, 64, 128, 256) if n <= max_gpus):
+    if o.offload != "params":
+        # more GPUs than the row's: 16 H100 short of Llama 70B's state were told to try 8-bit Adam
+        # and QLoRA, not the 32 that hold it as it is (QA 16)
+        for n in (n for n in (2, 4, 8, 16, 32, 64, 128, 256) if o.gpus < n <= max_gpus):
             if ok(b=batch_size or 1, sharding="fsdp", gpus=n, checkpointing=True):
                 tips.append(f"sharding the model state over {n} such GPUs (FSDP / ZeRO-3) with checkpointing")
                 break
