@@ -111,15 +111,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"Model: {w.description}")
     # one GPU each (--count 1, --max-gpus 1): no links to describe; a 1x MI250X trains over its 2 dies
     if any(r.count * r.dies > 1 for r in result.rows):
+        between = f"{a.network_gbs:g} GB/s per node" if a.network_gbs is not None else describe_reference_networks()
+        spans = any(r.count * r.dies > a.gpus_per_node for r in result.rows)
         print(
             "Several GPUs: "
             + (
+                # a measurement within one node leaves the rows over several nodes on the spec network
                 a.interconnect.describe()
+                + (f"; between nodes (not measured) {between}" if spans and not a.interconnect.across_nodes else "")
                 if a.interconnect
-                else "spec link bandwidths ("
-                + _link_kinds(result.rows)
-                + "); between nodes "
-                + (f"{a.network_gbs:g} GB/s per node" if a.network_gbs is not None else describe_reference_networks())
+                else "spec link bandwidths (" + _link_kinds(result.rows) + "); between nodes " + between
             )
         )
     print(f"\n{stage_heading(rec)}: {choice}\n{why}\n")

@@ -338,11 +338,21 @@ def option_notes(args: argparse.Namespace, w: Any, a: Any) -> list[str]:
             notes.append(f"--count leaves out {', '.join(out[:3])}{more}: {PLAUSIBLE_RULE}")
     if args.count and args.max_gpus is not None:
         notes.append("--count evaluates exactly its counts: --max-gpus is not used")
-    if getattr(args, "network_gbs", None) is not None and args.count and max(args.count) <= 8:
-        notes.append("--network-gbs joins nodes of 8 GPUs: none of these counts spans nodes")
-    if args.sharding not in (None, "none") and args.count and max(args.count) == 1:
+    # the most GPUs as the framework sees them: one MI250X is two GCDs, 8 of them two nodes
+    ranks = max(args.count) * _most_dies(args) if args.count else 0
+    if getattr(args, "network_gbs", None) is not None and args.count and ranks <= a.gpus_per_node:
+        notes.append(f"--network-gbs joins nodes of {a.gpus_per_node} GPUs: none of these counts spans nodes")
+    if args.sharding not in (None, "none") and args.count and ranks == 1:
         notes.append(f"--sharding {args.sharding} splits state over several GPUs: one GPU holds all of it")
     return notes
+
+
+def _most_dies(args: argparse.Namespace) -> int:
+    """The most GPUs one card of those asked for shows the framework (an MI250X: two GCDs)."""
+    from gpuselect.catalog import load_catalog
+
+    ids = gpu_ids(args)
+    return max((e.dies for e in load_catalog().entries if not ids or e.id in ids), default=1)
 
 
 def interconnect(args: argparse.Namespace) -> Any:

@@ -679,7 +679,7 @@ def _row(
     if a.precision in sixteen:
         # asked for 16-bit where the host bounds the step: said where fp32 trains faster
         return _say_faster(r, fp32, f"the host bounds the step{casts}", also=" (or auto)")
-    if _gain(r, fp32, margin=1.0) is None:  # auto
+    if _gain(r, fp32) is None:  # auto: by the same 1 % as said elsewhere, not noise (QA 16)
         return r
     # auto takes fp32 where the host's dispatch bounds the step and fp32 trains faster: autocast's
     # casts are extra ops, so a tiny model at a small batch runs slower in bf16
@@ -1002,8 +1002,9 @@ def _row_at(
             said = f"the hourly rate is per GPU of {offer_phrase(offer)} ({provider}): fewer may not rent at it"
             base.note = "; ".join(x for x in (base.note, said) if x)
         hourly_energy = e.tdp_w * a.utilisation * count / 1000 * a.electricity_usd_per_kwh
-        if price is not None and rate * count > hourly_energy:
-            base.break_even_hours = price * count / (rate * count - hourly_energy)
+        # renting pays for the whole offers (the cloud cost's ``rented``), buying for ``count`` cards
+        if price is not None and rate * rented > hourly_energy:
+            base.break_even_hours = price * count / (rate * rented - hourly_energy)
     return base
 
 

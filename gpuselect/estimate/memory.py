@@ -213,10 +213,14 @@ def host_state_text(whole_gb: float, gpus: int, per_node: int, *, then: bool = F
     among its ranks: 16 GPUs of 8 per node put half of Llama 70B's 1,051 GB on each host, not all."""
     verb = "then holds" if then else "holds"
     nodes = -(-max(1, gpus) // max(1, per_node))
+
+    def gb(x: float) -> str:  # two digits under 1 GB: ResNet-50's 0.4 GB read "about 0 GB"
+        return f"{x:,.0f}" if x >= 1 else f"{x:.2g}"
+
     if nodes <= 1:
-        return f"the host {verb} about {whole_gb:,.0f} GB of {'' if then else 'offloaded '}model state"
+        return f"the host {verb} about {gb(whole_gb)} GB of {'' if then else 'offloaded '}model state"
     node_gb = whole_gb * min(gpus, per_node) / gpus
-    return f"each of the {nodes} nodes' hosts {verb} about {node_gb:,.0f} GB of the {whole_gb:,.0f} GB of offloaded model state"
+    return f"each of the {nodes} nodes' hosts {verb} about {gb(node_gb)} GB of the {gb(whole_gb)} GB of offloaded model state"
 
 
 def _state_bytes(w: Workload, o: MemoryOptions, shape: TransformerShape | None) -> tuple[float, float, float, float]:
@@ -926,8 +930,10 @@ def _suggestions(
             if _fits(cand, vram_gb, ck, batch_size or 1, shape):
                 tips.append(labels[cand.mode] + " with activation checkpointing")
                 break
-    if o.gpus <= 1 and o.offload != "params":
-        for n in (n for n in (2, 4, 8, 16, 32, 64, 128, 256) if n <= max_gpus):
+    if o.offload != "params":
+        # more GPUs than the row's: 16 H100 short of Llama 70B's state were told to try 8-bit Adam
+        # and QLoRA, not the 32 that hold it as it is (QA 16)
+        for n in (n for n in (2, 4, 8, 16, 32, 64, 128, 256) if o.gpus < n <= max_gpus):
             if ok(b=batch_size or 1, sharding="fsdp", gpus=n, checkpointing=True):
                 tips.append(f"sharding the model state over {n} such GPUs (FSDP / ZeRO-3) with checkpointing")
                 break

@@ -42,7 +42,13 @@ class MeasuredInterconnect:
     all_ranks_gbs: float | None = None  # all-reduce busbw over every rank of every node
     all_ranks: int | None = None
 
-    def describe(self) -> str:
+    @property
+    def across_nodes(self) -> bool:
+        """Whether it measured between nodes: else rows over several nodes use the spec network."""
+        return self.inter_node_gbs is not None or self.all_ranks_gbs is not None
+
+    def figures(self) -> str:
+        """The measured bus bandwidths in words, without the file they came from."""
         parts = []
         if self.intra_node_gbs is not None:
             parts.append(f"intra-node {self.intra_node_gbs:,.2f} GB/s ({self.intra_node_ranks} ranks)")
@@ -50,9 +56,12 @@ class MeasuredInterconnect:
             parts.append(f"inter-node {self.inter_node_gbs:,.2f} GB/s ({self.nodes} nodes, one rank each)")
         if self.all_ranks_gbs is not None:
             parts.append(f"all ranks {self.all_ranks_gbs:,.2f} GB/s ({self.all_ranks} ranks)")
+        return ", ".join(parts) or "nothing"
+
+    def describe(self) -> str:
         return (
             f"measured all-reduce bus bandwidth from {self.source} ({self.backend}, {self.at_bytes:,} B buffers): "
-            + (", ".join(parts) or "nothing")
+            + self.figures()
             + (
                 "; buffers this small understate what large gradient all-reduces get"
                 if self.at_bytes < 64 << 20

@@ -276,7 +276,15 @@ def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
             else f"up to {a.max_gpus} GPU{'s' if a.max_gpus > 1 else ''} in a box; "
         )
         + (
-            f"clusters over nodes of {a.gpus_per_node} joined by {a.network_gbs:g} GB/s per node."
+            f"several-GPU links as measured by `gpuselect fleet`: {a.interconnect.figures()}; "
+            if a.interconnect is not None
+            else ""
+        )
+        + (
+            # the measurement replaces the network where it measured across nodes (parallel.link_bandwidth)
+            f"clusters over nodes of {a.gpus_per_node} joined as measured."
+            if a.interconnect is not None and a.interconnect.across_nodes
+            else f"clusters over nodes of {a.gpus_per_node} joined by {a.network_gbs:g} GB/s per node."
             if a.network_gbs is not None
             else f"clusters over nodes of {a.gpus_per_node} joined by each card's reference node network."
         )

@@ -1096,6 +1096,30 @@ def test_offloaded_state_over_several_nodes_is_each_hosts_share(capsys: pytest.C
     )
 
 
+def test_several_gpus_short_of_memory_are_told_how_many_hold_it() -> None:
+    """QA 16: 16 H100 do not hold Llama 70B's full fine-tuning state (FSDP, checkpointing, batch 1),
+    32 do; the 16-GPU row suggested 8-bit Adam, bf16-true, offload and LoRA, never more GPUs."""
+    from gpuselect.catalog import load_catalog
+    from gpuselect.estimate.api import Assumptions, estimate
+
+    a = Assumptions(counts=(16, 32))
+    rows = {
+        r.count: r
+        for r in estimate(PRESETS["llama-70b-full"], a, load_catalog(), gpu_ids=["nvidia-h100-sxm5-80gb"]).rows
+    }
+    assert not rows[16].fits and rows[32].fits
+    assert "sharding the model state over 32 such GPUs (FSDP / ZeRO-3) with checkpointing" in rows[16].suggestions
+
+
+def test_offloaded_state_under_one_gb_is_not_called_zero() -> None:
+    """QA 16: ResNet-50 with --offload params said "the host holds about 0 GB" and, over 16 GPUs,
+    "each of the 2 nodes' hosts holds about 0 GB of the 0 GB"."""
+    assert M.host_state_text(0.41, 1, 8) == "the host holds about 0.41 GB of offloaded model state"
+    assert M.host_state_text(0.41, 16, 8) == (
+        "each of the 2 nodes' hosts holds about 0.2 GB of the 0.41 GB of offloaded model state"
+    )
+
+
 def test_a_sharded_offload_row_faster_per_gpu_says_the_cpu_updates(capsys: pytest.CaptureFixture[str]) -> None:
     """QA 15: under offload the GPU no longer updates (its breakdown's optimizer is 0), yet a sharded
     row faster per GPU than one card said "each GPU updates only its shard of the model"."""

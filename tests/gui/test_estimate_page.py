@@ -401,6 +401,17 @@ def test_network_setting_reaches_the_cluster_rows(qtbot) -> None:
     page.shutdown()
 
 
+def test_network_field_takes_a_fraction_of_a_gb_per_s(qtbot) -> None:
+    """A 100 Gb/s NIC is 12.5 GB/s and 1 GbE 0.125: the field took whole numbers only, so 12.5
+    reached the estimate as 12 and a sub-1 GB/s network could not be entered at all."""
+    page = _page(qtbot)
+    page.network.setValue(12.5)
+    assert page.assumptions().network_gbs == 12.5
+    page.network.setValue(0.5)
+    assert page.assumptions().network_gbs == 0.5
+    page.shutdown()
+
+
 def test_loss_choice_reaches_the_rows_and_this_machines_gpus(qtbot) -> None:
     page = _page(qtbot, "h100x8", "llama-8b-lora")
     assert [page.loss.itemText(i) for i in range(page.loss.count())] == ["chunked", "plain"]

@@ -290,7 +290,8 @@ class EstimatePage(QWidget):
             "deadline or holds the model. A number is the most GPUs an option may have; more than 8 is several "
             "machines: stage 4, a cluster"
         )
-        self.network = QDoubleSpinBox(minimum=0, maximum=1e5, value=0, decimals=0, suffix=" GB/s per node")
+        # two decimals, as --network-gbs takes them: a 100 Gb/s NIC is 12.5 GB/s, 1 GbE 0.125 (0.13)
+        self.network = QDoubleSpinBox(minimum=0, maximum=1e5, value=0, decimals=2, suffix=" GB/s per node")
         self.network.setSpecialValueText("card's reference node")  # 0: the default, as the CLI's --network-gbs
         self.network.setGroupSeparatorShown(True)
         from gpuselect.estimate.parallel import describe_reference_networks
