@@ -392,3 +392,19 @@ def test_this_machine_s_gpu_memory_reads_as_every_face_writes_it() -> None:
 
     loc = SimpleNamespace(device="gpu0", vram_gb=79.6475, fits=True, peak_memory_gb=12.2)
     assert memory_need(loc) == "needs 12.2 of your 79.65 GB"
+
+
+def test_an_option_name_too_long_for_its_column_is_elided_not_cut(capsys: pytest.CaptureFixture[str]) -> None:
+    """QA 16c: "1024x Instinct MI250X (2 GCDs each" lost its ")" and read as complete; a name longer
+    than the column ends in "…"."""
+    out = _out(
+        ["estimate", "--workload", "llama-1b-full", "--precision", "fp8", "--batch-size", "32", "--top", "1"],
+        capsys,
+    )
+    rows = [line for line in out.splitlines() if line[:1].isdigit() or line.startswith("→ ")]
+    long = [line for line in rows if "GCDs" in line]
+    assert long, out  # the 1024x MI250X cluster rows
+    for line in rows:
+        name = line[:34].rstrip()
+        assert name.endswith(("…", ")")) or "(" not in name, line
+    assert any(line[:34].rstrip().endswith("…") for line in long)

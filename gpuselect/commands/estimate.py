@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
                 prec += "†"  # another precision trains this option faster (footnote)
                 slower_prec = True
             print(
-                f"{label[:34]:34s} {r.batch_size or 0:6d} {mem:>11s} {speed:11,.0f} {prec:>9s} "
+                f"{label if len(label) <= 34 else label[:33] + '…':34s} {r.batch_size or 0:6d} {mem:>11s} {speed:11,.0f} {prec:>9s} "
                 f"{r.parallelism:>5s} {r.bound or '—':>13s} "
                 f"{fmt_hours(r.total_time_h):>9s} {100 * r.error_band:4.0f}%{'*' if r.band_note else ' '} {money(r.buy_cost_usd):>9s} {cloud:>9s} {r.energy_kwh or 0:8,.1f}"
                 + ("" if r.meets_deadline else "  (misses deadline)")

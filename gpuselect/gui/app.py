@@ -327,9 +327,27 @@ class MainWindow(QMainWindow):
         box.setDefaultButton(no)
         box.setEscapeButton(no)
         self._quit_box = box  # Ctrl+C while it is open answers it Yes (close_without_asking)
+        # The work goes on under the prompt: once it ends, "is running ... not kept" is no longer
+        # true (QA 16c: it stayed up under "Done in 7.3 s"), so the prompt says so.
+        watch = QTimer(box)
+        watch.setInterval(100)
+
+        def work_ended() -> None:
+            if self.quit_question() is None:
+                watch.stop()
+                what = "The benchmark" if question.startswith("A benchmark") else "The measurement"
+                box.setText(f"{what} has finished — quit now?")
+                box.setInformativeText(
+                    "Nothing is running any more. Its results are not kept after quitting: "
+                    "File > Export report keeps them."
+                )
+
+        watch.timeout.connect(work_ended)
+        watch.start()
         try:
             box.exec()
         finally:
+            watch.stop()
             self._quit_box = None
         clicked = box.clickedButton()
         answer = box.standardButton(clicked) if clicked is not None else None

@@ -18,6 +18,8 @@ _IN_THE_APP = (
     ("--batch-size", "Batch size"),
     # Commands, as the places in this window that do the same.
     ("run `gpuselect estimate`", "use the Estimate tab"),
+    ("run `gpuselect bench`", "use the Benchmark tab"),
+    ("`gpuselect bench` measures", "the Benchmark tab measures"),
     ("run `gpuselect health` during a benchmark", "refresh this page while the Benchmark tab runs"),
 )
 

@@ -206,3 +206,55 @@ def test_a_new_run_does_not_show_the_last_run_s_busy_machine_warning(qtbot, monk
     assert page.notice.isHidden() and "other processes" not in page.notice.text()
     page.cancel()
     qtbot.waitUntil(lambda: page.worker is None, timeout=10_000)
+
+
+def test_the_quit_prompt_says_so_when_the_benchmark_ends_under_it(
+    qtbot, monkeypatch: pytest.MonkeyPatch, real_quit_prompt
+) -> None:
+    """QA 16c: Ctrl+Q during a quick run asked "A benchmark is running — quit anyway? ... what it
+    measured so far is not kept", and kept asking it under "Done in 7.3 s" after the run ended."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    release = threading.Event()
+
+    def _until_released(_cfg: BenchConfig, cancel: threading.Event):  # type: ignore[no-untyped-def]
+        from gpuselect.bench.model import BenchReport, ProgressEvent
+
+        yield ProgressEvent(step="cpu: matmul fp32", fraction=0.1, elapsed_s=0.1, eta_s=1.0)
+        while not (release.wait(0.02) or cancel.is_set()):
+            pass
+        return BenchReport(devices=[], quick=True, torch_version="x", cancelled=cancel.is_set())
+
+    monkeypatch.setattr("gpuselect.bench.engine.run_benchmark", _until_released)
+    monkeypatch.setattr(MainWindow, "_ask_quit", real_quit_prompt)
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    w.bench.start()
+    texts: list[tuple[str, str]] = []
+    tries = [500]  # 10 s at most
+
+    def watch() -> None:
+        box = QApplication.activeModalWidget()
+        if isinstance(box, QMessageBox):
+            if not texts:
+                texts.append((box.text(), box.informativeText()))
+                release.set()  # the run ends while the prompt is up
+            elif w.bench.worker is None and "finished" in box.text():
+                texts.append((box.text(), box.informativeText()))
+                box.button(QMessageBox.StandardButton.No).click()
+                return
+        tries[0] -= 1
+        if tries[0] > 0:
+            QTimer.singleShot(20, watch)
+        elif isinstance(box, QMessageBox):
+            texts.append((box.text(), box.informativeText()))
+            box.button(QMessageBox.StandardButton.No).click()
+
+    QTimer.singleShot(0, watch)
+    w.close()
+    assert texts[0][0] == "A benchmark is running — quit anyway?"
+    assert texts[-1][0] == "The benchmark has finished — quit now?", texts
+    assert "not kept" in texts[-1][1] and "Nothing is running" in texts[-1][1]
+    assert w.isVisible() and w.bench.worker is None  # No keeps the window and the finished run

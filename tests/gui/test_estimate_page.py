@@ -771,3 +771,19 @@ def test_an_option_without_a_time_has_no_error_band(qtbot) -> None:
     assert timeless and set(timeless) == {"—"}
     assert all(b == f"{100 * r.error_band:.0f} %" for t, b, r in cells if r.fits and r.total_time_h)
     page.shutdown()
+
+
+def test_this_machine_s_line_gives_its_error_band_and_basis_as_the_cli_does(qtbot) -> None:
+    """QA 16c: after a quick benchmark on a busy laptop the page read "your cpu: 577 days" beside a
+    27-12,285 days bar, and nothing on it said why; `gpuselect estimate` and the report give each
+    local device's ± and basis ("benchmarked on a busy machine (likely far too slow)")."""
+    from gpuselect.estimate.recommend import fmt_hours
+
+    page = _page(qtbot, "rtx3090")
+    _run(qtbot, page)
+    text = page.recommendation.text()
+    cpu = next(loc for loc in page.result.local if loc.device == "cpu")
+    assert cpu.total_time_h and cpu.fits and cpu.basis.startswith("unmeasured")
+    assert f"your cpu: {fmt_hours(cpu.total_time_h)} (±{100 * cpu.error_band:.0f} %; unmeasured" in text
+    assert "gpuselect bench" not in text and "use the Benchmark tab for a measured figure" in text
+    page.shutdown()

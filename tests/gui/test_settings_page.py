@@ -225,3 +225,25 @@ def test_a_budget_below_the_estimators_floor_is_refused_not_saved(qtbot) -> None
     page.budget.setValue(0)
     page.save()
     assert json.loads(settings_path().read_text()).get("default_budget_usd") is None
+
+
+def test_an_emptied_symbol_beside_a_foreign_rate_is_refused(qtbot) -> None:
+    """QA 16c: clearing "€" (rate 0.92) and saving wrote "$" at 0.92: the Estimate page then read
+    "$1,840 to buy" for a US$1,999 card, as if in US dollars."""
+    from gpuselect.gui.pages.settings import SettingsPage
+
+    _write_settings(currency_symbol="€", usd_to_currency=0.92)
+    page = SettingsPage()
+    qtbot.addWidget(page)
+    before = settings_path().read_text()
+    page.symbol.setText("")
+    page.save()
+    assert page.status.text() == (
+        "The currency symbol is empty but the rate is 0.92 per US dollar: enter the symbol of that "
+        "currency (or set the rate to 1 for US dollars); nothing was saved."
+    )
+    assert settings_path().read_text() == before
+    page.rate.setValue(1)  # US dollars: the empty symbol is "$", as before
+    page.save()
+    stored = json.loads(settings_path().read_text())
+    assert stored["currency_symbol"] == "$" and stored["usd_to_currency"] == 1

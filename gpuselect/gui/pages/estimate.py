@@ -172,6 +172,18 @@ def _choice(items: list[str], tooltip: str) -> QComboBox:
     return box
 
 
+def _local_band(local: Any, hours: float, who: str) -> str:
+    """' (±N %; basis)' of the local device behind a chart mark, as the CLI's "Your machine" line
+    and the report give it: a CPU benchmarked on a busy machine read "577 days" here with a
+    27-12,285 days bar and no word of why (QA 16c)."""
+    for loc in local:
+        same = loc.device == who or (who.endswith("(each alone)") and loc.device != "cpu")
+        if same and loc.total_time_h and round(float(loc.total_time_h), 9) == round(hours, 9):
+            basis = f"; {in_the_app(loc.basis)}" if loc.basis else ""
+            return f" (±{100 * loc.error_band:.0f} %{basis})"
+    return ""
+
+
 class EstimatePage(QWidget):
     computed = Signal(object)
 
@@ -981,7 +993,10 @@ class EstimatePage(QWidget):
         choice, why = explain(rec, self.money)
         left_out = {x.split(" ", 1)[0] for x in rec.excluded}
         # identical GPUs once ("your 8× H100 80GB HBM3 (each alone): 2.2 h"), as in the time-vs-cost chart
-        parts = [f"your {who}: {fmt_hours(hours)}" for hours, who in local_marks(result.local, left_out)]
+        parts = [
+            f"your {who}: {fmt_hours(hours)}{_local_band(result.local, hours, who)}"
+            for hours, who in local_marks(result.local, left_out)
+        ]
         parts += [
             f"your {loc.device}: "
             + (

@@ -136,7 +136,13 @@ class SettingsPage(QWidget):
 
     def problem(self, s: Settings) -> str | None:
         """What keeps ``s`` from being saved, in one sentence (None if nothing): a price beyond the
-        file's limit, said in your currency and in US dollars."""
+        file's limit, said in your currency and in US dollars; an emptied symbol beside a rate that
+        is not the US dollar's (it saved "$" at 0.92, and every cost then read as US dollars)."""
+        if not self.symbol.text().strip() and s.usd_to_currency != 1:
+            return (
+                f"The currency symbol is empty but the rate is {s.usd_to_currency:g} per US dollar: enter the "
+                "symbol of that currency (or set the rate to 1 for US dollars); nothing was saved."
+            )
         why = over_limit(
             s.electricity_usd_per_kwh, s.default_budget_usd, MoneyFormat.from_settings(s), "default budget"
         )
