@@ -214,6 +214,10 @@ class EstimateRow:
     #: A precision that trains this option faster than the one asked for (fp8 whose casts cost more
     #: than its GEMMs save: bf16), said in ``note``; None where the one asked for is the fastest.
     faster_precision: Precision | None = None
+    #: The dataset cannot fill the option's batches: each epoch is one step of what each GPU gets
+    #: (a batch asked for cut to the dataset's share, or one step per epoch). Several such GPUs are
+    #: never recommended: 2,048 MI250X dies ran three optimizer steps in the whole run (QA 16c).
+    dataset_bound: bool = False
 
 
 @dataclass
@@ -952,6 +956,7 @@ def _row_at(
     # time, where a CPU's time (and a larger dataset's) grows with the samples.
     n = a.dataset_size or w.default_dataset_size
     one_step = st.seconds
+    base.dataset_bound = clamped or n < count * fit.batch_size
     if clamped:
         said = _clamp_note(n, count, a.batch_size or 0, fit.batch_size)
         base.note = f"{base.note}; {said}" if base.note else said

@@ -284,8 +284,15 @@ def _price_as(r: EstimateRow, kind: str) -> float | None:
 
 def _recommendable(r: EstimateRow) -> bool:
     """A purchase needs a known price, a rental a known hourly rate: no price, no advice to get it;
-    and today's frameworks must run the card."""
-    return r.fits and r.supported and r.total_time_h is not None and row_cost(r) is not None
+    today's frameworks must run the card; and several GPUs must have a dataset that fills their
+    batches (where each epoch is one step, more GPUs only take fewer optimizer steps)."""
+    return (
+        r.fits
+        and r.supported
+        and r.total_time_h is not None
+        and row_cost(r) is not None
+        and not (r.dataset_bound and r.count > 1)
+    )
 
 
 def _best(rows: list[EstimateRow], a: Assumptions) -> EstimateRow | None:

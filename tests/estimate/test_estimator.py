@@ -1325,3 +1325,19 @@ def test_a_benchmarked_gpu_asked_to_checkpoint_pays_the_recompute(catalog, perf)
     assert plain.basis.startswith("measured") and plain.checkpointing == "none"
     assert full.checkpointing == "full" and "slowed by the recompute" in full.basis
     assert full.throughput_samples_per_s < plain.throughput_samples_per_s
+
+
+def test_gpus_the_dataset_cannot_fill_are_never_recommended(catalog) -> None:  # type: ignore[no-untyped-def]
+    """QA 16c: stage 4's bar was 1,024 MI250X (2,048 dies) at batch 25 of the 32 asked for: the
+    dataset (50,000) filled one step per epoch, three optimizer steps in the whole run. Several GPUs
+    whose batches the dataset cannot fill are shown, flagged, and never recommended."""
+    from gpuselect.estimate.recommend import named_options
+
+    a = Assumptions(batch_size=64, dataset_size=1000, epochs=3, counts=(1, 2, 4, 8, 16, 32))
+    res = estimate(PRESETS["resnet50"], a, catalog, local=[])
+    bound = {(r.gpu_id, r.count) for r in res.rows if r.dataset_bound}
+    assert bound and all(r.count * r.dies * 64 > 1000 for r in res.rows if r.dataset_bound)  # ranks: dies
+    assert all(r.dataset_bound for r in res.rows if r.count * r.dies * 64 > 1000)
+    rec = res.recommendation
+    picked = [o for o in [*named_options(rec), *rec.per_stage.values()] if o and o.get("gpu_id")]
+    assert picked and not any((o["gpu_id"], o["count"]) in bound for o in picked)
