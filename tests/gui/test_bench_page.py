@@ -148,9 +148,10 @@ def _answer_quit_prompt(qtbot, answer, seen: list[str]) -> None:  # type: ignore
     QTimer.singleShot(0, click)
 
 
-def _window_benchmarking(qtbot, monkeypatch: pytest.MonkeyPatch, real_quit_prompt) -> MainWindow:  # type: ignore[no-untyped-def]
-    """The main window, shown, with a benchmark that never ends running and the real quit prompt."""
-    monkeypatch.setattr("gpuselect.bench.engine.run_benchmark", _endless)
+def _window_benchmarking(qtbot, monkeypatch: pytest.MonkeyPatch, real_quit_prompt, run=_endless) -> MainWindow:  # type: ignore[no-untyped-def]
+    """The main window, shown, with a benchmark running (``run``: one that never ends) and the real
+    quit prompt."""
+    monkeypatch.setattr("gpuselect.bench.engine.run_benchmark", run)
     monkeypatch.setattr(MainWindow, "_ask_quit", real_quit_prompt)
     w = MainWindow()
     qtbot.addWidget(w)
@@ -226,12 +227,7 @@ def test_the_quit_prompt_says_so_when_the_benchmark_ends_under_it(
             pass
         return BenchReport(devices=[], quick=True, torch_version="x", cancelled=cancel.is_set())
 
-    monkeypatch.setattr("gpuselect.bench.engine.run_benchmark", _until_released)
-    monkeypatch.setattr(MainWindow, "_ask_quit", real_quit_prompt)
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    w.bench.start()
+    w = _window_benchmarking(qtbot, monkeypatch, real_quit_prompt, run=_until_released)
     texts: list[tuple[str, str]] = []
     tries = [500]  # 10 s at most
 
