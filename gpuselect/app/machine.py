@@ -177,7 +177,6 @@ def bench_from_doc(doc: dict[str, Any], *, source: str = "the benchmark result")
 
     # printed to terminals and into reports: an escape sequence in a skipped reason or a note could
     # rewrite the screen, as a device name could (validate_bench_doc refuses those)
-    check_plain_text(doc, source)
     check_plain_text({k: v for k, v in doc.items() if k != "devices"}, source, max_len=2000)
     devices = []
     for i, raw in enumerate(doc["devices"]):
@@ -192,8 +191,7 @@ def bench_from_doc(doc: dict[str, Any], *, source: str = "the benchmark result")
         d.setdefault("kind", str(d.get("device", "cpu")).split(":")[0])
         d = known(DeviceResult, d, at)
         steps = d.get("train_steps") or []
-        d["train_steps"] = [known(TrainStep, s, f"{at} train step #{j + 1}") for j, s in enumerate(steps)]
-        d["train_steps"] = [TrainStep(**s) for s in d["train_steps"]]
+        d["train_steps"] = [TrainStep(**known(TrainStep, s, f"{at} train step #{j + 1}")) for j, s in enumerate(steps)]
         for k in ("matmul_detail", "bandwidth_detail", "transfer_detail"):
             d[k] = {n: Timing(**known(Timing, t, f"{at} {k}.{n}")) for n, t in (d.get(k) or {}).items()}
         devices.append(DeviceResult(**d))

@@ -36,8 +36,7 @@ def failure(exc: BaseException) -> str:
     300 characters (a CUDA error's whole text ran to thousands, which made the record "damaged")."""
     from gpuselect.safe_io import one_line
 
-    first = str(exc).splitlines()[0] if str(exc) else ""
-    return one_line(f"failed: {type(exc).__name__}: {first}")
+    return one_line(f"failed: {type(exc).__name__}: {exc}")
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -749,8 +748,10 @@ def attach_spec_ratios(report: BenchReport) -> None:
 
         catalog = load_catalog()
     except Exception as exc:  # noqa: BLE001 - no catalog: no ratios, never a failed benchmark
+        from gpuselect.safe_io import one_line
+
         for res in gpus:
-            res.skipped["% of spec"] = "the GPU catalog could not be loaded: " + failure(exc).removeprefix("failed: ")
+            res.skipped["% of spec"] = one_line(f"the GPU catalog could not be loaded: {type(exc).__name__}: {exc}")
         return
     from gpuselect.bench.findings import spec_ratios
 

@@ -1234,23 +1234,17 @@ def _local_cpu_time(
     hit = _measured(w, rec, batch)
     ck = as_checkpointing(a.checkpointing) if a.checkpointing is not None else False
     if hit is not None and ck:
-        # The benchmark's step recomputes nothing: a step asked to checkpoint is the measured one
-        # slowed by the recompute, at the model's ratio for this CPU (it was the measured step as
-        # is, the recompute's forward left out).
         thr, how = hit
         d = cpu_device(rec or None, cores=cores, name=name, mhz=mhz, features=features)
-        plain, _ = predict_step(w, d, None, batch, "fp32", optimizer=a.optimizer, checkpointing=False, a=a)
-        again, _ = predict_step(w, d, None, batch, "fp32", optimizer=a.optimizer, checkpointing=ck, a=a)
-        thr *= plain.seconds / again.seconds
+        ratio, said = _with_recompute(w, d, None, batch, "fp32", ck, a)
+        thr /= ratio
         busy_said = ", on a busy machine (likely far too slow)" if busy else ""
         return LocalEstimate(
             "cpu",
             name,
             thr,
             samples / thr / 3600,
-            f"this CPU's benchmark trained {w.name} {how}{busy_said}, without activation checkpointing: "
-            f"slowed by the recompute it asks for at the step-time model's ratio "
-            f"({again.seconds / plain.seconds:.2f}x the step){in32}",
+            f"this CPU's benchmark trained {w.name} {how}{busy_said}{said}{in32}",
             regime_band("cpu_unsteady" if busy else "cpu", "NVIDIA"),
         )
     if hit is not None:
@@ -1324,6 +1318,21 @@ def _local_cpu_time(
     return loc
 
 
+def _with_recompute(
+    w: Workload, d: DeviceModel, e: GpuEntry | None, batch: int, prec: str, ck: bool | str, a: Assumptions
+) -> tuple[float, str]:
+    """(how many times longer the step is, in words) where a step the benchmark measured must also
+    recompute: its steps recompute nothing, so a checkpointed step is the measured one slowed at the
+    step-time model's ratio for this device (it was quoted as measured, the recompute left out)."""
+    plain, _ = predict_step(w, d, e, batch, prec, checkpointing=False, optimizer=a.optimizer, a=a)
+    again, _ = predict_step(w, d, e, batch, prec, checkpointing=ck, optimizer=a.optimizer, a=a)
+    ratio = again.seconds / plain.seconds
+    return ratio, (
+        ", without activation checkpointing: slowed by the recompute at the step-time model's ratio "
+        f"({ratio:.2f}x the step)"
+    )
+
+
 def local_gpu_estimate(
     w: Workload,
     a: Assumptions,
@@ -1392,19 +1401,12 @@ def local_gpu_estimate(
         if hit is not None:
             thr = hit[0]
             basis = f"measured: this card trained {w.name} {hit[1]} in its benchmark"
-            if r.checkpointing not in (None, "none"):
-                # the benchmark's step recomputes nothing: slowed by the recompute the row runs
-                # (asked for, or needed to fit), at the model's ratio for this card (review 16)
-                ck: bool | str = True if r.checkpointing == "full" else "selective"
+            if r.checkpointing not in (None, "none"):  # asked for, or needed to fit (review 16)
+                ck = as_checkpointing(r.checkpointing)
                 prec = str(r.precision_used or "fp32")
-                dev = d or device_for(e)
-                plain, _ = predict_step(w, dev, e, r.batch_size, prec, checkpointing=False, optimizer=a.optimizer, a=a)
-                again, _ = predict_step(w, dev, e, r.batch_size, prec, checkpointing=ck, optimizer=a.optimizer, a=a)
-                thr *= plain.seconds / again.seconds
-                basis += (
-                    f", without activation checkpointing: slowed by the recompute at the step-time model's ratio "
-                    f"({again.seconds / plain.seconds:.2f}x the step)"
-                )
+                ratio, said = _with_recompute(w, d or device_for(e), e, r.batch_size, prec, ck, a)
+                thr /= ratio
+                basis += said
             hours = (a.dataset_size or w.default_dataset_size) * (a.epochs or w.default_epochs) / thr / 3600
             loc = _with_memory(
                 LocalEstimate(device, name or e.name, thr, hours, basis, regime_band("overhead", e.vendor), r.fits), r

@@ -512,6 +512,13 @@ def local_marks(local: Any, left_out: set[str] | frozenset[str] = frozenset()) -
     machine's GPUs together are an option of the estimate, with its own time. Devices without a
     time, that cannot hold the training state, or left out (critical finding) are skipped (a CPU
     that cannot hold a 70B model was drawn at "6,637 days")."""
+    return [(hours, label) for hours, label, _ in local_mark_groups(local, left_out)]
+
+
+def local_mark_groups(
+    local: Any, left_out: set[str] | frozenset[str] = frozenset()
+) -> list[tuple[float, str, list[Any]]]:
+    """``local_marks`` with the devices each mark stands for (a face that says more of them)."""
     groups: dict[tuple[str, float], list[Any]] = {}
     for loc in local:
         if not loc.total_time_h or loc.device in left_out or not getattr(loc, "fits", True):
@@ -521,7 +528,7 @@ def local_marks(local: Any, left_out: set[str] | frozenset[str] = frozenset()) -
     marks = []
     for (_, hours), locs in groups.items():
         label = locs[0].device if len(locs) == 1 else f"{len(locs)}\u00d7 {short_gpu_name(locs[0].name)} (each alone)"
-        marks.append((hours, label))
+        marks.append((hours, label, locs))
     return marks
 
 

@@ -53,7 +53,7 @@ from gpuselect.gui.money import budget_box, electricity_box, over_limit
 from gpuselect.gui.plots import themed_plot
 from gpuselect.gui.wording import in_the_app
 from gpuselect.gui.workers import CLOSING_PROPERTY, GeneratorWorker, call_in_generator
-from gpuselect.report.model import local_gpu_groups, local_marks
+from gpuselect.report.model import local_gpu_groups, local_mark_groups, local_marks
 from gpuselect.types import LOSSES, TRAINING_PRECISIONS, Family, Mode, Offload, Precision, Sharding, Stage, values
 from gpuselect.workloads.model import sentence_start
 
@@ -172,16 +172,12 @@ def _choice(items: list[str], tooltip: str) -> QComboBox:
     return box
 
 
-def _local_band(local: Any, hours: float, who: str) -> str:
-    """' (±N %; basis)' of the local device behind a chart mark, as the CLI's "Your machine" line
-    and the report give it: a CPU benchmarked on a busy machine read "577 days" here with a
-    27-12,285 days bar and no word of why (QA 16c)."""
-    for loc in local:
-        same = loc.device == who or (who.endswith("(each alone)") and loc.device != "cpu")
-        if same and loc.total_time_h and round(float(loc.total_time_h), 9) == round(hours, 9):
-            basis = f"; {in_the_app(loc.basis)}" if loc.basis else ""
-            return f" (±{100 * loc.error_band:.0f} %{basis})"
-    return ""
+def _local_band(loc: Any) -> str:
+    """' (±N %; basis)' of a local device, as the CLI's "Your machine" line and the report give it:
+    a CPU benchmarked on a busy machine read "577 days" here with a 27-12,285 days bar and no word
+    of why (QA 16c)."""
+    basis = f"; {in_the_app(loc.basis)}" if loc.basis else ""
+    return f" (±{100 * loc.error_band:.0f} %{basis})"
 
 
 class EstimatePage(QWidget):
@@ -994,8 +990,8 @@ class EstimatePage(QWidget):
         left_out = {x.split(" ", 1)[0] for x in rec.excluded}
         # identical GPUs once ("your 8× H100 80GB HBM3 (each alone): 2.2 h"), as in the time-vs-cost chart
         parts = [
-            f"your {who}: {fmt_hours(hours)}{_local_band(result.local, hours, who)}"
-            for hours, who in local_marks(result.local, left_out)
+            f"your {who}: {fmt_hours(hours)}{_local_band(locs[0])}"
+            for hours, who, locs in local_mark_groups(result.local, left_out)
         ]
         parts += [
             f"your {loc.device}: "

@@ -441,17 +441,21 @@ class HardwarePage(QWidget):
         as the report counts them (the page's count left them out)."""
         self._bench = bench
         if self._snapshot is not None:
-            from gpuselect.health.rules import evaluate
-
-            self._report = self._with_bench(self._snapshot, evaluate(self._snapshot))
+            self._report = self._with_bench(self._snapshot)
             self._show_health(switch=False)  # the user's view stays where it is
 
-    def _with_bench(self, snap: Any, report: Any) -> Any:
-        if self._bench is None:
-            return report
-        from gpuselect.app.machine import this_machine
+    def _with_bench(self, snap: Any, report: Any = None) -> Any:
+        """The machine's health with the last benchmark's findings (``report``: detection's own,
+        without them; judged here where absent)."""
+        if self._bench is not None:
+            from gpuselect.app.machine import this_machine
 
-        return this_machine(snapshot=snap, bench=self._bench).health  # the report's own rule
+            return this_machine(snapshot=snap, bench=self._bench).health  # the report's own rule
+        if report is not None:
+            return report
+        from gpuselect.health.rules import evaluate
+
+        return evaluate(snap)
 
     def _show_health(self, *, switch: bool = True) -> None:
         from gpuselect.health.text import counts_line
