@@ -946,7 +946,7 @@ def _row_at(
             "checkpointing leaves room)"
         )
     base.note = "; ".join(notes) or None
-    base.band_note = unvalidated_paths(w, a, count, base.link_basis) or None
+    base.band_note = unvalidated_paths(w, a, count, base.link_basis, base.parallelism) or None
     thr = count * fit.batch_size / st.seconds
     if w.tokens_per_sample:
         base.tokens_per_s = thr * w.tokens_per_sample
@@ -1175,7 +1175,17 @@ def local_cpu_estimate(
     return _with_row_figures(loc, w, a)
 
 
-def unvalidated_paths(w: Workload, a: Assumptions, count: int, link_basis: str | None) -> str:
+#: The most GPUs a measured data-parallel (unsharded) step of the shared data ran on, and the most
+#: any measured step ran on (llm-foundry's FSDP rows): past them the collectives' latency is the
+#: model's alone (NCCL's own latency model moves DDP rows at 1,024 GPUs by -33 to +23 %:
+#: docs/validation/steptime-2026-11-23/nccl-latency/ddp.txt).
+VALIDATED_DDP_GPUS = 8
+VALIDATED_GPUS = 512
+
+
+def unvalidated_paths(
+    w: Workload, a: Assumptions, count: int, link_basis: str | None, parallelism: str = "single"
+) -> str:
     """The parts of a row's step no measured step validates (docs/accuracy.md, "What validates each
     path"), in words; empty where the row's regime band is its own."""
     out = []
@@ -1183,6 +1193,12 @@ def unvalidated_paths(w: Workload, a: Assumptions, count: int, link_basis: str |
         out.append("parameter offload" if a.offload == Offload.PARAMS else "optimizer offload")
     if count > 1 and link_basis is not None and "PCIe" in link_basis and "network" not in link_basis:
         out.append("PCIe-only multi-GPU")
+    if count > 1 and a.sharding in (Sharding.ZERO1, Sharding.ZERO2):
+        out.append("DeepSpeed ZeRO-1/2")
+    elif parallelism == "ddp" and count > VALIDATED_DDP_GPUS:
+        out.append(f"data parallel past {VALIDATED_DDP_GPUS} GPUs")
+    if count > VALIDATED_GPUS:
+        out.append(f"more than {VALIDATED_GPUS} GPUs")
     if w.mode == Mode.QLORA:
         out.append("QLoRA's tokens per step")
     if w.shape is not None and w.shape.is_moe:

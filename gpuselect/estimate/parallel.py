@@ -11,7 +11,8 @@ Latency: by default 2(N-1) (DDP) or 3(N-1) (FSDP) ring steps of ``latency_s`` on
 collective instead (``collective_seconds``: per 25 MB DDP bucket, tree or ring; per FSDP unit's
 gather and reduce-scatter). It is measured, not adopted: on llm-foundry's 8-512-GPU FSDP rows it
 left the held-out errors as they were and turned the by-count trend from +3.8 to -4.0 points
-in sample (CHANGELOG, session 15).
+in sample (CHANGELOG, session 15); on the 2-8 GPU DDP rows it changes nothing measurable
+(benchmarks/ddp_latency_models.py, session 17).
 DDP buckets gradients (25 MB) and reduces them while the backward pass runs: only what does not
 fit under the backward, plus the last bucket, is exposed. FSDP prefetches the next layer's
 weights while the current one computes: what exceeds ``fsdp_overlap`` x compute is exposed.

@@ -689,6 +689,27 @@ def test_rows_no_measured_step_validates_say_so(catalog, capsys: pytest.CaptureF
     assert "21%*" in out and "* no measured step validates PCIe-only multi-GPU" in out
 
 
+def test_cluster_and_deepspeed_rows_no_measured_step_validates_say_so(catalog) -> None:  # type: ignore[no-untyped-def]
+    # DDP past 8 GPUs, any step past 512 GPUs and DeepSpeed ZeRO-1/2 carried their regime's band
+    # unmarked, though no measured step ran them (the DDP rows at 1,024 GPUs move by -33 to +23 %
+    # between two latency models: nccl-latency/ddp.txt).
+    h100 = ["nvidia-h100-sxm5-80gb"]
+    rows = A.estimate(PRESETS["resnet50"], A.Assumptions(counts=(8, 16, 1024)), catalog, gpu_ids=h100, local=[]).rows
+    by = {r.count: r for r in rows}
+    assert all(r.parallelism == "ddp" for r in rows)
+    assert by[8].band_note is None  # the shared data's DDP rows run 2-8 GPUs
+    assert by[16].band_note == "not validated by a measured step: data parallel past 8 GPUs"
+    assert by[1024].band_note is not None and "more than 512 GPUs" in by[1024].band_note
+    fsdp = A.estimate(PRESETS["llama-8b-full"], A.Assumptions(counts=(64, 1024)), catalog, gpu_ids=h100, local=[]).rows
+    by = {r.count: r for r in fsdp}
+    assert by[64].parallelism == "fsdp" and by[64].band_note is None  # llm-foundry's FSDP rows: 8-512 GPUs
+    assert by[1024].band_note == "not validated by a measured step: more than 512 GPUs"
+    z = A.estimate(
+        PRESETS["llama-8b-full"], A.Assumptions(counts=(8,), sharding="zero2"), catalog, gpu_ids=h100, local=[]
+    )
+    assert z.rows[0].band_note == "not validated by a measured step: DeepSpeed ZeRO-1/2"
+
+
 def test_options_this_workload_does_not_use_are_named(capsys: pytest.CaptureFixture[str]) -> None:
     # Selective checkpointing on a CNN became full, --loss on a CNN and --max-gpus beside --count
     # did nothing, and nothing said so.
