@@ -65,11 +65,13 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.catalog, "&Catalog")
         self.tabs.addTab(self.settings_page, "&Settings")
         self.settings_page.changed.connect(self.estimate.apply_settings)
+        self.settings_page.changed.connect(self.catalog.apply_settings)
         self.estimate.bench_source = lambda: self.bench.report  # the last benchmark anchors this machine's figures
         self.estimate.bench_running = lambda: self.bench.worker is not None
         self.bench.report_ready.connect(lambda _r: self.estimate.recompute())  # not only at the next input change
         self.bench.report_ready.connect(self.hardware.set_bench)  # its busy warning joins the health count
         self.estimate.apply_settings(self.settings_page.settings)
+        self.catalog.apply_settings(self.settings_page.settings)
         # Warnings the core carried on past (a corrupt settings file, a broken catalog overlay): a
         # banner above every page and a line on stderr. The settings page alone said so, and a
         # user on the Estimate tab exported a report that ignored their redaction choice.

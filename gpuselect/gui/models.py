@@ -49,6 +49,12 @@ class RowsModel(QAbstractTableModel):
         self.rows = list(rows)
         self.endResetModel()
 
+    def reformat(self) -> None:
+        """The same rows shown anew (a currency change): selection, sort and scroll stay, where a
+        reset would drop them."""
+        if self.rows and self.columns:
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self.rows) - 1, len(self.columns) - 1))
+
     def rowCount(self, parent: Index = _NO_PARENT) -> int:
         return 0 if parent.isValid() else len(self.rows)
 

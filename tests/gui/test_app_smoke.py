@@ -211,6 +211,28 @@ def test_catalog_page_filters_and_shows_sources(qtbot) -> None:
     _close(qtbot, w)
 
 
+def test_catalog_prices_follow_the_currency_and_keep_the_selection(qtbot) -> None:
+    """QA 16c: the Catalog page showed US$ ("Launch $") beside the Estimate page's euros."""
+    from gpuselect.settings import Settings, save
+
+    save(Settings(currency_symbol="€", usd_to_currency=0.5))
+    w = MainWindow()
+    qtbot.addWidget(w)
+    page = w.catalog
+    page.search.setText("h100 sxm5")
+    cols = [page.model.headerData(i, Qt.Orientation.Horizontal) for i in range(page.model.columnCount())]
+    price, cloud = cols.index("Price"), cols.index("Cloud /h")
+    e = page.model.rows[page.proxy.mapToSource(page.proxy.index(0, 0)).row()]
+    assert e.launch_price_usd and e.cloud_usd_per_hour
+    assert page.proxy.index(0, price).data() == f"€{0.5 * e.launch_price_usd:,.0f}"
+    assert page.proxy.index(0, cloud).data() == f"€{0.5 * e.cloud_usd_per_hour:,.2f}"
+    page.table.setCurrentIndex(page.proxy.index(0, 0))
+    page.apply_settings(Settings(currency_symbol="£", usd_to_currency=2.0))
+    assert page.proxy.index(0, cloud).data() == f"£{2.0 * e.cloud_usd_per_hour:,.2f}"
+    assert page.table.selectionModel().currentIndex().isValid()  # a reset dropped the selection
+    _close(qtbot, w)
+
+
 def test_catalog_overlay_problems_stay_on_show_while_filtering(qtbot) -> None:
     """QA: the overlay's problems were in the details pane, and the first filter or selection
     replaced them for good."""

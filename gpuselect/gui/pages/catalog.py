@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuselect.app.money import MoneyFormat
 from gpuselect.estimate.memory import vram_text
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
 from gpuselect.types import Family, values
@@ -67,6 +68,7 @@ class CatalogPage(QWidget):
 
         self.catalog = load_catalog()
         self.overlay = overlay_path()
+        self.money = MoneyFormat()
         self.search = QLineEdit(placeholderText="Search GPUs…")
         self.search.setAccessibleName("Search GPUs")
         self.family = QComboBox()
@@ -105,8 +107,22 @@ class CatalogPage(QWidget):
                     "BF16 TFLOPS", lambda e: e.bf16_tflops, fmt=num(0), numeric=True, tooltip="dense tensor TFLOP/s"
                 ),
                 Column("W", lambda e: e.tdp_w, fmt=num(0), numeric=True),
-                Column("Launch $", lambda e: e.launch_price_usd, fmt=num(0), numeric=True),
-                Column("Cloud $/h", lambda e: e.cloud_usd_per_hour, fmt=num(2), numeric=True),
+                # In the Settings page's currency, as the Estimate page's costs (the catalog keeps
+                # US dollars; a user in euros saw "$" here beside "€" there).
+                Column(
+                    "Price",
+                    lambda e: e.launch_price_usd,
+                    fmt=lambda v: "—" if v is None else self.money(v),
+                    numeric=True,
+                    tooltip="launch price, or the street price your overlay sets, in your currency (Settings)",
+                ),
+                Column(
+                    "Cloud /h",
+                    lambda e: e.cloud_usd_per_hour,
+                    fmt=lambda v: "—" if v is None else f"{self.money.symbol}{self.money.value(v):,.2f}",
+                    numeric=True,
+                    tooltip="cheapest on-demand price per GPU-hour, in your currency (Settings)",
+                ),
             ],
             self,
         )
@@ -147,6 +163,11 @@ class CatalogPage(QWidget):
         self.family.currentIndexChanged.connect(self._refilter)
         self.table.selectionModel().currentRowChanged.connect(self._show)
         self.open_overlay.clicked.connect(self._open_overlay)
+
+    def apply_settings(self, settings: Any) -> None:
+        """Prices in the user's currency, re-formatted when the Settings page changes it."""
+        self.money = MoneyFormat.from_settings(settings)
+        self.model.reformat()
 
     @Slot()
     def _refilter(self) -> None:
