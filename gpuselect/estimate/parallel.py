@@ -192,13 +192,19 @@ def link_bandwidth(
             intra *= p.host_staged_factor
             name += " through host memory (no peer-to-peer)"
     if count > gpus_per_node:
-        net = reference_network_gbs(e) if network_gbs is None else network_gbs
-        inter = net * p.efficiency
+        inter, net_name = network_bandwidth(e, network_gbs, p)
         if inter < intra:
-            return inter, f"network {net:g} GB/s per node" + (
-                " (the card's reference node)" if network_gbs is None else ""
-            )
+            return inter, net_name
     return intra, name
+
+
+def network_bandwidth(e: GpuEntry, network_gbs: float | None, p: CommParams) -> tuple[float, str]:
+    """What a ring between nodes gets of the network (per GPU, per direction, after efficiency):
+    ``network_gbs`` per node, or the card's reference node's, and what carries it."""
+    net = reference_network_gbs(e) if network_gbs is None else network_gbs
+    return net * p.efficiency, f"network {net:g} GB/s per node" + (
+        " (the card's reference node)" if network_gbs is None else ""
+    )
 
 
 def ddp_allreduce(
