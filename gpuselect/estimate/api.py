@@ -403,7 +403,12 @@ def predict_step(
 
         cp = parallel.CommParams(**params().doc.get("comm", {}))
         measured = measured_link(e, count, a, cp)  # `gpuselect fleet` figures replace spec links
-        grad_bytes = w.trainable_params * (2.0 if precision == "bf16-true" or (par == "fsdp" and mixed_p) else 4.0)
+        # DeepSpeed (ZeRO-1/2, ZeRO-Offload) holds the module in 16 bits: its gradients are 16-bit and
+        # it communicates them so (communication_data_type: the model's dtype), as FSDP reduces in bf16;
+        # torch DDP under autocast all-reduces the fp32 .grad.
+        deepspeed = par != "fsdp" and (sharding in ("zero1", "zero2") or offload == "optimizer")
+        sixteen = precision == "bf16-true" or (mixed_p and (par == "fsdp" or deepspeed))
+        grad_bytes = w.trainable_params * (2.0 if sixteen else 4.0)
         if par == "fsdp":
             # what each gather moves: the weights as stored (QLoRA: the 4-bit base and its constants,
             # embeddings and head in 16 bits)
@@ -444,6 +449,7 @@ def predict_step(
                     cp,
                     measured=measured,
                     gather_bytes=gather,
+                    reduce_scatter=deepspeed,
                 )
 
     # Optimizer offload is ZeRO-Offload, which partitions the optimizer over the ranks whatever

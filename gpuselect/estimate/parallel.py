@@ -15,7 +15,8 @@ in sample (CHANGELOG, session 15).
 DDP buckets gradients (25 MB) and reduces them while the backward pass runs: only what does not
 fit under the backward, plus the last bucket, is exposed. FSDP prefetches the next layer's
 weights while the current one computes: what exceeds ``fsdp_overlap`` x compute is exposed.
-ZeRO-1/2 gather the updated parameters after the optimizer step: nothing is left to hide that behind.
+ZeRO-1/2 reduce-scatter the gradients during the backward (each rank needs only its shard's) and
+gather the updated parameters after the optimizer step: nothing is left to hide that behind.
 """
 
 from __future__ import annotations
@@ -218,24 +219,29 @@ def ddp_allreduce(
     *,
     measured: tuple[float, str] | None = None,
     gather_bytes: float = 0.0,
+    reduce_scatter: bool = False,
 ) -> CommTime:
     """DDP's gradient all-reduce, one per 25 MB bucket while the backward runs. ``gather_bytes``:
     ZeRO-1/2's all-gather of the updated parameters after the optimizer step, all of it exposed
-    (the backward that could hide it is over)."""
+    (the backward that could hide it is over). ``reduce_scatter``: ZeRO-1/2 (DeepSpeed's default
+    ``reduce_scatter``) reduce each gradient only to the rank that owns its shard, a reduce-scatter:
+    (N-1)/N of the bytes per GPU, half an all-reduce (ZeRO paper §7: 2Ψ with the gather, as DDP)."""
     if count <= 1:
         return CommTime(0.0, 0.0, "", 0.0)
     bw, name = link_bandwidth(e, count, gpus_per_node, network_gbs, p, measured)
+    passes = 1 if reduce_scatter else 2  # ring passes over the buffer: reduce-scatter, then all-gather
     if p.latency_model == "per_step":
-        steps = 2 * (count - 1)
-        total = 2 * (count - 1) / count * grad_bytes / (bw * 1e9) + steps * p.latency_s
-        last = 2 * (count - 1) / count * min(grad_bytes, DDP_BUCKET_BYTES) / (bw * 1e9) + steps * p.latency_s
+        steps = passes * (count - 1)
+        total = passes * (count - 1) / count * grad_bytes / (bw * 1e9) + steps * p.latency_s
+        last = passes * (count - 1) / count * min(grad_bytes, DDP_BUCKET_BYTES) / (bw * 1e9) + steps * p.latency_s
         gather = (count - 1) / count * gather_bytes / (bw * 1e9) + (count - 1) * p.latency_s if gather_bytes else 0.0
     else:
+        kind = "reducescatter" if reduce_scatter else "allreduce"
         full, rest = divmod(grad_bytes, DDP_BUCKET_BYTES)
-        total = full * collective_seconds("allreduce", DDP_BUCKET_BYTES, bw, e, count, gpus_per_node)
+        total = full * collective_seconds(kind, DDP_BUCKET_BYTES, bw, e, count, gpus_per_node)
         if rest:
-            total += collective_seconds("allreduce", rest, bw, e, count, gpus_per_node)
-        last = collective_seconds("allreduce", min(grad_bytes, DDP_BUCKET_BYTES), bw, e, count, gpus_per_node)
+            total += collective_seconds(kind, rest, bw, e, count, gpus_per_node)
+        last = collective_seconds(kind, min(grad_bytes, DDP_BUCKET_BYTES), bw, e, count, gpus_per_node)
         gather = 0.0
         if gather_bytes:
             k = math.ceil(gather_bytes / ZERO_GATHER_BUCKET_BYTES)
