@@ -135,6 +135,14 @@ def peer_to_peer(e: GpuEntry) -> bool:
     return not (e.vendor == "NVIDIA" and e.family == "geforce" and e.architecture in NO_P2P_GEFORCE_ARCHS)
 
 
+#: Architectures whose 8-GPU platform joins the GPUs in a full mesh, one equal link to each peer
+#: (AMD MI300X/MI325X/MI355X: 7 Infinity Fabric links, 64 GB/s per direction each on the MI300X;
+#: the catalog's figure is their sum), not through a switch as NVLink's NVSwitch: a ring over n of
+#: them crosses only the n - 1 links between its members (two MI300X: one link, 51 GB/s after
+#: efficiency, not 358).
+MESH_ARCHS = frozenset({"CDNA 3", "CDNA 4"})
+MESH_GPUS = 8
+
 #: The compute fabric of each board's reference 8-GPU node, GB/s per node (what rented clusters of
 #: these cards are built like): DGX-1 4x EDR 100 Gb/s; DGX A100 8x HDR 200 Gb/s; DGX H100/H200 and
 #: DGX B200 8x NDR 400 Gb/s; DGX B300 8x ConnectX-8 800 Gb/s; MI300X/MI325X/MI355X platforms 8x
@@ -185,6 +193,11 @@ def link_bandwidth(
     if e.gpu_link_gbs and (not bridged_pairs or count <= 2):
         intra = e.gpu_link_gbs / 2 * p.efficiency
         name = f"GPU link {e.gpu_link_gbs:g} GB/s" + (" (a bridged pair)" if bridged_pairs else "")
+        if e.vendor == "AMD" and e.form_factor == "oam" and e.architecture in MESH_ARCHS:
+            used = min(count, gpus_per_node, MESH_GPUS) - 1
+            if used < MESH_GPUS - 1:
+                intra *= used / (MESH_GPUS - 1)
+                name += f" ({used} of its {MESH_GPUS - 1} links)"
     else:
         gen = e.pcie_gen or 3
         intra = PCIE_PER_DIRECTION_GBS.get(gen, 16.0) * p.pcie_p2p_efficiency * p.efficiency

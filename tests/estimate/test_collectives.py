@@ -192,3 +192,27 @@ def test_deepspeed_reduces_its_16_bit_gradients_by_reduce_scatter(catalog) -> No
     ddp = A.predict_step(w, d, e, 1, "bf16", count=8, checkpointing=False, sharding="none")[0]
     # DDP's fp32 all-reduce exposes more than ZeRO-2's reduce-scatter and gather of 16-bit bytes
     assert st.breakdown["communication"] < ddp.breakdown["communication"]
+
+
+def test_an_mi300x_ring_uses_only_the_links_between_its_members(catalog) -> None:  # type: ignore[no-untyped-def]
+    """QA 17: an MI300X platform joins its 8 GPUs in a full mesh, one Infinity Fabric link (64 GB/s
+    per direction) to each peer; the catalog's 896 GB/s is the seven together. Two MI300X were
+    given all seven (358 GB/s after efficiency, as eight behind NVSwitch), seven times the one link
+    between them: Llama 8B full with FSDP on two exposed no communication (0.29 s per step now)."""
+    e = catalog.get("amd-mi300x")
+    cp = P.CommParams()
+    per_link = 896 / 7 / 2 * cp.efficiency
+    for count, links in ((2, 1), (4, 3), (8, 7)):
+        bw, basis = P.link_bandwidth(e, count, 8, None, cp)
+        assert bw == pytest.approx(links * per_link)
+        assert ("links)" in basis) == (links < 7)
+    # across nodes each node's mesh is whole; the network bounds the ring
+    assert P.link_bandwidth(e, 16, 8, None, cp) == (
+        400 * cp.efficiency,
+        "network 400 GB/s per node (the card's reference node)",
+    )
+    # a switch-joined board keeps its whole link at any count
+    h100 = catalog.get("nvidia-h100-sxm5-80gb")
+    assert P.link_bandwidth(h100, 2, 8, None, cp)[0] == pytest.approx(900 / 2 * cp.efficiency)
+    st = A.predict_step(PRESETS["llama-8b-full"], A.device_for(e), e, 7, "bf16", count=2, sharding="fsdp")[0]
+    assert st.breakdown["communication"] > 0.2
