@@ -402,10 +402,13 @@ def predict_step(
         from gpuselect.estimate.roofline import params
 
         cp = parallel.CommParams(**params().doc.get("comm", {}))
-        measured = measured_link_gbs(
-            a.interconnect, count, a.gpus_per_node
-        )  # `gpuselect fleet` figures replace spec links
-        grad_bytes = w.trainable_params * (2.0 if precision == "bf16-true" or (par == "fsdp" and mixed_p) else 4.0)
+        measured = measured_link(e, count, a, cp)  # `gpuselect fleet` figures replace spec links
+        # DeepSpeed (ZeRO-1/2, ZeRO-Offload) holds the module in 16 bits: its gradients are 16-bit and
+        # it communicates them so (communication_data_type: the model's dtype), as FSDP reduces in bf16;
+        # torch DDP under autocast all-reduces the fp32 .grad.
+        deepspeed = par != "fsdp" and (sharding in ("zero1", "zero2") or offload == "optimizer")
+        sixteen = precision == "bf16-true" or (mixed_p and (par == "fsdp" or deepspeed))
+        grad_bytes = w.trainable_params * (2.0 if sixteen else 4.0)
         if par == "fsdp":
             # what each gather moves: the weights as stored (QLoRA: the 4-bit base and its constants,
             # embeddings and head in 16 bits)
@@ -446,6 +449,7 @@ def predict_step(
                     cp,
                     measured=measured,
                     gather_bytes=gather,
+                    reduce_scatter=deepspeed,
                 )
 
     # Optimizer offload is ZeRO-Offload, which partitions the optimizer over the ranks whatever
@@ -497,6 +501,22 @@ def predict_step(
         )
         st = _with_offload(st, w, d, offload, opt, shards=count, count=count, a=a, pcie_gbs=pcie, link_shared=shared)
     return st, par
+
+
+def measured_link(e: GpuEntry, count: int, a: Assumptions, cp: parallel.CommParams) -> tuple[float, str] | None:
+    """The `gpuselect fleet` figure that replaces the spec link of a ``count``-GPU option, if any.
+    A cluster measured within one node only: its ring crosses each node's own links and the
+    network between nodes, so it gets the slower of the measured intra-node figure and the
+    network (spec, or --network-gbs); it used the spec GPU link instead of the measured one,
+    faster than the box the measurement came from."""
+    measured = measured_link_gbs(a.interconnect, count, a.gpus_per_node)
+    if measured is not None or count <= a.gpus_per_node:
+        return measured
+    intra = measured_link_gbs(a.interconnect, a.gpus_per_node, a.gpus_per_node)
+    if intra is None:
+        return None
+    net, name = parallel.network_bandwidth(e, a.network_gbs, cp)
+    return intra if intra[0] <= net else (net, f"spec: {name}")
 
 
 #: Pinned host<->device copies (offload frameworks pin their buffers) reach this share of the PCIe
@@ -903,7 +923,7 @@ def _row_at(
     base.parallelism = par
     if count > 1:
         cp = parallel.CommParams(**roofline_params().doc.get("comm", {}))
-        measured = measured_link_gbs(a.interconnect, count, a.gpus_per_node)
+        measured = measured_link(e, count, a, cp)
         link, basis = parallel.link_bandwidth(e, count, a.gpus_per_node, a.network_gbs, cp, measured=measured)
         base.link_gbs = round(link, 3)
         base.link_basis = basis if measured is not None else f"spec: {basis}"

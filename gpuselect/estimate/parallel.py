@@ -16,7 +16,8 @@ in sample (CHANGELOG, session 15); on the 2-8 GPU DDP rows it changes nothing me
 DDP buckets gradients (25 MB) and reduces them while the backward pass runs: only what does not
 fit under the backward, plus the last bucket, is exposed. FSDP prefetches the next layer's
 weights while the current one computes: what exceeds ``fsdp_overlap`` x compute is exposed.
-ZeRO-1/2 gather the updated parameters after the optimizer step: nothing is left to hide that behind.
+ZeRO-1/2 reduce-scatter the gradients during the backward (each rank needs only its shard's) and
+gather the updated parameters after the optimizer step: nothing is left to hide that behind.
 """
 
 from __future__ import annotations
@@ -135,6 +136,14 @@ def peer_to_peer(e: GpuEntry) -> bool:
     return not (e.vendor == "NVIDIA" and e.family == "geforce" and e.architecture in NO_P2P_GEFORCE_ARCHS)
 
 
+#: Architectures whose 8-GPU platform joins the GPUs in a full mesh, one equal link to each peer
+#: (AMD MI300X/MI325X/MI355X: 7 Infinity Fabric links, 64 GB/s per direction each on the MI300X;
+#: the catalog's figure is their sum), not through a switch as NVLink's NVSwitch: a ring over n of
+#: them crosses only the n - 1 links between its members (two MI300X: one link, 51 GB/s after
+#: efficiency, not 358).
+MESH_ARCHS = frozenset({"CDNA 3", "CDNA 4"})
+MESH_GPUS = 8
+
 #: The compute fabric of each board's reference 8-GPU node, GB/s per node (what rented clusters of
 #: these cards are built like): DGX-1 4x EDR 100 Gb/s; DGX A100 8x HDR 200 Gb/s; DGX H100/H200 and
 #: DGX B200 8x NDR 400 Gb/s; DGX B300 8x ConnectX-8 800 Gb/s; MI300X/MI325X/MI355X platforms 8x
@@ -185,6 +194,11 @@ def link_bandwidth(
     if e.gpu_link_gbs and (not bridged_pairs or count <= 2):
         intra = e.gpu_link_gbs / 2 * p.efficiency
         name = f"GPU link {e.gpu_link_gbs:g} GB/s" + (" (a bridged pair)" if bridged_pairs else "")
+        if e.vendor == "AMD" and e.form_factor == "oam" and e.architecture in MESH_ARCHS:
+            used = min(count, gpus_per_node, MESH_GPUS) - 1
+            if used < MESH_GPUS - 1:
+                intra *= used / (MESH_GPUS - 1)
+                name += f" ({used} of its {MESH_GPUS - 1} links)"
     else:
         gen = e.pcie_gen or 3
         intra = PCIE_PER_DIRECTION_GBS.get(gen, 16.0) * p.pcie_p2p_efficiency * p.efficiency
@@ -193,13 +207,19 @@ def link_bandwidth(
             intra *= p.host_staged_factor
             name += " through host memory (no peer-to-peer)"
     if count > gpus_per_node:
-        net = reference_network_gbs(e) if network_gbs is None else network_gbs
-        inter = net * p.efficiency
+        inter, net_name = network_bandwidth(e, network_gbs, p)
         if inter < intra:
-            return inter, f"network {net:g} GB/s per node" + (
-                " (the card's reference node)" if network_gbs is None else ""
-            )
+            return inter, net_name
     return intra, name
+
+
+def network_bandwidth(e: GpuEntry, network_gbs: float | None, p: CommParams) -> tuple[float, str]:
+    """What a ring between nodes gets of the network (per GPU, per direction, after efficiency):
+    ``network_gbs`` per node, or the card's reference node's, and what carries it."""
+    net = reference_network_gbs(e) if network_gbs is None else network_gbs
+    return net * p.efficiency, f"network {net:g} GB/s per node" + (
+        " (the card's reference node)" if network_gbs is None else ""
+    )
 
 
 def ddp_allreduce(
@@ -213,24 +233,29 @@ def ddp_allreduce(
     *,
     measured: tuple[float, str] | None = None,
     gather_bytes: float = 0.0,
+    reduce_scatter: bool = False,
 ) -> CommTime:
     """DDP's gradient all-reduce, one per 25 MB bucket while the backward runs. ``gather_bytes``:
     ZeRO-1/2's all-gather of the updated parameters after the optimizer step, all of it exposed
-    (the backward that could hide it is over)."""
+    (the backward that could hide it is over). ``reduce_scatter``: ZeRO-1/2 (DeepSpeed's default
+    ``reduce_scatter``) reduce each gradient only to the rank that owns its shard, a reduce-scatter:
+    (N-1)/N of the bytes per GPU, half an all-reduce (ZeRO paper §7: 2Ψ with the gather, as DDP)."""
     if count <= 1:
         return CommTime(0.0, 0.0, "", 0.0)
     bw, name = link_bandwidth(e, count, gpus_per_node, network_gbs, p, measured)
+    passes = 1 if reduce_scatter else 2  # ring passes over the buffer: reduce-scatter, then all-gather
     if p.latency_model == "per_step":
-        steps = 2 * (count - 1)
-        total = 2 * (count - 1) / count * grad_bytes / (bw * 1e9) + steps * p.latency_s
-        last = 2 * (count - 1) / count * min(grad_bytes, DDP_BUCKET_BYTES) / (bw * 1e9) + steps * p.latency_s
+        steps = passes * (count - 1)
+        total = passes * (count - 1) / count * grad_bytes / (bw * 1e9) + steps * p.latency_s
+        last = passes * (count - 1) / count * min(grad_bytes, DDP_BUCKET_BYTES) / (bw * 1e9) + steps * p.latency_s
         gather = (count - 1) / count * gather_bytes / (bw * 1e9) + (count - 1) * p.latency_s if gather_bytes else 0.0
     else:
+        kind = "reducescatter" if reduce_scatter else "allreduce"
         full, rest = divmod(grad_bytes, DDP_BUCKET_BYTES)
-        total = full * collective_seconds("allreduce", DDP_BUCKET_BYTES, bw, e, count, gpus_per_node)
+        total = full * collective_seconds(kind, DDP_BUCKET_BYTES, bw, e, count, gpus_per_node)
         if rest:
-            total += collective_seconds("allreduce", rest, bw, e, count, gpus_per_node)
-        last = collective_seconds("allreduce", min(grad_bytes, DDP_BUCKET_BYTES), bw, e, count, gpus_per_node)
+            total += collective_seconds(kind, rest, bw, e, count, gpus_per_node)
+        last = collective_seconds(kind, min(grad_bytes, DDP_BUCKET_BYTES), bw, e, count, gpus_per_node)
         gather = 0.0
         if gather_bytes:
             k = math.ceil(gather_bytes / ZERO_GATHER_BUCKET_BYTES)

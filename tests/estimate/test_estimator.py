@@ -27,6 +27,7 @@ from gpuselect.estimate.api import (
     recommend,
 )
 from gpuselect.estimate.perf import default_model, load_reference_rows
+from gpuselect.estimate.roofline import params as roofline_params
 from gpuselect.workloads.presets import PRESETS
 from tests.builders import option_row
 
@@ -824,6 +825,34 @@ def test_measured_links_say_what_joins_the_nodes(tmp_path: Path, capsys: pytest.
     assert "all ranks 20.00 GB/s (16 ranks)" in text and "clusters over nodes of 8 joined as measured." in text
     line = next(x for x in text.splitlines() if x.startswith("Precision auto"))
     assert "reference node network" not in line
+
+
+def test_a_cluster_is_no_faster_than_the_node_measured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """QA 17: a fleet run within one node (150 GB/s all-reduce busbw over 8 H100s) left every
+    cluster row on the spec NVLink (360 GB/s) capped by the network (400 x 0.8 = 320): 64 GPUs
+    got a ring twice as fast as the box the measurement came from, whose links that ring crosses.
+    The ring is the slower of the measured node and the network between nodes."""
+    intra = _fleet(tmp_path / "intra.json", across=False)
+    base = ["estimate", "--workload", "llama-70b-full", "--gpus", "nvidia-h100-sxm5-80gb", "--count", "8,64"]
+
+    def rows(*extra: str) -> dict[int, dict[str, Any]]:
+        assert main([*base, "--interconnect", intra, "--format", "json", *extra]) == 0
+        return {r["count"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+
+    measured = rows()
+    assert measured[64]["link_gbs"] == pytest.approx(150.0)
+    assert measured[64]["link_basis"] == f"measured intra-node 150.00 GB/s ({intra})"
+    # FSDP's two gathers and one reduce-scatter of the 16-bit model at the measured ring, less the
+    # share fitted to hide behind compute
+    bd = measured[64]["time_breakdown_s"]
+    moved = 63 / 64 * 3 * 2 * PRESETS["llama-70b-full"].params / 150e9
+    device = bd["compute"] + bd["memory"] + bd["kernel_floor"] + bd["optimizer"]
+    hidden = roofline_params().doc["comm"]["fsdp_overlap"] * device
+    assert bd["communication"] == pytest.approx(moved - hidden, rel=0.01)
+    # a network slower than the node still bounds it, as without a measurement
+    slow = rows("--network-gbs", "100")
+    assert slow[64]["link_gbs"] == pytest.approx(80.0)
+    assert slow[64]["link_basis"] == "spec: network 100 GB/s per node"
 
 
 def test_offload_says_how_much_the_host_must_hold(catalog) -> None:  # type: ignore[no-untyped-def]
