@@ -284,6 +284,7 @@ def test_batch_auto_and_gpu_ids_in_any_case(capsys: pytest.CaptureFixture[str]) 
     doc = json.loads(_out([*argv, "--batch-size", "AUTO"], capsys))
     assert {r["gpu_id"] for r in doc["rows"]} == {"nvidia-b200", "nvidia-rtx-4090"}
     assert doc["assumptions"]["batch_size"] is None
+    assert "comm_overlap" not in doc["assumptions"]  # unused by the step model: read as the overlap used
 
 
 def _money(doc: object, key: str = "") -> list[float]:
