@@ -903,7 +903,9 @@ def workload_from_hf_config(
         + (
             f"; mixture of experts: {shape.experts_per_token} of {shape.experts} experts per token"
             + (" and a shared expert" if shape.shared_ffn else "")
-            + f"; {shape.active_params() / 1e9:.1f} B of the {shape.params() / 1e9:.1f} B parameters active per token"
+            + f"; {shape.active_params() / 1e9:.1f} B of the {shape.params() / 1e9:.1f} B parameters active per token "
+            # cards differ here: Mixtral's 12.9 B and Qwen3's 3.3 B count it, gpt-oss-20b's 3.6 B does not (4.2 B with it)
+            + "(the embedding table included)"
             if shape.is_moe
             else ""
         )

@@ -633,6 +633,8 @@ def test_a_sliding_window_shorter_than_the_sequence_is_said_to_be_counted_as_ful
     said = "counted here as attention over all"
     oss = _read(tmp_path, GPT_OSS_20B, seq_len=8192)
     assert round(oss.params / 1e9, 2) == 20.91  # the model card's 20.91 B
+    # its card's 3.6 B active leaves the embedding table out, which this figure counts: said so
+    assert "4.2 B of the 20.9 B parameters active per token (the embedding table included)" in oss.description
     assert "12 of its 24 layers attend only the last 128 tokens (sliding window), " + said + " 8,192" in (
         oss.description
     )
