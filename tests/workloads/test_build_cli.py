@@ -257,3 +257,31 @@ def test_a_forward_that_wants_other_inputs_is_told_what_it_was_given(tmp_path: P
     said = str(err.value)
     assert said.startswith(f"tracing build() from {f} failed: ")
     assert "calls its forward with one tensor of shape (2, 128)" in said and "\n" not in said
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        # torch said "AttributeError: 'int' object has no attribute 'train'"
+        ("def build():\n    return 42\n", "build() from {f} cannot be traced: it returned int, not a torch.nn.Module"),
+        # torch said "element 0 of tensors does not require grad and does not have a grad_fn"
+        (
+            "from torch import nn\ndef build():\n    return nn.ReLU()\n",
+            "build() from {f} cannot be traced: the model it returned has no trainable parameters",
+        ),
+    ],
+)
+def test_a_factory_that_returns_nothing_to_train_says_so(tmp_path: Path, body: str, words: str) -> None:
+    pytest.importorskip("torch")
+    f = tmp_path / "net.py"
+    f.write_text(body)
+    with pytest.raises(DataError) as err:
+        build_workload(model=str(f), factory="build", input_shape="4")
+    assert str(err.value) == words.format(f=f) + ("" if "int" in words else ", so there is nothing to train")
+
+
+def test_a_config_json_given_to_model_is_pointed_at_config(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.json"
+    cfg.write_text('{"model_type": "llama"}')
+    with pytest.raises(DataError, match=r"as a Python module; a Hugging Face config.json goes with --config$"):
+        build_workload(model=str(cfg), factory="build", input_shape="4")

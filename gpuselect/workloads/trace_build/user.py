@@ -31,7 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     p = Path(args.file)
     spec = importlib.util.spec_from_file_location(f"gpuselect_user_model_{p.stem}", p)
     if spec is None or spec.loader is None:
-        print(f"cannot load {p} as a Python module", file=sys.stderr)
+        # a config.json given to --model: say where it goes
+        also = "; a Hugging Face config.json goes with --config" if p.suffix.lower() == ".json" else ""
+        print(f"cannot load {p} as a Python module{also}", file=sys.stderr)
         return 3
     module = importlib.util.module_from_spec(spec)
     try:
@@ -48,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     if not callable(factory):
         print(f"{p} has no function {args.factory!r}", file=sys.stderr)
         return 4
-    from gpuselect.workloads.trace_build.meta import trace_module
+    from gpuselect.workloads.trace_build.meta import NotTrainableError, trace_module
     from gpuselect.workloads.traces import trace_to_dict
 
     source = (
@@ -57,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         plain, ckpt = trace_module(factory, shape, loss="mse", labels_per_sample=0, source=source)
+    except NotTrainableError as exc:
+        print(f"{args.factory}() from {p} cannot be traced: {exc}", file=sys.stderr)
+        return 5
     except Exception as exc:  # noqa: BLE001 - the user's model: report it
         if _out_of_memory(exc):
             print(
