@@ -234,7 +234,9 @@ def _positive_int(
         raise DataError(f"{path}: the config has none of {', '.join(keys)}")
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= limit:
         shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."  # a 400-digit number stays one line
-        raise DataError(f"{path}: {keys[0]} must be a whole number between 1 and {limit:,}, not {shown}")
+        # the key the file gave (num_experts = 128.0 was reported as num_local_experts, a key it lacked)
+        key = next(k for k in keys if cfg.get(k) is not None)
+        raise DataError(f"{path}: {key} must be a whole number between 1 and {limit:,}, not {shown}")
     return value
 
 

@@ -488,6 +488,18 @@ def test_a_llama_config_is_read_as_llama_with_its_own_defaults(tmp_path: Path, k
     assert "gated (SwiGLU) FFN, RMSNorm, rotary positions, untied embeddings" in workload_from_hf_config(p).description
 
 
+def test_a_bad_value_is_named_by_the_key_the_file_gave(tmp_path: Path) -> None:
+    """Qwen-MoE's num_experts = 128.0 was reported as "num_local_experts must be a whole number",
+    a key the file does not have."""
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({**LLAMA_8B, "model_type": "qwen3_moe", "num_experts": 128.0, "num_experts_per_tok": 8}))
+    with pytest.raises(DataError, match=r": num_experts must be a whole number between 1 and 4,096, not 128\.0$"):
+        shape_from_hf_config(p)
+    p.write_text(json.dumps({**LLAMA_8B, "model_type": "llama", "n_layer": 2.5, "num_hidden_layers": None}))
+    with pytest.raises(DataError, match=r": n_layer must be a whole number"):
+        shape_from_hf_config(p)
+
+
 def test_tie_word_embeddings_must_be_a_boolean(tmp_path: Path) -> None:
     p = tmp_path / "config.json"
     p.write_text(json.dumps({**LLAMA_8B, "model_type": "llama", "tie_word_embeddings": "yes"}))
