@@ -915,6 +915,15 @@ def _row_at(
         ck2: bool | str = alt.options.checkpointing  # a transformer's: selective stays selective
         if alt.fits:  # a larger batch, or the same without checkpointing: whichever trains faster
             st2, par2 = step(alt, ck2)
+            if a.checkpointing is None and not ck2 and alt.batch_size < w.default_batch_size:
+                # Sharded, the state may fit without recompute only at a small batch: checkpointing's
+                # larger batch competes, as it does unsharded above (16 H100 took Qwen3-30B-A3B's
+                # LoRA at batch 1 unchecked, 3,323 tokens/s, over batch 8 checkpointed, 18,225)
+                ck_alt = plan(w, cap, mo, checkpointing=True, sharding=Sharding.FSDP, batch_size=None)
+                if ck_alt.fits and ck_alt.batch_size > alt.batch_size:
+                    st3, par3 = step(ck_alt, True)
+                    if ck_alt.batch_size / st3.seconds > alt.batch_size / st2.seconds:
+                        alt, ck2, st2, par2 = ck_alt, True, st3, par3
             # by a margin: FSDP is more to set up than DDP, and a LoRA model that fits one card
             # took it for 0.02 % at the same batch (QA 14)
             if alt.batch_size / st2.seconds > FSDP_MIN_GAIN * fit.batch_size / st.seconds:

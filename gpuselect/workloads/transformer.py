@@ -234,7 +234,9 @@ def _positive_int(
         raise DataError(f"{path}: the config has none of {', '.join(keys)}")
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= limit:
         shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."  # a 400-digit number stays one line
-        raise DataError(f"{path}: {keys[0]} must be a whole number between 1 and {limit:,}, not {shown}")
+        # the key the file gave (num_experts = 128.0 was reported as num_local_experts, a key it lacked)
+        key = next(k for k in keys if cfg.get(k) is not None)
+        raise DataError(f"{path}: {key} must be a whole number between 1 and {limit:,}, not {shown}")
     return value
 
 
@@ -307,6 +309,15 @@ def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[Tr
             notes.append(
                 f"not in the file, taken from {model_type}'s defaults as transformers does: {', '.join(shown)}"
             )
+    kinds = cfg.get("layer_types")
+    if isinstance(kinds, list):
+        other = next((k for k in kinds if k not in _ATTENTION_LAYERS), None)
+        if other is not None:  # Qwen3-Next's "linear_attention", LFM2's "conv": read as attention, wrong
+            said = repr(other)[:40]
+            raise DataError(
+                f"{p}: its layer_types include {said} layers, which are not modelled (only attention layers are); "
+                "the estimate would be wrong, so it is not made"
+            )
     if cfg.get("is_encoder_decoder") is True or model_type in _ENCODER_DECODER:
         raise DataError(
             f"{p}: {model_type or 'this model'} is an encoder-decoder model, which gpuselect does not build from a "
@@ -327,7 +338,7 @@ def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[Tr
             )
         return _vit_shape(cfg, str(p)), model_type, notes
     hidden = _positive_int(cfg, str(p), ("hidden_size", "n_embd", "d_model", "dim"), limit=1 << 17)
-    layers = _positive_int(cfg, str(p), ("num_hidden_layers", "n_layer", "num_layers", "n_layers"), limit=1000)
+    layers = _positive_int(cfg, str(p), _LAYER_KEYS, limit=1000)
     heads = _positive_int(cfg, str(p), ("num_attention_heads", "n_head", "num_heads", "n_heads"), limit=4096)
     vocab = _positive_int(cfg, str(p), ("vocab_size",), limit=10**7)
     positions = _positive_int(
@@ -377,6 +388,9 @@ def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[Tr
     if not 0 < seq <= positions:
         raise DataError(f"{p}: sequence length {seq:,} must be between 1 and the model's {positions:,} positions")
     experts, top_k, shared = _experts(cfg, str(p), gated)
+    window = _sliding_window(cfg, model_type, seq)
+    if window:
+        notes.append(window)
     # a decoder fine-tuned as a classifier (LlamaForSequenceClassification) has a small score head,
     # not the vocabulary projection: read as a language model it had 7 % more parameters (Llama
     # 3.1 8B) and a logits buffer of 4 GB per 4,096-token sample
@@ -409,6 +423,39 @@ def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[Tr
         table_rows=table_rows,
     )
     return shape, model_type, notes
+
+
+def _sliding_window(cfg: dict[str, Any], model_type: str, seq: int) -> str | None:
+    """A note where the config's sliding-window attention is shorter than the sequence: the
+    arithmetic and the trace count every layer's attention over all the tokens, so its FLOPs and
+    time are overstated (gpt-oss-20b at 131,072 tokens: ~1.8x the step's FLOPs)."""
+    window = cfg.get("sliding_window")
+    if isinstance(window, bool) or not isinstance(window, int) or not 0 < window < seq:
+        return None
+    # Qwen's configs carry a window that is off unless use_sliding_window says so (their default)
+    if cfg.get("use_sliding_window") is False or (model_type.startswith("qwen") and not cfg.get("use_sliding_window")):
+        return None
+    kinds = cfg.get("layer_types")
+    if isinstance(kinds, list) and kinds:
+        sliding = kinds.count("sliding_attention")
+        if not sliding:
+            return None
+        which = f"{sliding} of its {len(kinds)} layers attend"
+    elif (
+        isinstance(pattern := cfg.get("sliding_window_pattern"), int) and not isinstance(pattern, bool) and pattern > 0
+    ):
+        # Gemma 3: every pattern-th layer attends globally, the others in the window
+        layers = _first(cfg, *_LAYER_KEYS)
+        if not isinstance(layers, int) or pattern == 1:
+            which = "some or all of its layers attend"
+        else:
+            which = f"{layers - layers // pattern} of its {layers} layers attend"
+    else:
+        which = "some or all of its layers attend"
+    return (
+        f"{which} only the last {window:,} tokens (sliding window), counted here as attention over all "
+        f"{seq:,}: the attention's FLOPs and time are overstated"
+    )
 
 
 def _table_rows(cfg: dict[str, Any], p: str, model_type: str, positions: int) -> int:
@@ -501,6 +548,13 @@ _NOT_MODELLED = {
         ("jamba", "zamba", "zamba2", "bamba", "falcon_h1", "nemotron_h", "granitemoehybrid"),
         "they mix state-space (Mamba) and attention layers, which is not modelled",
     ),
+    **dict.fromkeys(
+        ("qwen3_next", "minimax"),
+        "they mix linear-attention and softmax-attention layers, which is not modelled",
+    ),
+    "lfm2": "LFM2 mixes short-convolution and attention layers, which is not modelled",
+    # read as a GPT-style causal decoder it came out 13 % (base) and 19 % (large) under its card
+    "modernbert": "ModernBERT's gated FFN and alternating local and global attention are not modelled",
     "albert": "ALBERT shares one layer's weights across its layers and factorises its embedding, which is not modelled",
     **dict.fromkeys(("deberta", "deberta-v2"), "DeBERTa's disentangled attention is not modelled"),
     **dict.fromkeys(
@@ -535,6 +589,16 @@ _NOT_MODELLED = {
         "its text_config as its own config.json)",
     ),
 }
+#: The refused types an ``architectures`` entry may name where a config gives no model_type (not the
+#: multimodal ones: Gemma3ForCausalLM is Gemma 3's text-only model, and a multimodal config nests a
+#: text_config, refused on its own).
+_REFUSED_BY_NAME = (
+    *(t for t, why in _NOT_MODELLED.items() if "multimodal" not in why),
+    *sorted(_ENCODER_DECODER),
+)
+_LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+#: Kinds of layer a config's ``layer_types`` may list: attention over all or a window of the tokens.
+_ATTENTION_LAYERS = frozenset(("full_attention", "sliding_attention"))
 #: transformers' config class defaults for what a file leaves out, for the types whose text_config a
 #: multimodal config nests with only the keys that differ (LLaVA-1.5's Llama, Gemma 3's text model).
 _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -582,6 +646,8 @@ _CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
         "max_position_embeddings": 131_072,
         "rms_norm_eps": 1e-6,
         "rope_theta": 1_000_000.0,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 6,
     },
 }
 
@@ -664,7 +730,9 @@ def _model_type(cfg: dict[str, Any]) -> str:
             if not isinstance(a, str):
                 continue
             stem = re.split(r"For[A-Z]|LMHeadModel$|Model$", a, maxsplit=1)[0].lower()
-            for known in _KNOWN_TYPES:
+            # the refused types too: JambaForCausalLM without the key was read as a 92 B dense-style
+            # MoE (its card: 52 B), Llama4ForCausalLM as 101 B with 10 B active (109 B, 17 B)
+            for known in (*_KNOWN_TYPES, *_REFUSED_BY_NAME):
                 if stem and stem == known.replace("_", "").replace("-", ""):
                     return known
     return ""
@@ -801,7 +869,17 @@ def workload_from_hf_config(
             sample_unit="image",
             description=f"vision transformer read from {path}: {shape.layers} layers, hidden {shape.hidden}, {shape.heads} "
             f"heads, {side}x{side} images in {shape.patch}x{shape.patch} patches, {shape.vocab} classes"
-            + "".join(f"; {n}" for n in notes),
+            + "".join(f"; {n}" for n in notes)
+            + (
+                ""
+                if model_type in _CHECKED_TYPES
+                else (
+                    f"; model type {model_type!r} is not one gpuselect has checked"
+                    if model_type
+                    else "; no model type given"
+                )
+                + ": read as a ViT image classifier (a class token and a classification head)"
+            ),
             dataset_size=1_281_167,
             epochs=1,
             batch_size=64,
@@ -827,7 +905,9 @@ def workload_from_hf_config(
         + (
             f"; mixture of experts: {shape.experts_per_token} of {shape.experts} experts per token"
             + (" and a shared expert" if shape.shared_ffn else "")
-            + f"; {shape.active_params() / 1e9:.1f} B of the {shape.params() / 1e9:.1f} B parameters active per token"
+            + f"; {shape.active_params() / 1e9:.1f} B of the {shape.params() / 1e9:.1f} B parameters active per token "
+            # cards differ here: Mixtral's 12.9 B and Qwen3's 3.3 B count it, gpt-oss-20b's 3.6 B does not (4.2 B with it)
+            + "(the embedding table included)"
             if shape.is_moe
             else ""
         )

@@ -171,6 +171,63 @@ def test_left_to_choose_checkpointing_takes_the_faster_of_none_and_full(catalog)
     assert row("nvidia-rtx-a6000", 8, "full").tokens_per_s > 1.5 * row("nvidia-rtx-a6000", 8, "none").tokens_per_s
 
 
+@pytest.mark.parametrize(
+    ("workload", "gid", "n"),
+    [
+        ("llama-1b-full", "nvidia-v100-pcie-32gb", 8),  # auto: batch 4 unchecked, FSDP
+        ("llama-1b-full", "nvidia-rtx-5090", 2),  # auto: batch 3 checkpointed, DDP
+        ("qwen3-30b-a3b-lora", "nvidia-h100-sxm5-80gb", 16),  # auto: batch 1 unchecked, 5.5x slower
+    ],
+)
+def test_left_to_choose_a_sharded_row_weighs_checkpointing_s_larger_batch_too(
+    catalog,  # type: ignore[no-untyped-def]
+    workload: str,
+    gid: str,
+    n: int,
+    tmp_path,  # type: ignore[no-untyped-def]
+) -> None:
+    """Where FSDP lets the state fit unchecked only at a small batch, the choice between sharding
+    and not weighed that small batch alone: the default row trained slower than the same GPUs with
+    --checkpointing full (16 H100 on Qwen3-30B-A3B's LoRA: 3,323 tokens/s against 18,225, and auto
+    precision then said fp32 was faster than bf16)."""
+    import json
+
+    from gpuselect.types import Mode
+    from gpuselect.workloads.transformer import workload_from_hf_config
+
+    if workload in PRESETS:
+        w = PRESETS[workload]
+    else:
+        cfg = tmp_path / "config.json"
+        cfg.write_text(
+            json.dumps(
+                {
+                    "model_type": "qwen3_moe",
+                    "vocab_size": 151936,
+                    "hidden_size": 2048,
+                    "intermediate_size": 6144,
+                    "moe_intermediate_size": 768,
+                    "num_hidden_layers": 48,
+                    "num_attention_heads": 32,
+                    "num_key_value_heads": 4,
+                    "head_dim": 128,
+                    "max_position_embeddings": 40960,
+                    "tie_word_embeddings": False,
+                    "num_experts": 128,
+                    "num_experts_per_tok": 8,
+                }
+            )
+        )
+        w = workload_from_hf_config(cfg, mode=Mode.LORA)
+
+    def row(ck: str | None):  # type: ignore[no-untyped-def]
+        return A.estimate(w, A.Assumptions(counts=(n,), checkpointing=ck), catalog, gpu_ids=[gid], local=[]).rows[0]
+
+    auto, full, none = row(None), row("full"), row("none")
+    assert auto.fits and full.fits and none.fits
+    assert auto.tokens_per_s >= max(full.tokens_per_s, none.tokens_per_s) * 0.999
+
+
 def test_nvlink_bridges_join_pairs_of_3090s_and_a6000s_and_4090s_stage_through_host(catalog) -> None:  # type: ignore[no-untyped-def]
     """RTX 3090 and RTX A6000 pairs take their NVLink bridge (112.5 GB/s); four of them, PCIe. The
     RTX 4090 has neither a bridge nor PCIe peer-to-peer: NCCL stages through host memory."""

@@ -147,6 +147,41 @@ def test_a_config_json_with_lora(qtbot, tmp_path: Path) -> None:
     page.shutdown()
 
 
+def test_the_window_says_what_a_config_was_read_as(qtbot, tmp_path: Path) -> None:
+    """The CLI's "Model:" line and the report carry the description's caveats (an unchecked model
+    type, the MoE's active share, sliding windows); the window showed the estimate without them."""
+    cfg = tmp_path / "odd<name>.json"
+    cfg.write_text(
+        json.dumps(
+            {
+                "model_type": "smollm3",
+                "hidden_size": 512,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 8,
+                "intermediate_size": 1024,
+                "vocab_size": 1000,
+                "max_position_embeddings": 1024,
+                "hidden_act": "silu",
+            }
+        )
+    )
+    page = _page(qtbot)
+    page.source.setCurrentIndex(1)
+    page.config_path.setText(str(cfg))
+    page.mode.setCurrentText("lora")
+    _run(qtbot, page)
+    w = page.result.workload
+    said = page.workload_info.text()
+    assert w.description in said and "model type 'smollm3' is not one gpuselect has checked" in said
+    assert said.startswith(f"{w.params / 1e6:,.1f} M parameters (") and "trained)" in said
+    assert page.workload_info.isEnabled()
+    page.config_path.setText(str(tmp_path / "missing.json"))
+    page.recompute()
+    qtbot.waitUntil(lambda: "Cannot estimate" in page.error.text(), timeout=20_000)
+    assert not page.workload_info.isEnabled()  # the last valid input's, greyed with the answer
+    page.shutdown()
+
+
 def test_a_model_file_is_profiled_in_the_worker(qtbot, tmp_path: Path) -> None:
     model = tmp_path / "net.py"
     model.write_text(

@@ -205,3 +205,83 @@ def test_a_model_file_s_own_processes_and_memory_are_bounded(tmp_path: Path) -> 
     hog.write_text("keep = []\nwhile True:\n    keep.append(bytearray(256 * 1024 * 1024))\n")
     with pytest.raises(DataError, match="ran out of the"):
         trace_user_model(hog, "build", (10,), timeout_s=60)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_DATA bounds allocations on Linux only")
+def test_torch_s_own_out_of_memory_in_a_model_file_is_one_clear_sentence(tmp_path: Path) -> None:
+    """A model that allocates 10 GB in __init__ (or at import) with torch: its allocator's error
+    ("[enforce fail at alloc_cpu.cpp:127] ... DefaultCPUAllocator") reached the user as it came."""
+    pytest.importorskip("torch")
+    from gpuselect.workloads.profile import trace_user_model
+
+    # past the cap of 2-8 GB (on the CPU even while the trace builds on the meta device); empty: nothing is written
+    big = "torch.empty(10 * 1024**3 // 4, device='cpu')"
+    in_init = tmp_path / "in_init.py"
+    in_init.write_text(
+        "import torch\nfrom torch import nn\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        f"        super().__init__(); self.l = nn.Linear(4, 4); self.buf = {big}\n"
+        "    def forward(self, x):\n"
+        "        return self.l(x)\n"
+        "def build():\n"
+        "    return M()\n"
+    )
+    at_import = tmp_path / "at_import.py"
+    at_import.write_text(f"import torch\nBIG = {big}\ndef build():\n    return None\n")
+    for f, words in ((in_init, "tracing build() from"), (at_import, "while it was imported")):
+        with pytest.raises(DataError) as err:
+            trace_user_model(f, "build", (4,), timeout_s=60)
+        said = str(err.value)
+        assert words in said and "ran out of the" in said and "GB" in said, said
+        assert "enforce fail" not in said and "\n" not in said
+
+
+def test_a_forward_that_wants_other_inputs_is_told_what_it_was_given(tmp_path: Path) -> None:
+    """A forward that takes a dict failed with torch's "new(): invalid data type 'str'", naming
+    neither the input the trace gave it nor its shape."""
+    pytest.importorskip("torch")
+    f = tmp_path / "dict_input.py"
+    f.write_text(
+        "from torch import nn\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__(); self.l = nn.Linear(128, 10)\n"
+        "    def forward(self, batch):\n"
+        "        return self.l(batch['x'])\n"
+        "def build():\n"
+        "    return M()\n"
+    )
+    with pytest.raises(DataError) as err:
+        build_workload(model=str(f), factory="build", input_shape="128")
+    said = str(err.value)
+    assert said.startswith(f"tracing build() from {f} failed: ")
+    assert "calls its forward with one tensor of shape (2, 128)" in said and "\n" not in said
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        # torch said "AttributeError: 'int' object has no attribute 'train'"
+        ("def build():\n    return 42\n", "build() from {f} cannot be traced: it returned int, not a torch.nn.Module"),
+        # torch said "element 0 of tensors does not require grad and does not have a grad_fn"
+        (
+            "from torch import nn\ndef build():\n    return nn.ReLU()\n",
+            "build() from {f} cannot be traced: the model it returned has no trainable parameters",
+        ),
+    ],
+)
+def test_a_factory_that_returns_nothing_to_train_says_so(tmp_path: Path, body: str, words: str) -> None:
+    pytest.importorskip("torch")
+    f = tmp_path / "net.py"
+    f.write_text(body)
+    with pytest.raises(DataError) as err:
+        build_workload(model=str(f), factory="build", input_shape="4")
+    assert str(err.value) == words.format(f=f) + ("" if "int" in words else ", so there is nothing to train")
+
+
+def test_a_config_json_given_to_model_is_pointed_at_config(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.json"
+    cfg.write_text('{"model_type": "llama"}')
+    with pytest.raises(DataError, match=r"as a Python module; a Hugging Face config.json goes with --config$"):
+        build_workload(model=str(cfg), factory="build", input_shape="4")

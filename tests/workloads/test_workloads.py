@@ -488,6 +488,18 @@ def test_a_llama_config_is_read_as_llama_with_its_own_defaults(tmp_path: Path, k
     assert "gated (SwiGLU) FFN, RMSNorm, rotary positions, untied embeddings" in workload_from_hf_config(p).description
 
 
+def test_a_bad_value_is_named_by_the_key_the_file_gave(tmp_path: Path) -> None:
+    """Qwen-MoE's num_experts = 128.0 was reported as "num_local_experts must be a whole number",
+    a key the file does not have."""
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({**LLAMA_8B, "model_type": "qwen3_moe", "num_experts": 128.0, "num_experts_per_tok": 8}))
+    with pytest.raises(DataError, match=r": num_experts must be a whole number between 1 and 4,096, not 128\.0$"):
+        shape_from_hf_config(p)
+    p.write_text(json.dumps({**LLAMA_8B, "model_type": "llama", "n_layer": 2.5, "num_hidden_layers": None}))
+    with pytest.raises(DataError, match=r": n_layer must be a whole number"):
+        shape_from_hf_config(p)
+
+
 def test_tie_word_embeddings_must_be_a_boolean(tmp_path: Path) -> None:
     p = tmp_path / "config.json"
     p.write_text(json.dumps({**LLAMA_8B, "model_type": "llama", "tie_word_embeddings": "yes"}))
@@ -567,6 +579,27 @@ def test_a_language_model_preset_takes_another_sequence_length() -> None:
         ({**LLAMA_8B, "model_type": "mamba"}, "state-space or recurrent"),
         ({**LLAMA_8B, "model_type": "llama4_text", "max_position_embeddings": 10485760}, "Llama 4's interleaved"),
         ({**LLAMA_8B, "model_type": "deberta-v2"}, "disentangled attention"),
+        # without a model_type the architecture names them: read as ordinary decoders, Jamba was
+        # 91.8 B (its card: 52 B) and Llama 4 Scout 100.7 B with 10.1 B active (109 B, 17 B)
+        (
+            {**LLAMA_8B, "architectures": ["JambaForCausalLM"], "num_experts": 16, "num_experts_per_tok": 2},
+            "jamba models are not supported: they mix state-space",
+        ),
+        (
+            {**LLAMA_8B, "architectures": ["Llama4ForCausalLM"], "num_local_experts": 16, "num_experts_per_tok": 1},
+            "Llama 4's interleaved",
+        ),
+        ({**LLAMA_8B, "architectures": ["Mamba2ForCausalLM"]}, "mamba2 models are not supported"),
+        ({**LLAMA_8B, "architectures": ["T5ForConditionalGeneration"]}, "t5 is an encoder-decoder model"),
+        # hybrids of attention and linear attention or convolutions, read before as plain decoders
+        ({**LLAMA_8B, "model_type": "qwen3_next", "num_experts": 512}, "mix linear-attention and softmax"),
+        ({**LLAMA_8B, "model_type": "lfm2"}, "short-convolution"),
+        (
+            {**LLAMA_8B, "model_type": "newhybrid", "layer_types": ["linear_attention", "full_attention"]},
+            "layer_types include 'linear_attention' layers, which are not modelled",
+        ),
+        # read as a causal GPT-style decoder: 13 % under ModernBERT-base's 149 M
+        ({**LLAMA_8B, "model_type": "modernbert", "architectures": ["ModernBertForMaskedLM"]}, "ModernBERT's"),
     ],
 )
 def test_configs_of_models_the_builder_cannot_build_are_refused(
@@ -576,6 +609,82 @@ def test_configs_of_models_the_builder_cannot_build_are_refused(
     p.write_text(json.dumps(cfg))
     with pytest.raises(DataError, match=words):
         shape_from_hf_config(p)
+
+
+def test_an_architecture_alone_still_reads_text_models_that_share_a_refused_stem(tmp_path: Path) -> None:
+    """Gemma3ForCausalLM is Gemma 3's text-only class: its stem is the multimodal gemma3's, which
+    the architecture fallback must not refuse."""
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({**LLAMA_8B, "architectures": ["Gemma3ForCausalLM"], "hidden_act": "silu"}))
+    assert shape_from_hf_config(p).params() > 0
+
+
+GPT_OSS_20B = {
+    "model_type": "gpt_oss",
+    "vocab_size": 201088,
+    "hidden_size": 2880,
+    "intermediate_size": 2880,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "head_dim": 64,
+    "num_local_experts": 32,
+    "num_experts_per_tok": 4,
+    "hidden_act": "silu",
+    "max_position_embeddings": 131072,
+    "rms_norm_eps": 1e-5,
+    "sliding_window": 128,
+    "layer_types": ["sliding_attention", "full_attention"] * 12,
+    "tie_word_embeddings": False,
+}
+
+
+def test_a_sliding_window_shorter_than_the_sequence_is_said_to_be_counted_as_full_attention(tmp_path: Path) -> None:
+    """The arithmetic and the trace attend over every token on every layer; gpt-oss-20b's 128-token
+    windows on half its layers made 131,072-token steps ~1.8x their FLOPs, and nothing said so."""
+    said = "counted here as attention over all"
+    oss = _read(tmp_path, GPT_OSS_20B, seq_len=8192)
+    assert round(oss.params / 1e9, 2) == 20.91  # the model card's 20.91 B
+    # its card's 3.6 B active leaves the embedding table out, which this figure counts: said so
+    assert "4.2 B of the 20.9 B parameters active per token (the embedding table included)" in oss.description
+    assert "12 of its 24 layers attend only the last 128 tokens (sliding window), " + said + " 8,192" in (
+        oss.description
+    )
+    # Gemma 3 without layer_types: every sixth layer is global (26 layers: 22 windowed)
+    gemma = _read(
+        tmp_path,
+        {
+            "model_type": "gemma3_text",
+            "hidden_size": 1152,
+            "intermediate_size": 6912,
+            "num_hidden_layers": 26,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 1,
+            "vocab_size": 262144,
+            "max_position_embeddings": 32768,
+            "sliding_window": 512,
+        },
+        seq_len=4096,
+    )
+    assert "22 of its 26 layers attend only the last 512 tokens" in gemma.description
+    # no note where the window holds the whole sequence, or where it is switched off (Qwen's default)
+    assert said not in _read(tmp_path, GPT_OSS_20B, seq_len=128).description
+    qwen = {**LLAMA_8B, "model_type": "qwen2", "sliding_window": 1024}
+    assert said not in _read(tmp_path, qwen, seq_len=4096).description
+    assert said in _read(tmp_path, {**qwen, "use_sliding_window": True}, seq_len=4096).description
+    assert said not in _read(tmp_path, {**LLAMA_8B, "model_type": "mistral", "sliding_window": None}).description
+
+
+def test_a_vision_config_of_an_unchecked_type_says_how_it_is_read(tmp_path: Path) -> None:
+    """SigLIP's and CLIP's vision towers (no class token, no classifier) were read as a ViT with a
+    1,000-class head and said nothing of it, while an unchecked language model's type is named."""
+    vision = {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "patch_size": 16}
+    siglip = _read(tmp_path, {**vision, "model_type": "siglip_vision_model"})
+    assert "model type 'siglip_vision_model' is not one gpuselect has checked: read as a ViT image classifier" in (
+        siglip.description
+    )
+    assert "no model type given: read as a ViT" in _read(tmp_path, vision).description
+    assert "not one gpuselect has checked" not in _read(tmp_path, {**vision, "model_type": "vit"}).description
 
 
 def _read(tmp_path: Path, cfg: dict[str, object], **kw: object) -> Any:

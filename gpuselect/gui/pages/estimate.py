@@ -363,6 +363,15 @@ class EstimatePage(QWidget):
         head.addWidget(self.source, 1)
         left.addLayout(head)
         left.addWidget(self.source_stack, 1)
+        # what the workload was read as, with its caveats (an unchecked model type, keys taken from
+        # defaults, sliding windows, MoE's active share): the CLI's "Model:" line and the report
+        # said them; the window showed a config's or model file's estimate without them
+        self.workload_info = QLabel("")
+        self.workload_info.setWordWrap(True)
+        self.workload_info.setTextFormat(Qt.TextFormat.PlainText)  # a path may hold "<"
+        self.workload_info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.workload_info.setAccessibleName("Workload read as")
+        left.addWidget(self.workload_info)
         left.addLayout(form)
         # --- the answer ------------------------------------------------------------------------
         self.recommendation = QLabel("…")
@@ -911,6 +920,7 @@ class EstimatePage(QWidget):
         self.error.setText("")
         self._set_stale(False)
         self._show_defaults(result.workload)
+        self._show_workload(result.workload)
         self.model.set_rows(result.rows)
         self._show(result)
         self.computed.emit(result)
@@ -971,8 +981,15 @@ class EstimatePage(QWidget):
             else "Stages: 1 no GPU, 2 one consumer GPU, 3 a workstation or rented datacenter GPUs, 4 a cluster"
         )
 
+    def _show_workload(self, w: Any) -> None:
+        from gpuselect.output import millions
+
+        trained = "" if w.trainable_params == w.params else f" ({millions(w.trainable_params, 2)} trained)"
+        self.workload_info.setText(f"{millions(w.params)} parameters{trained}: {w.description}")
+
     def _answer_widgets(self) -> list[QWidget]:
         return [
+            self.workload_info,
             self.recommendation,
             self.memory_text,
             self.memory_bar,

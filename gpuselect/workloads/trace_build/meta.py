@@ -539,6 +539,12 @@ def _units(model: nn.Module) -> tuple[list[nn.Module], bool]:
     return [], True
 
 
+class NotTrainableError(ValueError):
+    """What the factory returned cannot be trained: not a module, or no weight to train (the trace
+    failed inside torch with "'int' object has no attribute 'train'" or "element 0 of tensors does
+    not require grad")."""
+
+
 @dataclass
 class _Run:
     recs: list[_Rec]
@@ -562,9 +568,13 @@ def _step(
 ) -> tuple[_Run, int, int]:
     with torch.device("meta"):
         model = factory()
+    if not isinstance(model, nn.Module):
+        raise NotTrainableError(f"it returned {type(model).__name__}, not a torch.nn.Module")
     model.train()
     params = sum(p.numel() for p in model.parameters())
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    if not trainable:
+        raise NotTrainableError("the model it returned has no trainable parameters, so there is nothing to train")
     param_storages = {p.untyped_storage()._cdata for p in model.parameters()}
     if dtype.is_floating_point:
         x = torch.empty((batch, *input_shape), dtype=dtype, device="meta")

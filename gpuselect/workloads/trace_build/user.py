@@ -31,22 +31,26 @@ def main(argv: list[str] | None = None) -> int:
     p = Path(args.file)
     spec = importlib.util.spec_from_file_location(f"gpuselect_user_model_{p.stem}", p)
     if spec is None or spec.loader is None:
-        print(f"cannot load {p} as a Python module", file=sys.stderr)
+        # a config.json given to --model: say where it goes
+        also = "; a Hugging Face config.json goes with --config" if p.suffix.lower() == ".json" else ""
+        print(f"cannot load {p} as a Python module{also}", file=sys.stderr)
         return 3
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except MemoryError:
-        print(f"{p} ran out of the {args.max_memory_gb:g} GB the trace may use while it was imported", file=sys.stderr)
-        return 3
     except Exception as exc:  # noqa: BLE001 - the user's code: report it in one line
-        print(f"{p} failed to import: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if _out_of_memory(exc):
+            print(
+                f"{p} ran out of the {args.max_memory_gb:g} GB the trace may use while it was imported", file=sys.stderr
+            )
+        else:
+            print(f"{p} failed to import: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 3
     factory = getattr(module, args.factory, None)
     if not callable(factory):
         print(f"{p} has no function {args.factory!r}", file=sys.stderr)
         return 4
-    from gpuselect.workloads.trace_build.meta import trace_module
+    from gpuselect.workloads.trace_build.meta import NotTrainableError, trace_module
     from gpuselect.workloads.traces import trace_to_dict
 
     source = (
@@ -55,10 +59,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         plain, ckpt = trace_module(factory, shape, loss="mse", labels_per_sample=0, source=source)
-    except MemoryError:
-        print(f"tracing {args.factory}() from {p} ran out of the {args.max_memory_gb:g} GB it may use", file=sys.stderr)
+    except NotTrainableError as exc:
+        print(f"{args.factory}() from {p} cannot be traced: {exc}", file=sys.stderr)
         return 5
     except Exception as exc:  # noqa: BLE001 - the user's model: report it
+        if _out_of_memory(exc):
+            print(
+                f"tracing {args.factory}() from {p} ran out of the {args.max_memory_gb:g} GB it may use",
+                file=sys.stderr,
+            )
+            return 5
         # a token model (an embedding first) wants integer inputs: try those before giving up
         import torch
 
@@ -68,12 +78,26 @@ def main(argv: list[str] | None = None) -> int:
             )
         except Exception:  # noqa: BLE001 - report the first failure, the one with float inputs
             traceback.print_exception(exc, file=sys.stderr)
-            print(f"tracing {args.factory}() from {p} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            # what the trace gave forward: a model that takes a dict or several inputs fails inside
+            # it with a message about indexing ("new(): invalid data type 'str'") that names neither
+            given = ", ".join(str(d) for d in (2, *shape))
+            print(
+                f"tracing {args.factory}() from {p} failed: {type(exc).__name__}: {exc} (the trace builds the model "
+                f"and calls its forward with one tensor of shape ({given}): floats, then token ids)",
+                file=sys.stderr,
+            )
             return 5
     Path(args.out).write_text(
         json.dumps({"plain": trace_to_dict(plain), "ckpt": trace_to_dict(ckpt)}), encoding="utf-8"
     )
     return 0
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is an allocation the memory cap refused: Python's MemoryError, or torch's
+    own (a RuntimeError "[enforce fail at alloc_cpu.cpp:127] ... DefaultCPUAllocator: can't
+    allocate memory", which was shown to the user as it came)."""
+    return isinstance(exc, MemoryError) or (isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc))
 
 
 def _cap_memory(gb: float) -> None:
