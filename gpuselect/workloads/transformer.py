@@ -454,7 +454,8 @@ def _sliding_window(cfg: dict[str, Any], model_type: str, seq: int) -> str | Non
         which = "some or all of its layers attend"
     return (
         f"{which} only the last {window:,} tokens (sliding window), counted here as attention over all "
-        f"{seq:,}: the attention's FLOPs and time are overstated"
+        f"{seq:,}, as PyTorch's SDPA runs a masked window; with FlashAttention-2 or flex attention, "
+        "which skip the rest, the attention's FLOPs and time are overstated"
     )
 
 
