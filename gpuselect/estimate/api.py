@@ -452,21 +452,29 @@ def predict_step(
     # --sharding says (the memory model's assumption too): one row, not one per sharding.
     sharded_opt = sharding in ("zero1", "zero2", "fsdp") or par == "fsdp" or offload == "optimizer"
     shards = count if count > 1 and sharded_opt else 1
-    st = step_time(
-        trace,
-        d,
-        batch,
-        precision,
-        optimizer=opt,
-        full_params=w.mode == "full",
-        comm=comm,
-        optimizer_shards=shards,
-        # FSDP gathers 16-bit weights; DeepSpeed (ZeRO-1/2, ZeRO-Offload) holds the module in 16
-        # bits (engine.bfloat16()/half(), no autocast): no per-use weight casts under either
-        # (parameter offload is FSDP's or ZeRO-3's, one GPU too)
-        sharded_weights=par == "fsdp" or (count > 1 and sharded_opt) or offload != "none",
-    )
+
+    def timed(tr: object) -> StepTime:
+        return step_time(
+            tr,
+            d,
+            batch,
+            precision,
+            optimizer=opt,
+            full_params=w.mode == "full",
+            comm=comm,
+            optimizer_shards=shards,
+            # FSDP gathers 16-bit weights; DeepSpeed (ZeRO-1/2, ZeRO-Offload) holds the module in 16
+            # bits (engine.bfloat16()/half(), no autocast): no per-use weight casts under either
+            # (parameter offload is FSDP's or ZeRO-3's, one GPU too)
+            sharded_weights=par == "fsdp" or (count > 1 and sharded_opt) or offload != "none",
+        )
+
+    st = timed(trace)
     legacy = _per_model_seconds(w, trace, d, e, batch, precision) if e is not None and calibrated else None
+    if legacy is not None and checkpointing:
+        # The calibration's measured steps recompute nothing: a checkpointed step is slowed at the
+        # traced step's ratio for this device (Mask R-CNN's memory halved at no cost in time).
+        legacy *= st.device_s / timed(trace_cached(w, False)).device_s
     if legacy is not None:
         # A reference model whose operators are not traced (a synthetic trace from its totals is
         # far worse: docs/accuracy.md): its per-model calibration on measured throughput gives the

@@ -1327,6 +1327,22 @@ def test_a_benchmarked_gpu_asked_to_checkpoint_pays_the_recompute(catalog, perf)
     assert full.throughput_samples_per_s < plain.throughput_samples_per_s
 
 
+def test_a_calibrated_reference_model_pays_the_recompute(catalog, perf) -> None:  # type: ignore[no-untyped-def]
+    """QA 17b: Mask R-CNN (timed by its per-model calibration, no traced operators) halved its
+    memory with --checkpointing full at the same step time: the recompute was free, so the GPU rows
+    read 10.2 h either way while the CPU's (traced) time grew by a third."""
+    w, e = PRESETS["maskrcnn"], catalog.get("nvidia-a100-sxm4-80gb")
+
+    def row(ck: bool) -> Any:
+        return A._card_row(w, e, 1, Assumptions(batch_size=4, checkpointing=ck), perf)
+
+    plain, full = row(False), row(True)
+    assert "per_model_calibration" in plain.time_breakdown_s and full.checkpointing == "full"
+    assert full.peak_memory_gb < plain.peak_memory_gb
+    # the recompute costs what the traced step says it costs on this card: a fifth or more
+    assert full.throughput_samples_per_s < plain.throughput_samples_per_s / 1.2
+
+
 def test_gpus_the_dataset_cannot_fill_are_never_recommended(catalog) -> None:  # type: ignore[no-untyped-def]
     """QA 16c: stage 4's bar was 1,024 MI250X (2,048 dies) at batch 25 of the 32 asked for: the
     dataset (50,000) filled one step per epoch, three optimizer steps in the whole run. Several GPUs
