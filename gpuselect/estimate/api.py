@@ -20,6 +20,8 @@ from gpuselect.estimate.memory import (
     Fit,
     MemoryOptions,
     as_checkpointing,
+    need_gb,
+    need_text,
     needed_gb,
     plan,
     suggestions,
@@ -798,7 +800,7 @@ def _row_at(
         # --sharding says (its memory and step are zero2's): flagged as the note says, though the
         # choice of FSDP below still weighs it as unsharded.
         base.sharded = (f.options.split != "none" or f.options.offload == "optimizer") and count > 1
-        base.peak_memory_gb = round(f.peak_gb, 2)
+        base.peak_memory_gb = need_gb(f.peak_gb, cap)
         base.memory_breakdown_gb = f.breakdown_gb
         base.max_batch = f.max_batch
         return f.options.split != "none" and count > 1
@@ -830,7 +832,7 @@ def _row_at(
             [
                 *notes,
                 # the row's rounded figure, so the note and the advice quoting it never differ by 0.1
-                f"needs {round(fit.peak_gb, 2):,.1f} of {vram_text(cap)} GB"
+                f"needs {need_text(need_gb(fit.peak_gb, cap), cap)} of {vram_text(cap)} GB"
                 + (
                     f" at batch {fit.batch_size}; at most batch {fit.max_batch} fits"
                     if fit.max_batch
