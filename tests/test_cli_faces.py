@@ -250,6 +250,21 @@ def test_the_memory_column_rounds_every_card_alike(capsys: pytest.CaptureFixture
     assert [vram_text(v) for v in (80.0, 79.65, 179.06, 23.99, 1024.0)] == ["80", "79.65", "179.06", "23.99", "1,024"]
 
 
+def test_a_need_just_past_the_card_never_reads_as_its_memory(capsys: pytest.CaptureFixture[str]) -> None:
+    """QA 17b: VGG16 at batch 256 needs 10.03 GB of an RTX 3080's 10: "needs 10.0 of 10 GB" beside
+    "does not fit" (and Llama 3B LoRA's 16.0003 of a P100's 16, whose JSON said 16.0 of 16 and no)."""
+    from gpuselect.estimate.memory import need_gb, need_text
+
+    argv = ["estimate", "--workload", "vgg16", "--batch-size", "256", "--gpus", "nvidia-rtx-3080", "--max-gpus", "1"]
+    out = _out(argv, capsys)
+    assert "needs 10.03 of 10 GB" in out and "needs 10.03 GB per GPU of its 10 GB" in out
+    assert "needs 10.0 " not in out
+    assert need_gb(16.0003, 16.0) == 16.01 and need_text(16.0003, 16.0) == "16.01"
+    # a need that fits reads below the memory, one that does not above it; the rest keep one place
+    assert need_gb(79.6499, 79.65) == 79.65 and need_text(79.65, 79.65) == "79.65"
+    assert need_text(12.34, 24.0) == "12.3" and need_text(24.04, 24.0) == "24.04"
+
+
 @pytest.mark.parametrize(
     ("argv", "words"),
     [

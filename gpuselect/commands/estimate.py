@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     from gpuselect.app.money import MoneyFormat
     from gpuselect.commands import estimate_options as opts
-    from gpuselect.estimate.memory import vram_text
+    from gpuselect.estimate.memory import need_text, vram_text
     from gpuselect.estimate.parallel import describe_reference_networks
     from gpuselect.estimate.recommend import (
         BUY_COST_NOTE,
@@ -168,7 +168,9 @@ def run(args: argparse.Namespace) -> int:
         for r in top + named:
             shown.append(r)
             mem = (
-                f"{r.peak_memory_gb:.1f}/{vram_text(r.vram_gb)}" if r.peak_memory_gb is not None and r.vram_gb else "—"
+                f"{need_text(r.peak_memory_gb, r.vram_gb)}/{vram_text(r.vram_gb)}"
+                if r.peak_memory_gb is not None and r.vram_gb
+                else "—"
             )
             if "paging" in r.time_breakdown_s:
                 mem += "+"  # part of a paged optimizer's state lives in host memory (footnote)

@@ -979,9 +979,27 @@ def vram_text(gb: float) -> str:
     return f"{gb:,.0f}" if abs(gb - round(gb)) < 0.005 else f"{gb:,.2f}".rstrip("0").rstrip(".")
 
 
+def need_gb(peak_gb: float, vram_gb: float) -> float:
+    """A memory need to two places, rounded away from the memory it is judged against where the
+    nearest would land on its other side (16.0003 GB that does not fit 16 GB read 16.0)."""
+    near = round(peak_gb, 2)
+    if (near > vram_gb) == (peak_gb > vram_gb):
+        return near
+    return (math.ceil if peak_gb > vram_gb else math.floor)(round(peak_gb * 100, 6)) / 100
+
+
+def need_text(peak_gb: float, vram_gb: float) -> str:
+    """A memory need as the faces print it beside the memory it is judged against: one place, or
+    two where one would read on the wrong side of it (VGG16's 10.03 GB read "needs 10.0 of 10 GB"
+    beside "does not fit")."""
+    if (round(peak_gb, 1) > vram_gb) == (peak_gb > vram_gb):
+        return f"{peak_gb:,.1f}"
+    return f"{need_gb(peak_gb, vram_gb):,.2f}"
+
+
 def needs_text(fit: Fit, vram_gb: float) -> str:
     """ "needs X of Y GB" as the faces print it."""
-    return f"needs {round(fit.peak_gb, 2):,.1f} of {vram_text(vram_gb)} GB"  # as the row's peak_memory_gb rounds
+    return f"needs {need_text(need_gb(fit.peak_gb, vram_gb), vram_gb)} of {vram_text(vram_gb)} GB"
 
 
 def round_gb(x: float) -> float:

@@ -772,9 +772,9 @@ def _memory_hint(rows: list[EstimateRow], misfits: list[EstimateRow], w: Workloa
     if not misfits:
         return f"Try to {levers}."
     r = min(misfits, key=lambda r: (r.peak_memory_gb or 0.0) / (r.vram_gb or 1.0))
-    from gpuselect.estimate.memory import vram_text
+    from gpuselect.estimate.memory import need_text, vram_text
 
-    what = f"The closest, {r.count}x {r.name}, needs {r.peak_memory_gb:,.1f} GB per GPU of its {vram_text(r.vram_gb or 0.0)} GB"
+    what = f"The closest, {r.count}x {r.name}, needs {need_text(r.peak_memory_gb or 0.0, r.vram_gb or 0.0)} GB per GPU of its {vram_text(r.vram_gb or 0.0)} GB"
     if r.suggestions:
         return f"{what}; try {r.suggestions[0]}."
     # The row's suggestions tried a smaller batch, checkpointing, sharding over more such GPUs,
@@ -1272,7 +1272,7 @@ def memory_need(loc: Any) -> str:
         # to a $1,599 card at batch 512 without a word)
         fits_at = f" (at most batch {smaller:,} fits)" if smaller and smaller < (loc.batch_size or 0) else ""
         return f"needs {loc.peak_memory_gb:,.1f} GB, does not fit: {room}{fits_at}"
-    from gpuselect.estimate.memory import vram_text
+    from gpuselect.estimate.memory import need_text, vram_text
 
     have = f"{vram_text(loc.vram_gb)} GB"  # as every face writes a card's memory: 79.65, not 79.6475
-    return f"needs {loc.peak_memory_gb:,.1f} of your {have}" + ("" if loc.fits else ", does not fit")
+    return f"needs {need_text(loc.peak_memory_gb, loc.vram_gb)} of your {have}" + ("" if loc.fits else ", does not fit")

@@ -13,7 +13,7 @@ from typing import Any
 
 from gpuselect import __version__
 from gpuselect.app.money import MoneyFormat
-from gpuselect.estimate.memory import vram_text
+from gpuselect.estimate.memory import need_text, vram_text
 from gpuselect.estimate.recommend import (
     BUY_COST_NOTE,
     CLOUD_COST_NOTE,
@@ -577,7 +577,8 @@ def _memory_section(result: Any, top: int) -> Section | None:
         # the memory the fit was judged against, as the CLI prints it (79.65, not 80, for an H100
         # whose driver shows 79.65: "79.70 of 80, no" read as a contradiction)
         cap = vram_text(vram) if isinstance(vram, float) else _fmt(vram)
-        of = f"{_fmt(peak)} of {'your ' if yours else ''}{cap} GB"
+        need = need_text(peak, vram) if isinstance(vram, float) else _fmt(peak)  # 10.03 of 10, not 10.0
+        of = f"{need} of {'your ' if yours else ''}{cap} GB"
         rows.append(
             [
                 label,

@@ -158,6 +158,11 @@ def test_auto_trains_a_cpu_in_fp32_as_its_benchmark_did() -> None:
     # asked for, 16 bits are timed as fp32 too (no 16-bit CPU step is measured), and it is said
     assert bf16.throughput_samples_per_s == fp32.throughput_samples_per_s
     assert "16-bit training steps are not measured" in bf16.basis
+    # QA 17b: its memory is bf16's (precision_used says fp32 for the time): said, and so counted
+    assert "memory is counted in 16 bits" in bf16.basis and "memory" not in fp32.basis
+    ram = {"cores": 2, "mhz": None, "features": [], "bench": _amx_record(), "ram_gb": 64.0}
+    mem = {p: local_cpu_estimate(w, Assumptions(batch_size=4, precision=p), **ram) for p in ("fp32", "bf16")}
+    assert mem["bf16"].precision_used == "fp32" and mem["bf16"].peak_memory_gb < mem["fp32"].peak_memory_gb
     cnn = local_cpu_estimate(
         PRESETS["simple-cnn"],
         Assumptions(batch_size=16, precision="bf16"),

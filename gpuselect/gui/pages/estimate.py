@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuselect.app.money import MoneyFormat
-from gpuselect.estimate.memory import vram_text
+from gpuselect.estimate.memory import need_text, vram_text
 from gpuselect.estimate.recommend import (
     SLOWER_16BIT_NOTE,
     SLOWER_FP8_NOTE,
@@ -1061,7 +1061,8 @@ class EstimatePage(QWidget):
 
         def needs(who: str, g: Any) -> str:
             return (
-                f"your {who}: needs {float(g.peak_memory_gb or 0):,.1f} of your {vram_text(float(g.vram_gb or 0))} GB"
+                f"your {who}: needs {need_text(float(g.peak_memory_gb or 0), float(g.vram_gb or 0))} of your "
+                f"{vram_text(float(g.vram_gb or 0))} GB"
             )
 
         who, locs = groups[0]
@@ -1079,7 +1080,9 @@ class EstimatePage(QWidget):
         need = float(getattr(row, "peak_memory_gb", None) or sum(parts.values()))
         vram = float(row.vram_gb or 0)
         # the memory the fit was judged against (an H100's 79.65, not 80 beside a "does not fit" at 79.7)
-        self.memory_text.setText(f"{row.count}x {row.name}: needs {need:,.1f} of {vram_text(vram)} GB per GPU")
+        self.memory_text.setText(
+            f"{row.count}x {row.name}: needs {need_text(need, vram)} of {vram_text(vram)} GB per GPU"
+        )
         self.memory_bar.set_parts(parts, vram)
 
     # --- charts ----------------------------------------------------------------------------------
