@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -685,6 +685,43 @@ def _per_model_seconds(
     return batch / thr
 
 
+def _say_selective(
+    w: Workload,
+    a: Assumptions,
+    r: EstimateRow,
+    selective: Callable[[Assumptions], EstimateRow],
+) -> None:
+    """An automatic row that checkpoints (or runs below the workload's batch) says where selective
+    checkpointing would train faster; ``selective`` gives the same option under other assumptions.
+    Left to choose, checkpointing is full or none (docs/memory.md); selective keeps the linear
+    layers' outputs and recomputes little, so where memory caps the batch it may train faster:
+    Llama 3.1 8B QLoRA on an RTX 4090 +8 %, BERT-large on an RTX 3080 +20 % (QA 17b). Said, not
+    taken: the default stays what Hugging Face's gradient checkpointing runs. Only for the rows the
+    advice names and this machine's GPU: a second row per catalog row doubled the estimate's time."""
+    if (
+        a.checkpointing is not None
+        or a.batch_size is not None
+        or w.shape is None  # selective is a transformer's
+        or not r.fits
+        or not (r.checkpointing == "full" or (r.batch_size or 0) < w.default_batch_size)
+    ):
+        return
+    prec = a.precision if a.precision != Precision.AUTO or r.precision_used is None else r.precision_used
+    sel = selective(replace(a, checkpointing="selective", precision=prec))
+    gain = _gain(r, sel, SELECTIVE_FASTER_MARGIN)
+    if gain is not None:
+        said = (
+            f"--checkpointing selective trains {100 * gain:.0f} % faster here (batch {sel.batch_size} per GPU: "
+            "keeps the linear layers' outputs, recomputes the rest)"
+        )
+        r.note = f"{r.note}; {said}" if r.note else said
+
+
+#: How much faster selective checkpointing must train than the automatic choice before a row says
+#: so: a few per cent is inside any band, and the switch is a code change (FSDP's margin).
+SELECTIVE_FASTER_MARGIN = 1.05
+
+
 def _row(
     w: Workload,
     e: GpuEntry,
@@ -694,36 +731,8 @@ def _row(
     band: float | None,
     device: DeviceModel | None = None,
 ) -> EstimateRow:
-    """``count`` GPUs ``e`` training ``w`` (``_row_in``), saying where selective checkpointing would
-    train faster than what the automatic choice took."""
-    r = _row_in(w, e, count, a, perf, band, device)
-    if (
-        a.checkpointing is not None
-        or a.batch_size is not None
-        or w.shape is None  # selective is a transformer's
-        or not r.fits
-        or not (r.checkpointing == "full" or (r.batch_size or 0) < w.default_batch_size)
-    ):
-        return r
-    # Left to choose, checkpointing is full or none (docs/memory.md); selective keeps the linear
-    # layers' outputs and recomputes little, so where memory caps the batch it may train faster:
-    # Llama 3.1 8B QLoRA on an RTX 4090 +8 %, BERT-large on an RTX 3080 +20 % (QA 17b). Said, not
-    # taken: the default stays what Hugging Face's gradient checkpointing runs.
-    prec = a.precision if a.precision != Precision.AUTO or r.precision_used is None else r.precision_used
-    sel = _row_at(w, e, count, replace(a, checkpointing="selective", precision=prec), perf, band, device)
-    gain = _gain(r, sel, SELECTIVE_FASTER_MARGIN)
-    if gain is not None:
-        said = (
-            f"--checkpointing selective trains {100 * gain:.0f} % faster here (batch {sel.batch_size} per GPU: "
-            "keeps the linear layers' outputs, recomputes the rest)"
-        )
-        r.note = f"{r.note}; {said}" if r.note else said
-    return r
-
-
-#: How much faster selective checkpointing must train than the automatic choice before a row says
-#: so: a few per cent is inside any band, and the switch is a code change (FSDP's margin).
-SELECTIVE_FASTER_MARGIN = 1.05
+    """``count`` GPUs ``e`` training ``w`` (``_row_in``)."""
+    return _row_in(w, e, count, a, perf, band, device)
 
 
 def _row_in(
@@ -1482,6 +1491,7 @@ def local_gpu_estimate(
         e = e.as_reported(memory_bytes / 2**30)
     d = benchmarked_gpu_device(e, bench) if bench else None
     r = _row(w, e, 1, a, perf, None, device=d)
+    _say_selective(w, a, r, lambda b: _row(w, e, 1, b, perf, None, device=d))
     fit = d.bench_fit if d is not None else None
     basis = f"catalog entry {e.id}; " + (
         (
@@ -1615,6 +1625,14 @@ def estimate(
     excluded = [f"{g.device} ({g.name}): {g.problem}" for g in owned if g.problem]
     local = local or []
     rec = recommend(rows, local, a, w, own=own, owned_n=owned_n, excluded=excluded)
+    from gpuselect.estimate.recommend import named_options
+
+    named = {(o.get("gpu_id"), o.get("count")) for o in named_options(rec)}
+    for r in rows:
+        if (r.gpu_id, r.count) in named and r.gpu_id in by_id:
+            named.discard((r.gpu_id, r.count))  # once: a row the advice names twice
+            e, n = by_id[r.gpu_id], r.count
+            _say_selective(w, a, r, lambda b, e=e, n=n: _card_row(w, e, n, b, perf))
     _larger_batch(w, a, perf, rows, rec, by_id, own.gpu_id if own is not None else None)
     return EstimateResult(w, a, rows, local, rec)
 

@@ -1406,15 +1406,23 @@ def test_a_row_says_where_selective_checkpointing_trains_faster(catalog, perf) -
     faster with --checkpointing selective (a larger batch at little recompute), and nothing said so.
     The automatic row keeps its time and says it; a row asked for full does not."""
     w, e = PRESETS["bert_large_squad"], catalog.get("nvidia-rtx-3080")
-    auto = A._card_row(w, e, 1, Assumptions(), perf)
+    one = {"gpu_ids": [e.id], "local": []}
+    auto = A.estimate(w, Assumptions(max_gpus=1), catalog, perf, **one).rows[0]  # the advice's option
     sel = A._card_row(w, e, 1, Assumptions(checkpointing="selective"), perf)
     assert sel.throughput_samples_per_s > 1.05 * auto.throughput_samples_per_s  # the data this rests on
     gain = round(100 * (sel.throughput_samples_per_s / auto.throughput_samples_per_s - 1))
     assert f"--checkpointing selective trains {gain} % faster here (batch {sel.batch_size} per GPU" in auto.note
-    asked = A._card_row(w, e, 1, Assumptions(checkpointing="full"), perf)
+    asked = A.estimate(w, Assumptions(max_gpus=1, checkpointing="full"), catalog, perf, **one).rows[0]
     assert "--checkpointing selective" not in (asked.note or "")
-    cnn = A._card_row(PRESETS["resnet50"], catalog.get("nvidia-rtx-3060"), 1, Assumptions(), perf)
-    assert "selective" not in (cnn.note or "")  # a transformer's only
+    cnn = A.estimate(PRESETS["resnet50"], Assumptions(max_gpus=1), catalog, perf, gpu_ids=["nvidia-rtx-3060"], local=[])
+    assert "selective" not in (cnn.rows[0].note or "")  # a transformer's only
+    # only the rows the advice names: a second row per catalog row doubled the estimate's time
+    two = A.estimate(w, Assumptions(max_gpus=1), catalog, perf, gpu_ids=[e.id, "nvidia-rtx-3080-ti"], local=[])
+    noted = [r.gpu_id for r in two.rows if "--checkpointing selective" in (r.note or "")]
+    from gpuselect.estimate.recommend import named_options
+
+    named = {o["gpu_id"] for o in named_options(two.recommendation)}
+    assert noted and set(noted) <= named and len(named) < len(two.rows)
 
 
 def test_gpus_the_dataset_cannot_fill_are_never_recommended(catalog) -> None:  # type: ignore[no-untyped-def]
