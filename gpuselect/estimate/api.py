@@ -7,6 +7,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -1631,8 +1632,7 @@ def estimate(
     for r in rows:
         if (r.gpu_id, r.count) in named and r.gpu_id in by_id:
             named.discard((r.gpu_id, r.count))  # once: a row the advice names twice
-            e, n = by_id[r.gpu_id], r.count
-            _say_selective(w, a, r, lambda b, e=e, n=n: _card_row(w, e, n, b, perf))
+            _say_selective(w, a, r, partial(_card_row, w, by_id[r.gpu_id], r.count, perf=perf))
     _larger_batch(w, a, perf, rows, rec, by_id, own.gpu_id if own is not None else None)
     return EstimateResult(w, a, rows, local, rec)
 
