@@ -548,6 +548,42 @@ def test_a_closed_stdout_is_one_sentence() -> None:
     assert done.returncode == 1 and "cannot write the output" in done.stderr and "internal error" not in done.stderr
 
 
+@pytest.mark.skipif(os.name != "posix", reason="a pipe whose reader is gone")
+def test_a_stderr_nobody_reads_does_not_stop_the_work(tmp_path: Path) -> None:
+    """`... 2>&1 | head -1`: the note after the first line hit the closed pipe and ended the command,
+    the file unwritten, with exit status 0 (a benchmark's progress line ended `bench -o` alike)."""
+    out = tmp_path / "r.md"
+    argv = ["report", "-o", str(out), "--no-bench", "--workload", "resnet50", "--count", "3"]  # a note first
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader went away
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "gpuselect", *argv],
+            stdout=subprocess.DEVNULL,
+            stderr=write_end,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 0 and out.read_text(encoding="utf-8").startswith("# gpuselect hardware report")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a closed descriptor")
+def test_a_closed_stderr_keeps_notes_out_of_the_json() -> None:
+    """`2>&-`: Python has no sys.stderr, and print(file=None) wrote the notes into stdout's JSON."""
+    done = subprocess.run(
+        ["sh", "-c", f'"{sys.executable}" -m gpuselect estimate --workload resnet50 --count 3 --format json 2>&-'],
+        stdout=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        check=False,
+    )
+    assert done.returncode == 0 and json.loads(done.stdout)["kind"] == "estimate"
+
+
 def test_bench_file_with_a_vanishing_bandwidth_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bench = tmp_path / "bench.json"
     doc = json.loads(_bench_doc("0.5"))
