@@ -9,7 +9,10 @@ from gpuselect.commands import add_format_option, enum_type
 from gpuselect.types import Family, values
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from gpuselect.catalog import Catalog
+    from gpuselect.catalog.schema import GpuEntry
 
 HELP = "list the GPU catalog (every figure with its source), or validate a catalog or overlay file"
 
@@ -25,9 +28,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import csv
-    import dataclasses
-    import io
     import sys
     from pathlib import Path
 
@@ -43,16 +43,25 @@ def run(args: argparse.Namespace) -> int:
             f"--validate checks one file and lists nothing: {'a GPU' if args.gpu else '--family'} cannot go with it"
         )
     if args.validate:
+        if args.format == "csv":
+            from gpuselect.errors import UsageError
+
+            raise UsageError("--validate lists problems as text or JSON: give --format text or json, not csv")
         problems = validate_file(Path(args.validate))
-        for p in problems:
-            print(p, file=sys.stderr)
+        if args.format == "json":  # scripts read the problems, not a line of text on stdout
+            doc = {"file": args.validate, "valid": not problems, "problems": problems}
+            print(json_document(doc, kind="catalog_validation"))
+        else:
+            for p in problems:
+                print(p, file=sys.stderr)
         if problems:
             print(
                 f"gpuselect: error: {args.validate} has {len(problems)} problem{'' if len(problems) == 1 else 's'}",
                 file=sys.stderr,
             )
             return 2
-        print(f"{args.validate}: valid")
+        if args.format != "json":
+            print(f"{args.validate}: valid")
         return 0
     catalog = load_catalog(use_overlay=not args.no_overlay)
     for problem in catalog.problems:
@@ -68,16 +77,7 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     elif args.format == "csv":
-        fields = [f.name for f in dataclasses.fields(entries[0])] if entries else []
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=fields)
-        writer.writeheader()
-        for e in entries:
-            row = dataclasses.asdict(e)
-            row["aliases"] = "; ".join(e.aliases)
-            row["sources"] = "; ".join(f"{k}={v}" for k, v in e.sources.items())
-            writer.writerow(row)
-        print(buf.getvalue(), end="")
+        print(_csv(entries), end="")
     else:
 
         def n(v: float | None, fmt: str = "{:.0f}") -> str:
@@ -100,6 +100,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _csv(entries: Sequence[GpuEntry]) -> str:
+    """Entries as CSV, one per row: the list's, and one GPU's (which printed its text form)."""
+    import csv
+    import dataclasses
+    import io
+
+    fields = [f.name for f in dataclasses.fields(entries[0])] if entries else []
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=fields)
+    writer.writeheader()
+    for e in entries:
+        row = dataclasses.asdict(e)
+        row["aliases"] = "; ".join(e.aliases)
+        row["sources"] = "; ".join(f"{k}={v}" for k, v in e.sources.items())
+        writer.writerow(row)
+    return buf.getvalue()
+
+
 def _show_one(catalog: Catalog, query: str, fmt: str) -> int:
     """One GPU's every figure with its source: what `catalog --format json` holds for it."""
     import dataclasses
@@ -118,6 +136,9 @@ def _show_one(catalog: Catalog, query: str, fmt: str) -> int:
     (e,) = found
     if fmt == "json":
         print(json_document({"entry": e}, kind="catalog_entry"))
+        return 0
+    if fmt == "csv":
+        print(_csv([e]), end="")
         return 0
     print(f"{e.name} ({e.id})")
     for f in dataclasses.fields(e):
