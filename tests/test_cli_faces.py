@@ -408,3 +408,12 @@ def test_an_option_name_too_long_for_its_column_is_elided_not_cut(capsys: pytest
         name = line[:34].rstrip()
         assert name.endswith(("…", ")")) or "(" not in name, line
     assert any(line[:34].rstrip().endswith("…") for line in long)
+
+
+def test_json_names_the_stage_as_the_text_heads_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """JSON's stage_name read "one reasonable GPU" where the CLI, the GUI and the report say
+    "Stage 2 — one consumer GPU" (docs/advice.md: the names are the same everywhere)."""
+    argv = ["estimate", "--workload", "gpt2-124m", "--gpus", "nvidia-rtx-4090,nvidia-h100-sxm5-80gb"]
+    doc = json.loads(_out([*argv, "--format", "json"], capsys))
+    rec = doc["recommendation"]
+    assert f"\nStage {rec['stage']} — {rec['stage_name']}: " in _out(argv, capsys)
