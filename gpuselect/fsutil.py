@@ -79,8 +79,7 @@ def check_output(
         raise OutputError("the output file name is empty; give a file name to write to")
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise OutputError(f"cannot write {target}: the folder {folder} does not exist")
+    _check_names_a_file(path, folder)
     try:
         st = os.stat(target)
     except FileNotFoundError:
@@ -101,6 +100,17 @@ def check_output(
         kind = _saved_record_kind(target)
         what = f"is a saved gpuselect {kind} (kept unless asked)" if kind else "was not written by gpuselect"
         raise OutputError(f"{target} exists and {what}; choose another file, or pass --force to replace it")
+
+
+def _check_names_a_file(path: str | os.PathLike[str], folder: Path) -> None:
+    """A name ending in "/" means a folder: Path drops the slash, and `-o out/` wrote a file named
+    "out". A parent that is a file was "the folder ... does not exist"."""
+    text = os.fspath(path)
+    if text.endswith(("/", os.sep)) and not os.path.isdir(text):
+        raise OutputError(f"{text} ends in {text[-1]}, a folder's name; give a file name to write to")
+    if not folder.is_dir():
+        what = f"{folder} is a file, not a folder" if folder.exists() else f"the folder {folder} does not exist"
+        raise OutputError(f"cannot write {Path(path)}: {what}")
 
 
 def atomic_write_bytes(
@@ -135,8 +145,8 @@ def atomic_write_bytes(
     folder = target.parent if str(target.parent) else Path(".")
     if st is not None and _read_only(target, st):
         raise OutputError(f"{target} is read-only; choose another file or make it writable")
-    if not make_parents and not folder.is_dir():
-        raise OutputError(f"cannot write {target}: the folder {folder} does not exist")
+    if not make_parents:
+        _check_names_a_file(path if target == given else target, folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)

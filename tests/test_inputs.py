@@ -410,6 +410,19 @@ def test_a_report_into_a_missing_folder_or_to_an_empty_name_is_refused(
     assert "output file name is empty" in capsys.readouterr().err
 
 
+def test_an_output_named_as_a_folder_or_under_a_file_is_refused_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-o out/` wrote a file named "out"; `-o notes.txt/r.md` said the folder notes.txt does not exist."""
+    assert main(["report", "--no-bench", "-o", f"{tmp_path / 'out'}/"]) == 1
+    assert "ends in /, a folder's name" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    with pytest.raises(OutputError, match="ends in /"):
+        atomic_write_text(f"{tmp_path / 'out'}/", "x")
+    (tmp_path / "notes.txt").write_text("mine\n")
+    assert main(["report", "--no-bench", "-o", str(tmp_path / "notes.txt" / "r.md")]) == 1
+    assert "notes.txt is a file, not a folder" in capsys.readouterr().err
+
+
 def test_report_to_a_dash_prints_markdown(tmp_path: Path) -> None:
     # `-o -` wrote a file named "-".
     out = _gpuselect("report", "-o", "-", "--no-bench", cwd=tmp_path)
