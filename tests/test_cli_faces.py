@@ -417,3 +417,14 @@ def test_json_names_the_stage_as_the_text_heads_it(capsys: pytest.CaptureFixture
     doc = json.loads(_out([*argv, "--format", "json"], capsys))
     rec = doc["recommendation"]
     assert f"\nStage {rec['stage']} — {rec['stage_name']}: " in _out(argv, capsys)
+
+
+def test_every_key_a_script_reads_is_in_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/estimator.md names every key of the JSON's rows, local entries, recommendation and its
+    options (error_band's meaning, the GiB behind `_gb`, break_even_hours were said nowhere)."""
+    doc = json.loads(_out(["estimate", "--workload", "gpt2-124m", "--format", "json"], capsys))
+    rec = doc["recommendation"]
+    options = [o for o in (rec["option"], *rec["per_stage"].values()) if o]
+    keys = {*doc, *doc["rows"][0], *doc["local"][0], *rec, *(k for o in options for k in o)}
+    text = (Path(__file__).resolve().parents[1] / "docs" / "estimator.md").read_text(encoding="utf-8")
+    assert sorted(k for k in keys if f"`{k}`" not in text) == []
