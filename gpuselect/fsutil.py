@@ -166,10 +166,13 @@ def atomic_write_bytes(
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp_name, target)
-    except OSError as exc:
+    except BaseException as exc:
+        # Ctrl-C during the write or fsync left ".r.pdf.x1y2.tmp" beside the report
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
-        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
+        if isinstance(exc, OSError):
+            raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
+        raise
     return given
 
 

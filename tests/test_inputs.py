@@ -423,6 +423,20 @@ def test_an_output_named_as_a_folder_or_under_a_file_is_refused_so(
     assert "notes.txt is a file, not a folder" in capsys.readouterr().err
 
 
+def test_ctrl_c_during_a_write_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Interrupted in the write or its fsync, the temporary file stayed beside the old report."""
+    out = tmp_path / "r.md"
+    out.write_text("old\n")
+
+    def interrupted(fd: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write_text(out, "new\n")
+    assert [p.name for p in tmp_path.iterdir()] == ["r.md"] and out.read_text() == "old\n"
+
+
 def test_report_to_a_dash_prints_markdown(tmp_path: Path) -> None:
     # `-o -` wrote a file named "-".
     out = _gpuselect("report", "-o", "-", "--no-bench", cwd=tmp_path)
