@@ -307,6 +307,10 @@ def test_json_costs_are_cents_without_float_noise(capsys: pytest.CaptureFixture[
     money = _money(doc)
     assert money and all(v == round(v, 2) if abs(v) >= 1 else v == float(f"{v:.3g}") for v in money)
     assert any(0 < v < 1 for v in money)  # a cost under a dollar keeps its digits, not 0.0
+    # CSV's cells as JSON's figures (they were the core's: 389.77231575252597 beside JSON's 389.77)
+    rows = csv.DictReader(io.StringIO(_out(["estimate", *argv, "--format", "csv"], capsys)))
+    cells = [float(r[k]) for r in rows for k in ("buy_cost_usd", "cloud_cost_usd") if r[k]]
+    assert sorted(cells) == sorted(_money(doc["rows"]))
 
 
 def test_bound_follows_the_documented_shares(capsys: pytest.CaptureFixture[str]) -> None:

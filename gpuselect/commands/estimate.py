@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         slower_precision_note,
         stage_heading,
     )
-    from gpuselect.output import estimate_payload, json_document
+    from gpuselect.output import estimate_payload, json_document, round_money
 
     settings = opts.user_settings()
     result = compute(args, opts.load_bench(args), settings)
@@ -88,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
             for loc in result.local
         ]
         for r in [*local, *result.rows]:
-            row = r if isinstance(r, dict) else dataclasses.asdict(r)
+            # costs to the cent as JSON has them (a cell read 389.77231575252597 beside JSON's 389.77)
+            row = round_money(r if isinstance(r, dict) else dataclasses.asdict(r))
             row["suggestions"] = "; ".join(row.get("suggestions") or [])
             # nested figures (memory and time breakdowns) as JSON in their cell, not Python reprs
             row = {
