@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpuselect.cli import main
+from tests.fakes import fake_nvml as F  # imported before the fixture hides the real pynvml
 
 
 def _out(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -432,3 +433,18 @@ def test_every_key_a_script_reads_is_in_the_docs(capsys: pytest.CaptureFixture[s
     keys = {*doc, *doc["rows"][0], *doc["local"][0], *rec, *(k for o in options for k in o)}
     text = (Path(__file__).resolve().parents[1] / "docs" / "estimator.md").read_text(encoding="utf-8")
     assert sorted(k for k in keys if f"`{k}`" not in text) == []
+
+
+def test_a_local_gpu_that_does_not_fit_has_no_band_on_no_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each of 8 H100s short of Llama 8B's full state read "n/a (±100 %; ...)": a range of nothing."""
+    fake = F.SCENARIOS["h100x8"]()
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: fake)
+    argv = ["--workload", "llama-8b-full", "--top", "1"]
+    text = _out(["estimate", *argv], capsys)
+    out = tmp_path / "r.md"
+    assert main(["report", "--no-bench", "-o", str(out), *argv[:2]]) == 0
+    for face in (text, out.read_text(encoding="utf-8")):
+        assert "gpu0 (NVIDIA H100 80GB HBM3): no time: it does not fit (" in face
+        assert "n/a (" not in face

@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         PARTIAL_OFFER_NOTE,
         explain,
         fmt_hours,
+        local_time,
         memory_need,
         named_options,
         slower_precision_note,
@@ -127,11 +128,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{stage_heading(rec)}: {choice}\n{why}\n")
     left_out = {x.split(" ", 1)[0] for x in rec.excluded}
     for loc in result.local:
-        state = (
-            "left out of the plan (critical health finding)"
-            if loc.device in left_out
-            else f"{fmt_hours(loc.total_time_h)} (±{100 * loc.error_band:.0f} %; {loc.basis})"
-        )
+        state = "left out of the plan (critical health finding)" if loc.device in left_out else local_time(loc)
         if loc.peak_memory_gb is not None and loc.vram_gb:  # "will it fit my card?"
             state += f"; {memory_need(loc)}"
         print(f"Your machine, {loc.device} ({loc.name}): {state}")

@@ -1259,6 +1259,14 @@ def verdict_line(rec: Recommendation, money: Money = usd) -> str:
     return f"{stage_heading(rec)}: {choice}"
 
 
+def local_time(loc: Any, pm: str = "±") -> str:
+    """This machine's device's time with its band and basis, as the CLI and the report write it; a
+    device with no time says why, with no band ("n/a (±100 %; ...)" gave a range of nothing)."""
+    if loc.total_time_h is None:
+        return f"no time: {'it does not fit' if not loc.fits else 'not estimated'} ({loc.basis})"
+    return f"{fmt_hours(loc.total_time_h)} ({pm}{100 * loc.error_band:.0f} %; {loc.basis})"
+
+
 def memory_need(loc: Any) -> str:
     """A local device's "needs X of your Y GB" (its RAM for the CPU), and whether it fits."""
     if loc.device == "cpu":
