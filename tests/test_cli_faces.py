@@ -431,6 +431,7 @@ def test_every_key_a_script_reads_is_in_the_docs(capsys: pytest.CaptureFixture[s
     rec = doc["recommendation"]
     options = [o for o in (rec["option"], *rec["per_stage"].values()) if o]
     keys = {*doc, *doc["rows"][0], *doc["local"][0], *rec, *(k for o in options for k in o)}
+    keys |= {*doc["workload"], *doc["assumptions"]}
     text = (Path(__file__).resolve().parents[1] / "docs" / "estimator.md").read_text(encoding="utf-8")
     assert sorted(k for k in keys if f"`{k}`" not in text) == []
 
