@@ -194,8 +194,21 @@ def _write_in_place(target: Path, data: bytes, on_wait: Callable[[Path], None] |
         with os.fdopen(fd, "wb") if fd is not None else open(target, "wb") as fh:
             fh.write(data)
             fh.flush()
+    except BrokenPipeError as exc:
+        if _is_stdout(target):
+            raise  # `report -o - | head`: the reader left, as any command's output into head (exit 0)
+        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
     except OSError as exc:
         raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
+
+
+def _is_stdout(target: Path) -> bool:
+    """Whether ``target`` is this process's standard output (/dev/stdout, /proc/self/fd/1)."""
+    try:
+        a, b = os.stat(target), os.fstat(1)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def atomic_write_text(

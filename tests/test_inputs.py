@@ -597,6 +597,27 @@ def test_a_stderr_nobody_reads_does_not_stop_the_work(tmp_path: Path) -> None:
     assert done.returncode == 0 and out.read_text(encoding="utf-8").startswith("# gpuselect hardware report")
 
 
+@pytest.mark.skipif(os.name != "posix", reason="a pipe whose reader is gone")
+def test_a_report_on_stdout_into_a_closed_pipe_ends_as_any_output_does() -> None:
+    """`report -o - --format json | head -c 10` said "cannot write /dev/stdout: Broken pipe" and
+    exited 1, where every other command's output into `head` ends quietly with 0."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "gpuselect", "report", "-o", "-", "--format", "json", "--no-bench"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 0 and "error" not in done.stderr, done.stderr
+
+
 @pytest.mark.skipif(os.name != "posix", reason="a closed descriptor")
 def test_a_closed_stderr_keeps_notes_out_of_the_json() -> None:
     """`2>&-`: Python has no sys.stderr, and print(file=None) wrote the notes into stdout's JSON."""
