@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from gpuselect.catalog import load_catalog, overlay_path
+    from gpuselect.catalog import load_catalog, user_overlay
     from gpuselect.catalog.loader import validate_file
     from gpuselect.output import json_document
 
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(
             json_document(
-                {"count": len(entries), "overlay": str(overlay_path()), "entries": entries, "sources": catalog.sources},
+                {"count": len(entries), "overlay": user_overlay(), "entries": entries, "sources": catalog.sources},
                 kind="catalog",
             )
         )
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
             )
         print(
             f"{len(entries)} GPU{'s' if len(entries) != 1 else ''}. TFLOPS are dense; FP16/BF16 are tensor rates with FP32 accumulate. "
-            f"`--format json` shows every figure's source. Your overlay: {overlay_path()}"
+            f"`--format json` shows every figure's source. Your overlay: {user_overlay() or 'none (no config folder)'}"
         )
     return 0
 
