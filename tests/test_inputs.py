@@ -437,6 +437,24 @@ def test_ctrl_c_during_a_write_leaves_no_temporary_file(tmp_path: Path, monkeypa
     assert [p.name for p in tmp_path.iterdir()] == ["r.md"] and out.read_text() == "old\n"
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["estimate", "--workload", "resnet50", "--bench", "-"],
+        ["estimate", "--config", "-"],
+        ["estimate", "--workload", "resnet50", "--interconnect", "-"],
+        ["catalog", "--validate", "-"],
+    ],
+)
+def test_a_dash_as_an_input_says_stdin_is_not_read(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--bench -` said "the benchmark result - does not exist", as if gpuselect had a bug."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert "would be standard input, which gpuselect does not read" in capsys.readouterr().err
+
+
 def test_report_to_a_dash_prints_markdown(tmp_path: Path) -> None:
     # `-o -` wrote a file named "-".
     out = _gpuselect("report", "-o", "-", "--no-bench", cwd=tmp_path)
