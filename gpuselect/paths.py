@@ -31,10 +31,14 @@ class NoConfigFolderError(DataError):
     """No HOME, and the user database names no home (a container run under an arbitrary user id):
     there is no config folder. The CLI goes on with the defaults (it was an internal error)."""
 
+    def fallback(self) -> str:
+        """The warning where a reader goes on without the folder (one text: said once)."""
+        return f"{self}; using the default settings and the built-in catalog without an overlay"
+
 
 NO_CONFIG_FOLDER = (
-    "no config folder: HOME is not set and the user database names no home directory; using the default "
-    "settings and the built-in catalog without an overlay (set HOME, XDG_CONFIG_HOME or GPUSELECT_CONFIG_DIR)"
+    "no config folder: HOME is not set and the user database names no home directory "
+    "(set HOME, XDG_CONFIG_HOME or GPUSELECT_CONFIG_DIR)"
 )
 
 

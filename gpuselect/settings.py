@@ -112,8 +112,8 @@ def load(path: Path | None = None) -> tuple[Settings, list[str]]:
     try:
         p = path or settings_path()
     except NoConfigFolderError as exc:
-        notices.warn(str(exc))
-        return Settings(), [str(exc)]
+        notices.warn(exc.fallback())
+        return Settings(), [exc.fallback()]
     settings, problems = _load(p)
     for problem in problems:
         notices.warn(problem.message, minor=problem.minor)

@@ -95,7 +95,7 @@ def user_overlay() -> Path | None:
     try:
         return overlay_path()
     except NoConfigFolderError as exc:
-        notices.warn(str(exc))
+        notices.warn(exc.fallback())
         return None
 
 
