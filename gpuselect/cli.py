@@ -22,7 +22,7 @@ import re
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import NoReturn
+from typing import NoReturn, TextIO, cast
 
 from gpuselect import __version__, notices
 from gpuselect.errors import GpuselectError
@@ -135,6 +135,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if module.__name__ != "gpuselect.commands.gui":  # the desktop app shows them in a banner
         notices.set_handler(_print_warning)
     _escape_what_stdout_cannot_encode()
+    stderr = sys.stderr
+    sys.stderr = _diagnostics(stderr)
+    try:
+        return _run(module, args)
+    finally:
+        sys.stderr = stderr
+
+
+def _run(module: ModuleType, args: argparse.Namespace) -> int:
     try:
         rc = int(module.run(args))
         if sys.stdout is None:  # started with stdout closed (`>&-`): Python has none
@@ -162,6 +171,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except Exception as exc:  # noqa: BLE001 - the last resort: one line, the traceback on request
         return _internal(exc)
+
+
+class _Diagnostics:
+    """stderr for notes, warnings and progress, which never stop the work: a reader that went away
+    (`bench -o rec.json 2>&1 | head -1`) ended the benchmark at its next progress line, unsaved,
+    with exit status 0; the lines after it are dropped and the command finishes."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        try:
+            return self._inner.write(text)
+        except BrokenPipeError:
+            self._drop()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._inner.flush()
+        except BrokenPipeError:
+            self._drop()
+
+    def _drop(self) -> None:
+        # what is still buffered goes to /dev/null at the next flush, not to the closed pipe
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self._inner.fileno())
+
+    def __getattr__(self, name: str) -> object:  # isatty, fileno, encoding ...: the stream's own
+        return getattr(self._inner, name)
+
+
+def _diagnostics(stderr: TextIO | None) -> TextIO:
+    """The stream diagnostics go to. Started with stderr closed (`2>&-`) Python has none, and
+    print(file=None) writes to stdout: a note landed inside `--format json`'s document."""
+    if stderr is None:
+        return open(os.devnull, "w", encoding="utf-8")
+    return cast(TextIO, _Diagnostics(stderr))
 
 
 #: Write errors of the output itself (a full disk, a closed descriptor, an I/O error).

@@ -79,8 +79,7 @@ def check_output(
         raise OutputError("the output file name is empty; give a file name to write to")
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise OutputError(f"cannot write {target}: the folder {folder} does not exist")
+    _check_names_a_file(path, folder)
     try:
         st = os.stat(target)
     except FileNotFoundError:
@@ -101,6 +100,17 @@ def check_output(
         kind = _saved_record_kind(target)
         what = f"is a saved gpuselect {kind} (kept unless asked)" if kind else "was not written by gpuselect"
         raise OutputError(f"{target} exists and {what}; choose another file, or pass --force to replace it")
+
+
+def _check_names_a_file(path: str | os.PathLike[str], folder: Path) -> None:
+    """A name ending in "/" means a folder: Path drops the slash, and `-o out/` wrote a file named
+    "out". A parent that is a file was "the folder ... does not exist"."""
+    text = os.fspath(path)
+    if text.endswith(("/", os.sep)) and not os.path.isdir(text):
+        raise OutputError(f"{text} ends in {text[-1]}, a folder's name; give a file name to write to")
+    if not folder.is_dir():
+        what = f"{folder} is a file, not a folder" if folder.exists() else f"the folder {folder} does not exist"
+        raise OutputError(f"cannot write {Path(path)}: {what}")
 
 
 def atomic_write_bytes(
@@ -135,8 +145,8 @@ def atomic_write_bytes(
     folder = target.parent if str(target.parent) else Path(".")
     if st is not None and _read_only(target, st):
         raise OutputError(f"{target} is read-only; choose another file or make it writable")
-    if not make_parents and not folder.is_dir():
-        raise OutputError(f"cannot write {target}: the folder {folder} does not exist")
+    if not make_parents:
+        _check_names_a_file(path if target == given else target, folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
@@ -156,10 +166,13 @@ def atomic_write_bytes(
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp_name, target)
-    except OSError as exc:
+    except BaseException as exc:
+        # Ctrl-C during the write or fsync left ".r.pdf.x1y2.tmp" beside the report
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
-        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
+        if isinstance(exc, OSError):
+            raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
+        raise
     return given
 
 
@@ -181,8 +194,21 @@ def _write_in_place(target: Path, data: bytes, on_wait: Callable[[Path], None] |
         with os.fdopen(fd, "wb") if fd is not None else open(target, "wb") as fh:
             fh.write(data)
             fh.flush()
+    except BrokenPipeError as exc:
+        if _is_stdout(target):
+            raise  # `report -o - | head`: the reader left, as any command's output into head (exit 0)
+        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
     except OSError as exc:
         raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from exc
+
+
+def _is_stdout(target: Path) -> bool:
+    """Whether ``target`` is this process's standard output (/dev/stdout, /proc/self/fd/1)."""
+    try:
+        a, b = os.stat(target), os.fstat(1)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def atomic_write_text(

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from gpuselect.errors import DataError
+
 _PACKAGE_DIR = Path(__file__).resolve().parent
 APP_NAME = "gpuselect"
 
@@ -25,16 +27,34 @@ def catalog_dir() -> Path:
     return _shipped("gpu_catalog")
 
 
+class NoConfigFolderError(DataError):
+    """No HOME, and the user database names no home (a container run under an arbitrary user id):
+    there is no config folder. The CLI goes on with the defaults (it was an internal error)."""
+
+    def fallback(self) -> str:
+        """The warning where a reader goes on without the folder (one text: said once)."""
+        return f"{self}; using the default settings and the built-in catalog without an overlay"
+
+
+NO_CONFIG_FOLDER = (
+    "no config folder: HOME is not set and the user database names no home directory "
+    "(set HOME, XDG_CONFIG_HOME or GPUSELECT_CONFIG_DIR)"
+)
+
+
 def config_dir() -> Path:
     """The user's config folder (``GPUSELECT_CONFIG_DIR`` overrides it, e.g. in tests)."""
     override = os.environ.get("GPUSELECT_CONFIG_DIR")
     if override:
         return Path(override)
     try:
-        from platformdirs import user_config_path
-    except ImportError:  # a bare source tree (e.g. on a GPU server): the XDG default
-        return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / APP_NAME
-    return user_config_path(APP_NAME, appauthor=False)
+        try:
+            from platformdirs import user_config_path
+        except ImportError:  # a bare source tree (e.g. on a GPU server): the XDG default
+            return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / APP_NAME
+        return user_config_path(APP_NAME, appauthor=False)
+    except RuntimeError as exc:  # Path.home() and platformdirs: "could not determine the home directory"
+        raise NoConfigFolderError(NO_CONFIG_FOLDER) from exc
 
 
 def cache_dir() -> Path:

@@ -42,6 +42,10 @@ def read_bytes(path: str | os.PathLike[str], *, what: str = "file", max_bytes: i
         # O_NONBLOCK: opening a FIFO with no writer must not block; we refuse it just after.
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
+        if str(path) == "-":  # the usual name of standard input: "- does not exist" read as a bug
+            raise DataError(
+                f"the {what} - would be standard input, which gpuselect does not read; give a file"
+            ) from None
         raise DataError(f"the {what} {p} does not exist") from None
     except IsADirectoryError:
         raise DataError(f"the {what} {p} is a folder, not a file") from None

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from gpuselect import notices
 from gpuselect.errors import DataError
 from gpuselect.fsutil import atomic_write_text
+from gpuselect.paths import NoConfigFolderError
 from gpuselect.safe_io import finite_number, read_json
 
 FILE_NAME = "settings.json"
@@ -108,7 +109,11 @@ def load(path: Path | None = None) -> tuple[Settings, list[str]]:
 
     Each problem is also recorded with :func:`gpuselect.notices.warn` so every face shows it.
     """
-    p = path or settings_path()
+    try:
+        p = path or settings_path()
+    except NoConfigFolderError as exc:
+        notices.warn(exc.fallback())
+        return Settings(), [exc.fallback()]
     settings, problems = _load(p)
     for problem in problems:
         notices.warn(problem.message, minor=problem.minor)

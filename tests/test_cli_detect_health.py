@@ -196,3 +196,11 @@ def test_gui_without_qts_x11_libraries_names_them_and_the_packages(
     from gpuselect.commands.gui import _missing_xcb_libraries
 
     assert _missing_xcb_libraries() == []
+
+
+def test_every_key_of_the_health_json_is_documented(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README names each key of `health --format json`: a dashboard reads them (none was said)."""
+    _, doc = _json(capsys, ["health", "--format", "json", "--no-probe"])
+    keys = {*doc, *(k for f in doc["findings"] for k in f), *doc["counts"]}
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    assert sorted(k for k in keys if f"`{k}`" not in text) == []

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpuselect.cli import main
+from tests.fakes import fake_nvml as F  # imported before the fixture hides the real pynvml
 
 
 def _out(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -323,6 +324,10 @@ def test_json_costs_are_cents_without_float_noise(capsys: pytest.CaptureFixture[
     money = _money(doc)
     assert money and all(v == round(v, 2) if abs(v) >= 1 else v == float(f"{v:.3g}") for v in money)
     assert any(0 < v < 1 for v in money)  # a cost under a dollar keeps its digits, not 0.0
+    # CSV's cells as JSON's figures (they were the core's: 389.77231575252597 beside JSON's 389.77)
+    rows = csv.DictReader(io.StringIO(_out(["estimate", *argv, "--format", "csv"], capsys)))
+    cells = [float(r[k]) for r in rows for k in ("buy_cost_usd", "cloud_cost_usd") if r[k]]
+    assert sorted(cells) == sorted(_money(doc["rows"]))
 
 
 def test_bound_follows_the_documented_shares(capsys: pytest.CaptureFixture[str]) -> None:
@@ -424,3 +429,39 @@ def test_an_option_name_too_long_for_its_column_is_elided_not_cut(capsys: pytest
         name = line[:34].rstrip()
         assert name.endswith(("…", ")")) or "(" not in name, line
     assert any(line[:34].rstrip().endswith("…") for line in long)
+
+
+def test_json_names_the_stage_as_the_text_heads_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """JSON's stage_name read "one reasonable GPU" where the CLI, the GUI and the report say
+    "Stage 2 — one consumer GPU" (docs/advice.md: the names are the same everywhere)."""
+    argv = ["estimate", "--workload", "gpt2-124m", "--gpus", "nvidia-rtx-4090,nvidia-h100-sxm5-80gb"]
+    doc = json.loads(_out([*argv, "--format", "json"], capsys))
+    rec = doc["recommendation"]
+    assert f"\nStage {rec['stage']} — {rec['stage_name']}: " in _out(argv, capsys)
+
+
+def test_every_key_a_script_reads_is_in_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/estimator.md names every key of the JSON's rows, local entries, recommendation and its
+    options (error_band's meaning, the GiB behind `_gb`, break_even_hours were said nowhere)."""
+    doc = json.loads(_out(["estimate", "--workload", "gpt2-124m", "--format", "json"], capsys))
+    rec = doc["recommendation"]
+    options = [o for o in (rec["option"], *rec["per_stage"].values()) if o]
+    keys = {*doc, *doc["rows"][0], *doc["local"][0], *rec, *(k for o in options for k in o)}
+    keys |= {*doc["workload"], *doc["assumptions"]}
+    text = (Path(__file__).resolve().parents[1] / "docs" / "estimator.md").read_text(encoding="utf-8")
+    assert sorted(k for k in keys if f"`{k}`" not in text) == []
+
+
+def test_a_local_gpu_that_does_not_fit_has_no_band_on_no_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each of 8 H100s short of Llama 8B's full state read "n/a (±100 %; ...)": a range of nothing."""
+    fake = F.SCENARIOS["h100x8"]()
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: fake)
+    argv = ["--workload", "llama-8b-full", "--top", "1"]
+    text = _out(["estimate", *argv], capsys)
+    out = tmp_path / "r.md"
+    assert main(["report", "--no-bench", "-o", str(out), *argv[:2]]) == 0
+    for face in (text, out.read_text(encoding="utf-8")):
+        assert "gpu0 (NVIDIA H100 80GB HBM3): no time: it does not fit (" in face
+        assert "n/a (" not in face

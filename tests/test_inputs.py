@@ -410,6 +410,51 @@ def test_a_report_into_a_missing_folder_or_to_an_empty_name_is_refused(
     assert "output file name is empty" in capsys.readouterr().err
 
 
+def test_an_output_named_as_a_folder_or_under_a_file_is_refused_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-o out/` wrote a file named "out"; `-o notes.txt/r.md` said the folder notes.txt does not exist."""
+    assert main(["report", "--no-bench", "-o", f"{tmp_path / 'out'}/"]) == 1
+    assert "ends in /, a folder's name" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    with pytest.raises(OutputError, match="ends in /"):
+        atomic_write_text(f"{tmp_path / 'out'}/", "x")
+    (tmp_path / "notes.txt").write_text("mine\n")
+    assert main(["report", "--no-bench", "-o", str(tmp_path / "notes.txt" / "r.md")]) == 1
+    assert "notes.txt is a file, not a folder" in capsys.readouterr().err
+
+
+def test_ctrl_c_during_a_write_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Interrupted in the write or its fsync, the temporary file stayed beside the old report."""
+    out = tmp_path / "r.md"
+    out.write_text("old\n")
+
+    def interrupted(fd: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write_text(out, "new\n")
+    assert [p.name for p in tmp_path.iterdir()] == ["r.md"] and out.read_text() == "old\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["estimate", "--workload", "resnet50", "--bench", "-"],
+        ["estimate", "--config", "-"],
+        ["estimate", "--workload", "resnet50", "--interconnect", "-"],
+        ["catalog", "--validate", "-"],
+    ],
+)
+def test_a_dash_as_an_input_says_stdin_is_not_read(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--bench -` said "the benchmark result - does not exist", as if gpuselect had a bug."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert "would be standard input, which gpuselect does not read" in capsys.readouterr().err
+
+
 def test_report_to_a_dash_prints_markdown(tmp_path: Path) -> None:
     # `-o -` wrote a file named "-".
     out = _gpuselect("report", "-o", "-", "--no-bench", cwd=tmp_path)
@@ -546,6 +591,63 @@ def test_a_closed_stdout_is_one_sentence() -> None:
         check=False,
     )
     assert done.returncode == 1 and "cannot write the output" in done.stderr and "internal error" not in done.stderr
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a pipe whose reader is gone")
+def test_a_stderr_nobody_reads_does_not_stop_the_work(tmp_path: Path) -> None:
+    """`... 2>&1 | head -1`: the note after the first line hit the closed pipe and ended the command,
+    the file unwritten, with exit status 0 (a benchmark's progress line ended `bench -o` alike)."""
+    out = tmp_path / "r.md"
+    argv = ["report", "-o", str(out), "--no-bench", "--workload", "resnet50", "--count", "3"]  # a note first
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader went away
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "gpuselect", *argv],
+            stdout=subprocess.DEVNULL,
+            stderr=write_end,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 0 and out.read_text(encoding="utf-8").startswith("# gpuselect hardware report")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a pipe whose reader is gone")
+def test_a_report_on_stdout_into_a_closed_pipe_ends_as_any_output_does() -> None:
+    """`report -o - --format json | head -c 10` said "cannot write /dev/stdout: Broken pipe" and
+    exited 1, where every other command's output into `head` ends quietly with 0."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "gpuselect", "report", "-o", "-", "--format", "json", "--no-bench"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 0 and "error" not in done.stderr, done.stderr
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a closed descriptor")
+def test_a_closed_stderr_keeps_notes_out_of_the_json() -> None:
+    """`2>&-`: Python has no sys.stderr, and print(file=None) wrote the notes into stdout's JSON."""
+    done = subprocess.run(
+        ["sh", "-c", f'"{sys.executable}" -m gpuselect estimate --workload resnet50 --count 3 --format json 2>&-'],
+        stdout=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        check=False,
+    )
+    assert done.returncode == 0 and json.loads(done.stdout)["kind"] == "estimate"
 
 
 def test_bench_file_with_a_vanishing_bandwidth_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

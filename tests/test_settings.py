@@ -3,6 +3,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from gpuselect.settings import Settings, load, save
 
 
@@ -92,3 +94,33 @@ def test_a_setting_given_twice_is_named_and_the_file_kept_when_saving(tmp_path: 
     save(Settings(currency_symbol="£"), p)
     backups = list(tmp_path.glob("settings.json.corrupt-*"))
     assert len(backups) == 1 and backups[0].read_text() == text
+
+
+def test_no_home_at_all_runs_on_the_defaults(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A container under an arbitrary user id, HOME unset: every command was an internal error
+    (exit 70, "please report it"); they run on the defaults and say why once."""
+    import pwd
+
+    from gpuselect import notices
+    from gpuselect.cli import main
+
+    for var in ("GPUSELECT_CONFIG_DIR", "XDG_CONFIG_HOME", "HOME"):
+        monkeypatch.delenv(var, raising=False)
+
+    def no_entry(uid: int) -> pwd.struct_passwd:
+        raise KeyError(uid)
+
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    notices.reset()
+    try:
+        assert main(["estimate", "--workload", "resnet50", "--format", "json"]) == 0
+        out, err = capsys.readouterr()
+        assert json.loads(out)["kind"] == "estimate"
+        assert err.count("no config folder: HOME is not set") == 1 and "internal error" not in err
+        assert main(["catalog", "--format", "json"]) == 0
+        assert json.loads(capsys.readouterr().out)["overlay"] is None
+        assert load()[0] == Settings()
+    finally:
+        notices.reset()

@@ -87,21 +87,37 @@ def overlay_path() -> Path:
     return config_dir() / OVERLAY_NAME
 
 
+def user_overlay() -> Path | None:
+    """The overlay's path, or None where there is no config folder (said once, as a warning)."""
+    from gpuselect import notices
+    from gpuselect.paths import NoConfigFolderError
+
+    try:
+        return overlay_path()
+    except NoConfigFolderError as exc:
+        notices.warn(exc.fallback())
+        return None
+
+
 def load_catalog(*, folder: Path | None = None, overlay: Path | None = None, use_overlay: bool = True) -> Catalog:
     if folder is None and overlay is None and use_overlay:
-        return _cached_default(str(overlay_path()))
+        default = user_overlay()
+        return _cached_default(str(default) if default else "")
     from gpuselect.paths import catalog_dir
 
     result = load_builtin(folder or catalog_dir())
-    if use_overlay:
-        apply_overlay(result, overlay or overlay_path())
+    path = (overlay or user_overlay()) if use_overlay else None
+    if path is not None:
+        apply_overlay(result, path)
     return Catalog(result)
 
 
 @functools.lru_cache(maxsize=4)
 def _cached_default(overlay: str) -> Catalog:
+    """The built-in catalog with the overlay at ``overlay`` ("": none, there is no config folder)."""
     from gpuselect.paths import catalog_dir
 
     result = load_builtin(catalog_dir())
-    apply_overlay(result, Path(overlay))
+    if overlay:
+        apply_overlay(result, Path(overlay))
     return Catalog(result)

@@ -377,6 +377,8 @@ def _merge_overlay(base: LoadResult, path: Path, *, what: str = "catalog overlay
 def validate_file(path: Path) -> list[Problem]:
     """Problems of one catalog or overlay file (``gpuselect catalog --validate``)."""
     if not path.exists():
+        if str(path) == "-":
+            raise DataError("- would be standard input, which gpuselect does not read; give a catalog file")
         raise DataError(f"{path} does not exist")
     entries, problems, _ = parse_file(path, partial=True)
     if not entries and not problems:  # an empty file is not a catalog that passed

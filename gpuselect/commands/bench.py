@@ -38,7 +38,12 @@ def _progress(ev: object) -> None:
     left = f", ~{eta:.0f} s left" if eta is not None else ""
     line = f"[{100 * frac:3.0f}%] {step}{left}"
     if sys.stderr.isatty():
-        print("\r" + line.ljust(78), end="", file=sys.stderr, flush=True)
+        import shutil
+
+        # within the terminal's width: a 78-column line wrapped on a narrower one, and each "\r"
+        # then returned to its last row only, leaving a trail of half lines
+        width = max(20, min(78, shutil.get_terminal_size().columns - 1))
+        print("\r" + line[:width].ljust(width), end="", file=sys.stderr, flush=True)
     else:
         print(line, file=sys.stderr, flush=True)
 

@@ -9,7 +9,10 @@ from gpuselect.commands import add_format_option, enum_type
 from gpuselect.types import Family, values
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from gpuselect.catalog import Catalog
+    from gpuselect.catalog.schema import GpuEntry
 
 HELP = "list the GPU catalog (every figure with its source), or validate a catalog or overlay file"
 
@@ -25,13 +28,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import csv
-    import dataclasses
-    import io
     import sys
     from pathlib import Path
 
-    from gpuselect.catalog import load_catalog, overlay_path
+    from gpuselect.catalog import load_catalog, user_overlay
     from gpuselect.catalog.loader import validate_file
     from gpuselect.output import json_document
 
@@ -43,16 +43,25 @@ def run(args: argparse.Namespace) -> int:
             f"--validate checks one file and lists nothing: {'a GPU' if args.gpu else '--family'} cannot go with it"
         )
     if args.validate:
+        if args.format == "csv":
+            from gpuselect.errors import UsageError
+
+            raise UsageError("--validate lists problems as text or JSON: give --format text or json, not csv")
         problems = validate_file(Path(args.validate))
-        for p in problems:
-            print(p, file=sys.stderr)
+        if args.format == "json":  # scripts read the problems, not a line of text on stdout
+            doc = {"file": args.validate, "valid": not problems, "problems": problems}
+            print(json_document(doc, kind="catalog_validation"))
+        else:
+            for p in problems:
+                print(p, file=sys.stderr)
         if problems:
             print(
                 f"gpuselect: error: {args.validate} has {len(problems)} problem{'' if len(problems) == 1 else 's'}",
                 file=sys.stderr,
             )
             return 2
-        print(f"{args.validate}: valid")
+        if args.format != "json":
+            print(f"{args.validate}: valid")
         return 0
     catalog = load_catalog(use_overlay=not args.no_overlay)
     for problem in catalog.problems:
@@ -63,21 +72,12 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(
             json_document(
-                {"count": len(entries), "overlay": str(overlay_path()), "entries": entries, "sources": catalog.sources},
+                {"count": len(entries), "overlay": user_overlay(), "entries": entries, "sources": catalog.sources},
                 kind="catalog",
             )
         )
     elif args.format == "csv":
-        fields = [f.name for f in dataclasses.fields(entries[0])] if entries else []
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=fields)
-        writer.writeheader()
-        for e in entries:
-            row = dataclasses.asdict(e)
-            row["aliases"] = "; ".join(e.aliases)
-            row["sources"] = "; ".join(f"{k}={v}" for k, v in e.sources.items())
-            writer.writerow(row)
-        print(buf.getvalue(), end="")
+        print(_csv(entries), end="")
     else:
 
         def n(v: float | None, fmt: str = "{:.0f}") -> str:
@@ -95,9 +95,27 @@ def run(args: argparse.Namespace) -> int:
             )
         print(
             f"{len(entries)} GPU{'s' if len(entries) != 1 else ''}. TFLOPS are dense; FP16/BF16 are tensor rates with FP32 accumulate. "
-            f"`--format json` shows every figure's source. Your overlay: {overlay_path()}"
+            f"`--format json` shows every figure's source. Your overlay: {user_overlay() or 'none (no config folder)'}"
         )
     return 0
+
+
+def _csv(entries: Sequence[GpuEntry]) -> str:
+    """Entries as CSV, one per row: the list's, and one GPU's (which printed its text form)."""
+    import csv
+    import dataclasses
+    import io
+
+    fields = [f.name for f in dataclasses.fields(entries[0])] if entries else []
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=fields)
+    writer.writeheader()
+    for e in entries:
+        row = dataclasses.asdict(e)
+        row["aliases"] = "; ".join(e.aliases)
+        row["sources"] = "; ".join(f"{k}={v}" for k, v in e.sources.items())
+        writer.writerow(row)
+    return buf.getvalue()
 
 
 def _show_one(catalog: Catalog, query: str, fmt: str) -> int:
@@ -118,6 +136,9 @@ def _show_one(catalog: Catalog, query: str, fmt: str) -> int:
     (e,) = found
     if fmt == "json":
         print(json_document({"entry": e}, kind="catalog_entry"))
+        return 0
+    if fmt == "csv":
+        print(_csv([e]), end="")
         return 0
     print(f"{e.name} ({e.id})")
     for f in dataclasses.fields(e):

@@ -55,12 +55,13 @@ def run(args: argparse.Namespace) -> int:
         PARTIAL_OFFER_NOTE,
         explain,
         fmt_hours,
+        local_time,
         memory_need,
         named_options,
         slower_precision_note,
         stage_heading,
     )
-    from gpuselect.output import estimate_payload, json_document
+    from gpuselect.output import estimate_payload, json_document, round_money
 
     settings = opts.user_settings()
     result = compute(args, opts.load_bench(args), settings)
@@ -88,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
             for loc in result.local
         ]
         for r in [*local, *result.rows]:
-            row = r if isinstance(r, dict) else dataclasses.asdict(r)
+            # costs to the cent as JSON has them (a cell read 389.77231575252597 beside JSON's 389.77)
+            row = round_money(r if isinstance(r, dict) else dataclasses.asdict(r))
             row["suggestions"] = "; ".join(row.get("suggestions") or [])
             # nested figures (memory and time breakdowns) as JSON in their cell, not Python reprs
             row = {
@@ -126,11 +128,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{stage_heading(rec)}: {choice}\n{why}\n")
     left_out = {x.split(" ", 1)[0] for x in rec.excluded}
     for loc in result.local:
-        state = (
-            "left out of the plan (critical health finding)"
-            if loc.device in left_out
-            else f"{fmt_hours(loc.total_time_h)} (±{100 * loc.error_band:.0f} %; {loc.basis})"
-        )
+        state = "left out of the plan (critical health finding)" if loc.device in left_out else local_time(loc)
         if loc.peak_memory_gb is not None and loc.vram_gb:  # "will it fit my card?"
             state += f"; {memory_need(loc)}"
         print(f"Your machine, {loc.device} ({loc.name}): {state}")

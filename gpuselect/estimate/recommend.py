@@ -151,7 +151,7 @@ class OwnedGpu:
 
 @dataclass
 class Recommendation:
-    #: 1 no GPU, 2 one reasonable GPU, 3 workstation / rented datacenter GPUs, 4 cluster. Where
+    #: 1 no GPU, 2 one consumer GPU, 3 workstation / rented GPUs, 4 cluster (``STAGE_SHORT``). Where
     #: nothing fits (action "none") it is 4 for the chart's scale, and JSON writes null.
     stage: Stage = field(metadata={"json_via": "stage_or_none"})
     stage_name: str
@@ -622,7 +622,8 @@ def recommend(
             and (to_buy.buy_cost_usd or 0) < float(pick.get("buy_cost_usd") or math.inf)  # type: ignore[arg-type]
         ):
             rec.cheaper_buy = describe(to_buy, kind="buy")
-    rec.stage_name = "No stage" if rec.action == "none" else STAGE_NAMES[rec.stage]
+    # the name every face prints (docs/advice.md); the sentence form ("one reasonable GPU") was JSON's alone
+    rec.stage_name = "No stage" if rec.action == "none" else STAGE_SHORT[rec.stage]
     rec.deadline_met = rec.action in ("cpu", "have", "buy", "rent") or bool(
         rec.missed == "price" and rec.option and rec.option.get("meets_deadline")
     )  # an unpriced option in time meets it: only its cost is unknown
@@ -1256,6 +1257,14 @@ def verdict_line(rec: Recommendation, money: Money = usd) -> str:
     """One line: the stage and the choice, as the CLI, the GUI and the report's cover print it."""
     choice, _ = explain(rec, money)
     return f"{stage_heading(rec)}: {choice}"
+
+
+def local_time(loc: Any, pm: str = "±") -> str:
+    """This machine's device's time with its band and basis, as the CLI and the report write it; a
+    device with no time says why, with no band ("n/a (±100 %; ...)" gave a range of nothing)."""
+    if loc.total_time_h is None:
+        return f"no time: {'it does not fit' if not loc.fits else 'not estimated'} ({loc.basis})"
+    return f"{fmt_hours(loc.total_time_h)} ({pm}{100 * loc.error_band:.0f} %; {loc.basis})"
 
 
 def memory_need(loc: Any) -> str:

@@ -22,6 +22,7 @@ from gpuselect.estimate.recommend import (
     STAGE_SHORT,
     explain,
     fmt_hours,
+    local_time,
     memory_need,
     named_options,
     option_name,
@@ -355,9 +356,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
     s.lines.append(f"{stage_heading(rec)}: {choice}. {why}")
     for loc in result.local:
         need = f"; {memory_need(loc)}" if loc.device == "cpu" and loc.peak_memory_gb is not None and loc.vram_gb else ""
-        s.lines.append(
-            f"Your machine, {loc.device} ({loc.name}): {fmt_hours(loc.total_time_h)} (+/- {100 * loc.error_band:.0f} %; {loc.basis}){need}."
-        )
+        s.lines.append(f"Your machine, {loc.device} ({loc.name}): {local_time(loc, '+/- ')}{need}.")
     ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)
     singles, multis = shown_options(result, top)
     s.lines.append(_selection_note(ok, singles, multis, top))

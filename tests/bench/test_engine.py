@@ -470,3 +470,32 @@ def test_a_bad_stamp_is_refused_in_one_sentence(value: object, said: str) -> Non
     doc = {"kind": "bench", "devices": [{"device": "cpu"}], "report": {"taken_at": value}}
     with pytest.raises(DataError, match=said):
         validate_bench_doc(doc, source="b.json")
+
+
+def test_every_field_of_the_bench_json_is_documented() -> None:
+    """docs/benchmarks.md names each key of `bench --format json` (the record `estimate --bench`
+    reads): none was documented, nor the units of the detail timings."""
+    import dataclasses
+
+    from gpuselect.bench.model import Timing, TrainStep
+    from tests.conftest import REPO_ROOT
+
+    text = (REPO_ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    keys = [f.name for c in (BenchReport, DeviceResult, Timing, TrainStep) for f in dataclasses.fields(c)]
+    assert sorted(k for k in keys if f"`{k}`" not in text) == []
+
+
+def test_progress_on_a_narrow_terminal_stays_on_one_row(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """COLUMNS=40: the 78-column progress line wrapped, and each "\r" redrew only its last row."""
+    import sys
+
+    from gpuselect.bench.model import ProgressEvent
+    from gpuselect.commands.bench import _progress
+
+    monkeypatch.setenv("COLUMNS", "40")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    _progress(ProgressEvent("cuda:0: training step transformer batch 128", 0.5, 3.0, 12.0))
+    err = capsys.readouterr().err
+    assert err.startswith("\r[ 50%] cuda:0: training step") and len(err) <= 40

@@ -295,6 +295,33 @@ def test_cli_validate_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["catalog", "--validate", str(tmp_path / "missing.toml")]) == 2
 
 
+def test_cli_validate_as_json_is_one_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--validate FILE --format json` printed "FILE: valid" (text) on stdout, the problems as text."""
+    bad = _write(tmp_path, "bad.toml", VALID.replace("vram_gb = 16", "vram_gb = 0"))
+    assert main(["catalog", "--validate", str(bad), "--format", "json"]) == 2
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["kind"] == "catalog_validation" and doc["valid"] is False
+    assert [p["field"] for p in doc["problems"]] == ["vram_gb"] and "1 problem" in err
+    assert main(["catalog", "--validate", str(_write(tmp_path, "ok.toml", VALID)), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) | {"file": ""} == {
+        "schema_version": 1,
+        "kind": "catalog_validation",
+        "file": "",
+        "valid": True,
+        "problems": [],
+    }
+    assert main(["catalog", "--validate", str(bad), "--format", "csv"]) == 2
+    assert "not csv" in capsys.readouterr().err
+
+
+def test_one_gpu_as_csv_is_csv(capsys: pytest.CaptureFixture[str]) -> None:
+    """`catalog "RTX 4090" --format csv` printed the text listing."""
+    assert main(["catalog", "nvidia-rtx-4090", "--no-overlay", "--format", "csv"]) == 0
+    (row,) = csv.DictReader(io.StringIO(capsys.readouterr().out))
+    assert row["id"] == "nvidia-rtx-4090" and float(row["vram_gb"]) == 24
+
+
 def test_builtin_files_each_parse_alone() -> None:
     for path in catalog_dir().glob("*.toml"):
         if path.name != "sources.toml":

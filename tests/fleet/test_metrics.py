@@ -319,3 +319,14 @@ def test_exporter_serves_only_this_machines_devices_of_a_saved_benchmark(
     err = capsys.readouterr().err
     assert "NVIDIA H100 80GB HBM3 (cuda:0)" in err and "not used here" in err
     assert [d["device"] for d in _load_bench(str(p), nvml=F.h100x8())] == ["cpu", "cuda:0"]
+
+
+def test_every_gpuselect_metric_is_documented() -> None:
+    """docs/fleet.md lists the gpuselect_* families a dashboard queries (gpuselect_gpu_memory_total_bytes
+    was served but named nowhere)."""
+    from tests.conftest import REPO_ROOT
+
+    snap = detect(probe=False, nvml=F.FakeNVML([F.FakeGpu()]))
+    names = set(_parse(render(machine_families(snap, evaluate(snap)))))
+    text = (REPO_ROOT / "docs" / "fleet.md").read_text(encoding="utf-8")
+    assert sorted(n for n in names if n.startswith("gpuselect_") and f"`{n}" not in text) == []
