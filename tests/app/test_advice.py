@@ -26,7 +26,7 @@ from gpuselect.health.model import Finding, Severity
 from gpuselect.health.rules import HealthReport
 from gpuselect.settings import Settings
 from gpuselect.workloads.presets import PRESETS, get_preset
-from tests.app.machines import a100x2, rtx3090
+from tests.app.machines import a100x2, rtx3090, rtx3090_and_two_3060
 from tests.builders import option_row
 
 S = Settings()
@@ -421,3 +421,14 @@ def test_a_quiet_benchmark_anchors_the_cpu_estimate_past_its_batches_and_an_unme
 
     assert band(0.02) == regime_band("cpu_anchored", "NVIDIA")
     assert band(None) != regime_band("cpu_anchored", "NVIDIA")
+
+
+def test_a_mixed_box_offers_its_fastest_group_not_its_largest() -> None:
+    # QA 17e: an RTX 3090 beside two RTX 3060: the two 3060s (the larger group, 51 h) were "your
+    # GPUs", beyond a 45 h deadline, and a $1,000 card to buy was the advice; the 3090 alone: 39.5 h.
+    m = this_machine(nvml=rtx3090_and_two_3060())
+    rec = _estimate(m, "resnet50", 45).recommendation
+    assert rec.own is not None and rec.own["gpu_id"] == "nvidia-rtx-3090" and rec.own["count"] == 1
+    assert rec.action == "have" and "your GeForce RTX 3090" in explain(rec)[1]
+    (gpu0,) = [x for x in _estimate(m, "resnet50", 45).local if x.device == "gpu0"]
+    assert rec.own["total_time_h"] == pytest.approx(gpu0.total_time_h)
