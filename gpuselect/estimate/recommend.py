@@ -473,7 +473,14 @@ def recommend(
             # The GPU to name beside the CPU: the cheapest to get (a consumer card to buy first)
             # of those clearly faster. The fastest named a $14,500 MI250X at 3.8 s beside a 4.1 s CPU.
             t_cpu = cpu.total_time_h if cpu is not None and cpu.total_time_h is not None else math.inf
-            quicker = [r for r in priced if not within_band(r.total_time_h or math.inf, r.error_band, t_cpu)]
+            # never the user's own card, whose "price" is its electricity ("1x GeForce RTX 3090,
+            # under $0.01 to buy" beside "your GeForce RTX 3090 would take about 21 s")
+            quicker = [
+                r
+                for r in priced
+                if not within_band(r.total_time_h or math.inf, r.error_band, t_cpu)
+                and not (own is not None and r.gpu_id == own.gpu_id and r.count <= owned_n)
+            ]
             if quicker:
                 g = min(
                     quicker,

@@ -432,3 +432,14 @@ def test_a_mixed_box_offers_its_fastest_group_not_its_largest() -> None:
     assert rec.action == "have" and "your GeForce RTX 3090" in explain(rec)[1]
     (gpu0,) = [x for x in _estimate(m, "resnet50", 45).local if x.device == "gpu0"]
     assert rec.own["total_time_h"] == pytest.approx(gpu0.total_time_h)
+
+
+def test_the_gpu_named_beside_the_cpu_is_one_to_buy_never_the_users_own() -> None:
+    # QA 17e: "A GPU would be faster (1x GeForce RTX 3090, about 21 s, under $0.01 to buy), but you
+    # do not need one. Your GeForce RTX 3090 would take about 21 s." -- its price was its electricity.
+    rec = _estimate(this_machine(nvml=rtx3090()), "simple-cnn", 72).recommendation
+    assert rec.action == "cpu" and rec.faster_gpu is not None
+    assert rec.faster_gpu["gpu_id"] != "nvidia-rtx-3090"
+    assert float(rec.faster_gpu["buy_cost_usd"]) > 100  # type: ignore[arg-type]  # a card's price
+    why = explain(rec)[1]
+    assert "under $0.01 to buy" not in why and "Your GeForce RTX 3090 would take" in why
