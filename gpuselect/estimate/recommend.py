@@ -209,6 +209,13 @@ class Recommendation:
     #: so "pick a faster option" names one (resnet50 in 24 h: an RTX 5090 rented for $18, up to
     #: 24.5 h, where a GH200 rented for $19 takes up to 11.1 h).
     in_range_alt: dict[str, object] | None = None
+    #: Where the user's own GPUs miss the deadline or cannot hold the workload: the fewest more of
+    #: the same card that would meet it (``owned``: how many they have; its buy cost counts only the
+    #: cards added, and electricity), so a manager reads "add 1 more RTX 3090", not only a new card.
+    add_owned: dict[str, object] | None = None
+    #: Where the user's own GPUs cannot hold the workload: they, and what they would need per GPU
+    #: ("your 2x GeForce RTX 4090 cannot hold it (needs 31.4 of 24 GB per GPU)").
+    own_misfit: str = ""
 
     @property
     def stage_or_none(self) -> Stage | None:
@@ -646,6 +653,9 @@ def recommend(
             and (to_buy.buy_cost_usd or 0) < float(pick.get("buy_cost_usd") or math.inf)  # type: ignore[arg-type]
         ):
             rec.cheaper_buy = describe(to_buy, kind="buy")
+    if own is not None and rec.action not in ("cpu", "have"):
+        rec.own_misfit = _own_misfit(own)
+        rec.add_owned = _add_owned(rows, own, owned_n, a, rec.option)
     rec.stage_name = "No stage" if rec.action == "none" else STAGE_NAMES[rec.stage]
     rec.deadline_met = rec.action in ("cpu", "have", "buy", "rent") or bool(
         rec.missed == "price" and rec.option and rec.option.get("meets_deadline")
@@ -674,6 +684,42 @@ def _in_range_alt(rows: Sequence[EstimateRow], a: Assumptions, kind: str, than_h
     ]
     best = min(safe, key=lambda r: (_price_as(r, kind) or math.inf, r.total_time_h or math.inf), default=None)
     return describe(best, kind=kind) if best is not None else None
+
+
+def _own_misfit(own: EstimateRow) -> str:
+    """ "your 2x GeForce RTX 4090 cannot hold it (needs 31.4 of 24 GB per GPU)", or "" where they can."""
+    if own.fits or own.peak_memory_gb is None or not own.vram_gb:
+        return ""
+    from gpuselect.estimate.memory import need_text, vram_text
+
+    name = option_name({"kind": "have", "count": own.count, "name": own.name})
+    each = " per GPU" if own.count * own.dies > 1 else ""
+    return f"{name} cannot hold it (needs {need_text(own.peak_memory_gb, own.vram_gb)} of {vram_text(own.vram_gb)} GB{each})"
+
+
+def _add_owned(
+    rows: Sequence[EstimateRow], own: EstimateRow, owned_n: int, a: Assumptions, option: dict[str, object] | None
+) -> dict[str, object] | None:
+    """The fewest more of the user's card that would meet the deadline (and the budget, where it is
+    priced), unless the advice already names it ("buy 1 more ...")."""
+    more = [
+        r
+        for r in rows
+        if r.gpu_id == own.gpu_id
+        and r.count > owned_n
+        and r.fits
+        and r.supported
+        and r.meets_deadline
+        and r.total_time_h is not None
+        and not (r.dataset_bound and r.count > 1)
+        and (a.budget_usd is None or r.buy_cost_usd is None or r.buy_cost_usd <= a.budget_usd)
+    ]
+    pick = min(more, key=lambda r: (r.count, r.total_time_h or math.inf), default=None)
+    if pick is None or (
+        option is not None and (option.get("gpu_id"), option.get("count")) == (pick.gpu_id, pick.count)
+    ):
+        return None
+    return describe(pick, kind="buy", owned=owned_n)
 
 
 #: How much larger a per-GPU batch ``larger_batch`` tries (capped by what fits): one batch, a few
@@ -834,6 +880,7 @@ def named_options(rec: Recommendation) -> list[dict[str, object]]:
             rec.unpriced,
             rec.cheaper_buy,
             rec.in_range_alt,
+            rec.add_owned,
             beside_cpu,
         )
         if o and o.get("kind") not in ("cpu", "have")
@@ -1039,6 +1086,8 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             lead = ""
             if rec.own:
                 lead = f"{_cap(option_name(rec.own))} would need ~{fmt_hours(rec.own.get('total_time_h'))}, beyond your {deadline} deadline. "  # type: ignore[arg-type]
+            elif rec.own_misfit:  # the user's GPUs, not the CPU, are what they asked about
+                lead = f"{_cap(rec.own_misfit)}. "
             elif rec.per_stage.get("1") and rec.per_stage["1"].get("total_time_h"):  # type: ignore[union-attr]
                 lead = _cpu_lead(rec.per_stage["1"], rec.deadline_hours)  # type: ignore[arg-type]
             where = {
@@ -1086,6 +1135,8 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                     f"{money(float(cb['buy_cost_usd']))}."  # type: ignore[arg-type]
                 )
         else:  # miss
+            if rec.own_misfit:
+                parts.append(f"{_cap(rec.own_misfit)}.")
             unpriced = ", no rental offer of that size" if o.get("cloud_unlinked") else ", no price in the catalog"
             choice = f"{name} ({_approx(t, '~')}" + (f"{unpriced})" if rec.missed == "price" else ")")
             budget = f" and the {money(rec.budget_usd)} budget" if rec.budget_usd else ""
@@ -1182,6 +1233,20 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 f"Its error range reaches past your {deadline} deadline (up to {_past(o.get('time_high_h'), rec.deadline_hours)}): "
                 f"leave room, or {pick}."
             )
+    ao = rec.add_owned
+    if ao is not None and rec.action != "none":
+        added = _int(ao.get("count"), 1) - _int(ao.get("owned"), 0)
+        buy = ao.get("buy_cost_usd")
+        price = (
+            f", for {_approx(money(float(buy)))} ({'the card' if added == 1 else f'the {added} cards'} you add, and electricity)"
+            if isinstance(buy, float | int)
+            else "; the catalog has no price for it"
+        )
+        parts.append(
+            f"Adding to yours: {added} more {ao.get('name')} ({ao.get('count')} in all) would finish in "
+            f"{_approx(fmt_hours(ao.get('total_time_h')))}{_range(ao)}, inside your {deadline} deadline{price}."  # type: ignore[arg-type]
+        )
+        choice += f"; or add {added} more {ao.get('name')} (~{fmt_hours(ao.get('total_time_h'))})"  # type: ignore[arg-type]
     for x in rec.excluded:
         parts.append(f"Left out of the plan: {x}.")
     lb = rec.larger_batch

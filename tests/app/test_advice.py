@@ -26,7 +26,7 @@ from gpuselect.health.model import Finding, Severity
 from gpuselect.health.rules import HealthReport
 from gpuselect.settings import Settings
 from gpuselect.workloads.presets import PRESETS, get_preset
-from tests.app.machines import a100x2, rtx3090, rtx3090_and_two_3060
+from tests.app.machines import a100x2, rtx3090, rtx3090_and_two_3060, rtx4090x2
 from tests.builders import option_row
 
 S = Settings()
@@ -443,3 +443,34 @@ def test_the_gpu_named_beside_the_cpu_is_one_to_buy_never_the_users_own() -> Non
     assert float(rec.faster_gpu["buy_cost_usd"]) > 100  # type: ignore[arg-type]  # a card's price
     why = explain(rec)[1]
     assert "under $0.01 to buy" not in why and "Your GeForce RTX 3090 would take" in why
+
+
+def test_owned_cards_short_of_time_are_told_how_many_more_to_add() -> None:
+    # QA 17e: one RTX 3090 at 98 h for a 72 h deadline: the advice named an RTX 5090 ($2,002) and a
+    # rental, never that one more 3090 (2 in all, 52 h) does it for the price of that one card.
+    rec = _estimate(this_machine(nvml=rtx3090()), "llama-8b-lora", 72).recommendation
+    assert rec.action in ("buy", "rent") and rec.own is not None and not rec.own["meets_deadline"]
+    add = rec.add_owned
+    assert add is not None and add["gpu_id"] == "nvidia-rtx-3090" and (add["count"], add["owned"]) == (2, 1)
+    assert add["meets_deadline"]
+    unit = load_catalog().get("nvidia-rtx-3090")
+    assert unit is not None and unit.launch_price_usd is not None
+    assert unit.launch_price_usd < float(add["buy_cost_usd"]) < 1.05 * unit.launch_price_usd  # type: ignore[arg-type]
+    choice, why = explain(rec)
+    assert "or add 1 more GeForce RTX 3090" in choice
+    assert "Adding to yours: 1 more GeForce RTX 3090 (2 in all) would finish in about" in why
+    assert "inside your 72 h deadline, for about $1,50" in why and "(the card you add, and electricity)" in why
+
+
+def test_owned_cards_that_cannot_hold_the_workload_are_named_and_what_to_add_is_said() -> None:
+    # QA 17e: two RTX 4090 and Llama 70B QLoRA: the advice began "The CPU cannot hold the training
+    # state" and never said the user's GPUs cannot either, nor that four of them would.
+    m = this_machine(nvml=rtx4090x2())
+    rec = _estimate(m, "llama-70b-qlora", 72).recommendation
+    assert rec.own is None and rec.own_misfit.startswith("your 2x GeForce RTX 4090 cannot hold it (needs ")
+    assert rec.own_misfit.endswith(" of 24 GB per GPU)")
+    why = explain(rec)[1]
+    assert why.startswith("Your 2x GeForce RTX 4090 cannot hold it") and "The CPU cannot" not in why
+    late = _estimate(m, "llama-70b-qlora", 200).recommendation
+    assert late.add_owned is not None and (late.add_owned["count"], late.add_owned["owned"]) == (4, 2)
+    assert "Adding to yours: 2 more GeForce RTX 4090 (4 in all)" in explain(late)[1]
