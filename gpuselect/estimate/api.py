@@ -221,6 +221,9 @@ class EstimateRow:
     #: (a batch asked for cut to the dataset's share, or one step per epoch). Several such GPUs are
     #: never recommended: 2,048 MI250X dies ran three optimizer steps in the whole run (QA 16c).
     dataset_bound: bool = False
+    #: Cards of this option the user already owns (healthy ones of this model): its buy cost leaves
+    #: their price out, counting only the cards they lack, plus electricity (the faces mark it).
+    owned: int = 0
 
 
 @dataclass
@@ -1622,7 +1625,9 @@ def estimate(
     # whole cards, as the rows count them (an MI250X is two GPUs; one GCD of it is no card)
     owned_n = own.count * own.dies // by_id[own.gpu_id].dies if own is not None else 0
     if own is not None:
-        rows = account_for_owned(rows, own.gpu_id, owned_n, _price(by_id[own.gpu_id])[0])
+        rows = account_for_owned(
+            rows, own.gpu_id, owned_n, _price(by_id[own.gpu_id])[0], electricity_usd_per_kwh=a.electricity_usd_per_kwh
+        )
     excluded = [f"{g.device} ({g.name}): {g.problem}" for g in owned if g.problem]
     local = local or []
     rec = recommend(rows, local, a, w, own=own, owned_n=owned_n, excluded=excluded)

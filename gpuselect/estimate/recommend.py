@@ -127,6 +127,16 @@ BUY_COST_NOTE = (
     "buy costs are the cards' price (launch price, or the street price a catalog overlay sets) plus this run's "
     "electricity"
 )
+
+
+def owned_note(n: int) -> str:
+    """What a buy cost marked § means: the user's own cards are not in it."""
+    return (
+        f"you own {'this card' if n == 1 else f'{n} of these cards'}: the buy cost counts only the cards you "
+        "lack, plus this run's electricity"
+    )
+
+
 NO_OFFER_NOTE = (
     "the price data rents this card only in smaller instances, not that many GPUs linked as the estimate assumes"
 )
@@ -379,19 +389,30 @@ def _group_option(
 
 
 def account_for_owned(
-    rows: list[EstimateRow], owned_id: str | None, owned_n: int, price_usd: float | None
+    rows: list[EstimateRow],
+    owned_id: str | None,
+    owned_n: int,
+    price_usd: float | None,
+    *,
+    electricity_usd_per_kwh: float,
 ) -> list[EstimateRow]:
     """Purchases are only what the user lacks: a row of the card they own counts the extra cards'
-    price; rows they already cover (count <= what they own) are their own option, not a purchase."""
+    price; rows they already cover (count <= what they own) are their own option, not a purchase.
+    ``owned`` says how many of a row's cards are left out of its buy cost (the faces mark it)."""
     if not owned_id or owned_n <= 0:
         return rows
     out = []
     for r in rows:
         if r.gpu_id == owned_id and r.buy_cost_usd is not None and price_usd is not None:
             extra = max(0, r.count - owned_n)
+            # each card's share of the row's hardware cost as the row counted it (amortised or
+            # whole): the whole price taken off an amortised share left -$1,495 to "buy"
+            energy = (r.energy_kwh or 0.0) * electricity_usd_per_kwh
+            per_card = max(0.0, r.buy_cost_usd - energy) / r.count
             r = replace(
                 r,
-                buy_cost_usd=r.buy_cost_usd - price_usd * (r.count - extra),
+                buy_cost_usd=r.buy_cost_usd - per_card * (r.count - extra),
+                owned=r.count - extra,
                 note=((r.note + "; ") if r.note else "")
                 + (f"you own {owned_n}: buy {extra} more" if extra else f"you own {owned_n}: nothing to buy"),
             )

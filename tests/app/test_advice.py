@@ -474,3 +474,45 @@ def test_owned_cards_that_cannot_hold_the_workload_are_named_and_what_to_add_is_
     late = _estimate(m, "llama-70b-qlora", 200).recommendation
     assert late.add_owned is not None and (late.add_owned["count"], late.add_owned["owned"]) == (4, 2)
     assert "Adding to yours: 2 more GeForce RTX 4090 (4 in all)" in explain(late)[1]
+
+
+def test_a_buy_cost_that_leaves_out_the_users_own_cards_is_marked_in_every_table(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # QA 17e: "1x GeForce RTX 3090 ... buy $1.76" under a footer saying buy costs are the cards'
+    # price: the user's own card's electricity read as its price, unmarked in the CLI and the report.
+    from gpuselect.estimate.recommend import owned_note
+
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: rtx3090())
+    assert main(["estimate", "--workload", "llama-8b-lora", "--gpus", "nvidia-rtx-3090,nvidia-rtx-4090"]) == 0
+    text = capsys.readouterr().out
+    lines = {ln.split("  ")[0].removeprefix("→ "): ln for ln in text.splitlines() if "x GeForce RTX" in ln}
+    assert "§" in lines["1x GeForce RTX 3090"] and "§" in lines["2x GeForce RTX 3090"]
+    assert "§" not in lines["1x GeForce RTX 4090"]
+    assert f"§ {owned_note(1)}" in text
+    assert main(["estimate", "--workload", "llama-8b-lora", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert {r["count"]: r["owned"] for r in rows if r["gpu_id"] == "nvidia-rtx-3090"} == {1: 1, 2: 1, 4: 1}
+    assert all(r["owned"] == 0 for r in rows if r["gpu_id"] != "nvidia-rtx-3090")
+    out = tmp_path / "r.json"
+    assert main(["report", "-o", str(out), "--no-bench", "--workload", "llama-8b-lora"]) == 0
+    est = next(s for s in json.loads(out.read_text())["report"]["sections"] if s["title"] == "Estimates")
+    head, *table = est["table"]
+    (two,) = [ln for ln in table if ln[0].startswith("2x GeForce RTX 3090")]  # named: add 1 more
+    assert two[head.index("Buy ($)")].endswith(" §")
+    assert f"§: {owned_note(1)}." in est["lines"]
+
+
+def test_an_amortised_purchase_of_more_of_the_users_card_is_never_negative() -> None:
+    # QA 17e: with amortisation the whole price of the card owned was taken off the row's amortised
+    # share: "buy" -$1,495 for one RTX 3090 the user owns, and for two.
+    a = Assumptions(amortisation_years=3)
+    result = estimate_for_machine(get_preset("resnet50"), a, this_machine(nvml=rtx3090()))
+    rows = {r.count: r for r in result.rows if r.gpu_id == "nvidia-rtx-3090"}
+    energy = {n: (r.energy_kwh or 0) * a.electricity_usd_per_kwh for n, r in rows.items()}
+    assert rows[1].buy_cost_usd == pytest.approx(energy[1])  # nothing to buy: its electricity
+    unit = load_catalog().get("nvidia-rtx-3090")
+    assert unit is not None and unit.launch_price_usd is not None
+    share = unit.launch_price_usd * (rows[2].total_time_h or 0) / (3 * 365 * 24)  # one card's share
+    assert rows[2].buy_cost_usd == pytest.approx(energy[2] + share)
+    assert all((r.buy_cost_usd or 0) >= 0 for r in result.rows)
