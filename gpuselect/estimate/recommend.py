@@ -413,6 +413,9 @@ def account_for_owned(
                 r,
                 buy_cost_usd=r.buy_cost_usd - per_card * (r.count - extra),
                 owned=r.count - extra,
+                # buying pays for the extra cards only: 2x RTX 3090 with one owned broke even after
+                # the hours two purchases would take; nothing to buy has no break-even
+                break_even_hours=r.break_even_hours * extra / r.count if r.break_even_hours and extra else None,
                 note=((r.note + "; ") if r.note else "")
                 + (f"you own {owned_n}: buy {extra} more" if extra else f"you own {owned_n}: nothing to buy"),
             )

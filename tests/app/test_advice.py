@@ -516,3 +516,15 @@ def test_an_amortised_purchase_of_more_of_the_users_card_is_never_negative() -> 
     share = unit.launch_price_usd * (rows[2].total_time_h or 0) / (3 * 365 * 24)  # one card's share
     assert rows[2].buy_cost_usd == pytest.approx(energy[2] + share)
     assert all((r.buy_cost_usd or 0) >= 0 for r in result.rows)
+
+
+def test_break_even_counts_only_the_cards_the_user_lacks() -> None:
+    # QA 17e: every RTX 3090 row broke even after 3,292 h, the hours the rows' whole purchase takes
+    # to repay, one owned card included; one more card repays in proportion, none has nothing to repay.
+    result = _estimate(this_machine(nvml=rtx3090()), "resnet50", 72)
+    full = estimate_for_machine(get_preset("resnet50"), assumptions(S, deadline_hours=72), None)
+    mine = {r.count: r.break_even_hours for r in result.rows if r.gpu_id == "nvidia-rtx-3090"}
+    whole = {r.count: r.break_even_hours for r in full.rows if r.gpu_id == "nvidia-rtx-3090"}
+    assert whole[2] is not None and whole[4] is not None
+    assert mine[1] is None
+    assert mine[2] == pytest.approx(whole[2] / 2) and mine[4] == pytest.approx(whole[4] * 3 / 4)
