@@ -1630,7 +1630,8 @@ def estimate(
         )
     excluded = [f"{g.device} ({g.name}): {g.problem}" for g in owned if g.problem]
     local = local or []
-    rec = recommend(rows, local, a, w, own=own, owned_n=owned_n, excluded=excluded)
+    unknown = [f"{g.device} ({g.name})" for g in owned if g.problem is None and g.catalog_id not in by_id]
+    rec = recommend(rows, local, a, w, own=own, owned_n=owned_n, excluded=excluded, unknown_owned=unknown)
     from gpuselect.estimate.recommend import named_options
 
     named = {(o.get("gpu_id"), o.get("count")) for o in named_options(rec)}

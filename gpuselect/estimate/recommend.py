@@ -226,6 +226,9 @@ class Recommendation:
     #: Where the user's own GPUs cannot hold the workload: they, and what they would need per GPU
     #: ("your 2x GeForce RTX 4090 cannot hold it (needs 31.4 of 24 GB per GPU)").
     own_misfit: str = ""
+    #: The user's healthy GPUs the catalog does not know ("gpu0 (NVIDIA Quadro X)"): not weighed,
+    #: which the advice says rather than leave the manager to wonder why their card is not named.
+    unknown_owned: list[str] = field(default_factory=list)
 
     @property
     def stage_or_none(self) -> Stage | None:
@@ -432,6 +435,7 @@ def recommend(
     own: EstimateRow | None = None,
     owned_n: int = 0,
     excluded: Sequence[str] = (),
+    unknown_owned: Sequence[str] = (),
 ) -> Recommendation:
     cpu = next((loc for loc in local if loc.device == "cpu"), None)
     by_stage: dict[Stage, list[EstimateRow]] = {Stage.ONE_GPU: [], Stage.WORKSTATION_OR_RENTED: [], Stage.CLUSTER: []}
@@ -477,6 +481,7 @@ def recommend(
         "",
         False,
         excluded=list(excluded),
+        unknown_owned=list(unknown_owned),
         own=own_d,
         deadline_hours=a.deadline_hours,
         budget_usd=a.budget_usd,
@@ -1273,6 +1278,11 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
         choice += f"; or add {added} more {ao.get('name')} (~{fmt_hours(ao.get('total_time_h'))})"  # type: ignore[arg-type]
     for x in rec.excluded:
         parts.append(f"Left out of the plan: {x}.")
+    for x in rec.unknown_owned:
+        parts.append(
+            f"Not weighed: {x} is not in the catalog, so its speed is unknown; add it in catalog_overlay.toml "
+            'in the config folder (README, "Where gpuselect keeps your files") to have it estimated.'
+        )
     lb = rec.larger_batch
     if lb is not None and rec.action != "none":
         # in the headline too: a first-time user reads it and not the paragraph (QA 14: 8x V100 rented

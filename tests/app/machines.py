@@ -45,3 +45,8 @@ def rtx4090x2() -> F.FakeNVML:
     """Two idle GeForce RTX 4090 (24 GB each)."""
     cards = [_geforce("NVIDIA GeForce RTX 4090", 24, i, 450, cc=(8, 9)) for i in range(2)]
     return F.FakeNVML(cards, driver="550.54.15", cuda=12040)
+
+
+def unknown_card() -> F.FakeNVML:
+    """One healthy GPU whose name no catalog entry matches."""
+    return F.FakeNVML([_geforce("NVIDIA Quadro Frobnitz 9000", 32, 0, 300, cc=(8, 9))], driver="550.54.15", cuda=12040)

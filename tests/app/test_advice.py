@@ -26,7 +26,7 @@ from gpuselect.health.model import Finding, Severity
 from gpuselect.health.rules import HealthReport
 from gpuselect.settings import Settings
 from gpuselect.workloads.presets import PRESETS, get_preset
-from tests.app.machines import a100x2, rtx3090, rtx3090_and_two_3060, rtx4090x2
+from tests.app.machines import a100x2, rtx3090, rtx3090_and_two_3060, rtx4090x2, unknown_card
 from tests.builders import option_row
 
 S = Settings()
@@ -528,3 +528,14 @@ def test_break_even_counts_only_the_cards_the_user_lacks() -> None:
     assert whole[2] is not None and whole[4] is not None
     assert mine[1] is None
     assert mine[2] == pytest.approx(whole[2] / 2) and mine[4] == pytest.approx(whole[4] * 3 / 4)
+
+
+def test_an_owned_card_the_catalog_does_not_know_is_said_not_weighed() -> None:
+    # QA 17e: the advice named cards to buy or rent and never the user's own card, which the
+    # catalog does not know: only the machine lines below it said "not in the catalog".
+    rec = _estimate(this_machine(nvml=unknown_card()), "resnet50", 72).recommendation
+    assert rec.own is None and rec.unknown_owned == ["gpu0 (NVIDIA Quadro Frobnitz 9000)"]
+    why = explain(rec)[1]
+    assert "Not weighed: gpu0 (NVIDIA Quadro Frobnitz 9000) is not in the catalog" in why
+    assert "catalog_overlay.toml" in why
+    assert _estimate(this_machine(nvml=rtx3090()), "resnet50", 72).recommendation.unknown_owned == []
