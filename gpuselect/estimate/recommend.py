@@ -155,7 +155,7 @@ class OwnedGpu:
     name: str
     catalog_id: str | None  # None: not in the catalog
     problem: str | None = None  # a critical health finding: the card stays out of the plan
-    scale: float = 1.0  # measured speed / a healthy card's (<= 1, from its benchmark)
+    scale: float = 1.0  # its speed / the catalog row's: its own estimate's (api._paced_by_local), else its matmul ratio
     memory_gb: float | None = None  # what the driver reports (GiB): the fit is judged against it
 
 
@@ -436,6 +436,7 @@ def recommend(
     owned_n: int = 0,
     excluded: Sequence[str] = (),
     unknown_owned: Sequence[str] = (),
+    own_pace: float = 1.0,
 ) -> Recommendation:
     cpu = next((loc for loc in local if loc.device == "cpu"), None)
     by_stage: dict[Stage, list[EstimateRow]] = {Stage.ONE_GPU: [], Stage.WORKSTATION_OR_RENTED: [], Stage.CLUSTER: []}
@@ -684,7 +685,7 @@ def recommend(
             rec.cheaper_buy = describe(to_buy, kind="buy")
     if own is not None and rec.action not in ("cpu", "have"):
         rec.own_misfit = _own_misfit(own)
-        rec.add_owned = _add_owned(rows, own, owned_n, a, rec.option)
+        rec.add_owned = _add_owned(rows, own, owned_n, a, rec.option, own_pace)
     rec.stage_name = "No stage" if rec.action == "none" else STAGE_NAMES[rec.stage]
     rec.deadline_met = rec.action in ("cpu", "have", "buy", "rent") or bool(
         rec.missed == "price" and rec.option and rec.option.get("meets_deadline")
@@ -727,10 +728,22 @@ def _own_misfit(own: EstimateRow) -> str:
 
 
 def _add_owned(
-    rows: Sequence[EstimateRow], own: EstimateRow, owned_n: int, a: Assumptions, option: dict[str, object] | None
+    rows: Sequence[EstimateRow],
+    own: EstimateRow,
+    owned_n: int,
+    a: Assumptions,
+    option: dict[str, object] | None,
+    pace: float = 1.0,
 ) -> dict[str, object] | None:
     """The fewest more of the user's card that would meet the deadline (and the budget, where it is
-    priced), unless the advice already names it ("buy 1 more ...")."""
+    priced), unless the advice already names it ("buy 1 more ..."). ``pace``: the user's cards'
+    speed against the catalog's (their own estimates'); data parallel waits for the slowest, so a
+    card benchmarked at half speed makes two take twice the catalog's two (not 20 h beside 76 h)."""
+    slow = min(1.0, pace)
+
+    def hours(r: EstimateRow) -> float:
+        return (r.total_time_h or math.inf) / slow
+
     more = [
         r
         for r in rows
@@ -738,16 +751,27 @@ def _add_owned(
         and r.count > owned_n
         and r.fits
         and r.supported
-        and r.meets_deadline
         and r.total_time_h is not None
+        and hours(r) <= a.deadline_hours
         and not (r.dataset_bound and r.count > 1)
         and (a.budget_usd is None or r.buy_cost_usd is None or r.buy_cost_usd <= a.budget_usd)
     ]
-    pick = min(more, key=lambda r: (r.count, r.total_time_h or math.inf), default=None)
+    pick = min(more, key=lambda r: (r.count, hours(r)), default=None)
     if pick is None or (
         option is not None and (option.get("gpu_id"), option.get("count")) == (pick.gpu_id, pick.count)
     ):
         return None
+    if slow < 1.0:
+        kwh = (pick.energy_kwh or 0.0) / slow
+        more_power = (kwh - (pick.energy_kwh or 0.0)) * a.electricity_usd_per_kwh
+        pick = replace(
+            pick,
+            total_time_h=hours(pick),
+            meets_deadline=True,
+            energy_kwh=kwh,
+            buy_cost_usd=None if pick.buy_cost_usd is None else pick.buy_cost_usd + more_power,
+            cloud_cost_usd=None,  # a rental is other cards, not paced by the user's
+        )
     return describe(pick, kind="buy", owned=owned_n)
 
 

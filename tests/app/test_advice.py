@@ -539,3 +539,47 @@ def test_an_owned_card_the_catalog_does_not_know_is_said_not_weighed() -> None:
     assert "Not weighed: gpu0 (NVIDIA Quadro Frobnitz 9000) is not in the catalog" in why
     assert "catalog_overlay.toml" in why
     assert _estimate(this_machine(nvml=rtx3090()), "resnet50", 72).recommendation.unknown_owned == []
+
+
+def _slow_rtx3090_bench(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A benchmark record of this machine's RTX 3090 measuring about half a healthy card's matmul
+    rate (built from the H100 record's layout; its training steps left out)."""
+    from gpuselect.app.machine import load_bench
+
+    doc = json.loads(H100_BENCH.read_text())
+    gpu = next(d for d in doc["devices"] if d["kind"] == "cuda")
+    gpu.update(name="NVIDIA GeForce RTX 3090", spec_name="GeForce RTX 3090", train_steps=[])
+    gpu.update(telemetry_before=None, telemetry_after=None, memory_total_bytes=24 * 2**30)
+    gpu["matmul_tflops"] = {"fp32": 20.0, "tf32": 35.0, "fp16": 25.0, "bf16": 25.0}
+    gpu["matmul_detail"] = {
+        k: {**gpu["matmul_detail"][k], "value": v, "low": 0.95 * v, "high": 1.02 * v}
+        for k, v in gpu["matmul_tflops"].items()
+    }
+    gpu["spec_ratio"] = {"matmul_fp32": 0.56, "matmul_tf32": 0.49, "matmul_fp16": 0.35, "matmul_bf16": 0.35}
+    gpu["memory_bandwidth_gbs"] = 750.0
+    for t in gpu["bandwidth_detail"].values():
+        t.update(value=750.0, low=700.0, high=760.0)
+    doc["devices"] = doc["report"]["devices"] = [gpu]
+    doc["findings"] = []
+    path = tmp_path / "bench-3090.json"
+    path.write_text(json.dumps(doc))
+    return load_bench(path)
+
+
+def test_a_benchmarked_own_card_reads_the_same_in_the_advice_and_in_its_own_line(tmp_path: Path) -> None:
+    # QA 17e: "Your GeForce RTX 3090 would need ~77.8 h" (its matmul ratio alone) above "gpu0 (NVIDIA
+    # GeForce RTX 3090): 75.7 h" (its benchmark's step-time model); and one more card "would finish
+    # in about 20.4 h", the catalog's two, where the benchmarked card paces both.
+    m = this_machine(nvml=rtx3090(), bench=_slow_rtx3090_bench(tmp_path))
+    result = _estimate(m, "resnet50", 72)
+    rec = result.recommendation
+    (gpu0,) = [x for x in result.local if x.device == "gpu0"]
+    assert "benchmark" in gpu0.basis and rec.own is not None
+    assert float(rec.own["total_time_h"]) == pytest.approx(gpu0.total_time_h)  # type: ignore[arg-type]
+    row1, row2 = (next(r for r in result.rows if r.gpu_id == "nvidia-rtx-3090" and r.count == n) for n in (1, 2))
+    assert gpu0.total_time_h is not None and row1.total_time_h is not None and row2.total_time_h is not None
+    assert gpu0.total_time_h > 1.5 * row1.total_time_h  # the data this test rests on: a slow card
+    add = rec.add_owned
+    assert add is not None and add["count"] == 2
+    paced = row2.total_time_h * gpu0.total_time_h / row1.total_time_h
+    assert float(add["total_time_h"]) == pytest.approx(paced)  # type: ignore[arg-type]
