@@ -1623,8 +1623,13 @@ def estimate(
     by_id = {e.id: e for e in catalog.entries}
     owned = _paced_by_local(owned, local or [], by_id, lambda e: _row(w, e, 1, a, perf, None))
     own = own_option(owned, by_id, lambda e, n: _row(w, e, n, a, perf, None), a)
-    # whole cards, as the rows count them (an MI250X is two GPUs; one GCD of it is no card)
-    owned_n = own.count * own.dies // by_id[own.gpu_id].dies if own is not None else 0
+    # whole cards, as the rows count them (an MI250X is two GPUs; one GCD of it is no card): all the
+    # healthy ones the user has of that model, though the option may use fewer (--max-gpus)
+    owned_n = (
+        sum(1 for g in owned if g.problem is None and g.catalog_id == own.gpu_id) // by_id[own.gpu_id].dies
+        if own is not None
+        else 0
+    )
     if own is not None:
         rows = account_for_owned(
             rows, own.gpu_id, owned_n, _price(by_id[own.gpu_id])[0], electricity_usd_per_kwh=a.electricity_usd_per_kwh

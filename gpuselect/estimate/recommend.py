@@ -360,13 +360,22 @@ def _group_option(
     make_row: Callable[[GpuEntry, int], EstimateRow],
     a: Assumptions,
 ) -> EstimateRow:
-    """One group of the user's cards of one model as an option (``own_option``)."""
+    """One group of the user's cards of one model as an option (``own_option``), of no more GPUs
+    than the user allows an option (``--max-gpus``, ``--count``): "--max-gpus 1" on a two-RTX 4090
+    machine was answered "use your 2x GeForce RTX 4090", data parallel."""
+    dies = entries[cid].dies
+    if a.counts:
+        allowed = [c * dies for c in a.counts if c * dies <= len(cards)]
+        cap = max(allowed) if allowed else len(cards)  # none as few as theirs: all of theirs
+    else:
+        cap = a.cluster_max_gpus  # the most GPUs of any option (a given --max-gpus sets it)
+    if len(cards) > cap:
+        cards = sorted(cards, key=lambda g: -g.scale)[:cap]  # the fastest of them
     die = entries[cid].one_die()  # each detected GPU is one die of a multi-die board (MI250)
     seen = [g.memory_gb for g in cards if g.memory_gb]
     if len(seen) == len(cards):  # what the cards report, as each one's own estimate is fitted
         die = die.as_reported(min(seen))
     r = make_row(die, len(cards))
-    dies = entries[cid].dies
     if dies > 1 and len(cards) % dies == 0:  # in cards, as the rows count them: "your 4x MI250X", not 8
         r = replace(r, count=len(cards) // dies, dies=dies, name=f"{entries[cid].name} ({dies} GCDs each)")
     elif dies > 1:  # some of a card's GCDs (ROCR_VISIBLE_DEVICES): counted as GCDs, "your 3x MI250X GCD"

@@ -583,3 +583,21 @@ def test_a_benchmarked_own_card_reads_the_same_in_the_advice_and_in_its_own_line
     assert add is not None and add["count"] == 2
     paced = row2.total_time_h * gpu0.total_time_h / row1.total_time_h
     assert float(add["total_time_h"]) == pytest.approx(paced)  # type: ignore[arg-type]
+
+
+def test_the_users_own_gpus_keep_to_the_gpus_an_option_may_have(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # QA 17e: "--max-gpus 1" on a two-RTX 4090 machine was answered "use your 2x GeForce RTX 4090",
+    # data parallel; a purchase of four still counts both cards owned.
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", rtx4090x2)
+    for limit in (["--max-gpus", "1"], ["--count", "1,4"]):
+        assert main(["estimate", "--workload", "resnet50", *limit, "--format", "json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        rec = doc["recommendation"]
+        assert rec["action"] == "have" and rec["own"]["count"] == 1, limit
+        assert "your GeForce RTX 4090 finishes" in rec["rationale"] and "2x" not in rec["choice"]
+    four = next(r for r in doc["rows"] if r["gpu_id"] == "nvidia-rtx-4090" and r["count"] == 4)
+    assert four["owned"] == 2 and "you own 2: buy 2 more" in four["note"]
+    assert main(["estimate", "--workload", "resnet50", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["recommendation"]["own"]["count"] == 2  # no limit: both
