@@ -1128,7 +1128,8 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
         elif rec.action in ("buy", "rent"):
             verb = "rent" if rec.action == "rent" else "buy"
             if verb == "buy" and rec.own and rec.own.get("gpu_id") == o.get("gpu_id"):
-                extra = _int(o.get("count"), 1) - _int(rec.own.get("count"), 0)
+                # the cards they own, not those the own option uses (one of two at --count 1,4)
+                extra = _int(o.get("count"), 1) - _int(rec.own.get("owned"), _int(rec.own.get("count"), 0))
                 choice = f"buy {extra} more {o.get('name')} ({o.get('count')} in all)"
             else:
                 choice = f"{verb} {name}"

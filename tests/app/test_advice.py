@@ -601,3 +601,16 @@ def test_the_users_own_gpus_keep_to_the_gpus_an_option_may_have(
     assert four["owned"] == 2 and "you own 2: buy 2 more" in four["note"]
     assert main(["estimate", "--workload", "resnet50", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["recommendation"]["own"]["count"] == 2  # no limit: both
+
+
+def test_buying_more_of_the_users_card_counts_every_card_they_own(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # QA 17e: at --count 1,4 the own option is one of the two RTX 4090: "Buy 3 more GeForce RTX
+    # 4090 (4 in all)" beside a price of two.
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", rtx4090x2)
+    args = ["--workload", "resnet50", "--count", "1,4", "--deadline-hours", "10", "--gpus", "nvidia-rtx-4090"]
+    assert main(["estimate", *args, "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)["recommendation"]
+    assert rec["action"] == "buy" and rec["option"]["count"] == 4 and rec["own"]["owned"] == 2
+    assert rec["choice"].startswith("Buy 2 more GeForce RTX 4090 (4 in all)")
