@@ -702,6 +702,10 @@ def recommend(
     opt = rec.option
     if opt is not None and rec.deadline_met and opt.get("time_high_h") is not None:
         rec.crosses_deadline = float(opt["time_high_h"]) > a.deadline_hours  # type: ignore[arg-type]
+    if rec.crosses_deadline and rec.action == "have" and own is not None:
+        # "pick a faster option" named none for the user's own cards: more of them whose whole
+        # range stays inside the deadline is the manager's faster option
+        rec.add_owned = _add_owned(rows, own, owned_n, a, None, own_pace, inside=True)
     if rec.crosses_deadline and rec.action in ("buy", "rent") and opt is not None:
         rec.in_range_alt = _in_range_alt(rows, a, rec.action, float(opt.get("total_time_h") or math.inf))  # type: ignore[arg-type]
     rec.choice, rec.rationale = explain(rec, usd)
@@ -743,6 +747,8 @@ def _add_owned(
     a: Assumptions,
     option: dict[str, object] | None,
     pace: float = 1.0,
+    *,
+    inside: bool = False,
 ) -> dict[str, object] | None:
     """The fewest more of the user's card that would meet the deadline (and the budget, where it is
     priced), unless the advice already names it ("buy 1 more ..."). ``pace``: the user's cards'
@@ -761,7 +767,7 @@ def _add_owned(
         and r.fits
         and r.supported
         and r.total_time_h is not None
-        and hours(r) <= a.deadline_hours
+        and (time_range(hours(r), r.error_band)[1] if inside else hours(r)) <= a.deadline_hours
         and not (r.dataset_bound and r.count > 1)
         and (a.budget_usd is None or r.buy_cost_usd is None or r.buy_cost_usd <= a.budget_usd)
     ]
@@ -1285,7 +1291,20 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
         if rec.crosses_deadline:
             safe = rec.in_range_alt
             pick = "pick a faster option"
-            if safe is not None:
+            ao = rec.add_owned
+            if rec.action == "have" and ao is not None:
+                added = _int(ao.get("count"), 1) - _int(ao.get("owned"), 0)
+                buy = ao.get("buy_cost_usd")
+                pick = (
+                    f"add {added} more {ao.get('name')}: {ao.get('count')} in all stay inside it, "
+                    f"{_approx(fmt_hours(ao.get('total_time_h')))} (up to {fmt_hours(ao.get('time_high_h'))})"  # type: ignore[arg-type]
+                    + (
+                        f" for {money(float(buy))} ({'the card' if added == 1 else f'the {added} cards'} and electricity)"
+                        if isinstance(buy, float | int)
+                        else "; the catalog has no price for it"
+                    )
+                )
+            elif safe is not None:
                 sh = safe.get("time_high_h")
                 pick = (
                     f"pick a faster option: {option_name(safe)} stays inside it, "
@@ -1297,7 +1316,7 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 f"leave room, or {pick}."
             )
     ao = rec.add_owned
-    if ao is not None and rec.action != "none":
+    if ao is not None and rec.action not in ("none", "have"):  # "have": said as its faster option above
         added = _int(ao.get("count"), 1) - _int(ao.get("owned"), 0)
         buy = ao.get("buy_cost_usd")
         price = (

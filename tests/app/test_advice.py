@@ -614,3 +614,17 @@ def test_buying_more_of_the_users_card_counts_every_card_they_own(
     rec = json.loads(capsys.readouterr().out)["recommendation"]
     assert rec["action"] == "buy" and rec["option"]["count"] == 4 and rec["own"]["owned"] == 2
     assert rec["choice"].startswith("Buy 2 more GeForce RTX 4090 (4 in all)")
+
+
+def test_own_cards_whose_range_crosses_the_deadline_are_told_what_to_add_to_stay_inside() -> None:
+    # QA 17e: "Its error range reaches past your 45 h deadline (up to 52.1 h): leave room, or pick a
+    # faster option" named none to a manager whose own RTX 3090 is the answer.
+    rec = _estimate(this_machine(nvml=rtx3090()), "resnet50", 45).recommendation
+    assert rec.action == "have" and rec.crosses_deadline
+    add = rec.add_owned
+    assert add is not None and (add["count"], add["owned"]) == (2, 1)
+    assert float(add["time_high_h"]) <= 45  # type: ignore[arg-type]
+    why = explain(rec)[1]
+    assert "leave room, or add 1 more GeForce RTX 3090: 2 in all stay inside it, about " in why
+    assert "Adding to yours" not in why and "pick a faster option" not in why
+    assert _estimate(this_machine(nvml=rtx3090()), "resnet50", 72).recommendation.add_owned is None  # inside
