@@ -764,6 +764,7 @@ def _add_owned(
         for r in rows
         if r.gpu_id == own.gpu_id
         and r.count > owned_n
+        and r.count * r.dies <= a.gpus_per_node  # in their box: "add 60 more A100" was 8 nodes of them
         and r.fits
         and r.supported
         and r.total_time_h is not None

@@ -628,3 +628,20 @@ def test_own_cards_whose_range_crosses_the_deadline_are_told_what_to_add_to_stay
     assert "leave room, or add 1 more GeForce RTX 3090: 2 in all stay inside it, about " in why
     assert "Adding to yours" not in why and "pick a faster option" not in why
     assert _estimate(this_machine(nvml=rtx3090()), "resnet50", 72).recommendation.add_owned is None  # inside
+
+
+def test_what_to_add_to_the_users_cards_stays_in_one_box() -> None:
+    # QA 17e: four A100 40GB and Llama 70B full: "Adding to yours: 60 more A100 PCIe 40GB (64 in
+    # all)", eight nodes of them, for a manager with one four-GPU box.
+    from tests.fakes import fake_nvml as F
+
+    gpus = [dataclasses.replace(F._a100(i), name="NVIDIA A100-PCIE-40GB", memory_total=40 * F.GIB) for i in range(4)]
+    m = this_machine(nvml=F.FakeNVML(gpus, driver="550.54.15", cuda=12040))
+    result = _estimate(m, "llama-70b-full", 72)
+    rec = result.recommendation
+    assert rec.own_misfit.startswith("your 4x A100 PCIe 40GB cannot hold it")
+    # the data this test rests on: a cluster of that card holds it in time
+    assert any(r.gpu_id == "nvidia-a100-pcie-40gb" and r.count > 8 and r.fits and r.meets_deadline for r in result.rows)
+    assert rec.add_owned is None and "Adding to yours" not in explain(rec)[1]
+    late = _estimate(m, "llama-70b-qlora", 72).recommendation  # 8 of them in one box do
+    assert late.add_owned is not None and late.add_owned["count"] == 8
