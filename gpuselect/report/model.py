@@ -387,7 +387,15 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
         )
     if rec.own:
         o = rec.own
-        label = option_name(o) + (" (all healthy cards together)" if int(o["count"]) > 1 else " (healthy)")
+        n, have = int(o["count"]), int(o.get("owned") or o["count"])
+        # --max-gpus/--count may leave some out: "all healthy cards together" said of 2 of 4
+        label = option_name(o) + (
+            f" ({n} of your {have} healthy cards)"
+            if n < have
+            else " (all healthy cards together)"
+            if n > 1
+            else " (healthy)"
+        )
         rows.append(
             _option_row(
                 label + (" (recommended)" if rec.action == "have" else ""),

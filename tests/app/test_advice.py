@@ -645,3 +645,21 @@ def test_what_to_add_to_the_users_cards_stays_in_one_box() -> None:
     assert rec.add_owned is None and "Adding to yours" not in explain(rec)[1]
     late = _estimate(m, "llama-70b-qlora", 72).recommendation  # 8 of them in one box do
     assert late.add_owned is not None and late.add_owned["count"] == 8
+
+
+def test_the_report_says_when_the_own_option_uses_some_of_the_users_cards(tmp_path: Path) -> None:
+    # QA 17e: at --max-gpus 1 the report's row of one of two RTX 4090 read "(all healthy cards
+    # together)" had it been two of four; it names how many of theirs it uses.
+    from gpuselect.app.workflows import build_machine_report
+
+    m = this_machine(nvml=rtx4090x2())
+    capped = estimate_for_machine(get_preset("resnet50"), assumptions(S, max_gpus=1, cluster_max_gpus=1), m)
+    both = estimate_for_machine(get_preset("resnet50"), assumptions(S), m)
+
+    def label(result) -> str:  # type: ignore[no-untyped-def]
+        rep = build_machine_report(m, result, settings=S, redact=False)
+        est = next(s for s in rep.sections if s.title == "Estimates")
+        return next(str(row[0]) for row in est.table[1:] if str(row[0]).startswith(("your GeForce", "your 2x GeForce")))
+
+    assert label(capped).startswith("your GeForce RTX 4090 (1 of your 2 healthy cards)")
+    assert label(both).startswith("your 2x GeForce RTX 4090 (all healthy cards together)")
