@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         local_time,
         memory_need,
         named_options,
+        owned_note,
         slower_precision_note,
         stage_heading,
     )
@@ -145,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
     sym = money.symbol
     shown: list[Any] = []
     paged = unlinked = partial = slower_prec = False
+    owned_mark = 0  # the most of the user's own cards a printed row's buy cost leaves out (footnote)
     picks = {(o.get("gpu_id"), o.get("count")) for o in named_options(rec)}
     marked = False  # the footnote explains → only where a printed row carries it
     for title, rows in (
@@ -182,6 +184,10 @@ def run(args: argparse.Namespace) -> int:
             elif r.cloud_offer_gpus and r.cloud_cost_usd is not None:
                 cloud += "‡"  # the rate is per GPU of a larger offer (footnote)
                 partial = True
+            buy = money(r.buy_cost_usd)
+            if r.owned and r.buy_cost_usd is not None:
+                buy += "§"  # the cards the user owns are not in it: "$1.76" read as an RTX 3090's price
+                owned_mark = max(owned_mark, r.owned)
             prec = str(r.precision_used or "—")
             if r.faster_precision:
                 prec += "†"  # another precision trains this option faster (footnote)
@@ -189,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"{label if len(label) <= 34 else label[:33] + '…':34s} {r.batch_size or 0:6d} {mem:>11s} {speed:11,.0f} {prec:>9s} "
                 f"{r.parallelism:>5s} {r.bound or '—':>13s} "
-                f"{fmt_hours(r.total_time_h):>9s} {100 * r.error_band:4.0f}%{'*' if r.band_note else ' '} {money(r.buy_cost_usd):>9s} {cloud:>9s} {r.energy_kwh or 0:8,.1f}"
+                f"{fmt_hours(r.total_time_h):>9s} {100 * r.error_band:4.0f}%{'*' if r.band_note else ' '} {buy:>9s} {cloud:>9s} {r.energy_kwh or 0:8,.1f}"
                 + ("" if r.meets_deadline else "  (misses deadline)")
                 + ("" if r.supported else "  (not supported by today's frameworks)")
             )
@@ -213,6 +219,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"\n† {slower_precision_note(faster)}; the row's note in --format json says by how much")
     if partial:
         print(f"\n‡ {PARTIAL_OFFER_NOTE}")
+    if owned_mark:
+        print(f"\n§ {owned_note(owned_mark)}")
     misfits = [r for r in result.rows if not r.fits and r.peak_memory_gb is not None]
     if misfits and len({r.gpu_id for r in result.rows}) <= 3:  # the user named the cards: say why each does not fit
         print("\nDoes not fit:")

@@ -221,6 +221,9 @@ class EstimateRow:
     #: (a batch asked for cut to the dataset's share, or one step per epoch). Several such GPUs are
     #: never recommended: 2,048 MI250X dies ran three optimizer steps in the whole run (QA 16c).
     dataset_bound: bool = False
+    #: Cards of this option the user already owns (healthy ones of this model): its buy cost leaves
+    #: their price out, counting only the cards they lack, plus electricity (the faces mark it).
+    owned: int = 0
 
 
 @dataclass
@@ -1618,14 +1621,29 @@ def estimate(
                     break  # more GPUs of this kind only cost more
     _note_slower_than_one(rows)
     by_id = {e.id: e for e in catalog.entries}
+    owned = _paced_by_local(owned, local or [], by_id, lambda e: _row(w, e, 1, a, perf, None))
     own = own_option(owned, by_id, lambda e, n: _row(w, e, n, a, perf, None), a)
-    # whole cards, as the rows count them (an MI250X is two GPUs; one GCD of it is no card)
-    owned_n = own.count * own.dies // by_id[own.gpu_id].dies if own is not None else 0
+    # whole cards, as the rows count them (an MI250X is two GPUs; one GCD of it is no card): all the
+    # healthy ones the user has of that model, though the option may use fewer (--max-gpus)
+    owned_n = (
+        sum(1 for g in owned if g.problem is None and g.catalog_id == own.gpu_id) // by_id[own.gpu_id].dies
+        if own is not None
+        else 0
+    )
     if own is not None:
-        rows = account_for_owned(rows, own.gpu_id, owned_n, _price(by_id[own.gpu_id])[0])
+        rows = account_for_owned(
+            rows, own.gpu_id, owned_n, _price(by_id[own.gpu_id])[0], electricity_usd_per_kwh=a.electricity_usd_per_kwh
+        )
     excluded = [f"{g.device} ({g.name}): {g.problem}" for g in owned if g.problem]
     local = local or []
-    rec = recommend(rows, local, a, w, own=own, owned_n=owned_n, excluded=excluded)
+    unknown = [f"{g.device} ({g.name})" for g in owned if g.problem is None and g.catalog_id not in by_id]
+    # the owned cards' pace against the catalog's (their own estimates'): more of them run at the slowest's
+    pace = min(
+        (g.scale for g in owned if own is not None and g.catalog_id == own.gpu_id and g.problem is None), default=1.0
+    )
+    rec = recommend(
+        rows, local, a, w, own=own, owned_n=owned_n, excluded=excluded, unknown_owned=unknown, own_pace=pace
+    )
     from gpuselect.estimate.recommend import named_options
 
     named = {(o.get("gpu_id"), o.get("count")) for o in named_options(rec)}
@@ -1635,6 +1653,33 @@ def estimate(
             _say_selective(w, a, r, partial(_card_row, w, by_id[r.gpu_id], r.count, perf=perf))
     _larger_batch(w, a, perf, rows, rec, by_id, own.gpu_id if own is not None else None)
     return EstimateResult(w, a, rows, local, rec)
+
+
+def _paced_by_local(
+    owned: Sequence[OwnedGpu],
+    local: Sequence[LocalEstimate],
+    by_id: dict[str, GpuEntry],
+    one_card: Callable[[GpuEntry], EstimateRow],
+) -> list[OwnedGpu]:
+    """Each owned card's speed as its own estimate (``local``, with its benchmark where one was
+    run) has it against the catalog's row of that card: "your GeForce RTX 3090 would need ~77.8 h"
+    (the matmul ratio alone) stood above "gpu0 (NVIDIA GeForce RTX 3090): 75.7 h". A card without
+    its own estimate keeps the scale it came with."""
+    times = {x.device: x.total_time_h for x in local if x.total_time_h}
+    base: dict[tuple[str, float | None], float | None] = {}
+    out = []
+    for g in owned:
+        mine = times.get(g.device)
+        if mine is None or g.catalog_id not in by_id or g.problem is not None:
+            out.append(g)
+            continue
+        key = (g.catalog_id, g.memory_gb)
+        if key not in base:
+            e = by_id[g.catalog_id].one_die()  # as local_gpu_estimate fits it
+            base[key] = one_card(e.as_reported(g.memory_gb) if g.memory_gb else e).total_time_h
+        t1 = base[key]
+        out.append(replace(g, scale=t1 / mine) if t1 else g)
+    return out
 
 
 def _larger_batch(

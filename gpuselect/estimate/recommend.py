@@ -127,6 +127,16 @@ BUY_COST_NOTE = (
     "buy costs are the cards' price (launch price, or the street price a catalog overlay sets) plus this run's "
     "electricity"
 )
+
+
+def owned_note(n: int) -> str:
+    """What a buy cost marked § means: the user's own cards are not in it."""
+    return (
+        f"you own {'this card' if n == 1 else f'{n} of these cards'}: the buy cost counts only the cards you "
+        "lack, plus this run's electricity"
+    )
+
+
 NO_OFFER_NOTE = (
     "the price data rents this card only in smaller instances, not that many GPUs linked as the estimate assumes"
 )
@@ -145,7 +155,7 @@ class OwnedGpu:
     name: str
     catalog_id: str | None  # None: not in the catalog
     problem: str | None = None  # a critical health finding: the card stays out of the plan
-    scale: float = 1.0  # measured speed / a healthy card's (<= 1, from its benchmark)
+    scale: float = 1.0  # its speed / the catalog row's: its own estimate's (api._paced_by_local), else its matmul ratio
     memory_gb: float | None = None  # what the driver reports (GiB): the fit is judged against it
 
 
@@ -209,6 +219,16 @@ class Recommendation:
     #: so "pick a faster option" names one (resnet50 in 24 h: an RTX 5090 rented for $18, up to
     #: 24.5 h, where a GH200 rented for $19 takes up to 11.1 h).
     in_range_alt: dict[str, object] | None = None
+    #: Where the user's own GPUs miss the deadline or cannot hold the workload: the fewest more of
+    #: the same card that would meet it (``owned``: how many they have; its buy cost counts only the
+    #: cards added, and electricity), so a manager reads "add 1 more RTX 3090", not only a new card.
+    add_owned: dict[str, object] | None = None
+    #: Where the user's own GPUs cannot hold the workload: they, and what they would need per GPU
+    #: ("your 2x GeForce RTX 4090 cannot hold it (needs 31.4 of 24 GB per GPU)").
+    own_misfit: str = ""
+    #: The user's healthy GPUs the catalog does not know ("gpu0 (NVIDIA Quadro X)"): not weighed,
+    #: which the advice says rather than leave the manager to wonder why their card is not named.
+    unknown_owned: list[str] = field(default_factory=list)
 
     @property
     def stage_or_none(self) -> Stage | None:
@@ -315,21 +335,47 @@ def own_option(
     make_row: Callable[[GpuEntry, int], EstimateRow],
     a: Assumptions,
 ) -> EstimateRow | None:
-    """The user's healthy, catalogued GPUs together as one option: the largest group of one model
-    (mixed cards do not form one data-parallel job here), priced at its electricity only."""
+    """The user's healthy, catalogued GPUs together as one option: the fastest group of one model
+    that holds the workload (mixed cards do not form one data-parallel job here; where none holds
+    it, the largest), priced at its electricity only."""
     groups: dict[str, list[OwnedGpu]] = {}
     for g in owned:
         if g.problem is None and g.catalog_id in entries:
             groups.setdefault(g.catalog_id, []).append(g)
     if not groups:
         return None
-    cid, cards = max(groups.items(), key=lambda kv: (len(kv[1]), entries[kv[0]].vram_gb))
+    # Each group's own row: the largest group alone made "your 2x RTX 3060 would need 51 h, beyond
+    # your 45 h deadline; buy an RTX 5080" beside the same box's RTX 3090 at 39.5 h.
+    made = [_group_option(cid, cards, entries, make_row, a) for cid, cards in groups.items()]
+    usable = [r for r in made if r.fits and r.total_time_h is not None]
+    if usable:
+        return min(usable, key=lambda r: r.total_time_h or math.inf)
+    return max(made, key=lambda r: (r.count * r.dies, entries[r.gpu_id].vram_gb))
+
+
+def _group_option(
+    cid: str,
+    cards: Sequence[OwnedGpu],
+    entries: dict[str, GpuEntry],
+    make_row: Callable[[GpuEntry, int], EstimateRow],
+    a: Assumptions,
+) -> EstimateRow:
+    """One group of the user's cards of one model as an option (``own_option``), of no more GPUs
+    than the user allows an option (``--max-gpus``, ``--count``): "--max-gpus 1" on a two-RTX 4090
+    machine was answered "use your 2x GeForce RTX 4090", data parallel."""
+    dies = entries[cid].dies
+    if a.counts:
+        allowed = [c * dies for c in a.counts if c * dies <= len(cards)]
+        cap = max(allowed) if allowed else len(cards)  # none as few as theirs: all of theirs
+    else:
+        cap = a.cluster_max_gpus  # the most GPUs of any option (a given --max-gpus sets it)
+    if len(cards) > cap:
+        cards = sorted(cards, key=lambda g: -g.scale)[:cap]  # the fastest of them
     die = entries[cid].one_die()  # each detected GPU is one die of a multi-die board (MI250)
     seen = [g.memory_gb for g in cards if g.memory_gb]
     if len(seen) == len(cards):  # what the cards report, as each one's own estimate is fitted
         die = die.as_reported(min(seen))
     r = make_row(die, len(cards))
-    dies = entries[cid].dies
     if dies > 1 and len(cards) % dies == 0:  # in cards, as the rows count them: "your 4x MI250X", not 8
         r = replace(r, count=len(cards) // dies, dies=dies, name=f"{entries[cid].name} ({dies} GCDs each)")
     elif dies > 1:  # some of a card's GCDs (ROCR_VISIBLE_DEVICES): counted as GCDs, "your 3x MI250X GCD"
@@ -355,19 +401,33 @@ def own_option(
 
 
 def account_for_owned(
-    rows: list[EstimateRow], owned_id: str | None, owned_n: int, price_usd: float | None
+    rows: list[EstimateRow],
+    owned_id: str | None,
+    owned_n: int,
+    price_usd: float | None,
+    *,
+    electricity_usd_per_kwh: float,
 ) -> list[EstimateRow]:
     """Purchases are only what the user lacks: a row of the card they own counts the extra cards'
-    price; rows they already cover (count <= what they own) are their own option, not a purchase."""
+    price; rows they already cover (count <= what they own) are their own option, not a purchase.
+    ``owned`` says how many of a row's cards are left out of its buy cost (the faces mark it)."""
     if not owned_id or owned_n <= 0:
         return rows
     out = []
     for r in rows:
         if r.gpu_id == owned_id and r.buy_cost_usd is not None and price_usd is not None:
             extra = max(0, r.count - owned_n)
+            # each card's share of the row's hardware cost as the row counted it (amortised or
+            # whole): the whole price taken off an amortised share left -$1,495 to "buy"
+            energy = (r.energy_kwh or 0.0) * electricity_usd_per_kwh
+            per_card = max(0.0, r.buy_cost_usd - energy) / r.count
             r = replace(
                 r,
-                buy_cost_usd=r.buy_cost_usd - price_usd * (r.count - extra),
+                buy_cost_usd=r.buy_cost_usd - per_card * (r.count - extra),
+                owned=r.count - extra,
+                # buying pays for the extra cards only: 2x RTX 3090 with one owned broke even after
+                # the hours two purchases would take; nothing to buy has no break-even
+                break_even_hours=r.break_even_hours * extra / r.count if r.break_even_hours and extra else None,
                 note=((r.note + "; ") if r.note else "")
                 + (f"you own {owned_n}: buy {extra} more" if extra else f"you own {owned_n}: nothing to buy"),
             )
@@ -384,6 +444,8 @@ def recommend(
     own: EstimateRow | None = None,
     owned_n: int = 0,
     excluded: Sequence[str] = (),
+    unknown_owned: Sequence[str] = (),
+    own_pace: float = 1.0,
 ) -> Recommendation:
     cpu = next((loc for loc in local if loc.device == "cpu"), None)
     by_stage: dict[Stage, list[EstimateRow]] = {Stage.ONE_GPU: [], Stage.WORKSTATION_OR_RENTED: [], Stage.CLUSTER: []}
@@ -429,6 +491,7 @@ def recommend(
         "",
         False,
         excluded=list(excluded),
+        unknown_owned=list(unknown_owned),
         own=own_d,
         deadline_hours=a.deadline_hours,
         budget_usd=a.budget_usd,
@@ -456,7 +519,14 @@ def recommend(
             # The GPU to name beside the CPU: the cheapest to get (a consumer card to buy first)
             # of those clearly faster. The fastest named a $14,500 MI250X at 3.8 s beside a 4.1 s CPU.
             t_cpu = cpu.total_time_h if cpu is not None and cpu.total_time_h is not None else math.inf
-            quicker = [r for r in priced if not within_band(r.total_time_h or math.inf, r.error_band, t_cpu)]
+            # never the user's own card, whose "price" is its electricity ("1x GeForce RTX 3090,
+            # under $0.01 to buy" beside "your GeForce RTX 3090 would take about 21 s")
+            quicker = [
+                r
+                for r in priced
+                if not within_band(r.total_time_h or math.inf, r.error_band, t_cpu)
+                and not (own is not None and r.gpu_id == own.gpu_id and r.count <= owned_n)
+            ]
             if quicker:
                 g = min(
                     quicker,
@@ -622,6 +692,9 @@ def recommend(
             and (to_buy.buy_cost_usd or 0) < float(pick.get("buy_cost_usd") or math.inf)  # type: ignore[arg-type]
         ):
             rec.cheaper_buy = describe(to_buy, kind="buy")
+    if own is not None and rec.action not in ("cpu", "have"):
+        rec.own_misfit = _own_misfit(own)
+        rec.add_owned = _add_owned(rows, own, owned_n, a, rec.option, own_pace)
     # the name every face prints (docs/advice.md); the sentence form ("one reasonable GPU") was JSON's alone
     rec.stage_name = "No stage" if rec.action == "none" else STAGE_SHORT[rec.stage]
     rec.deadline_met = rec.action in ("cpu", "have", "buy", "rent") or bool(
@@ -630,6 +703,10 @@ def recommend(
     opt = rec.option
     if opt is not None and rec.deadline_met and opt.get("time_high_h") is not None:
         rec.crosses_deadline = float(opt["time_high_h"]) > a.deadline_hours  # type: ignore[arg-type]
+    if rec.crosses_deadline and rec.action == "have" and own is not None:
+        # "pick a faster option" named none for the user's own cards: more of them whose whole
+        # range stays inside the deadline is the manager's faster option
+        rec.add_owned = _add_owned(rows, own, owned_n, a, None, own_pace, inside=True)
     if rec.crosses_deadline and rec.action in ("buy", "rent") and opt is not None:
         rec.in_range_alt = _in_range_alt(rows, a, rec.action, float(opt.get("total_time_h") or math.inf))  # type: ignore[arg-type]
     rec.choice, rec.rationale = explain(rec, usd)
@@ -651,6 +728,68 @@ def _in_range_alt(rows: Sequence[EstimateRow], a: Assumptions, kind: str, than_h
     ]
     best = min(safe, key=lambda r: (_price_as(r, kind) or math.inf, r.total_time_h or math.inf), default=None)
     return describe(best, kind=kind) if best is not None else None
+
+
+def _own_misfit(own: EstimateRow) -> str:
+    """ "your 2x GeForce RTX 4090 cannot hold it (needs 31.4 of 24 GB per GPU)", or "" where they can."""
+    if own.fits or own.peak_memory_gb is None or not own.vram_gb:
+        return ""
+    from gpuselect.estimate.memory import need_text, vram_text
+
+    name = option_name({"kind": "have", "count": own.count, "name": own.name})
+    each = " per GPU" if own.count * own.dies > 1 else ""
+    return f"{name} cannot hold it (needs {need_text(own.peak_memory_gb, own.vram_gb)} of {vram_text(own.vram_gb)} GB{each})"
+
+
+def _add_owned(
+    rows: Sequence[EstimateRow],
+    own: EstimateRow,
+    owned_n: int,
+    a: Assumptions,
+    option: dict[str, object] | None,
+    pace: float = 1.0,
+    *,
+    inside: bool = False,
+) -> dict[str, object] | None:
+    """The fewest more of the user's card that would meet the deadline (and the budget, where it is
+    priced), unless the advice already names it ("buy 1 more ..."). ``pace``: the user's cards'
+    speed against the catalog's (their own estimates'); data parallel waits for the slowest, so a
+    card benchmarked at half speed makes two take twice the catalog's two (not 20 h beside 76 h)."""
+    slow = min(1.0, pace)
+
+    def hours(r: EstimateRow) -> float:
+        return (r.total_time_h or math.inf) / slow
+
+    more = [
+        r
+        for r in rows
+        if r.gpu_id == own.gpu_id
+        and r.count > owned_n
+        and r.count * r.dies <= a.gpus_per_node  # in their box: "add 60 more A100" was 8 nodes of them
+        and r.fits
+        and r.supported
+        and r.total_time_h is not None
+        and (time_range(hours(r), r.error_band)[1] if inside else hours(r)) <= a.deadline_hours
+        and not (r.dataset_bound and r.count > 1)
+        and (a.budget_usd is None or r.buy_cost_usd is None or r.buy_cost_usd <= a.budget_usd)
+    ]
+    pick = min(more, key=lambda r: (r.count, hours(r)), default=None)
+    if pick is None or (
+        option is not None and (option.get("gpu_id"), option.get("count")) == (pick.gpu_id, pick.count)
+    ):
+        return None
+    if slow < 1.0:
+        kwh = (pick.energy_kwh or 0.0) / slow
+        more_power = (kwh - (pick.energy_kwh or 0.0)) * a.electricity_usd_per_kwh
+        pick = replace(
+            pick,
+            total_time_h=hours(pick),
+            meets_deadline=True,
+            energy_kwh=kwh,
+            buy_cost_usd=None if pick.buy_cost_usd is None else pick.buy_cost_usd + more_power,
+            cloud_cost_usd=None,  # a rental is other cards, not paced by the user's
+        )
+    return describe(pick, kind="buy", owned=owned_n)
 
 
 #: How much larger a per-GPU batch ``larger_batch`` tries (capped by what fits): one batch, a few
@@ -811,6 +950,7 @@ def named_options(rec: Recommendation) -> list[dict[str, object]]:
             rec.unpriced,
             rec.cheaper_buy,
             rec.in_range_alt,
+            rec.add_owned,
             beside_cpu,
         )
         if o and o.get("kind") not in ("cpu", "have")
@@ -996,7 +1136,8 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
         elif rec.action in ("buy", "rent"):
             verb = "rent" if rec.action == "rent" else "buy"
             if verb == "buy" and rec.own and rec.own.get("gpu_id") == o.get("gpu_id"):
-                extra = _int(o.get("count"), 1) - _int(rec.own.get("count"), 0)
+                # the cards they own, not those the own option uses (one of two at --count 1,4)
+                extra = _int(o.get("count"), 1) - _int(rec.own.get("owned"), _int(rec.own.get("count"), 0))
                 choice = f"buy {extra} more {o.get('name')} ({o.get('count')} in all)"
             else:
                 choice = f"{verb} {name}"
@@ -1016,6 +1157,8 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             lead = ""
             if rec.own:
                 lead = f"{_cap(option_name(rec.own))} would need ~{fmt_hours(rec.own.get('total_time_h'))}, beyond your {deadline} deadline. "  # type: ignore[arg-type]
+            elif rec.own_misfit:  # the user's GPUs, not the CPU, are what they asked about
+                lead = f"{_cap(rec.own_misfit)}. "
             elif rec.per_stage.get("1") and rec.per_stage["1"].get("total_time_h"):  # type: ignore[union-attr]
                 lead = _cpu_lead(rec.per_stage["1"], rec.deadline_hours)  # type: ignore[arg-type]
             where = {
@@ -1063,6 +1206,8 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                     f"{money(float(cb['buy_cost_usd']))}."  # type: ignore[arg-type]
                 )
         else:  # miss
+            if rec.own_misfit:
+                parts.append(f"{_cap(rec.own_misfit)}.")
             unpriced = ", no rental offer of that size" if o.get("cloud_unlinked") else ", no price in the catalog"
             choice = f"{name} ({_approx(t, '~')}" + (f"{unpriced})" if rec.missed == "price" else ")")
             budget = f" and the {money(rec.budget_usd)} budget" if rec.budget_usd else ""
@@ -1148,7 +1293,20 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
         if rec.crosses_deadline:
             safe = rec.in_range_alt
             pick = "pick a faster option"
-            if safe is not None:
+            ao = rec.add_owned
+            if rec.action == "have" and ao is not None:
+                added = _int(ao.get("count"), 1) - _int(ao.get("owned"), 0)
+                buy = ao.get("buy_cost_usd")
+                pick = (
+                    f"add {added} more {ao.get('name')}: {ao.get('count')} in all stay inside it, "
+                    f"{_approx(fmt_hours(ao.get('total_time_h')))} (up to {fmt_hours(ao.get('time_high_h'))})"  # type: ignore[arg-type]
+                    + (
+                        f" for {money(float(buy))} ({'the card' if added == 1 else f'the {added} cards'} and electricity)"
+                        if isinstance(buy, float | int)
+                        else "; the catalog has no price for it"
+                    )
+                )
+            elif safe is not None:
                 sh = safe.get("time_high_h")
                 pick = (
                     f"pick a faster option: {option_name(safe)} stays inside it, "
@@ -1159,8 +1317,27 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
                 f"Its error range reaches past your {deadline} deadline (up to {_past(o.get('time_high_h'), rec.deadline_hours)}): "
                 f"leave room, or {pick}."
             )
+    ao = rec.add_owned
+    if ao is not None and rec.action not in ("none", "have"):  # "have": said as its faster option above
+        added = _int(ao.get("count"), 1) - _int(ao.get("owned"), 0)
+        buy = ao.get("buy_cost_usd")
+        price = (
+            f", for {_approx(money(float(buy)))} ({'the card' if added == 1 else f'the {added} cards'} you add, and electricity)"
+            if isinstance(buy, float | int)
+            else "; the catalog has no price for it"
+        )
+        parts.append(
+            f"Adding to yours: {added} more {ao.get('name')} ({ao.get('count')} in all) would finish in "
+            f"{_approx(fmt_hours(ao.get('total_time_h')))}{_range(ao)}, inside your {deadline} deadline{price}."  # type: ignore[arg-type]
+        )
+        choice += f"; or add {added} more {ao.get('name')} (~{fmt_hours(ao.get('total_time_h'))})"  # type: ignore[arg-type]
     for x in rec.excluded:
         parts.append(f"Left out of the plan: {x}.")
+    for x in rec.unknown_owned:
+        parts.append(
+            f"Not weighed: {x} is not in the catalog, so its speed is unknown; add it in catalog_overlay.toml "
+            'in the config folder (README, "Where gpuselect keeps your files") to have it estimated.'
+        )
     lb = rec.larger_batch
     if lb is not None and rec.action != "none":
         # in the headline too: a first-time user reads it and not the paragraph (QA 14: 8x V100 rented

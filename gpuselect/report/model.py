@@ -26,6 +26,7 @@ from gpuselect.estimate.recommend import (
     memory_need,
     named_options,
     option_name,
+    owned_note,
     slower_precision_note,
     stage_heading,
     verdict_line,
@@ -385,7 +386,15 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
         )
     if rec.own:
         o = rec.own
-        label = option_name(o) + (" (all healthy cards together)" if int(o["count"]) > 1 else " (healthy)")
+        n, have = int(o["count"]), int(o.get("owned") or o["count"])
+        # --max-gpus/--count may leave some out: "all healthy cards together" said of 2 of 4
+        label = option_name(o) + (
+            f" ({n} of your {have} healthy cards)"
+            if n < have
+            else " (all healthy cards together)"
+            if n > 1
+            else " (healthy)"
+        )
         rows.append(
             _option_row(
                 label + (" (recommended)" if rec.action == "have" else ""),
@@ -401,7 +410,8 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
         )
     also = {(o.get("gpu_id"), o.get("count")) for o in named_options(rec)}
     stage_of = {(o.get("gpu_id"), o.get("count")): k for k, o in rec.per_stage.items() if o and o.get("gpu_id")}
-    marks: dict[str, str] = {}  # the Cloud column's marks used -> what they mean
+    marks: dict[str, str] = {}  # the Buy and Cloud columns' marks used -> what they mean
+    owned_most = 0  # the most of the user's own cards a listed row's buy cost leaves out
     slower: set[str] = set()  # the precisions that train marked rows faster
     for r in singles + multis:
         mark = (
@@ -422,13 +432,17 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
             cloud, marks["no offer"] = "no offer", NO_OFFER_NOTE
         elif r.cloud_offer_gpus and r.cloud_cost_usd is not None:
             cloud, marks["‡"] = cloud + " ‡", PARTIAL_OFFER_NOTE
+        buy = money(r.buy_cost_usd)
+        if r.owned and r.buy_cost_usd is not None:  # the user's own cards are not in it (the CLI's §)
+            owned_most = max(owned_most, r.owned)
+            buy, marks["§"] = buy + " §", owned_note(owned_most)
         rows.append(
             _option_row(
                 f"{r.count}x {r.name}{mark}",
                 r.fits,
                 r.batch_size,
                 r.total_time_h,
-                money(r.buy_cost_usd),
+                buy,
                 cloud,
                 r.energy_kwh,
                 r.error_band,
@@ -445,7 +459,8 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
             f"(*) No measured step validates {', '.join(paths)}: those rows' bands are borrowed from "
             "the validated regime (offloaded and mixture-of-experts rows take the widest GPU band)."
         )
-    s.lines += [f"{m}: {why} (this report's JSON names each row's offer)." for m, why in sorted(marks.items())]
+    offer = " (this report's JSON names each row's offer)"
+    s.lines += [f"{m}: {why}{'' if m == '§' else offer}." for m, why in sorted(marks.items())]
     for faster in sorted(slower):
         s.lines.append(f"†: {slower_precision_note(faster)}; each row's note in this report's JSON says by how much.")
     s.table = rows

@@ -26,7 +26,7 @@ from gpuselect.health.model import Finding, Severity
 from gpuselect.health.rules import HealthReport
 from gpuselect.settings import Settings
 from gpuselect.workloads.presets import PRESETS, get_preset
-from tests.app.machines import a100x2, rtx3090
+from tests.app.machines import a100x2, rtx3090, rtx3090_and_two_3060, rtx4090x2, unknown_card
 from tests.builders import option_row
 
 S = Settings()
@@ -421,3 +421,245 @@ def test_a_quiet_benchmark_anchors_the_cpu_estimate_past_its_batches_and_an_unme
 
     assert band(0.02) == regime_band("cpu_anchored", "NVIDIA")
     assert band(None) != regime_band("cpu_anchored", "NVIDIA")
+
+
+def test_a_mixed_box_offers_its_fastest_group_not_its_largest() -> None:
+    # QA 17e: an RTX 3090 beside two RTX 3060: the two 3060s (the larger group, 51 h) were "your
+    # GPUs", beyond a 45 h deadline, and a $1,000 card to buy was the advice; the 3090 alone: 39.5 h.
+    m = this_machine(nvml=rtx3090_and_two_3060())
+    rec = _estimate(m, "resnet50", 45).recommendation
+    assert rec.own is not None and rec.own["gpu_id"] == "nvidia-rtx-3090" and rec.own["count"] == 1
+    assert rec.action == "have" and "your GeForce RTX 3090" in explain(rec)[1]
+    (gpu0,) = [x for x in _estimate(m, "resnet50", 45).local if x.device == "gpu0"]
+    assert rec.own["total_time_h"] == pytest.approx(gpu0.total_time_h)
+
+
+def test_the_gpu_named_beside_the_cpu_is_one_to_buy_never_the_users_own() -> None:
+    # QA 17e: "A GPU would be faster (1x GeForce RTX 3090, about 21 s, under $0.01 to buy), but you
+    # do not need one. Your GeForce RTX 3090 would take about 21 s." -- its price was its electricity.
+    rec = _estimate(this_machine(nvml=rtx3090()), "simple-cnn", 72).recommendation
+    assert rec.action == "cpu" and rec.faster_gpu is not None
+    assert rec.faster_gpu["gpu_id"] != "nvidia-rtx-3090"
+    assert float(rec.faster_gpu["buy_cost_usd"]) > 100  # type: ignore[arg-type]  # a card's price
+    why = explain(rec)[1]
+    assert "under $0.01 to buy" not in why and "Your GeForce RTX 3090 would take" in why
+
+
+def test_owned_cards_short_of_time_are_told_how_many_more_to_add() -> None:
+    # QA 17e: one RTX 3090 at 98 h for a 72 h deadline: the advice named an RTX 5090 ($2,002) and a
+    # rental, never that one more 3090 (2 in all, 52 h) does it for the price of that one card.
+    rec = _estimate(this_machine(nvml=rtx3090()), "llama-8b-lora", 72).recommendation
+    assert rec.action in ("buy", "rent") and rec.own is not None and not rec.own["meets_deadline"]
+    add = rec.add_owned
+    assert add is not None and add["gpu_id"] == "nvidia-rtx-3090" and (add["count"], add["owned"]) == (2, 1)
+    assert add["meets_deadline"]
+    unit = load_catalog().get("nvidia-rtx-3090")
+    assert unit is not None and unit.launch_price_usd is not None
+    assert unit.launch_price_usd < float(add["buy_cost_usd"]) < 1.05 * unit.launch_price_usd  # type: ignore[arg-type]
+    choice, why = explain(rec)
+    assert "or add 1 more GeForce RTX 3090" in choice
+    assert "Adding to yours: 1 more GeForce RTX 3090 (2 in all) would finish in about" in why
+    assert "inside your 72 h deadline, for about $1,50" in why and "(the card you add, and electricity)" in why
+
+
+def test_owned_cards_that_cannot_hold_the_workload_are_named_and_what_to_add_is_said() -> None:
+    # QA 17e: two RTX 4090 and Llama 70B QLoRA: the advice began "The CPU cannot hold the training
+    # state" and never said the user's GPUs cannot either, nor that four of them would.
+    m = this_machine(nvml=rtx4090x2())
+    rec = _estimate(m, "llama-70b-qlora", 72).recommendation
+    assert rec.own is None and rec.own_misfit.startswith("your 2x GeForce RTX 4090 cannot hold it (needs ")
+    assert rec.own_misfit.endswith(" of 24 GB per GPU)")
+    why = explain(rec)[1]
+    assert why.startswith("Your 2x GeForce RTX 4090 cannot hold it") and "The CPU cannot" not in why
+    late = _estimate(m, "llama-70b-qlora", 200).recommendation
+    assert late.add_owned is not None and (late.add_owned["count"], late.add_owned["owned"]) == (4, 2)
+    assert "Adding to yours: 2 more GeForce RTX 4090 (4 in all)" in explain(late)[1]
+
+
+def test_a_buy_cost_that_leaves_out_the_users_own_cards_is_marked_in_every_table(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # QA 17e: "1x GeForce RTX 3090 ... buy $1.76" under a footer saying buy costs are the cards'
+    # price: the user's own card's electricity read as its price, unmarked in the CLI and the report.
+    from gpuselect.estimate.recommend import owned_note
+
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: rtx3090())
+    assert main(["estimate", "--workload", "llama-8b-lora", "--gpus", "nvidia-rtx-3090,nvidia-rtx-4090"]) == 0
+    text = capsys.readouterr().out
+    lines = {ln.split("  ")[0].removeprefix("→ "): ln for ln in text.splitlines() if "x GeForce RTX" in ln}
+    assert "§" in lines["1x GeForce RTX 3090"] and "§" in lines["2x GeForce RTX 3090"]
+    assert "§" not in lines["1x GeForce RTX 4090"]
+    assert f"§ {owned_note(1)}" in text
+    assert main(["estimate", "--workload", "llama-8b-lora", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert {r["count"]: r["owned"] for r in rows if r["gpu_id"] == "nvidia-rtx-3090"} == {1: 1, 2: 1, 4: 1}
+    assert all(r["owned"] == 0 for r in rows if r["gpu_id"] != "nvidia-rtx-3090")
+    out = tmp_path / "r.json"
+    assert main(["report", "-o", str(out), "--no-bench", "--workload", "llama-8b-lora"]) == 0
+    est = next(s for s in json.loads(out.read_text())["report"]["sections"] if s["title"] == "Estimates")
+    head, *table = est["table"]
+    (two,) = [ln for ln in table if ln[0].startswith("2x GeForce RTX 3090")]  # named: add 1 more
+    assert two[head.index("Buy ($)")].endswith(" §")
+    assert f"§: {owned_note(1)}." in est["lines"]
+
+
+def test_an_amortised_purchase_of_more_of_the_users_card_is_never_negative() -> None:
+    # QA 17e: with amortisation the whole price of the card owned was taken off the row's amortised
+    # share: "buy" -$1,495 for one RTX 3090 the user owns, and for two.
+    a = Assumptions(amortisation_years=3)
+    result = estimate_for_machine(get_preset("resnet50"), a, this_machine(nvml=rtx3090()))
+    rows = {r.count: r for r in result.rows if r.gpu_id == "nvidia-rtx-3090"}
+    energy = {n: (r.energy_kwh or 0) * a.electricity_usd_per_kwh for n, r in rows.items()}
+    assert rows[1].buy_cost_usd == pytest.approx(energy[1])  # nothing to buy: its electricity
+    unit = load_catalog().get("nvidia-rtx-3090")
+    assert unit is not None and unit.launch_price_usd is not None
+    share = unit.launch_price_usd * (rows[2].total_time_h or 0) / (3 * 365 * 24)  # one card's share
+    assert rows[2].buy_cost_usd == pytest.approx(energy[2] + share)
+    assert all((r.buy_cost_usd or 0) >= 0 for r in result.rows)
+
+
+def test_break_even_counts_only_the_cards_the_user_lacks() -> None:
+    # QA 17e: every RTX 3090 row broke even after 3,292 h, the hours the rows' whole purchase takes
+    # to repay, one owned card included; one more card repays in proportion, none has nothing to repay.
+    result = _estimate(this_machine(nvml=rtx3090()), "resnet50", 72)
+    full = estimate_for_machine(get_preset("resnet50"), assumptions(S, deadline_hours=72), None)
+    mine = {r.count: r.break_even_hours for r in result.rows if r.gpu_id == "nvidia-rtx-3090"}
+    whole = {r.count: r.break_even_hours for r in full.rows if r.gpu_id == "nvidia-rtx-3090"}
+    assert whole[2] is not None and whole[4] is not None
+    assert mine[1] is None
+    assert mine[2] == pytest.approx(whole[2] / 2) and mine[4] == pytest.approx(whole[4] * 3 / 4)
+
+
+def test_an_owned_card_the_catalog_does_not_know_is_said_not_weighed() -> None:
+    # QA 17e: the advice named cards to buy or rent and never the user's own card, which the
+    # catalog does not know: only the machine lines below it said "not in the catalog".
+    rec = _estimate(this_machine(nvml=unknown_card()), "resnet50", 72).recommendation
+    assert rec.own is None and rec.unknown_owned == ["gpu0 (NVIDIA Quadro Frobnitz 9000)"]
+    why = explain(rec)[1]
+    assert "Not weighed: gpu0 (NVIDIA Quadro Frobnitz 9000) is not in the catalog" in why
+    assert "catalog_overlay.toml" in why
+    assert _estimate(this_machine(nvml=rtx3090()), "resnet50", 72).recommendation.unknown_owned == []
+
+
+def _slow_rtx3090_bench(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A benchmark record of this machine's RTX 3090 measuring about half a healthy card's matmul
+    rate (built from the H100 record's layout; its training steps left out)."""
+    from gpuselect.app.machine import load_bench
+
+    doc = json.loads(H100_BENCH.read_text())
+    gpu = next(d for d in doc["devices"] if d["kind"] == "cuda")
+    gpu.update(name="NVIDIA GeForce RTX 3090", spec_name="GeForce RTX 3090", train_steps=[])
+    gpu.update(telemetry_before=None, telemetry_after=None, memory_total_bytes=24 * 2**30)
+    gpu["matmul_tflops"] = {"fp32": 20.0, "tf32": 35.0, "fp16": 25.0, "bf16": 25.0}
+    gpu["matmul_detail"] = {
+        k: {**gpu["matmul_detail"][k], "value": v, "low": 0.95 * v, "high": 1.02 * v}
+        for k, v in gpu["matmul_tflops"].items()
+    }
+    gpu["spec_ratio"] = {"matmul_fp32": 0.56, "matmul_tf32": 0.49, "matmul_fp16": 0.35, "matmul_bf16": 0.35}
+    gpu["memory_bandwidth_gbs"] = 750.0
+    for t in gpu["bandwidth_detail"].values():
+        t.update(value=750.0, low=700.0, high=760.0)
+    doc["devices"] = doc["report"]["devices"] = [gpu]
+    doc["findings"] = []
+    path = tmp_path / "bench-3090.json"
+    path.write_text(json.dumps(doc))
+    return load_bench(path)
+
+
+def test_a_benchmarked_own_card_reads_the_same_in_the_advice_and_in_its_own_line(tmp_path: Path) -> None:
+    # QA 17e: "Your GeForce RTX 3090 would need ~77.8 h" (its matmul ratio alone) above "gpu0 (NVIDIA
+    # GeForce RTX 3090): 75.7 h" (its benchmark's step-time model); and one more card "would finish
+    # in about 20.4 h", the catalog's two, where the benchmarked card paces both.
+    m = this_machine(nvml=rtx3090(), bench=_slow_rtx3090_bench(tmp_path))
+    result = _estimate(m, "resnet50", 72)
+    rec = result.recommendation
+    (gpu0,) = [x for x in result.local if x.device == "gpu0"]
+    assert "benchmark" in gpu0.basis and rec.own is not None
+    assert float(rec.own["total_time_h"]) == pytest.approx(gpu0.total_time_h)  # type: ignore[arg-type]
+    row1, row2 = (next(r for r in result.rows if r.gpu_id == "nvidia-rtx-3090" and r.count == n) for n in (1, 2))
+    assert gpu0.total_time_h is not None and row1.total_time_h is not None and row2.total_time_h is not None
+    assert gpu0.total_time_h > 1.5 * row1.total_time_h  # the data this test rests on: a slow card
+    add = rec.add_owned
+    assert add is not None and add["count"] == 2
+    paced = row2.total_time_h * gpu0.total_time_h / row1.total_time_h
+    assert float(add["total_time_h"]) == pytest.approx(paced)  # type: ignore[arg-type]
+
+
+def test_the_users_own_gpus_keep_to_the_gpus_an_option_may_have(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # QA 17e: "--max-gpus 1" on a two-RTX 4090 machine was answered "use your 2x GeForce RTX 4090",
+    # data parallel; a purchase of four still counts both cards owned.
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", rtx4090x2)
+    for limit in (["--max-gpus", "1"], ["--count", "1,4"]):
+        assert main(["estimate", "--workload", "resnet50", *limit, "--format", "json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        rec = doc["recommendation"]
+        assert rec["action"] == "have" and rec["own"]["count"] == 1, limit
+        assert "your GeForce RTX 4090 finishes" in rec["rationale"] and "2x" not in rec["choice"]
+    four = next(r for r in doc["rows"] if r["gpu_id"] == "nvidia-rtx-4090" and r["count"] == 4)
+    assert four["owned"] == 2 and "you own 2: buy 2 more" in four["note"]
+    assert main(["estimate", "--workload", "resnet50", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["recommendation"]["own"]["count"] == 2  # no limit: both
+
+
+def test_buying_more_of_the_users_card_counts_every_card_they_own(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # QA 17e: at --count 1,4 the own option is one of the two RTX 4090: "Buy 3 more GeForce RTX
+    # 4090 (4 in all)" beside a price of two.
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", rtx4090x2)
+    args = ["--workload", "resnet50", "--count", "1,4", "--deadline-hours", "10", "--gpus", "nvidia-rtx-4090"]
+    assert main(["estimate", *args, "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)["recommendation"]
+    assert rec["action"] == "buy" and rec["option"]["count"] == 4 and rec["own"]["owned"] == 2
+    assert rec["choice"].startswith("Buy 2 more GeForce RTX 4090 (4 in all)")
+
+
+def test_own_cards_whose_range_crosses_the_deadline_are_told_what_to_add_to_stay_inside() -> None:
+    # QA 17e: "Its error range reaches past your 45 h deadline (up to 52.1 h): leave room, or pick a
+    # faster option" named none to a manager whose own RTX 3090 is the answer.
+    rec = _estimate(this_machine(nvml=rtx3090()), "resnet50", 45).recommendation
+    assert rec.action == "have" and rec.crosses_deadline
+    add = rec.add_owned
+    assert add is not None and (add["count"], add["owned"]) == (2, 1)
+    assert float(add["time_high_h"]) <= 45  # type: ignore[arg-type]
+    why = explain(rec)[1]
+    assert "leave room, or add 1 more GeForce RTX 3090: 2 in all stay inside it, about " in why
+    assert "Adding to yours" not in why and "pick a faster option" not in why
+    assert _estimate(this_machine(nvml=rtx3090()), "resnet50", 72).recommendation.add_owned is None  # inside
+
+
+def test_what_to_add_to_the_users_cards_stays_in_one_box() -> None:
+    # QA 17e: four A100 40GB and Llama 70B full: "Adding to yours: 60 more A100 PCIe 40GB (64 in
+    # all)", eight nodes of them, for a manager with one four-GPU box.
+    from tests.fakes import fake_nvml as F
+
+    gpus = [dataclasses.replace(F._a100(i), name="NVIDIA A100-PCIE-40GB", memory_total=40 * F.GIB) for i in range(4)]
+    m = this_machine(nvml=F.FakeNVML(gpus, driver="550.54.15", cuda=12040))
+    result = _estimate(m, "llama-70b-full", 72)
+    rec = result.recommendation
+    assert rec.own_misfit.startswith("your 4x A100 PCIe 40GB cannot hold it")
+    # the data this test rests on: a cluster of that card holds it in time
+    assert any(r.gpu_id == "nvidia-a100-pcie-40gb" and r.count > 8 and r.fits and r.meets_deadline for r in result.rows)
+    assert rec.add_owned is None and "Adding to yours" not in explain(rec)[1]
+    late = _estimate(m, "llama-70b-qlora", 72).recommendation  # 8 of them in one box do
+    assert late.add_owned is not None and late.add_owned["count"] == 8
+
+
+def test_the_report_says_when_the_own_option_uses_some_of_the_users_cards(tmp_path: Path) -> None:
+    # QA 17e: at --max-gpus 1 the report's row of one of two RTX 4090 read "(all healthy cards
+    # together)" had it been two of four; it names how many of theirs it uses.
+    from gpuselect.app.workflows import build_machine_report
+
+    m = this_machine(nvml=rtx4090x2())
+    capped = estimate_for_machine(get_preset("resnet50"), assumptions(S, max_gpus=1, cluster_max_gpus=1), m)
+    both = estimate_for_machine(get_preset("resnet50"), assumptions(S), m)
+
+    def label(result) -> str:  # type: ignore[no-untyped-def]
+        rep = build_machine_report(m, result, settings=S, redact=False)
+        est = next(s for s in rep.sections if s.title == "Estimates")
+        return next(str(row[0]) for row in est.table[1:] if str(row[0]).startswith(("your GeForce", "your 2x GeForce")))
+
+    assert label(capped).startswith("your GeForce RTX 4090 (1 of your 2 healthy cards)")
+    assert label(both).startswith("your 2x GeForce RTX 4090 (all healthy cards together)")
