@@ -275,11 +275,12 @@ class EstimateResult:
 
 
 def _price(e: GpuEntry) -> tuple[float | None, str | None]:
+    """``e.price_usd`` and which price it is."""
+    if not e.price_usd:
+        return None, None
     if e.street_price_usd:
-        return e.street_price_usd, f"street price {e.street_price_date or ''}".strip()
-    if e.launch_price_usd:
-        return e.launch_price_usd, f"launch price {e.launch_price_date or ''}".strip()
-    return None, None
+        return e.price_usd, f"street price {e.street_price_date or ''}".strip()
+    return e.price_usd, f"launch price {e.launch_price_date or ''}".strip()
 
 
 #: Architectures today's training stacks no longer run, and why: their rows stay (a user may own
