@@ -1261,7 +1261,8 @@ def local_cpu_estimate(
     if fit is None:
         return _with_row_figures(loc, w, a)  # not checked: fits stays True, and no memory figure is shown
     loc.fits = fit.fits
-    loc.peak_memory_gb = round(fit.peak_gb, 2)
+    # rounded away from the usable RAM it was judged against, as a GPU row's need is
+    loc.peak_memory_gb = need_gb(fit.peak_gb, usable_ram_gb(float(ram_gb or 0.0)))
     loc.memory_breakdown_gb = fit.breakdown_gb
     loc.vram_gb = float(ram_gb or 0.0)  # a fit was made: the RAM was given
     loc.max_batch = fit.max_batch
