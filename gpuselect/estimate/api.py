@@ -92,7 +92,9 @@ class Assumptions:
     cluster_max_gpus: int = 1024  # stage 4: when no box meets the deadline or holds the model, up to this many
     gpus_per_node: int = 8
     network_gbs: float | None = None  # between nodes, GB/s per node; None: the card's reference node (parallel.py)
-    comm_overlap: float = 0.5  # unused since the step-time model (parallel.py overlaps per bucket); kept for callers
+    # unused since the step-time model (parallel.py overlaps per bucket); kept for callers, and out of
+    # the JSON, where a script read "comm_overlap": 0.5 as the overlap the estimate used (QA 17d)
+    comm_overlap: float = field(default=0.5, metadata={"json": False})
     amortisation_years: float | None = None  # spread a purchase over its useful life (None: whole price)
     interconnect: MeasuredInterconnect | None = None  # measured by `gpuselect fleet`; replaces spec links
 
@@ -725,19 +727,6 @@ SELECTIVE_FASTER_MARGIN = 1.05
 
 
 def _row(
-    w: Workload,
-    e: GpuEntry,
-    count: int,
-    a: Assumptions,
-    perf: PerfModel | None,
-    band: float | None,
-    device: DeviceModel | None = None,
-) -> EstimateRow:
-    """``count`` GPUs ``e`` training ``w`` (``_row_in``)."""
-    return _row_in(w, e, count, a, perf, band, device)
-
-
-def _row_in(
     w: Workload,
     e: GpuEntry,
     count: int,
