@@ -1472,7 +1472,7 @@ def local_gpu_estimate(
             mo = MemoryOptions(precision=prec, optimizer=a.optimizer, offload=a.offload, loss=a.loss)
             mem = plan(w, cap, mo, checkpointing=a.checkpointing, sharding=None, batch_size=a.batch_size)
             loc.fits, loc.basis = mem.fits, f"not in the catalog: no time estimate; memory fitted in {prec}"
-            loc.peak_memory_gb, loc.vram_gb = round(mem.peak_gb, 2), cap
+            loc.peak_memory_gb, loc.vram_gb = need_gb(mem.peak_gb, cap), cap  # as a catalog card's row
             loc.memory_breakdown_gb, loc.max_batch = mem.breakdown_gb, mem.max_batch
             loc.checkpointing = mem.options.recompute
         return loc

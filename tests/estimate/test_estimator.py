@@ -1233,6 +1233,15 @@ def test_a_local_gpu_the_catalog_lacks_still_says_whether_the_workload_fits(cata
     assert small.fits and big.fits is False and small.vram_gb == 4.0
     assert big.peak_memory_gb is not None and big.peak_memory_gb > 4.0
     assert small.total_time_h is None and "no time estimate" in small.basis
+    # review 17: its need just past its memory is rounded away from it, as a catalog card's row
+    # (rounded to the nearest, 0.0002 GB over its memory read as exactly its memory, "does not fit")
+    w, a = PRESETS["llama-1b-lora"], A.Assumptions(batch_size=1, checkpointing="none")
+    fp16 = A.MemoryOptions(precision="fp16", optimizer=a.optimizer, offload=a.offload, loss=a.loss)
+    need = A.plan(w, 64.0, fp16, checkpointing=a.checkpointing, sharding=None, batch_size=1).peak_gb
+    kw = {**kw, "memory_bytes": round((need - 0.0002) * 2**30)}
+    tight = A.local_gpu_estimate(w, a, catalog, None, **kw)
+    assert tight.fits is False and tight.vram_gb is not None and tight.peak_memory_gb is not None
+    assert tight.peak_memory_gb > tight.vram_gb
 
 
 def test_one_die_of_a_multi_die_card_counts_offers_and_reported_memory_per_die(catalog) -> None:  # type: ignore[no-untyped-def]
