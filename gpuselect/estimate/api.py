@@ -1267,9 +1267,7 @@ VALIDATED_DDP_GPUS = 8
 VALIDATED_GPUS = 512
 
 
-def unvalidated_paths(
-    w: Workload, a: Assumptions, count: int, link_basis: str | None, parallelism: str = "single"
-) -> str:
+def unvalidated_paths(w: Workload, a: Assumptions, count: int, link_basis: str | None, parallelism: str) -> str:
     """The parts of a row's step no measured step validates (docs/accuracy.md, "What validates each
     path"), in words; empty where the row's regime band is its own."""
     out = []
