@@ -525,8 +525,16 @@ def measured_link(e: GpuEntry, count: int, a: Assumptions, cp: parallel.CommPara
     A cluster measured within one node only: its ring crosses each node's own links and the
     network between nodes, so it gets the slower of the measured intra-node figure and the
     network (spec, or --network-gbs); it used the spec GPU link instead of the measured one,
-    faster than the box the measurement came from."""
-    measured = measured_link_gbs(a.interconnect, count, a.gpus_per_node)
+    faster than the box the measurement came from. On a full-mesh platform (MI300X) fewer GPUs
+    than the node measured cross fewer links: the measured figure scaled to them (two MI300X
+    took an 8-GPU node's seven links, as the spec link did before session 17)."""
+    m = a.interconnect
+    measured = measured_link_gbs(m, count, a.gpus_per_node)
+    if measured is not None and count <= a.gpus_per_node and m is not None and m.intra_node_ranks:
+        used = parallel.mesh_links(e, count, a.gpus_per_node)
+        had = parallel.mesh_links(e, m.intra_node_ranks, m.intra_node_ranks)
+        if used is not None and had is not None and used < had:
+            return measured[0] * used / had, f"{measured[1]}, scaled to {used} of its {had} mesh links"
     if measured is not None or count <= a.gpus_per_node:
         return measured
     intra = measured_link_gbs(a.interconnect, a.gpus_per_node, a.gpus_per_node)

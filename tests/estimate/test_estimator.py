@@ -855,6 +855,26 @@ def test_a_cluster_is_no_faster_than_the_node_measured(tmp_path: Path, capsys: p
     assert slow[64]["link_basis"] == "spec: network 100 GB/s per node"
 
 
+def test_a_mesh_measured_on_more_gpus_is_scaled_to_the_links_a_smaller_ring_crosses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 17: two MI300X ring over the one Infinity Fabric link between them (the spec link is
+    scaled so since session 17), but a node measured on 8 ranks gave them its seven links' 150 GB/s.
+    A switched board (H100) keeps the measured figure at any count within the node."""
+    fleet = _fleet(tmp_path / "intra.json", across=False)  # 150 GB/s over 8 ranks
+
+    def rows(gpu: str) -> dict[int, dict[str, Any]]:
+        argv = ["estimate", "--workload", "llama-8b-full", "--gpus", gpu, "--count", "2,4,8", "--format", "json"]
+        assert main([*argv, "--interconnect", fleet]) == 0
+        return {r["count"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+
+    mi = rows("amd-mi300x")
+    assert [mi[n]["link_gbs"] for n in (2, 4, 8)] == pytest.approx([150 / 7, 150 * 3 / 7, 150], abs=1e-3)
+    assert mi[2]["link_basis"].endswith("scaled to 1 of its 7 mesh links") and "scaled" not in mi[8]["link_basis"]
+    h100 = rows("nvidia-h100-sxm5-80gb")
+    assert [h100[n]["link_gbs"] for n in (2, 4, 8)] == pytest.approx([150.0] * 3)
+
+
 def test_offload_says_how_much_the_host_must_hold(catalog) -> None:  # type: ignore[no-untyped-def]
     # "Offload the parameters" to two 24 GB cards for a 70B full fine-tune needs ~1.1 TB of host RAM,
     # and nothing said so.
