@@ -702,9 +702,10 @@ def _say_selective(
     a: Assumptions,
     r: EstimateRow,
     selective: Callable[[Assumptions], EstimateRow],
-) -> None:
-    """An automatic row that checkpoints (or runs below the workload's batch) says where selective
-    checkpointing would train faster; ``selective`` gives the same option under other assumptions.
+) -> str | None:
+    """Where an automatic row that checkpoints (or runs below the workload's batch) would train
+    faster with selective checkpointing, the words that say so (a row's note, this machine's GPU's
+    basis); ``selective`` gives the same option under other assumptions.
     Left to choose, checkpointing is full or none (docs/memory.md); selective keeps the linear
     layers' outputs and recomputes little, so where memory caps the batch it may train faster:
     Llama 3.1 8B QLoRA on an RTX 4090 +8 %, BERT-large on an RTX 3080 +20 % (QA 17b). Said, not
@@ -717,16 +718,16 @@ def _say_selective(
         or not r.fits
         or not (r.checkpointing == "full" or (r.batch_size or 0) < w.default_batch_size)
     ):
-        return
+        return None
     prec = a.precision if a.precision != Precision.AUTO or r.precision_used is None else r.precision_used
     sel = selective(replace(a, checkpointing="selective", precision=prec))
     gain = _gain(r, sel, SELECTIVE_FASTER_MARGIN)
-    if gain is not None:
-        said = (
-            f"--checkpointing selective trains {100 * gain:.0f} % faster here (batch {sel.batch_size} per GPU: "
-            "keeps the linear layers' outputs, recomputes the rest)"
-        )
-        r.note = f"{r.note}; {said}" if r.note else said
+    if gain is None:
+        return None
+    return (
+        f"--checkpointing selective trains {100 * gain:.0f} % faster here (batch {sel.batch_size} per GPU: "
+        "keeps the linear layers' outputs, recomputes the rest)"
+    )
 
 
 #: How much faster selective checkpointing must train than the automatic choice before a row says
@@ -1489,7 +1490,6 @@ def local_gpu_estimate(
         e = e.as_reported(memory_bytes / 2**30)
     d = benchmarked_gpu_device(e, bench) if bench else None
     r = _row(w, e, 1, a, perf, None, device=d)
-    _say_selective(w, a, r, lambda b: _row(w, e, 1, b, perf, None, device=d))
     fit = d.bench_fit if d is not None else None
     basis = f"catalog entry {e.id}; " + (
         (
@@ -1530,6 +1530,12 @@ def local_gpu_estimate(
             if r.energy_kwh is not None and r.total_time_h:
                 loc.energy_kwh = r.energy_kwh * hours / r.total_time_h
             return _with_row_figures(loc, w, a)
+    # A modelled step (not the benchmark's measured one): where selective checkpointing trains
+    # faster, said in the basis, which every face prints; a LocalEstimate has no note (the hint was
+    # put in the row's, which this drops: computed, then never shown).
+    selective = _say_selective(w, a, r, lambda b: _row(w, e, 1, b, perf, None, device=d))
+    if selective:
+        basis += f"; {selective}"
     return _with_row_figures(
         _with_memory(LocalEstimate(device, name or e.name, thr, hours, basis, r.error_band, r.fits), r), w, a
     )
@@ -1629,7 +1635,9 @@ def estimate(
     for r in rows:
         if (r.gpu_id, r.count) in named and r.gpu_id in by_id:
             named.discard((r.gpu_id, r.count))  # once: a row the advice names twice
-            _say_selective(w, a, r, partial(_card_row, w, by_id[r.gpu_id], r.count, perf=perf))
+            said = _say_selective(w, a, r, partial(_card_row, w, by_id[r.gpu_id], r.count, perf=perf))
+            if said:
+                r.note = f"{r.note}; {said}" if r.note else said
     _larger_batch(w, a, perf, rows, rec, by_id, own.gpu_id if own is not None else None)
     return EstimateResult(w, a, rows, local, rec)
 
