@@ -223,8 +223,8 @@ def test_catalog_prices_follow_the_currency_and_keep_the_selection(qtbot) -> Non
     cols = [page.model.headerData(i, Qt.Orientation.Horizontal) for i in range(page.model.columnCount())]
     price, cloud = cols.index("Price"), cols.index("Cloud /h")
     e = page.model.rows[page.proxy.mapToSource(page.proxy.index(0, 0)).row()]
-    assert e.launch_price_usd and e.cloud_usd_per_hour
-    assert page.proxy.index(0, price).data() == f"€{0.5 * e.launch_price_usd:,.0f}"
+    assert e.price_usd and e.cloud_usd_per_hour
+    assert page.proxy.index(0, price).data() == f"€{0.5 * e.price_usd:,.0f}"
     assert page.proxy.index(0, cloud).data() == f"€{0.5 * e.cloud_usd_per_hour:,.2f}"
     page.table.setCurrentIndex(page.proxy.index(0, 0))
     page.apply_settings(Settings(currency_symbol="£", usd_to_currency=2.0))
