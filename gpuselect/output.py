@@ -96,9 +96,6 @@ def estimate_payload(result: Any) -> dict[str, Any]:
             }
         )
     )
-    # The step model overlaps per bucket (parallel.py); this field does nothing, and a script
-    # reading "comm_overlap": 0.5 took it for the overlap the estimate used (QA 17d).
-    doc["assumptions"].pop("comm_overlap", None)
     return doc
 
 

@@ -121,6 +121,12 @@ class GpuEntry:
         return self.cloud_gpus or offer_gpus(self.cloud_provider)  # a stated size first (one die's: k x dies)
 
     @property
+    def price_usd(self) -> float | None:
+        """What a card costs to buy, as the estimate prices it: the street price an overlay sets,
+        else the launch price."""
+        return self.street_price_usd or self.launch_price_usd
+
+    @property
     def usable_vram_gb(self) -> float:
         """What training can allocate of ``vram_gb``: NVIDIA's datacenter cards with GDDR memory run
         with ECC on by default, which stores its check bits in that memory and leaves 15/16 of it

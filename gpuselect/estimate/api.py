@@ -92,7 +92,9 @@ class Assumptions:
     cluster_max_gpus: int = 1024  # stage 4: when no box meets the deadline or holds the model, up to this many
     gpus_per_node: int = 8
     network_gbs: float | None = None  # between nodes, GB/s per node; None: the card's reference node (parallel.py)
-    comm_overlap: float = 0.5  # unused since the step-time model (parallel.py overlaps per bucket); kept for callers
+    # unused since the step-time model (parallel.py overlaps per bucket); kept for callers, and out of
+    # the JSON, where a script read "comm_overlap": 0.5 as the overlap the estimate used (QA 17d)
+    comm_overlap: float = field(default=0.5, metadata={"json": False})
     amortisation_years: float | None = None  # spread a purchase over its useful life (None: whole price)
     interconnect: MeasuredInterconnect | None = None  # measured by `gpuselect fleet`; replaces spec links
 
@@ -278,11 +280,12 @@ class EstimateResult:
 
 
 def _price(e: GpuEntry) -> tuple[float | None, str | None]:
+    """``e.price_usd`` and which price it is."""
+    if not e.price_usd:
+        return None, None
     if e.street_price_usd:
-        return e.street_price_usd, f"street price {e.street_price_date or ''}".strip()
-    if e.launch_price_usd:
-        return e.launch_price_usd, f"launch price {e.launch_price_date or ''}".strip()
-    return None, None
+        return e.price_usd, f"street price {e.street_price_date or ''}".strip()
+    return e.price_usd, f"launch price {e.launch_price_date or ''}".strip()
 
 
 #: Architectures today's training stacks no longer run, and why: their rows stay (a user may own
@@ -525,8 +528,16 @@ def measured_link(e: GpuEntry, count: int, a: Assumptions, cp: parallel.CommPara
     A cluster measured within one node only: its ring crosses each node's own links and the
     network between nodes, so it gets the slower of the measured intra-node figure and the
     network (spec, or --network-gbs); it used the spec GPU link instead of the measured one,
-    faster than the box the measurement came from."""
-    measured = measured_link_gbs(a.interconnect, count, a.gpus_per_node)
+    faster than the box the measurement came from. On a full-mesh platform (MI300X) fewer GPUs
+    than the node measured cross fewer links: the measured figure scaled to them (two MI300X
+    took an 8-GPU node's seven links, as the spec link did before session 17)."""
+    m = a.interconnect
+    measured = measured_link_gbs(m, count, a.gpus_per_node)
+    if measured is not None and count <= a.gpus_per_node and m is not None and m.intra_node_ranks:
+        used = parallel.mesh_links(e, count, a.gpus_per_node)
+        had = parallel.mesh_links(e, m.intra_node_ranks, m.intra_node_ranks)
+        if used is not None and had is not None and used < had:
+            return measured[0] * used / had, f"{measured[1]}, scaled to {used} of its {had} mesh links"
     if measured is not None or count <= a.gpus_per_node:
         return measured
     intra = measured_link_gbs(a.interconnect, a.gpus_per_node, a.gpus_per_node)
@@ -694,9 +705,10 @@ def _say_selective(
     a: Assumptions,
     r: EstimateRow,
     selective: Callable[[Assumptions], EstimateRow],
-) -> None:
-    """An automatic row that checkpoints (or runs below the workload's batch) says where selective
-    checkpointing would train faster; ``selective`` gives the same option under other assumptions.
+) -> str | None:
+    """Where an automatic row that checkpoints (or runs below the workload's batch) would train
+    faster with selective checkpointing, the words that say so (a row's note, this machine's GPU's
+    basis); ``selective`` gives the same option under other assumptions.
     Left to choose, checkpointing is full or none (docs/memory.md); selective keeps the linear
     layers' outputs and recomputes little, so where memory caps the batch it may train faster:
     Llama 3.1 8B QLoRA on an RTX 4090 +8 %, BERT-large on an RTX 3080 +20 % (QA 17b). Said, not
@@ -709,16 +721,16 @@ def _say_selective(
         or not r.fits
         or not (r.checkpointing == "full" or (r.batch_size or 0) < w.default_batch_size)
     ):
-        return
+        return None
     prec = a.precision if a.precision != Precision.AUTO or r.precision_used is None else r.precision_used
     sel = selective(replace(a, checkpointing="selective", precision=prec))
     gain = _gain(r, sel, SELECTIVE_FASTER_MARGIN)
-    if gain is not None:
-        said = (
-            f"--checkpointing selective trains {100 * gain:.0f} % faster here (batch {sel.batch_size} per GPU: "
-            "keeps the linear layers' outputs, recomputes the rest)"
-        )
-        r.note = f"{r.note}; {said}" if r.note else said
+    if gain is None:
+        return None
+    return (
+        f"--checkpointing selective trains {100 * gain:.0f} % faster here (batch {sel.batch_size} per GPU: "
+        "keeps the linear layers' outputs, recomputes the rest)"
+    )
 
 
 #: How much faster selective checkpointing must train than the automatic choice before a row says
@@ -727,19 +739,6 @@ SELECTIVE_FASTER_MARGIN = 1.05
 
 
 def _row(
-    w: Workload,
-    e: GpuEntry,
-    count: int,
-    a: Assumptions,
-    perf: PerfModel | None,
-    band: float | None,
-    device: DeviceModel | None = None,
-) -> EstimateRow:
-    """``count`` GPUs ``e`` training ``w`` (``_row_in``)."""
-    return _row_in(w, e, count, a, perf, band, device)
-
-
-def _row_in(
     w: Workload,
     e: GpuEntry,
     count: int,
@@ -1263,7 +1262,8 @@ def local_cpu_estimate(
     if fit is None:
         return _with_row_figures(loc, w, a)  # not checked: fits stays True, and no memory figure is shown
     loc.fits = fit.fits
-    loc.peak_memory_gb = round(fit.peak_gb, 2)
+    # rounded away from the usable RAM it was judged against, as a GPU row's need is
+    loc.peak_memory_gb = need_gb(fit.peak_gb, usable_ram_gb(float(ram_gb or 0.0)))
     loc.memory_breakdown_gb = fit.breakdown_gb
     loc.vram_gb = float(ram_gb or 0.0)  # a fit was made: the RAM was given
     loc.max_batch = fit.max_batch
@@ -1279,9 +1279,7 @@ VALIDATED_DDP_GPUS = 8
 VALIDATED_GPUS = 512
 
 
-def unvalidated_paths(
-    w: Workload, a: Assumptions, count: int, link_basis: str | None, parallelism: str = "single"
-) -> str:
+def unvalidated_paths(w: Workload, a: Assumptions, count: int, link_basis: str | None, parallelism: str) -> str:
     """The parts of a row's step no measured step validates (docs/accuracy.md, "What validates each
     path"), in words; empty where the row's regime band is its own."""
     out = []
@@ -1484,7 +1482,7 @@ def local_gpu_estimate(
             mo = MemoryOptions(precision=prec, optimizer=a.optimizer, offload=a.offload, loss=a.loss)
             mem = plan(w, cap, mo, checkpointing=a.checkpointing, sharding=None, batch_size=a.batch_size)
             loc.fits, loc.basis = mem.fits, f"not in the catalog: no time estimate; memory fitted in {prec}"
-            loc.peak_memory_gb, loc.vram_gb = round(mem.peak_gb, 2), cap
+            loc.peak_memory_gb, loc.vram_gb = need_gb(mem.peak_gb, cap), cap  # as a catalog card's row
             loc.memory_breakdown_gb, loc.max_batch = mem.breakdown_gb, mem.max_batch
             loc.checkpointing = mem.options.recompute
         return loc
@@ -1495,7 +1493,6 @@ def local_gpu_estimate(
         e = e.as_reported(memory_bytes / 2**30)
     d = benchmarked_gpu_device(e, bench) if bench else None
     r = _row(w, e, 1, a, perf, None, device=d)
-    _say_selective(w, a, r, lambda b: _row(w, e, 1, b, perf, None, device=d))
     fit = d.bench_fit if d is not None else None
     basis = f"catalog entry {e.id}; " + (
         (
@@ -1536,6 +1533,12 @@ def local_gpu_estimate(
             if r.energy_kwh is not None and r.total_time_h:
                 loc.energy_kwh = r.energy_kwh * hours / r.total_time_h
             return _with_row_figures(loc, w, a)
+    # A modelled step (not the benchmark's measured one): where selective checkpointing trains
+    # faster, said in the basis, which every face prints; a LocalEstimate has no note (the hint was
+    # put in the row's, which this drops: computed, then never shown).
+    selective = _say_selective(w, a, r, lambda b: _row(w, e, 1, b, perf, None, device=d))
+    if selective:
+        basis += f"; {selective}"
     return _with_row_figures(
         _with_memory(LocalEstimate(device, name or e.name, thr, hours, basis, r.error_band, r.fits), r), w, a
     )
@@ -1650,7 +1653,9 @@ def estimate(
     for r in rows:
         if (r.gpu_id, r.count) in named and r.gpu_id in by_id:
             named.discard((r.gpu_id, r.count))  # once: a row the advice names twice
-            _say_selective(w, a, r, partial(_card_row, w, by_id[r.gpu_id], r.count, perf=perf))
+            said = _say_selective(w, a, r, partial(_card_row, w, by_id[r.gpu_id], r.count, perf=perf))
+            if said:
+                r.note = f"{r.note}; {said}" if r.note else said
     _larger_batch(w, a, perf, rows, rec, by_id, own.gpu_id if own is not None else None)
     return EstimateResult(w, a, rows, local, rec)
 

@@ -144,6 +144,15 @@ def peer_to_peer(e: GpuEntry) -> bool:
 MESH_ARCHS = frozenset({"CDNA 3", "CDNA 4"})
 MESH_GPUS = 8
 
+
+def mesh_links(e: GpuEntry, count: int, gpus_per_node: int) -> int | None:
+    """The links a ring over ``count`` GPUs of a full-mesh platform (``MESH_ARCHS``) crosses per
+    GPU, of its ``MESH_GPUS`` - 1; None for a board behind a switch, whose ring gets its whole link."""
+    if not (e.vendor == "AMD" and e.form_factor == "oam" and e.architecture in MESH_ARCHS):
+        return None
+    return max(1, min(count, gpus_per_node, MESH_GPUS) - 1)
+
+
 #: The compute fabric of each board's reference 8-GPU node, GB/s per node (what rented clusters of
 #: these cards are built like): DGX-1 4x EDR 100 Gb/s; DGX A100 8x HDR 200 Gb/s; DGX H100/H200 and
 #: DGX B200 8x NDR 400 Gb/s; DGX B300 8x ConnectX-8 800 Gb/s; MI300X/MI325X/MI355X platforms 8x
@@ -194,11 +203,10 @@ def link_bandwidth(
     if e.gpu_link_gbs and (not bridged_pairs or count <= 2):
         intra = e.gpu_link_gbs / 2 * p.efficiency
         name = f"GPU link {e.gpu_link_gbs:g} GB/s" + (" (a bridged pair)" if bridged_pairs else "")
-        if e.vendor == "AMD" and e.form_factor == "oam" and e.architecture in MESH_ARCHS:
-            used = min(count, gpus_per_node, MESH_GPUS) - 1
-            if used < MESH_GPUS - 1:
-                intra *= used / (MESH_GPUS - 1)
-                name += f" ({used} of its {MESH_GPUS - 1} links)"
+        used = mesh_links(e, count, gpus_per_node)
+        if used is not None and used < MESH_GPUS - 1:
+            intra *= used / (MESH_GPUS - 1)
+            name += f" ({used} of its {MESH_GPUS - 1} links)"
     else:
         gen = e.pcie_gen or 3
         intra = PCIE_PER_DIRECTION_GBS.get(gen, 16.0) * p.pcie_p2p_efficiency * p.efficiency

@@ -1446,19 +1446,26 @@ def local_time(loc: Any, pm: str = "±") -> str:
 
 def memory_need(loc: Any) -> str:
     """A local device's "needs X of your Y GB" (its RAM for the CPU), and whether it fits."""
+    from gpuselect.estimate.memory import need_text, vram_text
+
     if loc.device == "cpu":
         from gpuselect.estimate.api import usable_ram_gb
 
+        # judged against the usable RAM ("needs 21.9 GB, does not fit: 21.9 GB ... usable" read as a
+        # contradiction): the need as a GPU's, rounded away from it, and the usable RAM rounded down
         usable = usable_ram_gb(loc.vram_gb)
-        room = f"{usable:,.1f} GB of your {loc.vram_gb:,.1f} GB of RAM is usable for training"
+        need = need_text(loc.peak_memory_gb, usable)
+        room = (
+            f"{vram_text(math.floor(round(usable * 100, 6)) / 100)} GB of your {loc.vram_gb:,.1f} GB of RAM is "
+            "usable for training"
+        )
         if loc.fits:
-            return f"needs {loc.peak_memory_gb:,.1f} GB; {room}"
+            return f"needs {need} GB; {room}"
         smaller = getattr(loc, "max_batch", None)
         # the batch that would fit, as a GPU's row says it (QA 15: a 65-min CPU run at batch 483 lost
         # to a $1,599 card at batch 512 without a word)
         fits_at = f" (at most batch {smaller:,} fits)" if smaller and smaller < (loc.batch_size or 0) else ""
-        return f"needs {loc.peak_memory_gb:,.1f} GB, does not fit: {room}{fits_at}"
-    from gpuselect.estimate.memory import need_text, vram_text
+        return f"needs {need} GB, does not fit: {room}{fits_at}"
 
     have = f"{vram_text(loc.vram_gb)} GB"  # as every face writes a card's memory: 79.65, not 79.6475
     return f"needs {need_text(loc.peak_memory_gb, loc.vram_gb)} of your {have}" + ("" if loc.fits else ", does not fit")

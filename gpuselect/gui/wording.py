@@ -10,6 +10,7 @@ _IN_THE_APP = (
     # Options, as the Estimate page's controls that set them.
     ("--offload params", "Offload set to params"),
     ("--sharding fsdp", "Sharding set to fsdp"),
+    ("--checkpointing selective", "Checkpointing set to selective"),  # a row's hint (session 17)
     ("--max-gpus", "Max GPUs"),
     ("--offload", "Offload"),
     ("--seq-len", "Sequence"),

@@ -427,8 +427,9 @@ def _shape_and_type(path: str | Path, *, seq_len: int | None = None) -> tuple[Tr
 
 def _sliding_window(cfg: dict[str, Any], model_type: str, seq: int) -> str | None:
     """A note where the config's sliding-window attention is shorter than the sequence: the
-    arithmetic and the trace count every layer's attention over all the tokens, so its FLOPs and
-    time are overstated (gpt-oss-20b at 131,072 tokens: ~1.8x the step's FLOPs)."""
+    arithmetic and the trace count every layer's attention over all the tokens, as SDPA runs a
+    masked window; FlashAttention-2 or flex attention skip the rest, and their FLOPs and time are
+    then overstated (gpt-oss-20b at 131,072 tokens: ~1.8x the step's FLOPs)."""
     window = cfg.get("sliding_window")
     if isinstance(window, bool) or not isinstance(window, int) or not 0 < window < seq:
         return None

@@ -855,6 +855,26 @@ def test_a_cluster_is_no_faster_than_the_node_measured(tmp_path: Path, capsys: p
     assert slow[64]["link_basis"] == "spec: network 100 GB/s per node"
 
 
+def test_a_mesh_measured_on_more_gpus_is_scaled_to_the_links_a_smaller_ring_crosses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review 17: two MI300X ring over the one Infinity Fabric link between them (the spec link is
+    scaled so since session 17), but a node measured on 8 ranks gave them its seven links' 150 GB/s.
+    A switched board (H100) keeps the measured figure at any count within the node."""
+    fleet = _fleet(tmp_path / "intra.json", across=False)  # 150 GB/s over 8 ranks
+
+    def rows(gpu: str) -> dict[int, dict[str, Any]]:
+        argv = ["estimate", "--workload", "llama-8b-full", "--gpus", gpu, "--count", "2,4,8", "--format", "json"]
+        assert main([*argv, "--interconnect", fleet]) == 0
+        return {r["count"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+
+    mi = rows("amd-mi300x")
+    assert [mi[n]["link_gbs"] for n in (2, 4, 8)] == pytest.approx([150 / 7, 150 * 3 / 7, 150], abs=1e-3)
+    assert mi[2]["link_basis"].endswith("scaled to 1 of its 7 mesh links") and "scaled" not in mi[8]["link_basis"]
+    h100 = rows("nvidia-h100-sxm5-80gb")
+    assert [h100[n]["link_gbs"] for n in (2, 4, 8)] == pytest.approx([150.0] * 3)
+
+
 def test_offload_says_how_much_the_host_must_hold(catalog) -> None:  # type: ignore[no-untyped-def]
     # "Offload the parameters" to two 24 GB cards for a 70B full fine-tune needs ~1.1 TB of host RAM,
     # and nothing said so.
@@ -1233,6 +1253,15 @@ def test_a_local_gpu_the_catalog_lacks_still_says_whether_the_workload_fits(cata
     assert small.fits and big.fits is False and small.vram_gb == 4.0
     assert big.peak_memory_gb is not None and big.peak_memory_gb > 4.0
     assert small.total_time_h is None and "no time estimate" in small.basis
+    # review 17: its need just past its memory is rounded away from it, as a catalog card's row
+    # (rounded to the nearest, 0.0002 GB over its memory read as exactly its memory, "does not fit")
+    w, a = PRESETS["llama-1b-lora"], A.Assumptions(batch_size=1, checkpointing="none")
+    fp16 = A.MemoryOptions(precision="fp16", optimizer=a.optimizer, offload=a.offload, loss=a.loss)
+    need = A.plan(w, 64.0, fp16, checkpointing=a.checkpointing, sharding=None, batch_size=1).peak_gb
+    kw = {**kw, "memory_bytes": round((need - 0.0002) * 2**30)}
+    tight = A.local_gpu_estimate(w, a, catalog, None, **kw)
+    assert tight.fits is False and tight.vram_gb is not None and tight.peak_memory_gb is not None
+    assert tight.peak_memory_gb > tight.vram_gb
 
 
 def test_one_die_of_a_multi_die_card_counts_offers_and_reported_memory_per_die(catalog) -> None:  # type: ignore[no-untyped-def]
@@ -1423,6 +1452,12 @@ def test_a_row_says_where_selective_checkpointing_trains_faster(catalog, perf) -
 
     named = {o["gpu_id"] for o in named_options(two.recommendation)}
     assert noted and set(noted) <= named and len(named) < len(two.rows)
+    # this machine's GPU says it in its basis, which every face prints (review 17: it went into the
+    # row's note, which the local estimate drops)
+    mine = A.local_gpu_estimate(
+        w, Assumptions(), catalog, perf, name="NVIDIA GeForce RTX 3080", memory_bytes=10 * 2**30, device="gpu0"
+    )
+    assert f"; --checkpointing selective trains {gain} % faster here (batch {sel.batch_size} per GPU" in mine.basis
 
 
 def test_gpus_the_dataset_cannot_fill_are_never_recommended(catalog) -> None:  # type: ignore[no-untyped-def]

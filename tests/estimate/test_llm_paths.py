@@ -3,6 +3,8 @@ dequantisation bytes and transient, fp8's casts and 16-bit GEMMs, offload over p
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gpuselect.catalog import load_catalog
@@ -184,7 +186,7 @@ def test_left_to_choose_a_sharded_row_weighs_checkpointing_s_larger_batch_too(
     workload: str,
     gid: str,
     n: int,
-    tmp_path,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
 ) -> None:
     """Where FSDP lets the state fit unchecked only at a small batch, the choice between sharding
     and not weighed that small batch alone: the default row trained slower than the same GPUs with
@@ -220,7 +222,7 @@ def test_left_to_choose_a_sharded_row_weighs_checkpointing_s_larger_batch_too(
         )
         w = workload_from_hf_config(cfg, mode=Mode.LORA)
 
-    def row(ck: str | None):  # type: ignore[no-untyped-def]
+    def row(ck: str | None) -> A.EstimateRow:
         return A.estimate(w, A.Assumptions(counts=(n,), checkpointing=ck), catalog, gpu_ids=[gid], local=[]).rows[0]
 
     auto, full, none = row(None), row("full"), row("none")

@@ -878,6 +878,33 @@ def test_a_cpu_is_timed_at_the_batch_its_ram_holds() -> None:
     assert big.batch_size == w.default_batch_size
 
 
+def test_a_cpu_s_need_just_past_its_usable_ram_never_reads_as_it() -> None:
+    """Review 17: a GPU's need just past its memory is rounded away from it (10.03 of 10, not 10.0);
+    the CPU's was not: ResNet-50 at batch 256 said "needs 21.9 GB, does not fit: 21.9 GB of your
+    24.3 GB of RAM is usable", and its JSON need was rounded to the nearest, either side."""
+    import re
+
+    from gpuselect.estimate.api import Assumptions, local_cpu_estimate, usable_ram_gb
+    from gpuselect.estimate.recommend import memory_need
+
+    w, a = PRESETS["resnet50"], Assumptions(batch_size=256, checkpointing="none")
+
+    def cpu(ram_gb: float) -> Any:
+        return local_cpu_estimate(w, a, cores=2, mhz=2000.0, features=[], ram_gb=ram_gb)
+
+    peak = M.plan(
+        w, 64.0, MemoryOptions(precision="fp32", host=True), checkpointing=False, sharding=None, batch_size=256
+    )
+    for usable, fits in ((peak.peak_gb - 0.004, False), (peak.peak_gb - 0.0004, False), (peak.peak_gb + 0.004, True)):
+        ram = usable / 0.9  # a tenth kept for the system
+        assert usable_ram_gb(ram) == pytest.approx(usable)
+        loc = cpu(ram)
+        assert loc.fits == fits and (loc.peak_memory_gb > usable) == (not fits)
+        said = memory_need(loc)
+        need, room = (float(x) for x in re.findall(r"needs ([\d.]+) GB.*?([\d.]+) GB of your", said)[0])
+        assert need > room if not fits else need <= room, said
+
+
 def test_a_cpu_timed_on_its_measured_step_shows_that_step_s_memory() -> None:
     """Review 15, finding 8: where the benchmark trained the workload at its own batch, the CPU row
     is timed and labelled at that batch, but its memory figure, fit and max batch were the auto

@@ -223,14 +223,44 @@ def test_catalog_prices_follow_the_currency_and_keep_the_selection(qtbot) -> Non
     cols = [page.model.headerData(i, Qt.Orientation.Horizontal) for i in range(page.model.columnCount())]
     price, cloud = cols.index("Price"), cols.index("Cloud /h")
     e = page.model.rows[page.proxy.mapToSource(page.proxy.index(0, 0)).row()]
-    assert e.launch_price_usd and e.cloud_usd_per_hour
-    assert page.proxy.index(0, price).data() == f"€{0.5 * e.launch_price_usd:,.0f}"
+    assert e.price_usd and e.cloud_usd_per_hour
+    assert page.proxy.index(0, price).data() == f"€{0.5 * e.price_usd:,.0f}"
     assert page.proxy.index(0, cloud).data() == f"€{0.5 * e.cloud_usd_per_hour:,.2f}"
     page.table.setCurrentIndex(page.proxy.index(0, 0))
     page.apply_settings(Settings(currency_symbol="£", usd_to_currency=2.0))
     assert page.proxy.index(0, cloud).data() == f"£{2.0 * e.cloud_usd_per_hour:,.2f}"
     assert page.table.selectionModel().currentIndex().isValid()  # a reset dropped the selection
     _close(qtbot, w)
+
+
+def test_catalog_price_is_the_one_the_estimates_buy_at(qtbot) -> None:
+    """Review 17: the Price column said "launch price, or the street price your overlay sets" and
+    showed the launch price beside an overlay's street price, which the estimates buy at."""
+    from gpuselect.catalog import _cached_default, overlay_path
+    from gpuselect.gui.pages.catalog import CatalogPage
+    from gpuselect.settings import Settings
+
+    overlay = overlay_path()
+    overlay.parent.mkdir(parents=True, exist_ok=True)
+    overlay.write_text('[[gpu]]\nid = "nvidia-rtx-3090"\nstreet_price_usd = 700\nstreet_price_date = "2026-11"\n')
+    _cached_default.cache_clear()
+    try:
+        page = CatalogPage()
+    finally:
+        _cached_default.cache_clear()  # the next test's catalog is the built-in one again
+    qtbot.addWidget(page)
+    page.apply_settings(Settings(currency_symbol="€", usd_to_currency=0.5))
+    page.search.setText("nvidia-rtx-3090")
+    cols = [page.model.headerData(i, Qt.Orientation.Horizontal) for i in range(page.model.columnCount())]
+    shown = {
+        page.model.rows[page.proxy.mapToSource(page.proxy.index(i, 0)).row()].id: page.proxy.index(
+            i, cols.index("Price")
+        ).data()
+        for i in range(page.proxy.rowCount())
+    }
+    e = page.catalog.get("nvidia-rtx-3090")
+    assert e is not None and e.launch_price_usd and e.launch_price_usd != 700
+    assert shown["nvidia-rtx-3090"] == "€350"
 
 
 def test_catalog_overlay_problems_stay_on_show_while_filtering(qtbot) -> None:

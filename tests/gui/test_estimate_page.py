@@ -555,6 +555,9 @@ def test_the_advice_names_this_page_s_controls_not_command_line_options() -> Non
     assert in_the_app(hint) == (
         "Try to raise the GPU limit (Max GPUs), offload to CPU memory (Offload) or (Offload set to params: one GPU)"
     )
+    # review 17: a row's note read "Checkpointing selective trains 20 % faster here"
+    said = "--checkpointing selective trains 20 % faster here"
+    assert in_the_app(said) == "Checkpointing set to selective trains 20 % faster here"
 
 
 def test_log_ticks_are_round_values_that_never_touch() -> None:

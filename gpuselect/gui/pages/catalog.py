@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from gpuselect.app.money import MoneyFormat
 from gpuselect.estimate.memory import vram_text
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
+from gpuselect.settings import Settings
 from gpuselect.types import Family, values
 
 
@@ -111,10 +112,12 @@ class CatalogPage(QWidget):
                 # US dollars; a user in euros saw "$" here beside "€" there).
                 Column(
                     "Price",
-                    lambda e: e.launch_price_usd,
+                    # the price the estimate buys at (an overlay's street price showed its launch price)
+                    lambda e: e.price_usd,
                     fmt=lambda v: "—" if v is None else self.money(v),
                     numeric=True,
-                    tooltip="launch price, or the street price your overlay sets, in your currency (Settings)",
+                    tooltip="the street price your overlay sets, else the launch price (what the estimates buy "
+                    "at), in your currency (Settings)",
                 ),
                 Column(
                     "Cloud /h",
@@ -164,7 +167,7 @@ class CatalogPage(QWidget):
         self.table.selectionModel().currentRowChanged.connect(self._show)
         self.open_overlay.clicked.connect(self._open_overlay)
 
-    def apply_settings(self, settings: Any) -> None:
+    def apply_settings(self, settings: Settings) -> None:
         """Prices in the user's currency, re-formatted when the Settings page changes it."""
         self.money = MoneyFormat.from_settings(settings)
         self.model.reformat()

@@ -55,7 +55,7 @@ from gpuselect.gui.wording import in_the_app
 from gpuselect.gui.workers import CLOSING_PROPERTY, GeneratorWorker, call_in_generator
 from gpuselect.report.model import local_gpu_groups, local_mark_groups, local_marks
 from gpuselect.types import LOSSES, TRAINING_PRECISIONS, Family, Mode, Offload, Precision, Sharding, Stage, values
-from gpuselect.workloads.model import sentence_start
+from gpuselect.workloads.model import Workload, sentence_start
 
 SOURCES = ("Preset", "config.json", "Model file (.py)", "Parameters and FLOPs")
 BUY_COLOUR, RENT_COLOUR, CHOSEN, OTHER = (43, 108, 176), (221, 107, 32), (43, 108, 176), (160, 174, 192)
@@ -981,7 +981,7 @@ class EstimatePage(QWidget):
             else "Stages: 1 no GPU, 2 one consumer GPU, 3 a workstation or rented datacenter GPUs, 4 a cluster"
         )
 
-    def _show_workload(self, w: Any) -> None:
+    def _show_workload(self, w: Workload) -> None:
         from gpuselect.output import millions
 
         trained = "" if w.trainable_params == w.params else f" ({millions(w.trainable_params, 2)} trained)"
