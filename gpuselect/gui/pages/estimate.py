@@ -15,10 +15,12 @@ import pyqtgraph as pg
 from PySide6.QtCore import QSortFilterProxyModel, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QColor, QPainter, QPalette, QValidator
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
+    QFrame,
     QGraphicsOpacityEffect,
     QHBoxLayout,
     QHeaderView,
@@ -27,10 +29,12 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QScrollArea,
     QSizePolicy,
     QSpinBox,
     QSplitter,
     QStackedWidget,
+    QStyle,
     QTableView,
     QTabWidget,
     QVBoxLayout,
@@ -268,6 +272,7 @@ class EstimatePage(QWidget):
         self.source_stack = QStackedWidget()
         for box in (preset_box, config_box, model_box, figures_box):
             self.source_stack.addWidget(box)
+        self._show_source_page(0)
         # --- the assumptions -------------------------------------------------------------------
         self.precision = QComboBox()
         self.precision.addItems([p.value for p in TRAINING_PRECISIONS])  # what the estimator accepts, auto first
@@ -571,8 +576,21 @@ class EstimatePage(QWidget):
         lay = QHBoxLayout(self)
         lw = QWidget()
         lw.setLayout(left)
-        lw.setMaximumWidth(330)
-        lay.addWidget(lw)
+        # The inputs scroll: on a 1024x640 screen a config's long "read as" line squeezed every
+        # input below it to half its height, the text cut (QA 17f).
+        self.inputs_scroll = QScrollArea()
+        self.inputs_scroll.setWidget(lw)
+        self.inputs_scroll.setWidgetResizable(True)
+        self.inputs_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.inputs_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        bar = self.inputs_scroll.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        # as wide as the inputs and the scroll bar beside them: narrower, the bar hid their right edge
+        self.inputs_scroll.setMinimumWidth(min(lw.minimumSizeHint().width(), 330) + bar)
+        self.inputs_scroll.setMaximumWidth(330 + bar)
+        lay.addWidget(self.inputs_scroll)
+        app = QApplication.instance()
+        if isinstance(app, QApplication):  # a mnemonic (Alt+N) focused an input scrolled out of view
+            app.focusChanged.connect(self._keep_input_in_view)
         rw = QWidget()
         rw.setLayout(right)
         lay.addWidget(rw, 1)
@@ -604,7 +622,7 @@ class EstimatePage(QWidget):
             self.network.valueChanged,
         ):
             sig.connect(self._schedule)
-        self.source.currentIndexChanged.connect(self.source_stack.setCurrentIndex)
+        self.source.currentIndexChanged.connect(self._show_source_page)
         self.source.currentIndexChanged.connect(self._workload_changed)
         self.presets.currentRowChanged.connect(self._workload_changed)
         self.presets.currentRowChanged.connect(self._schedule)
@@ -706,6 +724,25 @@ class EstimatePage(QWidget):
             "budget_usd": (self.budget, self.money.rate),
             "electricity_usd_per_kwh": (self.electricity, self.money.rate),
         }
+
+    @Slot(QWidget, QWidget)
+    def _keep_input_in_view(self, _old: QWidget | None, new: QWidget | None) -> None:
+        inputs = self.inputs_scroll.widget()
+        if new is not None and inputs is not None and inputs.isAncestorOf(new):
+            self.inputs_scroll.ensureWidgetVisible(new)
+
+    @Slot(int)
+    def _show_source_page(self, index: int) -> None:
+        """The stack sized to the page shown: sized to its tallest (the preset list), a config's three
+        rows stood over a blank as high as the list, and the inputs scrolled on a small screen."""
+        stack = self.source_stack
+        for i in range(stack.count()):
+            policy = QSizePolicy.Policy.Preferred if i == index else QSizePolicy.Policy.Ignored
+            page = stack.widget(i)
+            if page is not None:
+                page.setSizePolicy(policy, policy)
+        stack.setCurrentIndex(index)
+        stack.updateGeometry()
 
     def inputs(self) -> dict[str, object]:
         """The inputs to keep for the next start. A deadline, budget or price is kept only where the

@@ -1,0 +1,61 @@
+"""The window on a small laptop screen (QA 17f, 1024x640 and 1366x768): nothing squeezed below
+its size, the first window no larger than the screen, the catalog's prices in view."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QWidget
+
+from gpuselect.gui.pages.estimate import EstimatePage
+
+#: a "read as" line as long as a config with an unchecked type and a sliding window gives
+LONG_READ_AS = (
+    "6,956.8 M parameters (35.65 M trained): transformer read from /tmp/cfg/custom.json: 32 layers, "
+    "hidden 4096, 32 heads, vocabulary 128256, sequence 8192; plain FFN, LayerNorm, rotary positions, "
+    "untied embeddings; some or all of its layers attend only the last 4,096 tokens (sliding window), "
+    "counted here as attention over all 8,192, as PyTorch's SDPA runs a masked window; with "
+    "FlashAttention-2 or flex attention, which skip the rest, the attention's FLOPs and time are "
+    "overstated; model type 'my_custom_architecture_v2_with_a_long_name' is not one gpuselect has "
+    "checked: read as a GPT/Llama-style decoder"
+)
+
+
+def test_long_read_as_line_squeezes_no_input(qtbot) -> None:
+    """At 1024x640 a config's long "read as" line squeezed every input below it to half its
+    height, their text cut (screenshots 12, 14): the inputs scroll instead, each at its own height."""
+    host = QWidget()
+    qtbot.addWidget(host)
+    page = EstimatePage(host)
+    page.setGeometry(0, 0, 1000, 540)  # what the Estimate tab gets of a 1024x640 window
+    page.source.setCurrentIndex(1)  # config.json: its File, Mode and Sequence rows above the line
+    page.workload_info.setText(LONG_READ_AS)
+    host.show()
+    qtbot.waitExposed(host)
+    qtbot.wait(50)
+    fields = [page.precision, page.batch, page.dataset, page.epochs, page.deadline, page.budget, page.network]
+    squeezed = [f.accessibleName() for f in fields if f.height() < f.minimumSizeHint().height()]
+    assert not squeezed, f"squeezed below their height: {squeezed}"
+    page.shutdown()
+
+
+def test_an_input_focused_by_its_mnemonic_scrolls_into_view(qtbot) -> None:
+    """Alt+N focused the Network box below the scrolled inputs' edge, out of sight (screenshot 32)."""
+    host = QWidget()
+    qtbot.addWidget(host)
+    page = EstimatePage(host)
+    page.setGeometry(0, 0, 1000, 400)
+    page.source.setCurrentIndex(1)
+    page.workload_info.setText(LONG_READ_AS)
+    host.show()
+    qtbot.waitExposed(host)
+    host.activateWindow()
+    qtbot.waitActive(host)
+    qtbot.wait(50)
+    assert page.network.visibleRegion().isEmpty()  # below the fold to begin with
+    page.network.setFocus(Qt.FocusReason.ShortcutFocusReason)
+    qtbot.waitUntil(lambda: not page.network.visibleRegion().isEmpty(), timeout=2000)
+    page.shutdown()
