@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QThreadPool, QTimer, Slot
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, QSize, Qt, QThreadPool, QTimer, Slot
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -48,11 +48,21 @@ def export_path(path: str, chosen_filter: str) -> str:
     return path + suffix
 
 
+#: room left for the window manager's title bar and borders, which the available area still holds
+FRAME_ALLOWANCE = QSize(16, 48)
+
+
+def default_size(available: QSize) -> QSize:
+    """The first window's size: 1200x800, or the screen's available area less a frame where that is
+    smaller. 800 high on a 1366x768 laptop, the window's bottom rows were off the screen."""
+    return QSize(1200, 800).boundedTo(available - FRAME_ALLOWANCE)
+
+
 class MainWindow(QMainWindow):
     def __init__(self) -> None:
         super().__init__()
         self.setWindowTitle("gpuselect")
-        self.resize(1200, 800)
+        self.resize(default_size(self.screen().availableGeometry().size()))
         self.tabs = QTabWidget()
         self.hardware = HardwarePage()
         self.bench = BenchPage()

@@ -59,3 +59,20 @@ def test_an_input_focused_by_its_mnemonic_scrolls_into_view(qtbot) -> None:
     page.network.setFocus(Qt.FocusReason.ShortcutFocusReason)
     qtbot.waitUntil(lambda: not page.network.visibleRegion().isEmpty(), timeout=2000)
     page.shutdown()
+
+
+def test_the_first_window_fits_the_screen(qtbot) -> None:
+    """No saved geometry: the window opened 1200x800, taller than a 1366x768 laptop's screen, its
+    bottom rows off it (screenshot 01). It fits the available area, frame included."""
+    from gpuselect.gui.app import FRAME_ALLOWANCE, MainWindow, default_size
+
+    w = MainWindow()
+    qtbot.addWidget(w)
+    room = w.screen().availableGeometry().size() - FRAME_ALLOWANCE
+    assert w.width() <= room.width() and w.height() <= room.height()
+    from PySide6.QtCore import QSize
+
+    assert default_size(QSize(1366, 768)) == QSize(1200, 720)
+    assert default_size(QSize(1920, 1080)) == QSize(1200, 800)  # a large screen keeps the default
+    w.close()
+    qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=10_000)
