@@ -76,3 +76,34 @@ def test_the_first_window_fits_the_screen(qtbot) -> None:
     assert default_size(QSize(1920, 1080)) == QSize(1200, 800)  # a large screen keeps the default
     w.close()
     qtbot.waitUntil(lambda: w.wait_for_workers(100), timeout=10_000)
+
+
+def test_a_borrowed_band_is_marked_in_the_table_as_in_the_cli(qtbot) -> None:
+    """The CLI prints "34%*" and the report "(*)" where no measured step validates a row; the
+    All options table showed "34 %" as if it were measured, the note only in a chart's hover."""
+    from gpuselect.workloads.presets import PRESETS
+
+    page = EstimatePage()
+    qtbot.addWidget(page)
+    page.presets.setCurrentRow(list(PRESETS).index("llama-1b-full"))
+    before = page.result
+    page.recompute()
+    qtbot.waitUntil(lambda: page.result is not before and page.worker is None, timeout=60_000)
+    band = next(i for i, c in enumerate(page.model.columns) if c.header == "±")
+    shown = [(r, page.model.index(i, band)) for i, r in enumerate(page.model.rows) if r.fits and r.total_time_h]
+    borrowed = [(r, ix) for r, ix in shown if r.band_note]
+    measured = [(r, ix) for r, ix in shown if not r.band_note]
+    assert borrowed and measured  # PCIe-only boxes borrow theirs; one card is measured
+    for r, ix in borrowed:
+        assert ix.data() == f"{100 * r.error_band:.0f} %*"
+        assert r.band_note in " ".join(ix.data(Qt.ItemDataRole.ToolTipRole).split())
+    for r, ix in measured:
+        assert ix.data() == f"{100 * r.error_band:.0f} %"
+    # sorted by the band's number, as before: the mark does not make it text
+    page.table.sortByColumn(band, Qt.SortOrder.AscendingOrder)
+    bands = [
+        page.model.rows[page.proxy.mapToSource(page.proxy.index(i, 0)).row()] for i in range(page.proxy.rowCount())
+    ]
+    values = [r.error_band for r in bands if r.fits and r.total_time_h]
+    assert values == sorted(values)
+    page.shutdown()

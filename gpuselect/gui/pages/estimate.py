@@ -184,6 +184,14 @@ def _local_band(loc: Any) -> str:
     return f" (±{100 * loc.error_band:.0f} %{basis})"
 
 
+def band_borrowed(note: str) -> str:
+    """A row's band note with what the CLI's footnote adds: whose band the row takes instead."""
+    return (
+        f"{note}: the band is borrowed from the validated regime, the widest GPU band for offloaded "
+        "and mixture-of-experts rows (docs/accuracy.md)"
+    )
+
+
 class EstimatePage(QWidget):
     computed = Signal(object)
 
@@ -461,11 +469,20 @@ class EstimatePage(QWidget):
                 Column(
                     "±",
                     # a band of no time: "100 %" stood beside the "—" of every option that does not fit
-                    lambda r: 100 * r.error_band if r.fits and r.total_time_h else None,
-                    fmt=num(0, " %"),
+                    lambda r: (100 * r.error_band, bool(r.band_note)) if r.fits and r.total_time_h else None,
+                    # "*" where no measured step validates the row, as the CLI's "34%*" and the
+                    # report's "(*)": the table showed such a band as if it were measured (QA 17f)
+                    fmt=lambda v: "—" if v is None else f"{v[0]:,.0f} %" + ("*" if v[1] else ""),
                     numeric=True,
+                    key=lambda r: 100 * r.error_band if r.fits and r.total_time_h else float("inf"),
+                    cell_tip=lambda r: (
+                        f"±{100 * r.error_band:.0f} %* — {band_borrowed(r.band_note)}"
+                        if r.band_note and r.fits and r.total_time_h
+                        else None
+                    ),
                     tooltip="error band of this row's regime (small overhead-bound models, CNNs, transformers, LLMs on one\n"
-                    "or several GPUs): wide enough to cover 80 % of that regime's validation cases (docs/accuracy.md)",
+                    "or several GPUs): wide enough to cover 80 % of that regime's validation cases (docs/accuracy.md).\n"
+                    "*: no measured step validates this row (hover it for why): its band is borrowed",
                 ),
                 Column(
                     "Buy",
