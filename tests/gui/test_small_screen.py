@@ -107,3 +107,29 @@ def test_a_borrowed_band_is_marked_in_the_table_as_in_the_cli(qtbot) -> None:
     values = [r.error_band for r in bands if r.fits and r.total_time_h]
     assert values == sorted(values)
     page.shutdown()
+
+
+def test_catalog_prices_in_view_at_1024(qtbot) -> None:
+    """At 1024x640 the Catalog's "Cloud /h" column, the price in your currency, was past the right
+    edge behind a sideways scroll (screenshots 16, 19): four "... TFLOPS" headers took its room."""
+    from gpuselect.gui.pages.catalog import CatalogPage
+    from gpuselect.settings import Settings
+
+    host = QWidget()
+    qtbot.addWidget(host)
+    page = CatalogPage(host)
+    page.apply_settings(Settings(currency_symbol="€", usd_to_currency=0.92))
+    page.setGeometry(0, 0, 1000, 540)  # what the Catalog tab gets of a 1024x640 window
+    host.show()
+    qtbot.waitExposed(host)
+    qtbot.wait(50)
+    header = page.table.horizontalHeader()
+    room = page.table.viewport().width()
+    cut = [
+        page.model.columns[c].header
+        for c in range(len(page.model.columns))
+        if header.sectionViewportPosition(c) + header.sectionSize(c) > room
+    ]
+    assert not cut, f"past the right edge: {cut}"
+    tflops = [c.header for c in page.model.columns if "TFLOPS" in c.header]
+    assert len(tflops) == 4  # the unit is still said in each header
