@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import math
 import platform
 import re
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from gpuselect.estimate.recommend import (
     verdict_line,
 )
 from gpuselect.health.text import with_unit
-from gpuselect.output import millions, plural
+from gpuselect.output import millions, plural, three_digits
 from gpuselect.workloads.model import sentence_start
 
 REDACTED = "[redacted]"
@@ -103,12 +102,7 @@ REGIME_LABELS = {
 }
 
 
-def _three(v: float) -> str:
-    """Three significant digits without scientific notation: 32,900 and 0.0123, not 3.29e+04."""
-    if v == 0 or not math.isfinite(v):
-        return f"{v:g}"
-    decimals = max(0, 2 - math.floor(math.log10(abs(v))))
-    return f"{v:,.{decimals}f}" if decimals else f"{float(f'{v:.3g}'):,.0f}"
+_three = three_digits  # the workload's own description writes its FLOPs so too
 
 
 def _fmt(v: Any, unit: str = "", digits: int = 1) -> str:

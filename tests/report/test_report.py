@@ -284,7 +284,10 @@ def test_the_report_opens_sentences_about_a_custom_workload_in_capitals(tmp_path
     out = tmp_path / "r.md"
     assert main(["report", "-o", str(out), "--no-bench", "--params", "1e5", "--flops-per-sample", "1e6"]) == 0
     text = out.read_text()
-    assert "\nCustom workload: 100000 parameters" in text and "\ncustom workload" not in text
+    assert (
+        "\nCustom workload: your own figures, 0.00100 GFLOP per sample forward" in text
+        and "\ncustom workload" not in text
+    )
     assert "Custom workload is small enough" in text and "for custom workload:" in text  # mid-sentence as named
 
 
