@@ -133,3 +133,27 @@ def test_catalog_prices_in_view_at_1024(qtbot) -> None:
     assert not cut, f"past the right edge: {cut}"
     tflops = [c.header for c in page.model.columns if "TFLOPS" in c.header]
     assert len(tflops) == 4  # the unit is still said in each header
+
+
+@pytest.mark.parametrize("source", [1, 3])  # config.json, parameters and FLOPs
+def test_a_short_source_page_stands_over_no_blank(qtbot, source: int) -> None:
+    """The source pages' stack was as tall as its tallest page (the preset list): a config's three
+    rows, or the two of own figures, stood over a blank of ~150 px before the inputs (screenshot 38)."""
+    host = QWidget()
+    qtbot.addWidget(host)
+    page = EstimatePage(host)
+    page.setGeometry(0, 0, 1000, 700)
+    page.source.setCurrentIndex(source)
+    host.show()
+    qtbot.waitExposed(host)
+    qtbot.wait(50)
+    last = page.seq_len if source == 1 else page.custom_flops
+    gap = (
+        page.precision.mapTo(page, page.precision.rect().topLeft()).y() - last.mapTo(page, last.rect().bottomLeft()).y()
+    )
+    assert gap < 3 * page.fontMetrics().lineSpacing(), gap
+    # the preset list still takes the room there is, beyond its five rows
+    page.source.setCurrentIndex(0)
+    qtbot.wait(50)
+    assert page.presets.height() > page.presets.sizeHintForRow(0) * 8
+    page.shutdown()

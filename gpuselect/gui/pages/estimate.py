@@ -218,6 +218,11 @@ class EstimatePage(QWidget):
             item.setToolTip(f"{w.name}\n{w.description}\n{w.params / 1e6:,.1f} M parameters; {w.source}")
             self.presets.addItem(item)
         self.presets.setCurrentRow(list(PRESETS).index("resnet50"))
+        # Five rows at least, and any room the inputs leave: sized to its whole length, the list
+        # pushed the inputs below the fold of a 1024x640 window.
+        rows = self.presets.sizeHintForRow(0) * 5 + 2 * self.presets.frameWidth()
+        self.presets.setMinimumHeight(rows)
+        self.presets.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Ignored)
         preset_box = QWidget()
         pl = QVBoxLayout(preset_box)
         pl.setContentsMargins(0, 0, 0, 0)
@@ -280,7 +285,6 @@ class EstimatePage(QWidget):
         self.source_stack = QStackedWidget()
         for box in (preset_box, config_box, model_box, figures_box):
             self.source_stack.addWidget(box)
-        self._show_source_page(0)
         # --- the assumptions -------------------------------------------------------------------
         self.precision = QComboBox()
         self.precision.addItems([p.value for p in TRAINING_PRECISIONS])  # what the estimator accepts, auto first
@@ -386,6 +390,9 @@ class EstimatePage(QWidget):
         self.workload_info.setAccessibleName("Workload read as")
         left.addWidget(self.workload_info)
         left.addLayout(form)
+        left.addStretch(0)  # the room below the inputs where a short source page leaves some
+        self._inputs_column = left
+        self._show_source_page(0)
         # --- the answer ------------------------------------------------------------------------
         self.recommendation = QLabel("…")
         self.recommendation.setWordWrap(True)
@@ -760,6 +767,11 @@ class EstimatePage(QWidget):
                 page.setSizePolicy(policy, policy)
         stack.setCurrentIndex(index)
         stack.updateGeometry()
+        # The preset list grows into the room left; a config's or own figures' rows stay together
+        # above the inputs, the room below them.
+        column = self._inputs_column
+        column.setStretch(column.indexOf(stack), 1 if index == 0 else 0)
+        column.setStretch(column.count() - 1, 0 if index == 0 else 1)
 
     def inputs(self) -> dict[str, object]:
         """The inputs to keep for the next start. A deadline, budget or price is kept only where the
