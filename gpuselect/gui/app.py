@@ -175,6 +175,7 @@ class MainWindow(QMainWindow):
         refusal = self._refusal()
         if refusal:  # before the file dialog and the replace prompt, not after them
             self._export_failed(refusal)
+            self._watch_wait(refusal)
             return
         chosen: list[str] = []
         path = dialogs.save_file_name(self, "Export report", "gpuselect-report.pdf", EXPORT_FILTERS, chosen=chosen)
@@ -226,6 +227,7 @@ class MainWindow(QMainWindow):
         refusal = self._refusal()  # asked again: a benchmark may have started while the dialog was open
         if refusal:
             self._export_failed(refusal)
+            self._watch_wait(refusal)
             return
         snapshot, bench, result = self.snapshot, self.bench.report, self.estimate.result
         settings = self.settings_page.settings
@@ -250,6 +252,25 @@ class MainWindow(QMainWindow):
         self._export_worker = worker
         self.statusBar().showMessage("Writing the report…")
         worker.start()
+
+    def _watch_wait(self, refusal: str) -> None:
+        """A "wait for it to finish" refusal leaves the status bar once the work has ended: it stayed
+        30 s, "a benchmark is running" under the page's "Done in 9.8 s" (QA 17f)."""
+        if refusal != self.estimate.busy_reason():
+            return  # an input to fix: true until the user fixes it
+        shown = f"The report could not be written: {refusal}"
+        timer = QTimer(self)
+        timer.setInterval(250)
+
+        def check() -> None:
+            if self.estimate.busy_reason() is None:
+                timer.stop()
+                timer.deleteLater()
+                if self.statusBar().currentMessage() == shown:
+                    self.statusBar().showMessage("Finished: File > Export report writes it now", 10_000)
+
+        timer.timeout.connect(check)
+        timer.start()
 
     @Slot(str)
     def _export_failed(self, message: str) -> None:
