@@ -157,3 +157,16 @@ def test_a_short_source_page_stands_over_no_blank(qtbot, source: int) -> None:
     qtbot.wait(50)
     assert page.presets.height() > page.presets.sizeHintForRow(0) * 8
     page.shutdown()
+
+
+def test_a_first_input_that_cannot_be_estimated_leaves_no_placeholder(qtbot, tmp_path) -> None:
+    """Opened on a saved config that is gone, the page showed "…" above "Cannot estimate: ..." until
+    another input was chosen (screenshot 28)."""
+    page = EstimatePage()
+    qtbot.addWidget(page)
+    page.source.setCurrentIndex(1)
+    page.config_path.setText(str(tmp_path / "gone.json"))
+    page.recompute()
+    qtbot.waitUntil(lambda: "Cannot estimate" in page.error.text(), timeout=10_000)
+    assert page.recommendation.text() == ""
+    page.shutdown()

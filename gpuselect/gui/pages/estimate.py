@@ -1007,6 +1007,8 @@ class EstimatePage(QWidget):
         is the last valid input's (it was left looking current)."""
         self.error.setText(message)
         self._set_stale(self.result is not None)
+        if self.result is None:  # no answer yet: the placeholder "…" stood over the refusal at start
+            self.recommendation.setText("")
 
     def busy_reason(self) -> str | None:
         """Why a report now would be the wrong one, in one sentence, where waiting is the cure: a
