@@ -170,3 +170,22 @@ def test_a_first_input_that_cannot_be_estimated_leaves_no_placeholder(qtbot, tmp
     qtbot.waitUntil(lambda: "Cannot estimate" in page.error.text(), timeout=10_000)
     assert page.recommendation.text() == ""
     page.shutdown()
+
+
+def test_a_search_that_hides_the_workload_chooses_the_match(qtbot) -> None:
+    """Typing "70b full" left one workload in the list, Llama 70B, while ResNet-50, hidden, stayed
+    selected and estimated (screenshots 46, 47): the answer shown was for a workload not on view."""
+    from gpuselect.workloads.presets import PRESETS
+
+    page = EstimatePage()
+    qtbot.addWidget(page)
+    page.presets.setCurrentRow(list(PRESETS).index("resnet50"))
+    page.search.setText("70b full")
+    item = page.presets.currentItem()
+    assert item is not None and not item.isHidden()
+    assert page.workload_spec().preset == "llama-70b-full"
+    page.search.setText("resnet")  # a match that holds the one selected keeps it
+    page.presets.setCurrentRow(list(PRESETS).index("resnet50"))
+    page.search.setText("res")
+    assert page.workload_spec().preset == "resnet50"
+    page.shutdown()

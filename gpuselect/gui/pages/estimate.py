@@ -871,6 +871,13 @@ class EstimatePage(QWidget):
             item.setHidden(
                 bool(t) and t not in item.text().lower() and t not in str(item.data(Qt.ItemDataRole.UserRole))
             )
+        # The workload estimated is one the list shows: "70b full" left only Llama 70B in the list and
+        # ResNet-50, hidden, selected and estimated (QA 17f); the first match is chosen instead.
+        current = self.presets.currentItem()
+        if current is None or current.isHidden():
+            shown = [self.presets.item(i) for i in range(self.presets.count()) if not self.presets.item(i).isHidden()]
+            if shown:
+                self.presets.setCurrentItem(shown[0])
 
     @Slot()
     def _refilter(self) -> None:
