@@ -177,8 +177,12 @@ def test_a_search_that_hides_the_workload_chooses_the_match(qtbot) -> None:
     selected and estimated (screenshots 46, 47): the answer shown was for a workload not on view."""
     from gpuselect.workloads.presets import PRESETS
 
-    page = EstimatePage()
-    qtbot.addWidget(page)
+    host = QWidget()
+    qtbot.addWidget(host)
+    page = EstimatePage(host)
+    page.setGeometry(0, 0, 1000, 540)
+    host.show()
+    qtbot.waitExposed(host)
     page.presets.setCurrentRow(list(PRESETS).index("resnet50"))
     page.search.setText("70b full")
     item = page.presets.currentItem()
@@ -188,4 +192,10 @@ def test_a_search_that_hides_the_workload_chooses_the_match(qtbot) -> None:
     page.presets.setCurrentRow(list(PRESETS).index("resnet50"))
     page.search.setText("res")
     assert page.workload_spec().preset == "resnet50"
+    # the filter cleared, the workload chosen through it is in view, not scrolled off the list's top
+    page.search.setText("70b full")
+    page.search.setText("")
+    qtbot.wait(50)
+    item = page.presets.currentItem()
+    assert item is not None and page.presets.visualItemRect(item).intersects(page.presets.viewport().rect())
     page.shutdown()

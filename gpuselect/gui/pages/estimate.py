@@ -878,6 +878,9 @@ class EstimatePage(QWidget):
             shown = [self.presets.item(i) for i in range(self.presets.count()) if not self.presets.item(i).isHidden()]
             if shown:
                 self.presets.setCurrentItem(shown[0])
+        current = self.presets.currentItem()
+        if current is not None and not current.isHidden():  # the filter cleared: the list showed its top
+            self.presets.scrollToItem(current)
 
     @Slot()
     def _refilter(self) -> None:
