@@ -25,6 +25,14 @@ def millions(n: int, digits: int = 1) -> str:
     return f"{n / 1e6:,.{digits}f} M" if n >= 1e6 else f"{n:,}"
 
 
+def three_digits(v: float) -> str:
+    """Three significant digits without scientific notation: 32,900 and 0.0123, not 3.29e+04."""
+    if v == 0 or not math.isfinite(v):
+        return f"{v:g}"
+    decimals = max(0, 2 - math.floor(math.log10(abs(v))))
+    return f"{v:,.{decimals}f}" if decimals else f"{float(f'{v:.3g}'):,.0f}"
+
+
 def to_jsonable(value: Any) -> Any:
     """Turn dataclasses, enums, paths, tuples and sets into JSON-safe values.
 

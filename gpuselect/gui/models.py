@@ -22,6 +22,7 @@ class Column:
     tooltip: str = ""
     numeric: bool = False
     key: Callable[[Any], Any] | None = None  # the row's sort key where the value's text sorts wrong
+    cell_tip: Callable[[Any], str | None] | None = None  # the row's own tooltip for this cell, if any
 
 
 def num(digits: int = 1, suffix: str = "") -> Callable[[Any], str]:
@@ -77,6 +78,9 @@ class RowsModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.TextAlignmentRole and col.numeric:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ToolTipRole:
+            own = col.cell_tip(self.rows[index.row()]) if col.cell_tip is not None else None
+            if own:
+                return "\n".join(textwrap.wrap(own, 100))
             text = "" if col.numeric else col.fmt(raw)
             if len(text) > LONG_TEXT:  # wrapped: a tooltip is one line otherwise, as wide as the screen
                 return "\n".join(textwrap.wrap(text, 100))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import math
 import platform
 import re
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from gpuselect.estimate.recommend import (
     verdict_line,
 )
 from gpuselect.health.text import with_unit
-from gpuselect.output import millions, plural
+from gpuselect.output import millions, plural, three_digits
 from gpuselect.workloads.model import sentence_start
 
 REDACTED = "[redacted]"
@@ -105,12 +104,7 @@ REGIME_LABELS = {
 }
 
 
-def _three(v: float) -> str:
-    """Three significant digits without scientific notation: 32,900 and 0.0123, not 3.29e+04."""
-    if v == 0 or not math.isfinite(v):
-        return f"{v:g}"
-    decimals = max(0, 2 - math.floor(math.log10(abs(v))))
-    return f"{v:,.{decimals}f}" if decimals else f"{float(f'{v:.3g}'):,.0f}"
+_three = three_digits  # the workload's own description writes its FLOPs so too
 
 
 def _fmt(v: Any, unit: str = "", digits: int = 1) -> str:
@@ -548,15 +542,17 @@ def local_mark_groups(
 
 def local_gpu_groups(local: Any) -> list[tuple[str, list[Any]]]:
     """This machine's GPUs for "needs X of your Y GB": identical cards (same name, same peak per GPU)
-    once, as (label after "your ", e.g. "8× H100 80GB HBM3" or "gpu0 RTX 3090", the cards)."""
+    once, as (label after "your ", e.g. "8× H100 80GB HBM3 (each alone)" or "gpu0 RTX 3090", the cards).
+    "Each alone" as the time's mark says: "your 8× H100: needs 68.9 of your 80 GB" stood above the
+    8-GPU row's "8x H100 SXM5 80GB: needs 69.1 of 79.65 GB" without saying which was which (QA 17f)."""
     groups: dict[tuple[str, float | None], list[Any]] = {}
     for loc in local:
         if loc.device != "cpu":
             groups.setdefault((loc.name, loc.peak_memory_gb), []).append(loc)
     out = []
     for (name, _), locs in groups.items():
-        who = locs[0].device if len(locs) == 1 else f"{len(locs)}\u00d7"
-        out.append((f"{who} {short_gpu_name(name)}", locs))
+        label = f"{locs[0].device} {short_gpu_name(name)}"
+        out.append((label if len(locs) == 1 else f"{len(locs)}\u00d7 {short_gpu_name(name)} (each alone)", locs))
     return out
 
 

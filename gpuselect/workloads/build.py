@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpuselect.errors import UsageError
+from gpuselect.output import three_digits
 from gpuselect.types import Mode, parse
 from gpuselect.workloads.model import Workload
 from gpuselect.workloads.traces import with_mode
@@ -66,6 +67,8 @@ def build_workload(
             activation_bytes_per_sample=2 * plain.saved_elems_per_sample,
             memory_traffic_bytes_per_sample=4 * plain.saved_elems_per_sample,
             input_shape=shape,
+            description=f"a traced model taking samples of shape ({', '.join(map(str, shape))}), "
+            f"{three_digits(fwd / 1e9)} GFLOP per sample forward",
             source=plain.source,
             profiler_checked=True,
             trace=plain,

@@ -9,6 +9,7 @@ import re
 from dataclasses import replace
 
 from gpuselect.errors import UsageError
+from gpuselect.output import three_digits
 from gpuselect.types import Mode
 from gpuselect.workloads.model import CUSTOM_NAME, PUBLIC_IDS, Workload, public_id
 from gpuselect.workloads.transformer import TransformerShape, transformer_workload
@@ -527,7 +528,9 @@ def custom_workload(params: float, flops_per_sample: float, *, name: str = CUSTO
     return Workload(
         id="custom",
         name=name,
-        description=f"{params:g} parameters, {flops_per_sample:g} forward FLOPs per sample",
+        # the numbers as the faces write them: "39370 parameters, 3.87279e+09 forward FLOPs per
+        # sample" stood in the report and the desktop app beside "39,370 parameters" (QA 17f)
+        description=f"your own figures, {three_digits(flops_per_sample / 1e9)} GFLOP per sample forward",
         kind="custom",
         params=int(params),
         trainable_params=int(params),

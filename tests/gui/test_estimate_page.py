@@ -409,7 +409,7 @@ def test_checkpointing_choice_reaches_the_estimate_and_local_gpus_show_their_mem
     assert fitting and all(r.checkpointing == "selective" for r in fitting)
     assert page.local_memory_bar.isVisible()
     text = page.local_memory_text.text()
-    assert text.startswith("your 8\u00d7 H100") and "of your 80 GB" in text
+    assert text.startswith("your 8\u00d7 H100 80GB HBM3 (each alone): needs") and "of your 80 GB" in text
     sel = next(loc for loc in page.result.local if loc.device == "gpu0").peak_memory_gb
     page.checkpointing.setCurrentText("full")
     _run(qtbot, page)

@@ -180,3 +180,23 @@ def test_the_benchmark_s_busy_warning_joins_the_health_count(qtbot, monkeypatch:
     w.bench.report_ready.emit(dataclasses.replace(busy, other_cpu_share=0.01))
     assert page._report.counts.get("warning", 0) == before
     _close(qtbot, w)
+
+
+def test_eight_gpus_on_a_1024x640_window_leave_the_tables_room(qtbot, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 1024x640 the live charts took 60 % of the page: 1.5 of the 8 GPU rows were on view and
+    the first finding was cut in two (QA 17f, screenshot 59)."""
+    monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: F.h100x8())
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.resize(1024, 640)
+    w.hardware.refresh()  # detection done before the page is first laid out (the app, a fast machine)
+    qtbot.waitUntil(lambda: w.hardware._snapshot is not None, timeout=15_000)
+    w.show()
+    qtbot.waitExposed(w)
+    qtbot.wait(100)
+    page = w.hardware
+    assert page.monitor.isVisible()
+    row = page.gpu_table.rowHeight(0)
+    assert page.gpu_table.viewport().height() >= 4 * row  # half the GPUs at least, not one and a half
+    assert page.findings_tree.viewport().height() >= 3 * page.fontMetrics().lineSpacing()
+    _close(qtbot, w)

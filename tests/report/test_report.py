@@ -167,6 +167,13 @@ def test_identical_local_gpus_are_one_chart_mark() -> None:
     # a CPU that cannot hold the training state is no mark (it was drawn at "6,637 days")
     full = Ns(device="cpu", name="this CPU", total_time_h=159_288.0, fits=False)
     assert local_marks([other, full]) == [(7.0, "gpu8")]
+    # the memory line's label says "each alone" as the time's mark does: beside the 8-GPU row's need
+    from gpuselect.report.model import local_gpu_groups
+
+    for g in (*same, other):
+        g.peak_memory_gb = 68.9 if g in same else 20.0
+    labels = [who for who, _locs in local_gpu_groups([*same, other, cpu])]
+    assert labels == ["8\u00d7 H100 80GB HBM3 (each alone)", "gpu8 GeForce RTX 4090"]
 
 
 def test_memory_section_draws_a_stacked_bar_per_gpu_that_adds_up_to_the_peak(
@@ -284,7 +291,10 @@ def test_the_report_opens_sentences_about_a_custom_workload_in_capitals(tmp_path
     out = tmp_path / "r.md"
     assert main(["report", "-o", str(out), "--no-bench", "--params", "1e5", "--flops-per-sample", "1e6"]) == 0
     text = out.read_text()
-    assert "\nCustom workload: 100000 parameters" in text and "\ncustom workload" not in text
+    assert (
+        "\nCustom workload: your own figures, 0.00100 GFLOP per sample forward" in text
+        and "\ncustom workload" not in text
+    )
     assert "Custom workload is small enough" in text and "for custom workload:" in text  # mid-sentence as named
 
 

@@ -285,3 +285,18 @@ def test_a_config_json_given_to_model_is_pointed_at_config(tmp_path: Path) -> No
     cfg.write_text('{"model_type": "llama"}')
     with pytest.raises(DataError, match=r"as a Python module; a Hugging Face config.json goes with --config$"):
         build_workload(model=str(cfg), factory="build", input_shape="4")
+
+
+def test_own_figures_and_model_files_are_described_in_readable_numbers(tmp_path: Path) -> None:
+    """Their description (the desktop app's "read as" line, the report's workload line) said
+    "39370 parameters, 3.87279e+09 forward FLOPs per sample" beside "39,370 parameters" (QA 17f)."""
+    w = build_workload(params=1e8, flops_per_sample=3.87279e9)
+    assert w.description == "your own figures, 3.87 GFLOP per sample forward"
+    big = build_workload(params=7e9, flops_per_sample=4.2e13)
+    assert big.description == "your own figures, 42,000 GFLOP per sample forward"
+    pytest.importorskip("torch")
+    f = tmp_path / "net.py"
+    f.write_text(USER_FILE)
+    m = build_workload(model=str(f), factory="build", input_shape="100")
+    assert m.description == "a traced model taking samples of shape (100), 0.0000141 GFLOP per sample forward"
+    assert not any("e+" in d or "e-" in d for d in (w.description, big.description, m.description))

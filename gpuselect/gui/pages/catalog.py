@@ -88,24 +88,28 @@ class CatalogPage(QWidget):
                     numeric=True,
                     tooltip="GPU memory (VRAM): bounds the model and the batch",
                 ),
+                # Each "TFLOPS" under its precision, on a line of its own: on one line the four
+                # headers pushed the cloud price past a 1024-wide window's edge (QA 17f).
                 Column("GB/s", lambda e: e.memory_bandwidth_gbs, fmt=num(0), numeric=True),
-                Column("FP32 TFLOPS", lambda e: e.fp32_tflops, fmt=num(1), numeric=True, tooltip="TFLOP/s, non-tensor"),
                 Column(
-                    "TF32 TFLOPS",
+                    "FP32\nTFLOPS", lambda e: e.fp32_tflops, fmt=num(1), numeric=True, tooltip="TFLOP/s, non-tensor"
+                ),
+                Column(
+                    "TF32\nTFLOPS",
                     lambda e: e.tf32_tflops,
                     fmt=num(0),
                     numeric=True,
                     tooltip="dense tensor TFLOP/s (TF32: 19-bit tensor format for FP32 math)",
                 ),
                 Column(
-                    "FP16 TFLOPS",
+                    "FP16\nTFLOPS",
                     lambda e: e.fp16_tflops,
                     fmt=num(0),
                     numeric=True,
                     tooltip="dense tensor TFLOP/s with FP32 accumulate",
                 ),
                 Column(
-                    "BF16 TFLOPS", lambda e: e.bf16_tflops, fmt=num(0), numeric=True, tooltip="dense tensor TFLOP/s"
+                    "BF16\nTFLOPS", lambda e: e.bf16_tflops, fmt=num(0), numeric=True, tooltip="dense tensor TFLOP/s"
                 ),
                 Column("W", lambda e: e.tdp_w, fmt=num(0), numeric=True),
                 # In the Settings page's currency, as the Estimate page's costs (the catalog keeps

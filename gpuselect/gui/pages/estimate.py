@@ -15,10 +15,12 @@ import pyqtgraph as pg
 from PySide6.QtCore import QSortFilterProxyModel, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QColor, QPainter, QPalette, QValidator
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
+    QFrame,
     QGraphicsOpacityEffect,
     QHBoxLayout,
     QHeaderView,
@@ -27,10 +29,12 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QScrollArea,
     QSizePolicy,
     QSpinBox,
     QSplitter,
     QStackedWidget,
+    QStyle,
     QTableView,
     QTabWidget,
     QVBoxLayout,
@@ -180,6 +184,14 @@ def _local_band(loc: Any) -> str:
     return f" (±{100 * loc.error_band:.0f} %{basis})"
 
 
+def band_borrowed(note: str) -> str:
+    """A row's band note with what the CLI's footnote adds: whose band the row takes instead."""
+    return (
+        f"{note}: the band is borrowed from the validated regime, the widest GPU band for offloaded "
+        "and mixture-of-experts rows (docs/accuracy.md)"
+    )
+
+
 class EstimatePage(QWidget):
     computed = Signal(object)
 
@@ -206,6 +218,11 @@ class EstimatePage(QWidget):
             item.setToolTip(f"{w.name}\n{w.description}\n{w.params / 1e6:,.1f} M parameters; {w.source}")
             self.presets.addItem(item)
         self.presets.setCurrentRow(list(PRESETS).index("resnet50"))
+        # Five rows at least, and any room the inputs leave: sized to its whole length, the list
+        # pushed the inputs below the fold of a 1024x640 window.
+        rows = self.presets.sizeHintForRow(0) * 5 + 2 * self.presets.frameWidth()
+        self.presets.setMinimumHeight(rows)
+        self.presets.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Ignored)
         preset_box = QWidget()
         pl = QVBoxLayout(preset_box)
         pl.setContentsMargins(0, 0, 0, 0)
@@ -373,6 +390,9 @@ class EstimatePage(QWidget):
         self.workload_info.setAccessibleName("Workload read as")
         left.addWidget(self.workload_info)
         left.addLayout(form)
+        left.addStretch(0)  # the room below the inputs where a short source page leaves some
+        self._inputs_column = left
+        self._show_source_page(0)
         # --- the answer ------------------------------------------------------------------------
         self.recommendation = QLabel("…")
         self.recommendation.setWordWrap(True)
@@ -456,11 +476,20 @@ class EstimatePage(QWidget):
                 Column(
                     "±",
                     # a band of no time: "100 %" stood beside the "—" of every option that does not fit
-                    lambda r: 100 * r.error_band if r.fits and r.total_time_h else None,
-                    fmt=num(0, " %"),
+                    lambda r: (100 * r.error_band, bool(r.band_note)) if r.fits and r.total_time_h else None,
+                    # "*" where no measured step validates the row, as the CLI's "34%*" and the
+                    # report's "(*)": the table showed such a band as if it were measured (QA 17f)
+                    fmt=lambda v: "—" if v is None else f"{v[0]:,.0f} %" + ("*" if v[1] else ""),
                     numeric=True,
+                    key=lambda r: 100 * r.error_band if r.fits and r.total_time_h else float("inf"),
+                    cell_tip=lambda r: (
+                        f"±{100 * r.error_band:.0f} %* — {band_borrowed(r.band_note)}"
+                        if r.band_note and r.fits and r.total_time_h
+                        else None
+                    ),
                     tooltip="error band of this row's regime (small overhead-bound models, CNNs, transformers, LLMs on one\n"
-                    "or several GPUs): wide enough to cover 80 % of that regime's validation cases (docs/accuracy.md)",
+                    "or several GPUs): wide enough to cover 80 % of that regime's validation cases (docs/accuracy.md).\n"
+                    "*: no measured step validates this row (hover it for why): its band is borrowed",
                 ),
                 Column(
                     "Buy",
@@ -571,8 +600,21 @@ class EstimatePage(QWidget):
         lay = QHBoxLayout(self)
         lw = QWidget()
         lw.setLayout(left)
-        lw.setMaximumWidth(330)
-        lay.addWidget(lw)
+        # The inputs scroll: on a 1024x640 screen a config's long "read as" line squeezed every
+        # input below it to half its height, the text cut (QA 17f).
+        self.inputs_scroll = QScrollArea()
+        self.inputs_scroll.setWidget(lw)
+        self.inputs_scroll.setWidgetResizable(True)
+        self.inputs_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.inputs_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        bar = self.inputs_scroll.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        # as wide as the inputs and the scroll bar beside them: narrower, the bar hid their right edge
+        self.inputs_scroll.setMinimumWidth(min(lw.minimumSizeHint().width(), 330) + bar)
+        self.inputs_scroll.setMaximumWidth(330 + bar)
+        lay.addWidget(self.inputs_scroll)
+        app = QApplication.instance()
+        if isinstance(app, QApplication):  # a mnemonic (Alt+N) focused an input scrolled out of view
+            app.focusChanged.connect(self._keep_input_in_view)
         rw = QWidget()
         rw.setLayout(right)
         lay.addWidget(rw, 1)
@@ -604,7 +646,7 @@ class EstimatePage(QWidget):
             self.network.valueChanged,
         ):
             sig.connect(self._schedule)
-        self.source.currentIndexChanged.connect(self.source_stack.setCurrentIndex)
+        self.source.currentIndexChanged.connect(self._show_source_page)
         self.source.currentIndexChanged.connect(self._workload_changed)
         self.presets.currentRowChanged.connect(self._workload_changed)
         self.presets.currentRowChanged.connect(self._schedule)
@@ -707,6 +749,30 @@ class EstimatePage(QWidget):
             "electricity_usd_per_kwh": (self.electricity, self.money.rate),
         }
 
+    @Slot(QWidget, QWidget)
+    def _keep_input_in_view(self, _old: QWidget | None, new: QWidget | None) -> None:
+        inputs = self.inputs_scroll.widget()
+        if new is not None and inputs is not None and inputs.isAncestorOf(new):
+            self.inputs_scroll.ensureWidgetVisible(new)
+
+    @Slot(int)
+    def _show_source_page(self, index: int) -> None:
+        """The stack sized to the page shown: sized to its tallest (the preset list), a config's three
+        rows stood over a blank as high as the list, and the inputs scrolled on a small screen."""
+        stack = self.source_stack
+        for i in range(stack.count()):
+            policy = QSizePolicy.Policy.Preferred if i == index else QSizePolicy.Policy.Ignored
+            page = stack.widget(i)
+            if page is not None:
+                page.setSizePolicy(policy, policy)
+        stack.setCurrentIndex(index)
+        stack.updateGeometry()
+        # The preset list grows into the room left; a config's or own figures' rows stay together
+        # above the inputs, the room below them.
+        column = self._inputs_column
+        column.setStretch(column.indexOf(stack), 1 if index == 0 else 0)
+        column.setStretch(column.count() - 1, 0 if index == 0 else 1)
+
     def inputs(self) -> dict[str, object]:
         """The inputs to keep for the next start. A deadline, budget or price is kept only where the
         user typed it: one still showing the settings' default follows the settings then too."""
@@ -805,6 +871,16 @@ class EstimatePage(QWidget):
             item.setHidden(
                 bool(t) and t not in item.text().lower() and t not in str(item.data(Qt.ItemDataRole.UserRole))
             )
+        # The workload estimated is one the list shows: "70b full" left only Llama 70B in the list and
+        # ResNet-50, hidden, selected and estimated (QA 17f); the first match is chosen instead.
+        current = self.presets.currentItem()
+        if current is None or current.isHidden():
+            shown = [self.presets.item(i) for i in range(self.presets.count()) if not self.presets.item(i).isHidden()]
+            if shown:
+                self.presets.setCurrentItem(shown[0])
+        current = self.presets.currentItem()
+        if current is not None and not current.isHidden():  # the filter cleared: the list showed its top
+            self.presets.scrollToItem(current)
 
     @Slot()
     def _refilter(self) -> None:
@@ -941,6 +1017,8 @@ class EstimatePage(QWidget):
         is the last valid input's (it was left looking current)."""
         self.error.setText(message)
         self._set_stale(self.result is not None)
+        if self.result is None:  # no answer yet: the placeholder "…" stood over the refusal at start
+            self.recommendation.setText("")
 
     def busy_reason(self) -> str | None:
         """Why a report now would be the wrong one, in one sentence, where waiting is the cure: a

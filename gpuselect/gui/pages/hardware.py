@@ -23,7 +23,7 @@ from PySide6.QtCore import (
     Signal,
     Slot,
 )
-from PySide6.QtGui import QPainter
+from PySide6.QtGui import QPainter, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
     QGridLayout,
@@ -396,6 +396,7 @@ class HardwarePage(QWidget):
         self._bench: Any = None  # the app's last benchmark (set_bench)
         self._live: dict[int, dict[str, Any]] = {}  # the monitor's last readings, by GPU index
         self._rows_by_uuid: dict[str, int] = {}
+        self._fit_pending = False
         self.gpu_table.setVisible(False)
         self.monitor.setVisible(False)
 
@@ -426,10 +427,10 @@ class HardwarePage(QWidget):
         self._show_health()
         n = len(snap.gpus)
         self.gpu_table.setVisible(n > 0)
-        self._fit_table_height()
-        self.detected.emit(snap)
         has_nvml = any(g.source == "nvml" for g in snap.gpus)
         self.monitor.setVisible(has_nvml)  # nothing to monitor: no empty charts
+        self._fit_table_height()  # with the monitor shown: sized while hidden, it then took the most
+        self.detected.emit(snap)
         self._set_legend(snap)
         # A refresh may have changed the GPUs: start a new session on the next sample.
         self._stop_monitor()
@@ -505,13 +506,26 @@ class HardwarePage(QWidget):
     def _fit_table_height(self) -> None:
         """Show every GPU row (eight fit) without a scrollbar when there is room."""
         rows = self.gpus.rowCount()
+        # Not laid out yet (detection ended before the window showed, or on another tab): sized at
+        # the first show, where the splitter's defaults left 1.5 of 8 GPU rows on view (QA 17f).
+        self._fit_pending = not self.isVisible()
+        if self._fit_pending:
+            return
         h = self.gpu_table.horizontalHeader().height() + sum(self.gpu_table.rowHeight(i) for i in range(rows)) + 6
         sizes = self.splitter.sizes()
         total = sum(sizes)
         if rows and total > 0:
-            top = min(h, total // 2)
+            # On a 1024x640 window the charts took 60 % of the height, 1.5 of 8 GPU rows left on
+            # view and one finding cut in two (QA 17f): the table takes its rows up to 2/5.
+            top = min(h, total * 2 // 5)
             rest = total - top
-            self.splitter.setSizes([top, rest * 2 // 5, rest - rest * 2 // 5])
+            monitor = rest - rest * 2 // 5 if self.monitor.isVisibleTo(self) else 0
+            self.splitter.setSizes([top, rest - monitor, monitor])
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if self._fit_pending:
+            QTimer.singleShot(0, self._fit_table_height)  # once the layout has sized the splitter
 
     def _fill_findings(self, findings: list[Any]) -> None:
         tree = self.findings_tree
