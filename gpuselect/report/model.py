@@ -7,6 +7,7 @@ import dataclasses
 import datetime as dt
 import platform
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,9 +103,6 @@ REGIME_LABELS = {
     "cpu_unsteady": "a benchmarked CPU whose own steps its fit misses (a busy machine)",
     "cpu_spec": "an unmeasured CPU",
 }
-
-
-_three = three_digits  # the workload's own description writes its FLOPs so too
 
 
 def _fmt(v: Any, unit: str = "", digits: int = 1) -> str:
@@ -215,7 +213,7 @@ def _bench_section(bench: Any, notes: list[str]) -> Section:
         ratio = d.spec_ratio or {}
         for p, v in d.matmul_tflops.items():
             if v is not None:
-                rows.append([d.device, f"matmul {p} (TFLOP/s)", _three(v), _pct(ratio.get(f"matmul_{p}"))])
+                rows.append([d.device, f"matmul {p} (TFLOP/s)", three_digits(v), _pct(ratio.get(f"matmul_{p}"))])
         rows.append(
             [d.device, "memory bandwidth (GB/s)", _fmt(d.memory_bandwidth_gbs), _pct(ratio.get("memory_bandwidth"))]
         )
@@ -253,9 +251,12 @@ def _ckpt(c: bool | str | None) -> str:
 def _workload_section(result: Any, money: MoneyFormat, redact: bool) -> Section:
     w, a = result.workload, result.assumptions
     s = Section("Workload and assumptions")
+    flops = f"{three_digits(w.forward_flops_per_sample / 1e9)} GFLOP per sample forward"
+    # once: own figures' and a model file's description already end with it (QA 17f)
+    flops = "" if flops in w.description else f", {flops}"
     text = (
-        f"{sentence_start(w.name)}: {w.description}. {millions(w.params)} parameters ({millions(w.trainable_params, 2)} trained), "
-        f"{_three(w.forward_flops_per_sample / 1e9)} GFLOP per sample forward. Figures: {w.source}."
+        f"{sentence_start(w.name)}: {w.description}. {millions(w.params)} parameters "
+        f"({millions(w.trainable_params, 2)} trained){flops}. Figures: {w.source}."
     )
     s.lines.append(scrub_paths(text) if redact else text)
     dataset = a.dataset_size or w.default_dataset_size
@@ -535,8 +536,7 @@ def local_mark_groups(
         groups.setdefault(key, []).append(loc)
     marks = []
     for (_, hours), locs in groups.items():
-        label = locs[0].device if len(locs) == 1 else f"{len(locs)}\u00d7 {short_gpu_name(locs[0].name)} (each alone)"
-        marks.append((hours, label, locs))
+        marks.append((hours, locs[0].device if len(locs) == 1 else _each_alone(locs), locs))
     return marks
 
 
@@ -551,9 +551,14 @@ def local_gpu_groups(local: Any) -> list[tuple[str, list[Any]]]:
             groups.setdefault((loc.name, loc.peak_memory_gb), []).append(loc)
     out = []
     for (name, _), locs in groups.items():
-        label = f"{locs[0].device} {short_gpu_name(name)}"
-        out.append((label if len(locs) == 1 else f"{len(locs)}\u00d7 {short_gpu_name(name)} (each alone)", locs))
+        out.append((f"{locs[0].device} {short_gpu_name(name)}" if len(locs) == 1 else _each_alone(locs), locs))
     return out
+
+
+def _each_alone(locs: Sequence[Any]) -> str:
+    """Identical local GPUs' one label ("8× H100 80GB HBM3 (each alone)"): each card's own estimate,
+    not the option of all of them together (the time's mark and the memory line say it alike)."""
+    return f"{len(locs)}\u00d7 {short_gpu_name(locs[0].name)} (each alone)"
 
 
 def _memory_section(result: Any, top: int) -> Section | None:

@@ -287,6 +287,19 @@ def test_the_assumptions_count_one_gpu_in_the_singular(tmp_path: Path, options: 
     assert any(said in ln for ln in lines) and not any(" 1 GPUs" in ln for ln in lines)
 
 
+def test_the_workload_line_gives_the_forward_flops_once(tmp_path: Path) -> None:
+    """Own figures' description now ends "..., 0.00100 GFLOP per sample forward" (QA 17f), and the
+    report's workload line then added the same figure again after the parameters."""
+    out = tmp_path / "r.md"
+    assert main(["report", "-o", str(out), "--no-bench", "--params", "1e5", "--flops-per-sample", "1e6"]) == 0
+    line = next(ln for ln in out.read_text().splitlines() if ln.startswith("Custom workload: "))
+    assert line.count("GFLOP per sample forward") == 1 and "100,000 parameters (100,000 trained). Figures" in line
+    preset = tmp_path / "p.md"
+    assert main(["report", "-o", str(preset), "--no-bench", "--workload", "resnet50", "--gpus", "nvidia-rtx-4090"]) == 0
+    line = next(ln for ln in preset.read_text().splitlines() if ln.startswith("ResNet-50 v1.5 (ImageNet): "))
+    assert line.count("GFLOP per sample forward") == 1  # a preset's description has none: the line gives it
+
+
 def test_the_report_opens_sentences_about_a_custom_workload_in_capitals(tmp_path: Path) -> None:
     out = tmp_path / "r.md"
     assert main(["report", "-o", str(out), "--no-bench", "--params", "1e5", "--flops-per-sample", "1e6"]) == 0

@@ -1298,7 +1298,7 @@ class EstimatePage(QWidget):
             )
         )
         left_out = {x.split(" ", 1)[0] for x in result.recommendation.excluded}
-        # identical local GPUs share one mark ("your 8× H100 80GB HBM3"), not eight stacked labels
+        # identical local GPUs share one mark ("your 8× H100 80GB HBM3 (each alone)"), not eight stacked labels
         for i, (hours, who) in enumerate(local_marks(result.local, left_out)):
             p.addItem(
                 pg.InfiniteLine(
