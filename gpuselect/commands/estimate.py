@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuselect.estimate.memory import need_text, vram_text
     from gpuselect.estimate.parallel import describe_reference_networks
     from gpuselect.estimate.recommend import (
+        BORROWED_BAND_NOTE,
         BUY_COST_NOTE,
         CLOUD_COST_NOTE,
         NO_OFFER_NOTE,
@@ -203,10 +204,7 @@ def run(args: argparse.Namespace) -> int:
 
     paths = borrowed_band_paths(shown)  # the rows printed
     if paths:
-        print(
-            f"\n* no measured step validates {', '.join(paths)}: the band is borrowed from the "
-            "validated regime, the widest GPU band for offloaded and mixture-of-experts rows (docs/accuracy.md)"
-        )
+        print(f"\n* no measured step validates {', '.join(paths)}: {BORROWED_BAND_NOTE} (docs/accuracy.md)")
     if paged:
         print(
             "\n+ over the card's memory: the paged optimizer keeps the rest of its state in host memory, "

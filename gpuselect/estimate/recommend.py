@@ -94,6 +94,11 @@ def offer_phrase(gpus: int) -> str:
     return f"{'an' if str(gpus).startswith('8') or gpus in (11, 18) else 'a'} {gpus}-GPU offer"
 
 
+#: What a band marked "*" is where no measured step validates the row, one wording for every face
+#: (the CLI's footnote, the report's "(*)", the desktop app's tooltip).
+BORROWED_BAND_NOTE = (
+    "the band is borrowed from the validated regime, the widest GPU band for offloaded and mixture-of-experts rows"
+)
 #: The cost table's marks, one wording for the CLI and the report: a rate per GPU of a larger
 #: offer ("‡"), and a count the price data rents only unlinked ("no offer").
 PARTIAL_OFFER_NOTE = "the hourly rate is per GPU of a larger offer: renting fewer may cost more"

@@ -15,6 +15,7 @@ from gpuselect import __version__
 from gpuselect.app.money import MoneyFormat
 from gpuselect.estimate.memory import need_text, vram_text
 from gpuselect.estimate.recommend import (
+    BORROWED_BAND_NOTE,
     BUY_COST_NOTE,
     CLOUD_COST_NOTE,
     NO_OFFER_NOTE,
@@ -450,10 +451,7 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
 
     paths = borrowed_band_paths(singles + multis)
     if paths:
-        s.lines.append(
-            f"(*) No measured step validates {', '.join(paths)}: those rows' bands are borrowed from "
-            "the validated regime (offloaded and mixture-of-experts rows take the widest GPU band)."
-        )
+        s.lines.append(f"(*) No measured step validates {', '.join(paths)}: {BORROWED_BAND_NOTE}.")
     offer = " (this report's JSON names each row's offer)"
     s.lines += [f"{m}: {why}{'' if m == '§' else offer}." for m, why in sorted(marks.items())]
     for faster in sorted(slower):

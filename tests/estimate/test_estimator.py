@@ -27,6 +27,7 @@ from gpuselect.estimate.api import (
     recommend,
 )
 from gpuselect.estimate.perf import default_model, load_reference_rows
+from gpuselect.estimate.recommend import BORROWED_BAND_NOTE
 from gpuselect.estimate.roofline import params as roofline_params
 from gpuselect.workloads.presets import PRESETS
 from tests.builders import option_row
@@ -688,6 +689,7 @@ def test_rows_no_measured_step_validates_say_so(catalog, capsys: pytest.CaptureF
     assert main(["estimate", "--workload", "llama-8b-lora", "--gpus", ",".join(ids), "--count", "1,4"]) == 0
     out = capsys.readouterr().out
     assert "21%*" in out and "* no measured step validates PCIe-only multi-GPU" in out
+    assert f"multi-GPU: {BORROWED_BAND_NOTE} (docs/accuracy.md)" in out  # the report's and the app's words
 
 
 def test_cluster_and_deepspeed_rows_no_measured_step_validates_say_so(catalog) -> None:  # type: ignore[no-untyped-def]

@@ -10,6 +10,7 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QWidget
 
+from gpuselect.estimate.recommend import BORROWED_BAND_NOTE
 from gpuselect.gui.pages.estimate import EstimatePage
 
 #: a "read as" line as long as a config with an unchecked type and a sliding window gives
@@ -96,7 +97,8 @@ def test_a_borrowed_band_is_marked_in_the_table_as_in_the_cli(qtbot) -> None:
     assert borrowed and measured  # PCIe-only boxes borrow theirs; one card is measured
     for r, ix in borrowed:
         assert ix.data() == f"{100 * r.error_band:.0f} %*"
-        assert r.band_note in " ".join(ix.data(Qt.ItemDataRole.ToolTipRole).split())
+        tip = " ".join(ix.data(Qt.ItemDataRole.ToolTipRole).split())
+        assert r.band_note in tip and BORROWED_BAND_NOTE in tip  # the CLI's and the report's words
     for r, ix in measured:
         assert ix.data() == f"{100 * r.error_band:.0f} %"
     # sorted by the band's number, as before: the mark does not make it text

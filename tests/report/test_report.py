@@ -261,6 +261,10 @@ def test_rows_no_measured_step_validates_are_marked_in_the_report(tmp_path: Path
     assert main(argv) == 0
     text = out.read_text()
     assert "(*) No measured step validates PCIe-only multi-GPU" in text
+    # whose band it borrows in the CLI's and the desktop app's words (one text in the core)
+    from gpuselect.estimate.recommend import BORROWED_BAND_NOTE
+
+    assert f"multi-GPU: {BORROWED_BAND_NOTE}." in text
     marked = [ln for ln in text.splitlines() if ln.startswith("| 4x GeForce RTX 4090")]
     assert marked and marked[0].rstrip(" |").endswith("(*)")
     assert not any(ln.startswith("| 1x GeForce RTX 4090") and "(*)" in ln for ln in text.splitlines())

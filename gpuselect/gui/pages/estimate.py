@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
 from gpuselect.app.money import MoneyFormat
 from gpuselect.estimate.memory import need_text, vram_text
 from gpuselect.estimate.recommend import (
+    BORROWED_BAND_NOTE,
     SLOWER_16BIT_NOTE,
     SLOWER_FP8_NOTE,
     explain,
@@ -186,10 +187,7 @@ def _local_band(loc: Any) -> str:
 
 def band_borrowed(note: str) -> str:
     """A row's band note with what the CLI's footnote adds: whose band the row takes instead."""
-    return (
-        f"{note}: the band is borrowed from the validated regime, the widest GPU band for offloaded "
-        "and mixture-of-experts rows (docs/accuracy.md)"
-    )
+    return f"{note}: {BORROWED_BAND_NOTE} (docs/accuracy.md)"
 
 
 class EstimatePage(QWidget):
