@@ -80,6 +80,30 @@ def test_currency_everywhere(qtbot) -> None:
     page.shutdown()
 
 
+def test_a_buy_cost_that_leaves_out_the_users_own_card_is_marked_as_in_the_cli(qtbot) -> None:
+    """The CLI's and the report's tables mark such a cost "§" with what it means; the app's table
+    showed the RTX 3090 the user owns at its electricity alone, unmarked, as if that were its price."""
+    from gpuselect.estimate.recommend import owned_note
+
+    page = _page(qtbot, "rtx3090", "llama-8b-qlora")
+    _run(qtbot, page)
+    buy = next(i for i, c in enumerate(page.model.columns) if c.header == "Buy")
+    cells = {(r.gpu_id, r.count, r.owned): page.model.index(i, buy) for i, r in enumerate(page.model.rows)}
+    own = [ix for (_, _, owned), ix in cells.items() if owned]
+    bought = [ix for (_, _, owned), ix in cells.items() if not owned and ix.data() != "—"]
+    assert own and bought
+    for ix in own:
+        assert ix.data().endswith(" §")
+        assert owned_note(1) in " ".join(ix.data(Qt.ItemDataRole.ToolTipRole).split())
+    assert not any("§" in ix.data() for ix in bought)
+    # sorted by the cost, as before: the mark does not make it text
+    page.table.sortByColumn(buy, Qt.SortOrder.AscendingOrder)
+    rows = [page.model.rows[page.proxy.mapToSource(page.proxy.index(i, 0)).row()] for i in range(page.proxy.rowCount())]
+    costs = [r.buy_cost_usd for r in rows if r.buy_cost_usd is not None]
+    assert costs == sorted(costs)
+    page.shutdown()
+
+
 def test_hover_follows_the_current_workload(qtbot) -> None:
     page = _page(qtbot)
     _run(qtbot, page)

@@ -51,6 +51,7 @@ from gpuselect.estimate.recommend import (
     fmt_hours,
     fmt_hours_range,
     option_name,
+    owned_note,
     stage_heading,
 )
 from gpuselect.gui.models import SORT_ROLE, Column, RowsModel, num
@@ -491,10 +492,14 @@ class EstimatePage(QWidget):
                 ),
                 Column(
                     "Buy",
-                    lambda r: r.buy_cost_usd,
-                    fmt=lambda v: self.money(v),
+                    lambda r: (r.buy_cost_usd, bool(r.owned)) if r.buy_cost_usd is not None else None,
+                    # "§" where the user's own cards are left out of it, as the CLI's and the report's
+                    # tables mark it: "$1.76" to buy an RTX 3090 they own read as its price
+                    fmt=lambda v: "—" if v is None else self.money(v[0]) + (" §" if v[1] else ""),
                     numeric=True,
-                    tooltip="price (street or launch) + electricity; for a card you own, only the cards you lack",
+                    key=lambda r: float("inf") if r.buy_cost_usd is None else r.buy_cost_usd,
+                    cell_tip=lambda r: f"§ {owned_note(r.owned)}" if r.owned and r.buy_cost_usd is not None else None,
+                    tooltip="price (street or launch) + electricity; for a card you own (§), only the cards you lack",
                 ),
                 Column(
                     "Rent",
