@@ -1441,7 +1441,7 @@ def verdict_line(rec: Recommendation, money: Money = usd) -> str:
     return f"{stage_heading(rec)}: {choice}"
 
 
-def local_time(loc: Any, pm: str = "±") -> str:
+def local_time(loc: LocalEstimate, pm: str = "±") -> str:
     """This machine's device's time with its band and basis, as the CLI and the report write it; a
     device with no time says why, with no band ("n/a (±100 %; ...)" gave a range of nothing)."""
     if loc.total_time_h is None:
