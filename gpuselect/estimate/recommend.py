@@ -260,8 +260,9 @@ def stage_of(r: EstimateRow, a: Assumptions) -> Stage:
 _stage_of = stage_of
 
 
-def describe(r: EstimateRow | None, *, kind: str | None = None, owned: int = 0) -> dict[str, object] | None:
-    """A row as the verdict, the charts and the report need it (numbers, US dollars)."""
+def describe(r: EstimateRow | None, *, kind: str | None = None, owned: int | None = None) -> dict[str, object] | None:
+    """A row as the verdict, the charts and the report need it (numbers, US dollars). ``owned``: how
+    many of its cards the user has, by default those its buy cost leaves out (``account_for_owned``)."""
     if r is None:
         return None
     cost = row_cost(r)
@@ -284,7 +285,7 @@ def describe(r: EstimateRow | None, *, kind: str | None = None, owned: int = 0) 
         "cost_usd": cost,
         "meets_deadline": r.meets_deadline,
         "kind": kind,
-        "owned": owned,
+        "owned": r.owned if owned is None else owned,
         "error_band": r.error_band,
         "time_low_h": lo,
         "time_high_h": hi,
@@ -1140,10 +1141,11 @@ def explain(rec: Recommendation, money: Money = usd) -> tuple[str, str]:
             )
         elif rec.action in ("buy", "rent"):
             verb = "rent" if rec.action == "rent" else "buy"
-            if verb == "buy" and rec.own and rec.own.get("gpu_id") == o.get("gpu_id"):
-                # the cards they own, not those the own option uses (one of two at --count 1,4)
-                extra = _int(o.get("count"), 1) - _int(rec.own.get("owned"), _int(rec.own.get("count"), 0))
-                choice = f"buy {extra} more {o.get('name')} ({o.get('count')} in all)"
+            # the cards they own, not those the own option uses (one of two at --count 1,4), and also
+            # where theirs cannot hold it (no own option): "Buy 4x RTX 4090" was priced for two
+            have = _int(o.get("owned"), 0)
+            if verb == "buy" and 0 < have < _int(o.get("count"), 1):
+                choice = f"buy {_int(o.get('count'), 1) - have} more {o.get('name')} ({o.get('count')} in all)"
             else:
                 choice = f"{verb} {name}"
             costs = []

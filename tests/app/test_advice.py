@@ -616,6 +616,20 @@ def test_buying_more_of_the_users_card_counts_every_card_they_own(
     assert rec["choice"].startswith("Buy 2 more GeForce RTX 4090 (4 in all)")
 
 
+def test_buying_more_of_cards_that_cannot_hold_it_alone_says_how_many_more() -> None:
+    # Review 17b: two RTX 4090 too small for Llama 70B QLoRA form no own option, and the advice read
+    # "Buy 4x GeForce RTX 4090 (~180 h) ... for about $3,239": the price of the two they lack.
+    a = assumptions(S, deadline_hours=200)
+    m = this_machine(nvml=rtx4090x2())
+    result = estimate_for_machine(get_preset("llama-70b-qlora"), a, m, gpu_ids=["nvidia-rtx-4090"])
+    rec = result.recommendation
+    assert rec.own is None and rec.own_misfit and rec.action == "buy" and rec.option is not None
+    assert (rec.option["count"], rec.option["owned"]) == (4, 2)  # JSON: how many of them you have
+    (four,) = [r for r in result.rows if r.gpu_id == "nvidia-rtx-4090" and r.count == 4]
+    assert four.owned == 2 and rec.option["buy_cost_usd"] == four.buy_cost_usd
+    assert explain(rec)[0].startswith("Buy 2 more GeForce RTX 4090 (4 in all)")
+
+
 def test_own_cards_whose_range_crosses_the_deadline_are_told_what_to_add_to_stay_inside() -> None:
     # QA 17e: "Its error range reaches past your 45 h deadline (up to 52.1 h): leave room, or pick a
     # faster option" named none to a manager whose own RTX 3090 is the answer.
