@@ -465,3 +465,9 @@ def test_a_local_gpu_that_does_not_fit_has_no_band_on_no_time(
     for face in (text, out.read_text(encoding="utf-8")):
         assert "gpu0 (NVIDIA H100 80GB HBM3): no time: it does not fit (" in face
         assert "n/a (" not in face
+        # review 17b: "...: no time: it does not fit (...); needs 143.1 of your 80 GB, does not fit",
+        # and a CPU short of RAM had a time and band beside its "does not fit"
+        for line in (ln for ln in face.splitlines() if ln.startswith("Your machine, ")):
+            if "does not fit" in line:
+                assert line.count("does not fit") == 1 and ": no time: it does not fit (" in line, line
+                assert "±" not in line and "+/-" not in line, line

@@ -130,9 +130,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{stage_heading(rec)}: {choice}\n{why}\n")
     left_out = {x.split(" ", 1)[0] for x in rec.excluded}
     for loc in result.local:
-        state = "left out of the plan (critical health finding)" if loc.device in left_out else local_time(loc)
+        out = loc.device in left_out
+        state = "left out of the plan (critical health finding)" if out else local_time(loc)
         if loc.peak_memory_gb is not None and loc.vram_gb:  # "will it fit my card?"
-            state += f"; {memory_need(loc)}"
+            state += f"; {memory_need(loc, verdict=out)}"  # local_time says whether it fits
         print(f"Your machine, {loc.device} ({loc.name}): {state}")
     if rec.own and int(rec.own["count"]) > 1:
         print(

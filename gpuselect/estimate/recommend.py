@@ -1445,14 +1445,17 @@ def verdict_line(rec: Recommendation, money: Money = usd) -> str:
 
 def local_time(loc: LocalEstimate, pm: str = "±") -> str:
     """This machine's device's time with its band and basis, as the CLI and the report write it; a
-    device with no time says why, with no band ("n/a (±100 %; ...)" gave a range of nothing)."""
-    if loc.total_time_h is None:
+    device with no time says why, with no band ("n/a (±100 %; ...)" gave a range of nothing). One
+    that cannot hold the workload has none, as the desktop app says it: a CPU read "2.6 years (±101 %;
+    ...); needs 127.7 GB, does not fit"."""
+    if loc.total_time_h is None or not loc.fits:
         return f"no time: {'it does not fit' if not loc.fits else 'not estimated'} ({loc.basis})"
     return f"{fmt_hours(loc.total_time_h)} ({pm}{100 * loc.error_band:.0f} %; {loc.basis})"
 
 
-def memory_need(loc: Any) -> str:
-    """A local device's "needs X of your Y GB" (its RAM for the CPU), and whether it fits."""
+def memory_need(loc: Any, *, verdict: bool = True) -> str:
+    """A local device's "needs X of your Y GB" (its RAM for the CPU), and whether it fits (not where
+    ``verdict`` is False: ``local_time`` said "it does not fit" before it, and a line said it twice)."""
     from gpuselect.estimate.memory import need_text, vram_text
 
     if loc.device == "cpu":
@@ -1472,7 +1475,9 @@ def memory_need(loc: Any) -> str:
         # the batch that would fit, as a GPU's row says it (QA 15: a 65-min CPU run at batch 483 lost
         # to a $1,599 card at batch 512 without a word)
         fits_at = f" (at most batch {smaller:,} fits)" if smaller and smaller < (loc.batch_size or 0) else ""
-        return f"needs {need} GB, does not fit: {room}{fits_at}"
+        return f"needs {need} GB{', does not fit' if verdict else ''}: {room}{fits_at}"
 
     have = f"{vram_text(loc.vram_gb)} GB"  # as every face writes a card's memory: 79.65, not 79.6475
-    return f"needs {need_text(loc.peak_memory_gb, loc.vram_gb)} of your {have}" + ("" if loc.fits else ", does not fit")
+    return f"needs {need_text(loc.peak_memory_gb, loc.vram_gb)} of your {have}" + (
+        "" if loc.fits or not verdict else ", does not fit"
+    )

@@ -352,7 +352,8 @@ def _estimate_section(result: Any, top: int, money: MoneyFormat) -> Section:
     choice, why = explain(rec, money)
     s.lines.append(f"{stage_heading(rec)}: {choice}. {why}")
     for loc in result.local:
-        need = f"; {memory_need(loc)}" if loc.device == "cpu" and loc.peak_memory_gb is not None and loc.vram_gb else ""
+        cpu = loc.device == "cpu" and loc.peak_memory_gb is not None and loc.vram_gb
+        need = f"; {memory_need(loc, verdict=False)}" if cpu else ""  # local_time says whether it fits
         s.lines.append(f"Your machine, {loc.device} ({loc.name}): {local_time(loc, '+/- ')}{need}.")
     ok = sorted((r for r in result.rows if r.fits and r.total_time_h is not None), key=lambda r: r.total_time_h)
     singles, multis = shown_options(result, top)

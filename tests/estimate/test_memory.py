@@ -630,8 +630,8 @@ def test_cli_says_what_your_gpu_needs(capsys: pytest.CaptureFixture[str], monkey
     monkeypatch.setattr("gpuselect.hardware.nvidia.import_pynvml", lambda: fake)
     assert main(["estimate", "--workload", "llama-8b-full", "--batch-size", "2", "--max-gpus", "1", "--top", "1"]) == 0
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("Your machine, gpu0"))
-    m = re.search(r"needs ([\d.]+) of your 24 GB, does not fit$", line)
-    assert m and float(m.group(1)) > 100, line
+    m = re.search(r": no time: it does not fit \(.*\); needs ([\d.]+) of your 24 GB$", line)
+    assert m and float(m.group(1)) > 100 and line.count("does not fit") == 1, line  # once (review 17b)
     assert main(["estimate", "--workload", "llama-8b-lora", "--batch-size", "2", "--max-gpus", "1", "--top", "1"]) == 0
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("Your machine, gpu0"))
     assert re.search(r"needs (1\d|2[0-3])\.\d of your 24 GB$", line), line
