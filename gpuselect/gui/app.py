@@ -27,7 +27,7 @@ from gpuselect.gui.pages.catalog import CatalogPage
 from gpuselect.gui.pages.estimate import EstimatePage
 from gpuselect.gui.pages.hardware import HardwarePage
 from gpuselect.gui.pages.settings import SettingsPage
-from gpuselect.paths import config_dir
+from gpuselect.paths import NoConfigFolderError, config_dir
 
 ORG, APP = "gpuselect", "gpuselect"
 EXPORT_FILTERS = "PDF (*.pdf);;Markdown (*.md);;JSON (*.json)"
@@ -56,6 +56,18 @@ def default_size(available: QSize) -> QSize:
     """The first window's size: 1200x800, or the screen's available area less a frame where that is
     smaller. 800 high on a 1366x768 laptop, the window's bottom rows were off the screen."""
     return QSize(1200, 800).boundedTo(available - FRAME_ALLOWANCE)
+
+
+def _window_ini() -> str:
+    """The window state's file; "" (kept in memory only) where there is no config folder, as the
+    CLI goes on then: with HOME unset in a container the app ended at start, an internal error."""
+    try:
+        return str(config_dir() / "window.ini")
+    except NoConfigFolderError as exc:
+        from gpuselect import notices
+
+        notices.warn(exc.fallback())  # the banner says it, once
+        return ""
 
 
 class MainWindow(QMainWindow):
@@ -130,7 +142,7 @@ class MainWindow(QMainWindow):
             view.addAction(act)
             self.theme_actions[name] = act
         # A file under our config dir (GPUSELECT_CONFIG_DIR moves it), not Qt's own location.
-        self.settings = QSettings(str(config_dir() / "window.ini"), QSettings.Format.IniFormat)
+        self.settings = QSettings(_window_ini(), QSettings.Format.IniFormat)
         self._restore()
         self.snapshot: object = None
         self._export_worker: object = None

@@ -65,10 +65,10 @@ class CatalogPage(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        from gpuselect.catalog import load_catalog, overlay_path
+        from gpuselect.catalog import load_catalog, user_overlay
 
         self.catalog = load_catalog()
-        self.overlay = overlay_path()
+        self.overlay = user_overlay()  # None: no config folder (HOME unset), no overlay to open
         self.money = MoneyFormat()
         self.search = QLineEdit(placeholderText="Search GPUs…")
         self.search.setAccessibleName("Search GPUs")
@@ -76,7 +76,12 @@ class CatalogPage(QWidget):
         self.family.addItems(["all families", *values(Family)])
         self.family.setAccessibleName("Family filter")
         self.open_overlay = QPushButton("Open &overlay folder")
-        self.open_overlay.setToolTip(f"Your own prices and cards: {self.overlay} (gpuselect reads it, never writes it)")
+        self.open_overlay.setToolTip(
+            f"Your own prices and cards: {self.overlay} (gpuselect reads it, never writes it)"
+            if self.overlay is not None
+            else "No config folder (HOME is not set): there is no overlay to open"
+        )
+        self.open_overlay.setEnabled(self.overlay is not None)
         self.model = RowsModel(
             [
                 Column("GPU", lambda e: e.name),
@@ -207,6 +212,8 @@ class CatalogPage(QWidget):
 
     @Slot()
     def _open_overlay(self) -> None:
+        if self.overlay is None:
+            return  # the button is disabled
         folder = self.overlay.parent
         folder.mkdir(parents=True, exist_ok=True)  # the folder only; the overlay file stays the user's
         opened = QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
