@@ -471,3 +471,11 @@ def test_a_local_gpu_that_does_not_fit_has_no_band_on_no_time(
             if "does not fit" in line:
                 assert line.count("does not fit") == 1 and ": no time: it does not fit (" in line, line
                 assert "±" not in line and "+/-" not in line, line
+
+
+def test_the_training_flops_read_without_scientific_notation(capsys: pytest.CaptureFixture[str]) -> None:
+    """Review 17b: the CLI's own GFLOP rule printed "3e-06 GFLOP per sample to train" for a small
+    model of own figures, beside a description that says "0.00000100 GFLOP per sample forward"."""
+    text = _out(["estimate", "--params", "100", "--flops-per-sample", "1000", "--gpus", "nvidia-rtx-4090"], capsys)
+    head = text.splitlines()[0]
+    assert "100 parameters, 0.00000300 GFLOP per sample to train" in head and "e-0" not in head

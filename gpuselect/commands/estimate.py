@@ -269,6 +269,8 @@ def data_scope(w: Any, a: Any) -> str:
 
 
 def _gflop(flops: float) -> str:
-    """GFLOP to two places, or three significant digits where that would read 0.00."""
-    g = flops / 1e9
-    return f"{g:,.2f} GFLOP" if g >= 0.01 or g == 0 else f"{g:.3g} GFLOP"
+    """GFLOP to three significant digits, as the workload's description and the report write them
+    (its own rule printed "3e-06 GFLOP" for a small model of own figures)."""
+    from gpuselect.output import three_digits
+
+    return f"{three_digits(flops / 1e9)} GFLOP"
