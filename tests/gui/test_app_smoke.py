@@ -193,6 +193,23 @@ def test_corrupt_settings_file_shows_a_message(qtbot) -> None:
     _close(qtbot, w)
 
 
+def _catalog_page_with_overlay(qtbot, text: str):  # type: ignore[no-untyped-def]
+    """A Catalog page over the built-in catalog and a user overlay of ``text``."""
+    from gpuselect.catalog import _cached_default, overlay_path
+    from gpuselect.gui.pages.catalog import CatalogPage
+
+    overlay = overlay_path()
+    overlay.parent.mkdir(parents=True, exist_ok=True)
+    overlay.write_text(text)
+    _cached_default.cache_clear()
+    try:
+        page = CatalogPage()
+    finally:
+        _cached_default.cache_clear()  # the next test's catalog is the built-in one again
+    qtbot.addWidget(page)
+    return page
+
+
 def test_catalog_page_filters_and_shows_sources(qtbot) -> None:
     w = MainWindow()
     qtbot.addWidget(w)
@@ -236,19 +253,11 @@ def test_catalog_prices_follow_the_currency_and_keep_the_selection(qtbot) -> Non
 def test_catalog_price_is_the_one_the_estimates_buy_at(qtbot) -> None:
     """Review 17: the Price column said "launch price, or the street price your overlay sets" and
     showed the launch price beside an overlay's street price, which the estimates buy at."""
-    from gpuselect.catalog import _cached_default, overlay_path
-    from gpuselect.gui.pages.catalog import CatalogPage
     from gpuselect.settings import Settings
 
-    overlay = overlay_path()
-    overlay.parent.mkdir(parents=True, exist_ok=True)
-    overlay.write_text('[[gpu]]\nid = "nvidia-rtx-3090"\nstreet_price_usd = 700\nstreet_price_date = "2026-11"\n')
-    _cached_default.cache_clear()
-    try:
-        page = CatalogPage()
-    finally:
-        _cached_default.cache_clear()  # the next test's catalog is the built-in one again
-    qtbot.addWidget(page)
+    page = _catalog_page_with_overlay(
+        qtbot, '[[gpu]]\nid = "nvidia-rtx-3090"\nstreet_price_usd = 700\nstreet_price_date = "2026-11"\n'
+    )
     page.apply_settings(Settings(currency_symbol="€", usd_to_currency=0.5))
     page.search.setText("nvidia-rtx-3090")
     cols = [page.model.headerData(i, Qt.Orientation.Horizontal) for i in range(page.model.columnCount())]
@@ -268,18 +277,10 @@ def test_catalog_overlay_problems_stay_on_show_while_filtering(qtbot) -> None:
     replaced them for good."""
     from PySide6.QtWidgets import QLabel, QPlainTextEdit
 
-    from gpuselect.catalog import _cached_default, overlay_path
-    from gpuselect.gui.pages.catalog import CatalogPage
+    from gpuselect.catalog import overlay_path
 
+    page = _catalog_page_with_overlay(qtbot, '[[gpu]]\nid = "rtx-3090"\nvram_gb = "lots"\n')
     overlay = overlay_path()
-    overlay.parent.mkdir(parents=True, exist_ok=True)
-    overlay.write_text('[[gpu]]\nid = "rtx-3090"\nvram_gb = "lots"\n')
-    _cached_default.cache_clear()
-    try:
-        page = CatalogPage()
-    finally:
-        _cached_default.cache_clear()  # the next test's catalog is the built-in one again
-    qtbot.addWidget(page)
     page.show()
 
     def on_show() -> str:
