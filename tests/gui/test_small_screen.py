@@ -201,3 +201,25 @@ def test_a_search_that_hides_the_workload_chooses_the_match(qtbot) -> None:
     item = page.presets.currentItem()
     assert item is not None and page.presets.visualItemRect(item).intersects(page.presets.viewport().rect())
     page.shutdown()
+
+
+def test_the_chosen_workload_stays_in_view_when_the_list_shrinks(qtbot) -> None:
+    """Llama 3.1 8B QLoRA, chosen, sat just below the list's last row (docs/screenshots, session
+    17): Qt scrolled to it, then its longer "read as" line shrank the list under it."""
+    from gpuselect.workloads.presets import PRESETS
+
+    host = QWidget()
+    qtbot.addWidget(host)
+    page = EstimatePage(host)
+    page.setGeometry(0, 0, 1000, 800)
+    host.resize(1000, 800)
+    host.show()
+    qtbot.waitExposed(host)
+    page.presets.setCurrentRow(list(PRESETS).index("llama-8b-qlora"))
+    qtbot.wait(50)
+    page.setGeometry(0, 0, 1000, 560)  # the list loses rows, as under a longer "read as" line
+    qtbot.wait(50)
+    item = page.presets.currentItem()
+    assert item is not None
+    assert page.presets.viewport().rect().contains(page.presets.visualItemRect(item))
+    page.shutdown()

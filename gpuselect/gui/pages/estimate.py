@@ -653,6 +653,13 @@ class EstimatePage(QWidget):
         self.source.currentIndexChanged.connect(self._workload_changed)
         self.presets.currentRowChanged.connect(self._workload_changed)
         self.presets.currentRowChanged.connect(self._schedule)
+        # After the layout settles: the "read as" line the new choice writes may grow and shrink the
+        # list under the row Qt has just scrolled to. The page's own timer dies with the page.
+        self._reveal = QTimer(self, singleShot=True, interval=0)
+        self.presets.currentRowChanged.connect(self._reveal.start)
+        self._presets_view = self.presets.viewport()
+        self._presets_view.installEventFilter(self)  # resized (that line, the window): the choice stays in view
+        self._reveal.timeout.connect(self._show_chosen_preset)
         self.config_path.editingFinished.connect(self._workload_changed)
         self.model_path.editingFinished.connect(self._workload_changed)
         self.config_browse.clicked.connect(
@@ -865,6 +872,13 @@ class EstimatePage(QWidget):
                 spin.blockSignals(True)
                 spin.setValue(min(int(value), spin.maximum()))
                 spin.blockSignals(False)
+
+    @Slot()
+    def _show_chosen_preset(self) -> None:
+        """The chosen workload in the list's view: Llama 3.1 8B QLoRA, chosen, sat just below the
+        list's last row once its longer "read as" line had shrunk the list under it."""
+        if (item := self.presets.currentItem()) is not None:
+            self.presets.scrollToItem(item)
 
     @Slot(str)
     def _filter_presets(self, text: str) -> None:
@@ -1331,6 +1345,8 @@ class EstimatePage(QWidget):
 
         if watched is self.scatter_plot and event.type() == QEvent.Type.Resize:
             self._fit_scatter_title()
+        elif watched is getattr(self, "_presets_view", None) and event.type() == QEvent.Type.Resize:
+            self._reveal.start()
         return super().eventFilter(watched, event)
 
     @Slot()
