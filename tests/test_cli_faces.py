@@ -479,3 +479,12 @@ def test_the_training_flops_read_without_scientific_notation(capsys: pytest.Capt
     text = _out(["estimate", "--params", "100", "--flops-per-sample", "1000", "--gpus", "nvidia-rtx-4090"], capsys)
     head = text.splitlines()[0]
     assert "100 parameters, 0.00000300 GFLOP per sample to train" in head and "e-0" not in head
+
+
+def test_estimate_help_gives_top_and_gpus_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    # The README promises every option's default in --help; --top (15) and --gpus (all) gave none.
+    with pytest.raises(SystemExit):
+        main(["estimate", "--help"])
+    text = " ".join(capsys.readouterr().out.split()).split("options:", 1)[1]
+    assert "default 15" in text.split("--top TOP", 1)[1][:200]
+    assert "all (default)" in text.split("--gpus GPUS", 1)[1][:100]

@@ -17,7 +17,12 @@ HELP = "estimate training time, memory fit and cost on every catalog GPU, and re
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_estimate_options(parser, workload_required=True)
-    parser.add_argument("--top", type=_number(int, 1, 100_000, "--top"), default=15, help="text output: rows to show")
+    parser.add_argument(
+        "--top",
+        type=_number(int, 1, 100_000, "--top"),
+        default=15,
+        help="text output: single-GPU rows to show (default 15; the other lists a third, at least 3); the options the advice names are always shown",
+    )
     add_format_option(parser, ("text", "json", "csv"))
 
 

@@ -194,7 +194,7 @@ def add_estimate_options(
         default=Offload.NONE,
         help="keep the optimizer state (optimizer) or also weights and gradients (params) in CPU memory",
     )
-    parser.add_argument("--gpus", default="all", help="all, or comma-separated catalog ids")
+    parser.add_argument("--gpus", default="all", help="all (default), or comma-separated catalog ids")
     parser.add_argument(
         "--max-gpus",
         type=_number(int, 1, 4096, "--max-gpus"),

@@ -106,7 +106,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--backend",
         choices=("auto", "nccl", "gloo"),
         default="auto",
-        help="auto: NCCL when torch sees CUDA GPUs, else Gloo",
+        help="auto (default): NCCL when torch sees CUDA GPUs, else Gloo",
     )
     parser.add_argument(
         "--fail-on",

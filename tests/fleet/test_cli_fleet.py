@@ -278,3 +278,11 @@ def test_fail_on_gives_health_s_exit_status(capsys: pytest.CaptureFixture[str], 
     assert main(["fleet", "--from", str(ok), "--fail-on", "critical"]) == 4
     assert main(["fleet", "--from", str(ok)]) == 0
     capsys.readouterr()
+
+
+def test_fleet_help_gives_the_backend_default(capsys: pytest.CaptureFixture[str]) -> None:
+    # `COMMAND --help` lists every option's default (README); --backend's "auto" was not called one.
+    with pytest.raises(SystemExit):
+        main(["fleet", "--help"])
+    text = " ".join(capsys.readouterr().out.split()).split("options:", 1)[1]
+    assert "auto (default)" in text.split("--backend {auto,nccl,gloo}", 1)[1][:80]
