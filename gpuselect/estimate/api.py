@@ -1634,19 +1634,13 @@ def estimate(
         else 0
     )
     if own is not None:
-        rows = account_for_owned(
-            rows, own.gpu_id, owned_n, _price(by_id[own.gpu_id])[0], electricity_usd_per_kwh=a.electricity_usd_per_kwh
-        )
+        # the owned cards' pace against the catalog's (their own estimates'): more of them run at the slowest's
+        pace = min((g.scale for g in owned if g.catalog_id == own.gpu_id and g.problem is None), default=1.0)
+        rows = account_for_owned(rows, own.gpu_id, owned_n, _price(by_id[own.gpu_id])[0], a, pace)
     excluded = [f"{g.device} ({g.name}): {g.problem}" for g in owned if g.problem]
     local = local or []
     unknown = [f"{g.device} ({g.name})" for g in owned if g.problem is None and g.catalog_id not in by_id]
-    # the owned cards' pace against the catalog's (their own estimates'): more of them run at the slowest's
-    pace = min(
-        (g.scale for g in owned if own is not None and g.catalog_id == own.gpu_id and g.problem is None), default=1.0
-    )
-    rec = recommend(
-        rows, local, a, w, own=own, owned_n=owned_n, excluded=excluded, unknown_owned=unknown, own_pace=pace
-    )
+    rec = recommend(rows, local, a, w, own=own, owned_n=owned_n, excluded=excluded, unknown_owned=unknown)
     from gpuselect.estimate.recommend import named_options
 
     named = {(o.get("gpu_id"), o.get("count")) for o in named_options(rec)}

@@ -411,25 +411,45 @@ def account_for_owned(
     owned_id: str | None,
     owned_n: int,
     price_usd: float | None,
-    *,
-    electricity_usd_per_kwh: float,
+    a: Assumptions,
+    pace: float = 1.0,
 ) -> list[EstimateRow]:
     """Purchases are only what the user lacks: a row of the card they own counts the extra cards'
     price; rows they already cover (count <= what they own) are their own option, not a purchase.
-    ``owned`` says how many of a row's cards are left out of its buy cost (the faces mark it)."""
+    ``owned`` says how many of a row's cards are left out of its buy cost (the faces mark it).
+    ``pace``: the owned cards' speed against the catalog's (their own estimates'); data parallel
+    waits for the slowest, so a row with a card benchmarked at half speed takes twice as long. Its
+    rental price stays the catalog's: a rented pair has no slow card."""
     if not owned_id or owned_n <= 0:
         return rows
+    slow = min(1.0, pace)
     out = []
     for r in rows:
         if r.gpu_id == owned_id and r.buy_cost_usd is not None and price_usd is not None:
             extra = max(0, r.count - owned_n)
             # each card's share of the row's hardware cost as the row counted it (amortised or
             # whole): the whole price taken off an amortised share left -$1,495 to "buy"
-            energy = (r.energy_kwh or 0.0) * electricity_usd_per_kwh
+            energy = (r.energy_kwh or 0.0) * a.electricity_usd_per_kwh
             per_card = max(0.0, r.buy_cost_usd - energy) / r.count
+            if slow < 1.0 and r.fits and r.total_time_h is not None:
+                # the advice's "add 1 more RTX 3090 (~39.1 h)" beside this row's 20.4 h (QA 17g)
+                kwh = (r.energy_kwh or 0.0) / slow
+                r = replace(
+                    r,
+                    total_time_h=r.total_time_h / slow,
+                    epoch_time_s=None if r.epoch_time_s is None else r.epoch_time_s / slow,
+                    throughput_samples_per_s=None
+                    if r.throughput_samples_per_s is None
+                    else r.throughput_samples_per_s * slow,
+                    tokens_per_s=None if r.tokens_per_s is None else r.tokens_per_s * slow,
+                    meets_deadline=r.total_time_h / slow <= a.deadline_hours,
+                    energy_kwh=kwh,
+                    co2_kg=kwh * a.grid_kg_co2_per_kwh,
+                    buy_cost_usd=r.buy_cost_usd - energy + kwh * a.electricity_usd_per_kwh,
+                )
             r = replace(
                 r,
-                buy_cost_usd=r.buy_cost_usd - per_card * (r.count - extra),
+                buy_cost_usd=(r.buy_cost_usd or 0.0) - per_card * (r.count - extra),
                 owned=r.count - extra,
                 # buying pays for the extra cards only: 2x RTX 3090 with one owned broke even after
                 # the hours two purchases would take; nothing to buy has no break-even
@@ -451,7 +471,6 @@ def recommend(
     owned_n: int = 0,
     excluded: Sequence[str] = (),
     unknown_owned: Sequence[str] = (),
-    own_pace: float = 1.0,
 ) -> Recommendation:
     cpu = next((loc for loc in local if loc.device == "cpu"), None)
     by_stage: dict[Stage, list[EstimateRow]] = {Stage.ONE_GPU: [], Stage.WORKSTATION_OR_RENTED: [], Stage.CLUSTER: []}
@@ -700,7 +719,7 @@ def recommend(
             rec.cheaper_buy = describe(to_buy, kind="buy")
     if own is not None and rec.action not in ("cpu", "have"):
         rec.own_misfit = _own_misfit(own)
-        rec.add_owned = _add_owned(rows, own, owned_n, a, rec.option, own_pace)
+        rec.add_owned = _add_owned(rows, own, owned_n, a, rec.option)
     # the name every face prints (docs/advice.md); the sentence form ("one reasonable GPU") was JSON's alone
     rec.stage_name = "No stage" if rec.action == "none" else STAGE_SHORT[rec.stage]
     rec.deadline_met = rec.action in ("cpu", "have", "buy", "rent") or bool(
@@ -712,7 +731,7 @@ def recommend(
     if rec.crosses_deadline and rec.action == "have" and own is not None:
         # "pick a faster option" named none for the user's own cards: more of them whose whole
         # range stays inside the deadline is the manager's faster option
-        rec.add_owned = _add_owned(rows, own, owned_n, a, None, own_pace, inside=True)
+        rec.add_owned = _add_owned(rows, own, owned_n, a, None, inside=True)
     if rec.crosses_deadline and rec.action in ("buy", "rent") and opt is not None:
         rec.in_range_alt = _in_range_alt(rows, a, rec.action, float(opt.get("total_time_h") or math.inf))  # type: ignore[arg-type]
     rec.choice, rec.rationale = explain(rec, usd)
@@ -753,18 +772,15 @@ def _add_owned(
     owned_n: int,
     a: Assumptions,
     option: dict[str, object] | None,
-    pace: float = 1.0,
     *,
     inside: bool = False,
 ) -> dict[str, object] | None:
     """The fewest more of the user's card that would meet the deadline (and the budget, where it is
-    priced), unless the advice already names it ("buy 1 more ..."). ``pace``: the user's cards'
-    speed against the catalog's (their own estimates'); data parallel waits for the slowest, so a
-    card benchmarked at half speed makes two take twice the catalog's two (not 20 h beside 76 h)."""
-    slow = min(1.0, pace)
+    priced), unless the advice already names it ("buy 1 more ..."). The rows of the user's card are
+    paced by their own (``account_for_owned``), so the advice reads as the table's row of it."""
 
     def hours(r: EstimateRow) -> float:
-        return (r.total_time_h or math.inf) / slow
+        return r.total_time_h or math.inf
 
     more = [
         r
@@ -784,17 +800,6 @@ def _add_owned(
         option is not None and (option.get("gpu_id"), option.get("count")) == (pick.gpu_id, pick.count)
     ):
         return None
-    if slow < 1.0:
-        kwh = (pick.energy_kwh or 0.0) / slow
-        more_power = (kwh - (pick.energy_kwh or 0.0)) * a.electricity_usd_per_kwh
-        pick = replace(
-            pick,
-            total_time_h=hours(pick),
-            meets_deadline=True,
-            energy_kwh=kwh,
-            buy_cost_usd=None if pick.buy_cost_usd is None else pick.buy_cost_usd + more_power,
-            cloud_cost_usd=None,  # a rental is other cards, not paced by the user's
-        )
     return describe(pick, kind="buy", owned=owned_n)
 
 

@@ -576,13 +576,42 @@ def test_a_benchmarked_own_card_reads_the_same_in_the_advice_and_in_its_own_line
     (gpu0,) = [x for x in result.local if x.device == "gpu0"]
     assert "benchmark" in gpu0.basis and rec.own is not None
     assert float(rec.own["total_time_h"]) == pytest.approx(gpu0.total_time_h)  # type: ignore[arg-type]
-    row1, row2 = (next(r for r in result.rows if r.gpu_id == "nvidia-rtx-3090" and r.count == n) for n in (1, 2))
+    # the catalog's rows of the card: the same card unbenchmarked runs at the catalog's pace
+    catalog = _estimate(this_machine(nvml=rtx3090()), "resnet50", 72).rows
+    row1, row2 = (next(r for r in catalog if r.gpu_id == "nvidia-rtx-3090" and r.count == n) for n in (1, 2))
     assert gpu0.total_time_h is not None and row1.total_time_h is not None and row2.total_time_h is not None
     assert gpu0.total_time_h > 1.5 * row1.total_time_h  # the data this test rests on: a slow card
     add = rec.add_owned
     assert add is not None and add["count"] == 2
     paced = row2.total_time_h * gpu0.total_time_h / row1.total_time_h
     assert float(add["total_time_h"]) == pytest.approx(paced)  # type: ignore[arg-type]
+
+
+def test_the_table_row_of_adding_to_a_benchmarked_card_reads_as_the_advice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # QA 17g: "add 1 more GeForce RTX 3090 (~39.1 h) ... $1,502" beside the table's marked "→ 2x
+    # GeForce RTX 3090 ... 20.4 h ... $1,501§": its buy cost had the slow owned card in the pair,
+    # its time two healthy cards. Renting a pair stays at the catalog's pace (no slow card in it).
+    m = this_machine(nvml=rtx3090(), bench=_slow_rtx3090_bench(tmp_path))
+    result = _estimate(m, "resnet50", 72)
+    add = result.recommendation.add_owned
+    assert add is not None and add["count"] == 2
+    (mine,) = [r for r in result.rows if r.gpu_id == "nvidia-rtx-3090" and r.count == 2]
+    assert mine.owned == 1 and mine.total_time_h == pytest.approx(float(add["total_time_h"]))  # type: ignore[arg-type]
+    assert mine.buy_cost_usd == pytest.approx(float(add["buy_cost_usd"]))  # type: ignore[arg-type]
+    assert mine.meets_deadline
+    (healthy,) = [
+        r
+        for r in _estimate(this_machine(nvml=rtx3090()), "resnet50", 72).rows
+        if r.gpu_id == "nvidia-rtx-3090" and r.count == 2
+    ]
+    assert healthy.total_time_h is not None and mine.total_time_h > 1.5 * healthy.total_time_h
+    assert mine.cloud_cost_usd == pytest.approx(healthy.cloud_cost_usd)
+    # the one card they own: its row is their own line's time
+    (gpu0,) = [x for x in result.local if x.device == "gpu0"]
+    (one,) = [r for r in result.rows if r.gpu_id == "nvidia-rtx-3090" and r.count == 1]
+    assert one.total_time_h == pytest.approx(gpu0.total_time_h)
 
 
 def test_the_users_own_gpus_keep_to_the_gpus_an_option_may_have(
