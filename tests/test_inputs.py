@@ -460,6 +460,7 @@ def test_report_to_a_dash_prints_markdown(tmp_path: Path) -> None:
     out = _gpuselect("report", "-o", "-", "--no-bench", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("# gpuselect hardware report") and not (tmp_path / "-").exists()
+    assert "wrote the report (md) to standard output" in out.stderr  # not "wrote /dev/stdout (md)"
 
 
 def test_report_to_dev_stdout_prints_it(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from gpuselect.catalog import Catalog
     from gpuselect.catalog.schema import GpuEntry
 
-HELP = "list the GPU catalog (every figure with its source), or validate a catalog or overlay file"
+HELP = "list the GPU catalog or show one GPU (every figure with its source), or validate a catalog or overlay file"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     from gpuselect.commands import estimate_options as opts
     from gpuselect.fsutil import check_output
 
-    if args.output == "-":  # the usual name for standard output (a file named "-" was written)
+    to_stdout = args.output == "-"
+    if to_stdout:  # the usual name for standard output (a file named "-" was written)
         args.output, args.format = "/dev/stdout", args.format or "md"
     from gpuselect.report.writers import write
 
@@ -88,5 +89,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpuselect: waiting for a reader on {p}…", file=sys.stderr, flush=True)
 
     path = write(report, args.output, fmt, paper=args.paper, on_wait=waiting)
-    print(f"wrote {path} ({fmt})", file=sys.stderr)
+    print(f"wrote the report ({fmt}) to standard output" if to_stdout else f"wrote {path} ({fmt})", file=sys.stderr)
     return 0
