@@ -540,7 +540,7 @@ def measured_link(e: GpuEntry, count: int, a: Assumptions, cp: parallel.CommPara
             return measured[0] * used / had, f"{measured[1]}, scaled to {used} of its {had} mesh links"
     if measured is not None or count <= a.gpus_per_node:
         return measured
-    intra = measured_link_gbs(a.interconnect, a.gpus_per_node, a.gpus_per_node)
+    intra = measured_link_gbs(m, a.gpus_per_node, a.gpus_per_node)
     if intra is None:
         return None
     net, name = parallel.network_bandwidth(e, a.network_gbs, cp)
